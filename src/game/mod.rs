@@ -1,0 +1,595 @@
+//! The game-agnostic rules interface: the `Rules` trait every game implements, the shared
+//! vocabulary (sides, outcomes, end reasons, errors), and the one place that dispatches on a game id.
+//!
+//! Everything under `src/game/` is pure: no I/O, no clocks, no randomness, no tokio.
+
+pub mod connect6;
+pub mod coord;
+pub mod hex;
+pub mod jiu;
+pub mod surakarta;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+pub use coord::Point;
+
+/// The four games, by their protocol id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GameId {
+    Connect6,
+    Hex,
+    Surakarta,
+    Jiu,
+}
+
+impl GameId {
+    pub const ALL: [GameId; 4] = [
+        GameId::Connect6,
+        GameId::Hex,
+        GameId::Surakarta,
+        GameId::Jiu,
+    ];
+
+    /// The protocol id: `connect6`, `hex`, `surakarta`, `jiu`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GameId::Connect6 => "connect6",
+            GameId::Hex => "hex",
+            GameId::Surakarta => "surakarta",
+            GameId::Jiu => "jiu",
+        }
+    }
+
+    /// The contest record code: `C6`, `HEX`, `SUR`, `JIU`.
+    pub fn record_code(self) -> &'static str {
+        match self {
+            GameId::Connect6 => "C6",
+            GameId::Hex => "HEX",
+            GameId::Surakarta => "SUR",
+            GameId::Jiu => "JIU",
+        }
+    }
+
+    /// The game whose record code is `code` (case-insensitive).
+    pub fn from_record_code(code: &str) -> Option<GameId> {
+        GameId::ALL
+            .into_iter()
+            .find(|g| g.record_code().eq_ignore_ascii_case(code))
+    }
+
+    /// The colour letter of a side in protocol messages and records
+    /// (Connect6 B/W, Hex R/B, Surakarta B/W, Jiu W/B).
+    pub fn colour_letter(self, side: Side) -> char {
+        match (self, side) {
+            (GameId::Connect6, Side::First) => 'B',
+            (GameId::Connect6, Side::Second) => 'W',
+            (GameId::Hex, Side::First) => 'R',
+            (GameId::Hex, Side::Second) => 'B',
+            (GameId::Surakarta, Side::First) => 'B',
+            (GameId::Surakarta, Side::Second) => 'W',
+            (GameId::Jiu, Side::First) => 'W',
+            (GameId::Jiu, Side::Second) => 'B',
+        }
+    }
+
+    /// The side whose colour letter is `letter` (case-insensitive) in this game.
+    pub fn side_of_colour(self, letter: char) -> Option<Side> {
+        let letter = letter.to_ascii_uppercase();
+        [Side::First, Side::Second]
+            .into_iter()
+            .find(|&s| self.colour_letter(s) == letter)
+    }
+}
+
+impl fmt::Display for GameId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A game id that names none of the four games.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown game {0:?} (expected connect6, hex, surakarta or jiu)")]
+pub struct UnknownGameError(pub String);
+
+impl FromStr for GameId {
+    type Err = UnknownGameError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        GameId::ALL
+            .into_iter()
+            .find(|g| g.as_str().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| UnknownGameError(s.to_string()))
+    }
+}
+
+/// `First` makes the first move of the game; `Second` is the other side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Side {
+    First,
+    Second,
+}
+
+impl Side {
+    pub fn opponent(self) -> Side {
+        match self {
+            Side::First => Side::Second,
+            Side::Second => Side::First,
+        }
+    }
+
+    /// `first` or `second`, as in the protocol.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::First => "first",
+            Side::Second => "second",
+        }
+    }
+
+    /// 0 for `First`, 1 for `Second`: an index into per-side arrays.
+    pub fn index(self) -> usize {
+        match self {
+            Side::First => 0,
+            Side::Second => 1,
+        }
+    }
+
+    /// The position-text character: `x` for the first side, `o` for the second.
+    pub fn position_char(self) -> char {
+        match self {
+            Side::First => 'x',
+            Side::Second => 'o',
+        }
+    }
+}
+
+impl fmt::Display for Side {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a game ended. Every game end has exactly one reason; the strings are the protocol's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EndReason {
+    SixInRow,
+    Connection,
+    NoPieces,
+    FewStones,
+    NoMoves,
+    MoveLimit,
+    BoardFull,
+    Timeout,
+    IllegalMove,
+    Resign,
+    Disconnect,
+    Forfeit,
+}
+
+impl EndReason {
+    pub const ALL: [EndReason; 12] = [
+        EndReason::SixInRow,
+        EndReason::Connection,
+        EndReason::NoPieces,
+        EndReason::FewStones,
+        EndReason::NoMoves,
+        EndReason::MoveLimit,
+        EndReason::BoardFull,
+        EndReason::Timeout,
+        EndReason::IllegalMove,
+        EndReason::Resign,
+        EndReason::Disconnect,
+        EndReason::Forfeit,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndReason::SixInRow => "six_in_row",
+            EndReason::Connection => "connection",
+            EndReason::NoPieces => "no_pieces",
+            EndReason::FewStones => "few_stones",
+            EndReason::NoMoves => "no_moves",
+            EndReason::MoveLimit => "move_limit",
+            EndReason::BoardFull => "board_full",
+            EndReason::Timeout => "timeout",
+            EndReason::IllegalMove => "illegal_move",
+            EndReason::Resign => "resign",
+            EndReason::Disconnect => "disconnect",
+            EndReason::Forfeit => "forfeit",
+        }
+    }
+
+    /// True for the reasons the rules themselves produce (as opposed to clocks, bots or the referee).
+    pub fn is_board_result(self) -> bool {
+        matches!(
+            self,
+            EndReason::SixInRow
+                | EndReason::Connection
+                | EndReason::NoPieces
+                | EndReason::FewStones
+                | EndReason::NoMoves
+                | EndReason::MoveLimit
+                | EndReason::BoardFull
+        )
+    }
+}
+
+impl fmt::Display for EndReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for EndReason {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        EndReason::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| format!("unknown end reason {s:?}"))
+    }
+}
+
+/// How a game ended: the winner (`None` for a draw) and the one reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Outcome {
+    pub winner: Option<Side>,
+    pub reason: EndReason,
+}
+
+impl Outcome {
+    pub fn win(side: Side, reason: EndReason) -> Outcome {
+        Outcome {
+            winner: Some(side),
+            reason,
+        }
+    }
+
+    pub fn draw(reason: EndReason) -> Outcome {
+        Outcome {
+            winner: None,
+            reason,
+        }
+    }
+
+    /// `first`, `second` or `draw`.
+    pub fn result_str(&self) -> &'static str {
+        match self.winner {
+            Some(side) => side.as_str(),
+            None => "draw",
+        }
+    }
+}
+
+/// Move text that is not a well-formed move of the game (parse step, before legality).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad move text {text:?}: {what} (at character {at})")]
+pub struct ParseMoveError {
+    /// The text as given.
+    pub text: String,
+    /// What is wrong, e.g. "expected a row number 1-19".
+    pub what: String,
+    /// 1-based character position where the problem was found.
+    pub at: usize,
+}
+
+impl ParseMoveError {
+    pub fn new(text: &str, at: usize, what: impl Into<String>) -> ParseMoveError {
+        ParseMoveError {
+            text: text.to_string(),
+            what: what.into(),
+            at,
+        }
+    }
+}
+
+/// Position text that cannot be read (see NOTATION.md, "Position text").
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad position text: {what} (at character {at})")]
+pub struct ParsePositionError {
+    pub what: String,
+    /// 1-based character position where the problem was found.
+    pub at: usize,
+}
+
+impl ParsePositionError {
+    pub fn new(at: usize, what: impl Into<String>) -> ParsePositionError {
+        ParsePositionError {
+            what: what.into(),
+            at,
+        }
+    }
+}
+
+/// A rule-option table that names an unknown option or gives a bad value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("rules for {game}: {message}")]
+pub struct OptionsError {
+    pub game: GameId,
+    /// Names the option, e.g. "swap: invalid type: string \"yes\", expected a boolean".
+    pub message: String,
+}
+
+/// The rules of one game. Implementations are pure values: cloning a position is cheap and
+/// nothing here does I/O.
+pub trait Rules: Clone + Send + Sync + fmt::Debug + 'static {
+    /// One complete turn of the side to move (a Connect6 turn places all its stones).
+    type Move: Clone + PartialEq + Eq + std::hash::Hash + fmt::Debug + fmt::Display + Send + Sync;
+    /// The rule options of RULES.md, with their defaults from `Default`. Deserialising must
+    /// refuse unknown fields.
+    type Options: Clone
+        + Default
+        + PartialEq
+        + fmt::Debug
+        + Serialize
+        + DeserializeOwned
+        + Send
+        + Sync;
+    /// Why a well-formed move is not legal here.
+    type Illegal: std::error::Error + Clone + PartialEq + Send + Sync + 'static;
+
+    const GAME: GameId;
+
+    /// The start position.
+    fn start(options: &Self::Options) -> Self;
+    /// The options this position is played under.
+    fn options(&self) -> &Self::Options;
+
+    /// Reads position text (NOTATION.md).
+    fn from_position_text(text: &str, options: &Self::Options) -> Result<Self, ParsePositionError>;
+    /// Writes position text; `from_position_text` reads it back to an equal position.
+    fn position_text(&self) -> String;
+
+    /// Reads move text, case-insensitively. Syntax only: legality is `check_move`'s job.
+    fn parse_move(text: &str) -> Result<Self::Move, ParseMoveError>;
+
+    /// The side to move.
+    fn turn(&self) -> Side;
+    /// The result if the game is over.
+    fn outcome(&self) -> Option<Outcome>;
+
+    /// Appends every legal move to `out` (nothing when the game is over). Each move once.
+    fn legal_moves(&self, out: &mut Vec<Self::Move>);
+    /// Whether `mv` is legal here, and if not, why.
+    fn check_move(&self, mv: &Self::Move) -> Result<(), Self::Illegal>;
+    /// Plays a move known to be legal. Behaviour for an illegal move is unspecified but must not
+    /// be undefined (it may panic in debug builds).
+    fn play_unchecked(&mut self, mv: &Self::Move);
+
+    /// The move as records and the move list keep it once played. By default the move itself;
+    /// Connect6 drops a pair's second stone when the first stone already wins.
+    fn recorded_move(&self, mv: &Self::Move) -> Self::Move {
+        mv.clone()
+    }
+
+    fn is_legal(&self, mv: &Self::Move) -> bool {
+        self.check_move(mv).is_ok()
+    }
+
+    /// Checks then plays a move.
+    fn play(&mut self, mv: &Self::Move) -> Result<(), Self::Illegal> {
+        self.check_move(mv)?;
+        self.play_unchecked(mv);
+        Ok(())
+    }
+
+    /// The lines the `arena moves` tool prints for this position (NOTATION.md): by default every
+    /// legal move's text. Connect6 lists the empty points; Jiu lists square captures with `+?`.
+    fn move_listing(&self) -> Vec<String> {
+        let mut moves = Vec::new();
+        self.legal_moves(&mut moves);
+        moves.iter().map(|m| m.to_string()).collect()
+    }
+
+    /// Number of leaf positions `depth` plies below this one, counted in bulk at the last ply.
+    fn perft(&self, depth: u32) -> u64 {
+        if depth == 0 {
+            return 1;
+        }
+        let mut moves = Vec::new();
+        self.legal_moves(&mut moves);
+        if depth == 1 {
+            return moves.len() as u64;
+        }
+        moves
+            .iter()
+            .map(|mv| {
+                let mut child = self.clone();
+                child.play_unchecked(mv);
+                child.perft(depth - 1)
+            })
+            .sum()
+    }
+}
+
+/// Reads a rule-option table (JSON; TOML tables convert to it) into a game's typed options.
+/// An unknown option or a bad value is an error naming it. `null` means all defaults.
+pub fn parse_options<R: Rules>(value: &serde_json::Value) -> Result<R::Options, OptionsError> {
+    if value.is_null() {
+        return Ok(R::Options::default());
+    }
+    serde_path_to_error::deserialize(value.clone()).map_err(|e| OptionsError {
+        game: R::GAME,
+        message: if e.path().to_string() == "." {
+            e.inner().to_string()
+        } else {
+            format!("{}: {}", e.path(), e.inner())
+        },
+    })
+}
+
+/// Why a move text cannot be played: it does not parse, or it is not legal here.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlayError {
+    #[error(transparent)]
+    Parse(#[from] ParseMoveError),
+    #[error("illegal move {text:?}: {why}")]
+    Illegal { text: String, why: String },
+}
+
+/// A game of any of the four kinds, driven by move text. This is what the referee, the tools and
+/// the records use; engines use the concrete `Rules` types. Every `Rules` type is an `AnyGame`.
+pub trait AnyGame: Send + Sync + fmt::Debug {
+    fn game(&self) -> GameId;
+    fn turn(&self) -> Side;
+    fn outcome(&self) -> Option<Outcome>;
+    /// Every rule option in force, defaults included (the protocol's `start.rules`).
+    fn rules_json(&self) -> serde_json::Value;
+    fn position_text(&self) -> String;
+    /// Parses and checks a move without playing it; returns its canonical (upper-case) text.
+    fn check_text(&self, text: &str) -> Result<String, PlayError>;
+    /// Parses, checks and plays a move; returns its canonical text as records keep it
+    /// (see `Rules::recorded_move`).
+    fn play_text(&mut self, text: &str) -> Result<String, PlayError>;
+    /// What `arena moves` prints for this position.
+    fn move_listing(&self) -> Vec<String>;
+    /// Number of legal moves.
+    fn legal_move_count(&self) -> usize;
+    /// The text of the legal move at `index` of `legal_moves` (for pickers such as the random
+    /// engine, whose randomness stays outside the rules).
+    fn legal_move_text(&self, index: usize) -> Option<String>;
+    fn perft(&self, depth: u32) -> u64;
+    fn clone_box(&self) -> Box<dyn AnyGame>;
+}
+
+impl<R: Rules> AnyGame for R {
+    fn game(&self) -> GameId {
+        R::GAME
+    }
+    fn turn(&self) -> Side {
+        Rules::turn(self)
+    }
+    fn outcome(&self) -> Option<Outcome> {
+        Rules::outcome(self)
+    }
+    fn rules_json(&self) -> serde_json::Value {
+        serde_json::to_value(self.options()).unwrap_or(serde_json::Value::Null)
+    }
+    fn position_text(&self) -> String {
+        Rules::position_text(self)
+    }
+    fn check_text(&self, text: &str) -> Result<String, PlayError> {
+        let mv = R::parse_move(text)?;
+        self.check_move(&mv).map_err(|e| PlayError::Illegal {
+            text: text.to_string(),
+            why: e.to_string(),
+        })?;
+        Ok(mv.to_string())
+    }
+    fn play_text(&mut self, text: &str) -> Result<String, PlayError> {
+        let mv = R::parse_move(text)?;
+        self.check_move(&mv).map_err(|e| PlayError::Illegal {
+            text: text.to_string(),
+            why: e.to_string(),
+        })?;
+        let recorded = self.recorded_move(&mv).to_string();
+        self.play_unchecked(&mv);
+        Ok(recorded)
+    }
+    fn move_listing(&self) -> Vec<String> {
+        Rules::move_listing(self)
+    }
+    fn legal_move_count(&self) -> usize {
+        let mut moves = Vec::new();
+        self.legal_moves(&mut moves);
+        moves.len()
+    }
+    fn legal_move_text(&self, index: usize) -> Option<String> {
+        let mut moves = Vec::new();
+        self.legal_moves(&mut moves);
+        moves.get(index).map(|m| m.to_string())
+    }
+    fn perft(&self, depth: u32) -> u64 {
+        Rules::perft(self, depth)
+    }
+    fn clone_box(&self) -> Box<dyn AnyGame> {
+        Box::new(self.clone())
+    }
+}
+
+impl Clone for Box<dyn AnyGame> {
+    fn clone(&self) -> Self {
+        self.clone_box()
+    }
+}
+
+fn boxed<R: Rules>(rules: &serde_json::Value) -> Result<Box<dyn AnyGame>, OptionsError> {
+    Ok(Box::new(R::start(&parse_options::<R>(rules)?)))
+}
+
+fn boxed_from_text<R: Rules>(
+    text: &str,
+    rules: &serde_json::Value,
+) -> Result<Box<dyn AnyGame>, NewGameError> {
+    let options = parse_options::<R>(rules)?;
+    Ok(Box::new(R::from_position_text(text, &options)?))
+}
+
+/// Why a game could not be set up from options and position text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NewGameError {
+    #[error(transparent)]
+    Options(#[from] OptionsError),
+    #[error(transparent)]
+    Position(#[from] ParsePositionError),
+}
+
+/// The start position of `game` under the rule options `rules` (`null` or `{}` for defaults).
+/// The one place that dispatches on a game id.
+pub fn new_game(game: GameId, rules: &serde_json::Value) -> Result<Box<dyn AnyGame>, OptionsError> {
+    match game {
+        GameId::Connect6 => boxed::<connect6::Connect6>(rules),
+        GameId::Hex => boxed::<hex::Hex>(rules),
+        GameId::Surakarta => boxed::<surakarta::Surakarta>(rules),
+        GameId::Jiu => boxed::<jiu::Jiu>(rules),
+    }
+}
+
+/// A position of `game` read from position text.
+pub fn game_from_position_text(
+    game: GameId,
+    text: &str,
+    rules: &serde_json::Value,
+) -> Result<Box<dyn AnyGame>, NewGameError> {
+    match game {
+        GameId::Connect6 => boxed_from_text::<connect6::Connect6>(text, rules),
+        GameId::Hex => boxed_from_text::<hex::Hex>(text, rules),
+        GameId::Surakarta => boxed_from_text::<surakarta::Surakarta>(text, rules),
+        GameId::Jiu => boxed_from_text::<jiu::Jiu>(text, rules),
+    }
+}
+
+/// Checks a rule-option table for `game` and returns it with every default filled in.
+pub fn normalize_rules(
+    game: GameId,
+    rules: &serde_json::Value,
+) -> Result<serde_json::Value, OptionsError> {
+    Ok(new_game(game, rules)?.rules_json())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn game_ids_round_trip() {
+        for g in GameId::ALL {
+            assert_eq!(g.as_str().parse::<GameId>().unwrap(), g);
+            assert_eq!(GameId::from_record_code(g.record_code()), Some(g));
+            for side in [Side::First, Side::Second] {
+                assert_eq!(g.side_of_colour(g.colour_letter(side)), Some(side));
+            }
+        }
+        assert!("chess".parse::<GameId>().is_err());
+    }
+
+    #[test]
+    fn end_reasons_round_trip() {
+        for r in EndReason::ALL {
+            assert_eq!(r.as_str().parse::<EndReason>().unwrap(), r);
+        }
+    }
+}

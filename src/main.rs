@@ -1,0 +1,85 @@
+//! The `arena` binary: parses the command line and hands each subcommand to the library.
+
+use std::io::{self, BufWriter};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+use arena::game::GameId;
+
+#[derive(Parser)]
+#[command(
+    name = "arena",
+    version,
+    about = "Referee server and bot arena for Connect6, Hex, Surakarta and Tibetan Jiu"
+)]
+struct Cli {
+    /// More log output (-v debug, -vv trace); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Count leaf positions for each depth 1..=DEPTH from the start position.
+    Perft {
+        game: GameId,
+        depth: u32,
+        /// Rule options as a JSON object, e.g. '{"swap":true}'.
+        #[arg(long, default_value = "{}")]
+        rules: String,
+    },
+    /// For each position text on stdin, print its legal moves.
+    Moves {
+        game: GameId,
+        #[arg(long, default_value = "{}")]
+        rules: String,
+    },
+    /// For each move list on stdin (one game per line), print how the game stands.
+    Replay {
+        game: GameId,
+        #[arg(long, default_value = "{}")]
+        rules: String,
+    },
+}
+
+fn parse_rules(text: &str) -> anyhow::Result<serde_json::Value> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).context("--rules must be a JSON object")?;
+    anyhow::ensure!(
+        value.is_object(),
+        "--rules must be a JSON object, e.g. '{{\"swap\":true}}'"
+    );
+    Ok(value)
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    match cli.command {
+        Command::Perft { game, depth, rules } => {
+            arena::tools::perft(game, &parse_rules(&rules)?, depth, &mut out)?;
+        }
+        Command::Moves { game, rules } => {
+            arena::tools::moves(game, &parse_rules(&rules)?, io::stdin().lock(), &mut out)?;
+        }
+        Command::Replay { game, rules } => {
+            arena::tools::replay(game, &parse_rules(&rules)?, io::stdin().lock(), &mut out)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("arena: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

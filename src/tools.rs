@@ -1,0 +1,148 @@
+//! The rules tools behind `arena perft`, `arena moves` and `arena replay`: each reads from any
+//! `BufRead`, answers every input line as soon as it is read, and never stops on a bad line.
+
+use std::io::{self, BufRead, Read, Write};
+
+use crate::game::{self, GameId, PlayError};
+
+/// Longest input line the tools accept; a longer one gets an error line.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// `arena perft GAME DEPTH`: one line `D COUNT` for each depth 1..=`depth`.
+pub fn perft(
+    game: GameId,
+    rules: &serde_json::Value,
+    depth: u32,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let start = game::new_game(game, rules).map_err(io::Error::other)?;
+    for d in 1..=depth {
+        writeln!(out, "{d} {}", start.perft(d))?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+/// `arena moves GAME`: for each position text read, one line listing the legal moves
+/// (space separated), or `error WHY` for a line that is not a position.
+pub fn moves(
+    game: GameId,
+    rules: &serde_json::Value,
+    input: impl BufRead,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    for_each_line(
+        input,
+        out,
+        |line, out| match game::game_from_position_text(game, line, rules) {
+            Ok(position) => writeln!(out, "{}", position.move_listing().join(" ")),
+            Err(e) => writeln!(out, "error {e}"),
+        },
+    )
+}
+
+/// `arena replay GAME`: for each game (moves separated by spaces), one line:
+/// `first PLY REASON`, `second PLY REASON`, `draw PLY REASON`, `none PLY` or `illegal PLY MOVE`.
+/// PLY is the number of moves played; for `illegal` it is the number of the refused move.
+pub fn replay(
+    game: GameId,
+    rules: &serde_json::Value,
+    input: impl BufRead,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let start = game::new_game(game, rules).map_err(io::Error::other)?;
+    for_each_line(input, out, |line, out| {
+        writeln!(out, "{}", replay_line(&*start, line))
+    })
+}
+
+/// The replay verdict for one game's move list.
+pub fn replay_line(start: &dyn game::AnyGame, line: &str) -> String {
+    let mut position = start.clone_box();
+    let mut ply = 0usize;
+    for text in line.split_whitespace() {
+        if position.outcome().is_some() {
+            return format!("illegal {} {text}", ply + 1);
+        }
+        match position.play_text(text) {
+            Ok(_) => ply += 1,
+            Err(PlayError::Parse(_) | PlayError::Illegal { .. }) => {
+                return format!("illegal {} {text}", ply + 1);
+            }
+        }
+    }
+    match position.outcome() {
+        Some(outcome) => format!("{} {ply} {}", outcome.result_str(), outcome.reason),
+        None => format!("none {ply}"),
+    }
+}
+
+/// Runs `answer` on each input line (trailing `\r` and surrounding blanks removed), flushing
+/// after each answer so that a pipe sees it at once. Lines that are not UTF-8 or are longer
+/// than `MAX_LINE_BYTES` get an error line. Blank lines are answered with a blank line.
+fn for_each_line<R: BufRead, W: Write>(
+    mut input: R,
+    out: &mut W,
+    mut answer: impl FnMut(&str, &mut W) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let n = input
+            .by_ref()
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)?;
+        if n == 0 {
+            return Ok(());
+        }
+        if buf.last() != Some(&b'\n') && buf.len() > MAX_LINE_BYTES {
+            // Skip the rest of the oversized line.
+            let mut sink = Vec::new();
+            loop {
+                sink.clear();
+                let m = input.by_ref().take(1 << 16).read_until(b'\n', &mut sink)?;
+                if m == 0 || sink.last() == Some(&b'\n') {
+                    break;
+                }
+            }
+            writeln!(out, "error line longer than {MAX_LINE_BYTES} bytes")?;
+        } else {
+            match std::str::from_utf8(&buf) {
+                Ok(text) => answer(text.trim(), out)?,
+                Err(e) => writeln!(
+                    out,
+                    "error line is not UTF-8 (byte {})",
+                    e.valid_up_to() + 1
+                )?,
+            }
+        }
+        out.flush()?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oversized_and_non_utf8_lines_get_error_lines() {
+        let mut input = Vec::new();
+        input.extend_from_slice(b"\xff\xfe\n");
+        input.extend(std::iter::repeat_n(b'a', MAX_LINE_BYTES + 10));
+        input.extend_from_slice(b"\n\n");
+        let mut seen = Vec::new();
+        let mut out = Vec::new();
+        for_each_line(&input[..], &mut out, |line, out| {
+            seen.push(line.to_string());
+            writeln!(out, "ok")
+        })
+        .unwrap();
+        let out = String::from_utf8(out).unwrap();
+        let lines: Vec<_> = out.lines().collect();
+        assert_eq!(lines.len(), 3, "{out}");
+        assert!(lines[0].starts_with("error line is not UTF-8"));
+        assert!(lines[1].starts_with("error line longer"));
+        assert_eq!(lines[2], "ok");
+        assert_eq!(seen, vec![String::new()]);
+    }
+}
