@@ -519,3 +519,523 @@ fn read_rows(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::game::parse_options;
+    use std::collections::HashSet;
+
+    fn pt(text: &str) -> Point {
+        crate::game::coord::parse_point(text, SIZE).unwrap()
+    }
+
+    fn mv(text: &str) -> Move {
+        Connect6::parse_move(text).unwrap()
+    }
+
+    /// Position text with the given stones, `turn` to move, `stones` due.
+    fn position(black: &[&str], white: &[&str], turn: char, stones: u8) -> Connect6 {
+        let mut grid = [['.'; SIZE as usize]; SIZE as usize];
+        for (list, ch) in [(black, 'x'), (white, 'o')] {
+            for s in list {
+                let p = pt(s);
+                grid[p.row as usize][p.col as usize] = ch;
+            }
+        }
+        let rows: Vec<String> = grid.iter().rev().map(|r| r.iter().collect()).collect();
+        let text = format!("{} {turn} stones={stones}", rows.join("/"));
+        Connect6::from_position_text(&text, &Options::default()).unwrap()
+    }
+
+    /// Colour of (col, row) in a pattern with no three in a row in any direction.
+    fn pattern_side(col: u8, row: u8) -> Side {
+        if (col / 2 + row) % 2 == 0 {
+            Side::First
+        } else {
+            Side::Second
+        }
+    }
+
+    /// The full pattern board with `holes` left empty, `turn` to move, two stones due.
+    fn pattern_position(holes: &[&str], turn: Side) -> Connect6 {
+        let holes: Vec<Point> = holes.iter().map(|h| pt(h)).collect();
+        let mut rows = Vec::new();
+        for row in (0..SIZE).rev() {
+            let mut line = String::new();
+            for col in 0..SIZE {
+                if holes.contains(&Point::new(col, row)) {
+                    line.push('.');
+                } else {
+                    line.push(pattern_side(col, row).position_char());
+                }
+            }
+            rows.push(line);
+        }
+        let text = format!("{} {}", rows.join("/"), turn.position_char());
+        Connect6::from_position_text(&text, &Options::default()).unwrap()
+    }
+
+    fn all_legal(pos: &Connect6) -> Vec<Move> {
+        let mut out = Vec::new();
+        pos.legal_moves(&mut out);
+        out
+    }
+
+    #[test]
+    fn start_position_has_one_stone_moves_on_every_point() {
+        let start = Connect6::start(&Options::default());
+        assert_eq!(start.turn(), Side::First);
+        assert_eq!(start.stones_due(), 1);
+        assert_eq!(start.outcome(), None);
+        let moves = all_legal(&start);
+        assert_eq!(moves.len(), CELLS);
+        assert!(moves.iter().all(|m| matches!(m, Move::One(_))));
+        assert_eq!(moves.iter().collect::<HashSet<_>>().len(), CELLS);
+        assert_eq!(moves[0], mv("A1"));
+        assert_eq!(moves[CELLS - 1], mv("S19"));
+        assert_eq!(start.move_listing().len(), CELLS);
+        let text = start.position_text();
+        assert!(text.ends_with(" x stones=1"), "{text}");
+        assert_eq!(text.matches('.').count(), CELLS);
+    }
+
+    #[test]
+    fn second_turn_lists_every_unordered_pair_once() {
+        let mut pos = Connect6::start(&Options::default());
+        pos.play(&mv("J10")).unwrap();
+        assert_eq!(pos.turn(), Side::Second);
+        assert_eq!(pos.stones_due(), 2);
+        let moves = all_legal(&pos);
+        let empty = CELLS - 1;
+        assert_eq!(moves.len(), empty * (empty - 1) / 2);
+        let mut seen = HashSet::new();
+        for m in &moves {
+            let Move::Two(a, b) = *m else {
+                panic!("not a pair: {m}")
+            };
+            assert!(a.index(SIZE) < b.index(SIZE), "{m}");
+            assert!(seen.insert((a, b)), "listed twice: {m}");
+            assert_ne!(a, pt("J10"));
+            assert_ne!(b, pt("J10"));
+        }
+        assert_eq!(pos.move_listing().len(), empty);
+        assert!(!pos.move_listing().contains(&"J10".to_string()));
+    }
+
+    #[test]
+    fn perft_counts_turns() {
+        let start = Connect6::start(&Options::default());
+        assert_eq!(start.perft(1), CELLS as u64);
+        let pairs_after_opening = ((CELLS - 1) * (CELLS - 2) / 2) as u64;
+        assert_eq!(pairs_after_opening, 64_620);
+        assert_eq!(start.perft(2), CELLS as u64 * pairs_after_opening);
+    }
+
+    fn assert_six(black: &[&str], winning_stone: &str) {
+        let pos = position(black, &["A19", "B19"], 'x', 2);
+        assert_eq!(pos.outcome(), None);
+        // The winning stone alone, and as the first stone of a pair.
+        let mut single = pos.clone();
+        single.play(&mv(winning_stone)).unwrap();
+        assert_eq!(
+            single.outcome(),
+            Some(Outcome::win(Side::First, EndReason::SixInRow)),
+            "{black:?} + {winning_stone}"
+        );
+        let pair = mv(&format!("{winning_stone},S1"));
+        assert_eq!(pos.recorded_move(&pair), mv(winning_stone));
+        let mut paired = pos.clone();
+        paired.play(&pair).unwrap();
+        assert_eq!(paired, single, "second stone must not be placed");
+        assert_eq!(paired.stone_at(pt("S1")), None);
+    }
+
+    #[test]
+    fn six_in_a_row_wins_in_all_four_directions() {
+        assert_six(&["C5", "D5", "E5", "F5", "G5"], "H5");
+        assert_six(&["K3", "K4", "K5", "K6", "K7"], "K8");
+        assert_six(&["C3", "D4", "E5", "G7", "H8"], "F6");
+        assert_six(&["C8", "D7", "E6", "F5", "G4"], "B9");
+        // At the board edges.
+        assert_six(&["A1", "A2", "A3", "A4", "A5"], "A6");
+        assert_six(&["N19", "O18", "P17", "Q16", "R15"], "S14");
+    }
+
+    #[test]
+    fn seven_or_more_in_a_row_also_wins() {
+        assert_six(&["C5", "D5", "E5", "G5", "H5", "I5"], "F5");
+        assert_six(&["B2", "C3", "D4", "E5", "G7", "H8", "J9", "K10"], "F6");
+    }
+
+    #[test]
+    fn five_in_a_row_and_broken_lines_do_not_win() {
+        let mut pos = position(&["C5", "D5", "E5", "F5"], &[], 'x', 2);
+        pos.play(&mv("G5,J5")).unwrap();
+        assert_eq!(pos.outcome(), None);
+        // A white stone breaks the line.
+        let mut pos = position(&["C5", "D5", "E5", "G5", "H5"], &["F5"], 'x', 2);
+        pos.play(&mv("B5,J5")).unwrap();
+        assert_eq!(pos.outcome(), None);
+    }
+
+    #[test]
+    fn second_stone_of_a_pair_can_win_and_both_are_recorded() {
+        let pos = position(&["C5", "D5", "E5", "F5", "G5"], &["A19"], 'x', 2);
+        let pair = mv("S1,H5");
+        assert_eq!(pos.recorded_move(&pair), pair);
+        let mut after = pos.clone();
+        after.play(&pair).unwrap();
+        assert_eq!(
+            after.outcome(),
+            Some(Outcome::win(Side::First, EndReason::SixInRow))
+        );
+        assert_eq!(after.stone_at(pt("S1")), Some(Side::First));
+        // Pair placed in order: white wins with the first and the second is not placed.
+        let pos = position(&["A19"], &["C5", "D5", "E5", "F5", "G5"], 'o', 2);
+        let mut boxed: Box<dyn crate::game::AnyGame> = Box::new(pos);
+        assert_eq!(boxed.play_text("h5, s1").unwrap(), "H5");
+        assert_eq!(
+            boxed.outcome(),
+            Some(Outcome::win(Side::Second, EndReason::SixInRow))
+        );
+        assert_eq!(boxed.legal_move_count(), 0);
+        assert!(boxed.move_listing().is_empty());
+    }
+
+    #[test]
+    fn board_full_without_six_is_a_draw() {
+        let pos = pattern_position(&["A1", "B1"], pattern_side(0, 0));
+        assert_eq!(pattern_side(0, 0), pattern_side(1, 0));
+        assert_eq!(pos.outcome(), None);
+        assert_eq!(all_legal(&pos), vec![mv("A1,B1")]);
+        let mut after = pos.clone();
+        after.play(&mv("B1,A1")).unwrap();
+        assert_eq!(after.outcome(), Some(Outcome::draw(EndReason::BoardFull)));
+        assert_eq!(after.empty_count(), 0);
+        // Read back from text, the full board is a draw too.
+        let again = Connect6::from_position_text(&after.position_text(), &Options::default());
+        assert_eq!(again.unwrap(), after);
+    }
+
+    #[test]
+    fn last_empty_point_takes_a_single_stone() {
+        let pos = pattern_position(&["J10"], pattern_side(9, 9));
+        assert_eq!(pos.stones_due(), 2);
+        assert_eq!(all_legal(&pos), vec![mv("J10")]);
+        let mut after = pos.clone();
+        after.play(&mv("J10")).unwrap();
+        assert_eq!(after.outcome(), Some(Outcome::draw(EndReason::BoardFull)));
+        assert_eq!(
+            pos.check_move(&mv("J10,J10")),
+            Err(IllegalMove::SameStoneTwice)
+        );
+    }
+
+    #[test]
+    fn every_illegal_move_class() {
+        let pos = position(&["J10", "C5", "D5", "E5", "F5"], &["K10"], 'x', 2);
+        assert_eq!(
+            pos.check_move(&mv("J10,A1")),
+            Err(IllegalMove::Occupied(pt("J10")))
+        );
+        assert_eq!(
+            pos.check_move(&mv("A1,K10")),
+            Err(IllegalMove::Occupied(pt("K10")))
+        );
+        assert_eq!(
+            pos.check_move(&mv("A1,A1")),
+            Err(IllegalMove::SameStoneTwice)
+        );
+        assert_eq!(
+            pos.check_move(&mv("A1")),
+            Err(IllegalMove::WrongStoneCount {
+                expected: 2,
+                got: 1
+            })
+        );
+        assert_eq!(
+            pos.check_move(&Move::One(Point::new(19, 0))),
+            Err(IllegalMove::OffBoard(Point::new(19, 0)))
+        );
+        assert_eq!(
+            pos.check_move(&Move::Two(pt("A1"), Point::new(0, 40))),
+            Err(IllegalMove::OffBoard(Point::new(0, 40)))
+        );
+        // Five in a row is not six: a single G5 is still refused.
+        assert!(matches!(
+            pos.check_move(&mv("G5")),
+            Err(IllegalMove::WrongStoneCount { .. })
+        ));
+        let start = Connect6::start(&Options::default());
+        assert_eq!(
+            start.check_move(&mv("A1,B2")),
+            Err(IllegalMove::WrongStoneCount {
+                expected: 1,
+                got: 2
+            })
+        );
+        let won = position(&["C5", "D5", "E5", "F5", "G5", "H5"], &[], 'o', 2);
+        assert_eq!(
+            won.outcome(),
+            Some(Outcome::win(Side::First, EndReason::SixInRow))
+        );
+        assert_eq!(won.check_move(&mv("A1,B1")), Err(IllegalMove::GameOver));
+        assert!(all_legal(&won).is_empty());
+        // Every error says something.
+        for e in [
+            IllegalMove::GameOver,
+            IllegalMove::Occupied(pt("A1")),
+            IllegalMove::SameStoneTwice,
+            IllegalMove::WrongStoneCount {
+                expected: 2,
+                got: 1,
+            },
+        ] {
+            assert!(e.to_string().len() > 10, "{e}");
+        }
+        let mut boxed: Box<dyn crate::game::AnyGame> = Box::new(pos);
+        assert!(matches!(
+            boxed.play_text("J10,A1"),
+            Err(crate::game::PlayError::Illegal { .. })
+        ));
+    }
+
+    #[test]
+    fn options_are_empty_and_refuse_unknown_keys() {
+        let none = parse_options::<Connect6>(&serde_json::Value::Null).unwrap();
+        assert_eq!(none, Options::default());
+        let empty = parse_options::<Connect6>(&serde_json::json!({})).unwrap();
+        assert_eq!(empty, Options::default());
+        let err = parse_options::<Connect6>(&serde_json::json!({"swap": true})).unwrap_err();
+        assert!(err.message.contains("swap"), "{err}");
+    }
+
+    #[test]
+    fn move_text_round_trips_and_tolerates_case_and_blanks() {
+        assert_eq!(mv("j10"), Move::One(pt("J10")));
+        assert_eq!(mv("j10,k11"), Move::Two(pt("J10"), pt("K11")));
+        assert_eq!(mv("J10 ,\tK11"), Move::Two(pt("J10"), pt("K11")));
+        assert_eq!(mv("J10, K11").to_string(), "J10,K11");
+        let mut pos = Connect6::start(&Options::default());
+        let moves = all_legal(&pos);
+        for m in &moves {
+            assert_eq!(&mv(&m.to_string()), m);
+            assert_eq!(&mv(&m.to_string().to_lowercase()), m);
+        }
+        pos.play(&mv("J10")).unwrap();
+        pos.play(&mv("K10,K11")).unwrap();
+        for m in all_legal(&pos) {
+            assert_eq!(mv(&m.to_string()), m);
+        }
+        let late = pattern_position(&["A1", "C7", "S19", "K4"], Side::Second);
+        for m in all_legal(&late) {
+            assert_eq!(mv(&m.to_string()), m);
+            late.check_move(&m).unwrap();
+        }
+    }
+
+    #[test]
+    fn bad_move_text_says_what_and_where() {
+        let e = Connect6::parse_move("J10;K11").unwrap_err();
+        assert_eq!(e.at, 4);
+        assert!(e.what.contains("','"), "{e}");
+        let e = Connect6::parse_move("J10,").unwrap_err();
+        assert_eq!(e.at, 5);
+        assert!(e.what.contains("found the end"), "{e}");
+        let e = Connect6::parse_move("J10,K11,L12").unwrap_err();
+        assert_eq!(e.at, 8);
+        let e = Connect6::parse_move("T1").unwrap_err();
+        assert!(e.what.contains("off the board"), "{e}");
+        let e = Connect6::parse_move("J20,K1").unwrap_err();
+        assert_eq!(e.at, 2);
+        for junk in [
+            "",
+            " ",
+            ",",
+            "J",
+            "10",
+            "J10 ",
+            " J10",
+            "J10,,K11",
+            "swap",
+            "J1O",
+            "Ж10",
+            "J10,Ж",
+            "J10 K11",
+            "J-1",
+            "J10,K11 ",
+            "\u{0}",
+            "J99999999999999999999",
+        ] {
+            let e = Connect6::parse_move(junk).unwrap_err();
+            assert!(!e.what.is_empty() && e.at >= 1, "{junk:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn position_text_round_trips() {
+        let opts = Options::default();
+        let start = Connect6::start(&opts);
+        let mut pos = start.clone();
+        for text in ["J10", "K10,K11", "A1,S19", "B2,C3"] {
+            let back = Connect6::from_position_text(&pos.position_text(), &opts).unwrap();
+            assert_eq!(back, pos);
+            pos.play(&mv(text)).unwrap();
+        }
+        let back = Connect6::from_position_text(&pos.position_text(), &opts).unwrap();
+        assert_eq!(back, pos);
+        // Default stones is 2 and is not written.
+        assert!(!pos.position_text().contains("stones"));
+        let won = position(&["C5", "D5", "E5", "F5", "G5", "H5"], &[], 'o', 2);
+        let back = Connect6::from_position_text(&won.position_text(), &opts).unwrap();
+        assert_eq!(back, won);
+        let white_won = position(&["A1"], &["K1", "K2", "K3", "K4", "K5", "K6", "K7"], 'x', 2);
+        assert_eq!(
+            white_won.outcome(),
+            Some(Outcome::win(Side::Second, EndReason::SixInRow))
+        );
+    }
+
+    #[test]
+    fn bad_position_text_says_what_and_where() {
+        let opts = Options::default();
+        let empty_row = ".".repeat(19);
+        let rows = vec![empty_row.clone(); 19].join("/");
+        let ok = |t: &str| Connect6::from_position_text(t, &opts);
+        assert!(ok(&format!("{rows} x")).is_ok());
+        assert!(ok(&format!("  {rows}   o   stones=1 ")).is_ok());
+        let e = ok(&format!("{rows}/{empty_row} x")).unwrap_err();
+        assert!(e.what.contains("found 20"), "{e}");
+        assert_eq!(e.at, 1);
+        let short = vec![empty_row.clone(); 18].join("/");
+        let e = ok(&format!("{short}/.......... x")).unwrap_err();
+        assert!(e.what.contains("row 1 has 10"), "{e}");
+        assert_eq!(e.at, 18 * 20 + 1);
+        let bad = format!("..x.o.X{}", &empty_row[7..]);
+        let e = ok(&format!(
+            "{bad}/{} x",
+            vec![empty_row.clone(); 18].join("/")
+        ))
+        .unwrap_err();
+        assert!(e.what.contains("'X'") && e.what.contains("row 19"), "{e}");
+        assert_eq!(e.at, 7);
+        let side_at = rows.len() + 2;
+        let e = ok(&format!("{rows} b")).unwrap_err();
+        assert_eq!(e.at, side_at);
+        let e = ok(&rows).unwrap_err();
+        assert!(e.what.contains("side to move"), "{e}");
+        let e = ok(&format!("{rows} x turns=2")).unwrap_err();
+        assert!(e.what.contains("unknown key"), "{e}");
+        assert_eq!(e.at, side_at + 2);
+        let e = ok(&format!("{rows} x stones=1 stones=2")).unwrap_err();
+        assert!(e.what.contains("duplicate"), "{e}");
+        assert_eq!(e.at, side_at + 11);
+        let e = ok(&format!("{rows} x stones=3")).unwrap_err();
+        assert!(e.what.contains("1 or 2"), "{e}");
+        assert_eq!(e.at, side_at + 9);
+        let e = ok(&format!("{rows} x stones")).unwrap_err();
+        assert!(e.what.contains("key=value"), "{e}");
+        let e = ok("").unwrap_err();
+        assert_eq!(e.at, 1);
+        // Both colours with a six.
+        let mut grid: Vec<String> = vec![empty_row.clone(); 19];
+        grid[0] = format!("xxxxxx{}", &empty_row[6..]);
+        grid[2] = format!("oooooo{}", &empty_row[6..]);
+        let e = ok(&format!("{} x", grid.join("/"))).unwrap_err();
+        assert!(e.what.contains("both colours"), "{e}");
+        for junk in [
+            "x",
+            "/",
+            "//////",
+            "x x x",
+            "\u{1F600} x",
+            "... x stones=1",
+            "é/é x",
+        ] {
+            assert!(ok(junk).is_err(), "{junk:?}");
+        }
+    }
+
+    /// xorshift64: a tiny deterministic generator for the playouts.
+    struct XorShift(u64);
+
+    impl XorShift {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    #[test]
+    fn random_playouts_end_with_a_consistent_outcome() {
+        let opts = Options::default();
+        let mut rng = XorShift(0x5eed_c6c6_1234_5678);
+        let (mut wins, mut draws) = (0, 0);
+        for game in 0..200 {
+            let mut pos = Connect6::start(&opts);
+            let mut plies = 0;
+            while pos.outcome().is_none() {
+                let mover = pos.turn();
+                let chosen = if pos.empty_count() <= 40 || game % 50 == 0 && plies < 3 {
+                    // Small enough to list every move: pick one of them.
+                    let moves = all_legal(&pos);
+                    assert!(!moves.is_empty(), "no move but no outcome: {pos:?}");
+                    for m in &moves {
+                        pos.check_move(m).unwrap();
+                    }
+                    moves[rng.below(moves.len())]
+                } else {
+                    // Otherwise draw from the empty points of the listing.
+                    let listing = pos.move_listing();
+                    let a = &listing[rng.below(listing.len())];
+                    let text = if pos.stones_due() == 1 {
+                        a.clone()
+                    } else {
+                        let mut b = a;
+                        while b == a {
+                            b = &listing[rng.below(listing.len())];
+                        }
+                        format!("{a},{b}")
+                    };
+                    mv(&text)
+                };
+                pos.check_move(&chosen).unwrap();
+                let recorded = pos.recorded_move(&chosen);
+                pos.play_unchecked(&chosen);
+                plies += 1;
+                // Replaying the recorded form gives the same position.
+                let text = pos.position_text();
+                let back = Connect6::from_position_text(&text, &opts).unwrap();
+                assert_eq!(back.outcome(), pos.outcome(), "{text}");
+                if let Some(outcome) = pos.outcome() {
+                    match outcome.reason {
+                        EndReason::SixInRow => {
+                            assert_eq!(outcome.winner, Some(mover));
+                            let last = recorded.stones().last().unwrap();
+                            assert!(pos.makes_six(last, mover));
+                            wins += 1;
+                        }
+                        EndReason::BoardFull => {
+                            assert_eq!(outcome.winner, None);
+                            assert_eq!(pos.empty_count(), 0);
+                            draws += 1;
+                        }
+                        other => panic!("unexpected end reason {other}"),
+                    }
+                } else {
+                    assert_eq!(pos.turn(), mover.opponent());
+                    assert_eq!(pos.stones_due(), 2);
+                }
+            }
+            assert!(plies <= 181, "{plies}");
+        }
+        assert_eq!(wins + draws, 200);
+        assert!(wins > 0, "random games should sometimes make six");
+    }
+}
