@@ -550,7 +550,7 @@ mod tests {
 
     /// Colour of (col, row) in a pattern with no three in a row in any direction.
     fn pattern_side(col: u8, row: u8) -> Side {
-        if (col / 2 + row) % 2 == 0 {
+        if (col / 2 + row).is_multiple_of(2) {
             Side::First
         } else {
             Side::Second
