@@ -238,7 +238,8 @@ impl Rules for Hex {
     }
 
     /// Reads `ROWS SIDE`: 11 rows of 11 `x`/`o`/`.` from row 11 down to row 1, separated by
-    /// `/`, then the side to move. A position where both sides are connected is refused.
+    /// `/`, then the side to move. A position where both sides are connected is refused (on a
+    /// Hex board a red and a blue chain cannot cross, so this guards against a broken tracker).
     fn from_position_text(text: &str, options: &Options) -> Result<Self, ParsePositionError> {
         let mut toks = text
             .split_ascii_whitespace()
@@ -430,5 +431,445 @@ impl Rules for Hex {
             self.outcome = Some(Outcome::win(mover, EndReason::Connection));
         }
         self.turn = mover.opponent();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::game::parse_options;
+    use std::collections::HashSet;
+
+    fn pt(text: &str) -> Point {
+        parse_point(text, SIZE).unwrap()
+    }
+
+    fn mv(text: &str) -> Move {
+        Hex::parse_move(text).unwrap()
+    }
+
+    fn with_swap() -> Options {
+        Options { swap: true }
+    }
+
+    fn rows_text(red: &[Point], blue: &[Point]) -> String {
+        let mut grid = [['.'; SIZE as usize]; SIZE as usize];
+        for (list, ch) in [(red, 'x'), (blue, 'o')] {
+            for p in list {
+                grid[p.row as usize][p.col as usize] = ch;
+            }
+        }
+        let rows: Vec<String> = grid.iter().rev().map(|r| r.iter().collect()).collect();
+        rows.join("/")
+    }
+
+    fn position(red: &[Point], blue: &[Point], turn: char, options: &Options) -> Hex {
+        let text = format!("{} {turn}", rows_text(red, blue));
+        Hex::from_position_text(&text, options).unwrap()
+    }
+
+    fn points(texts: &[&str]) -> Vec<Point> {
+        texts.iter().map(|t| pt(t)).collect()
+    }
+
+    fn transpose(ps: &[Point]) -> Vec<Point> {
+        ps.iter().map(|p| Point::new(p.row, p.col)).collect()
+    }
+
+    fn all_legal(pos: &Hex) -> Vec<Move> {
+        let mut out = Vec::new();
+        pos.legal_moves(&mut out);
+        out
+    }
+
+    /// Independent check by flood fill: does `side` join its edges on `pos`'s board?
+    fn flood_connected(pos: &Hex, side: Side) -> bool {
+        let n = SIZE as i32;
+        let starts_on_edge = |c: i32, r: i32| match side {
+            Side::First => r == 0,
+            Side::Second => c == 0,
+        };
+        let reaches_far_edge = |c: i32, r: i32| match side {
+            Side::First => r == n - 1,
+            Side::Second => c == n - 1,
+        };
+        let owned = |c: i32, r: i32| {
+            (0..n).contains(&c)
+                && (0..n).contains(&r)
+                && pos.stone_at(Point::new(c as u8, r as u8)) == Some(side)
+        };
+        let mut seen = HashSet::new();
+        let mut stack: Vec<(i32, i32)> = Vec::new();
+        for c in 0..n {
+            for r in 0..n {
+                if starts_on_edge(c, r) && owned(c, r) {
+                    stack.push((c, r));
+                    seen.insert((c, r));
+                }
+            }
+        }
+        while let Some((c, r)) = stack.pop() {
+            if reaches_far_edge(c, r) {
+                return true;
+            }
+            for (dc, dr) in [(1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, -1)] {
+                let next = (c + dc, r + dr);
+                if owned(next.0, next.1) && seen.insert(next) {
+                    stack.push(next);
+                }
+            }
+        }
+        false
+    }
+
+    #[test]
+    fn start_position_and_perft() {
+        let start = Hex::start(&Options::default());
+        assert_eq!(start.turn(), Side::First);
+        assert_eq!(start.outcome(), None);
+        let moves = all_legal(&start);
+        assert_eq!(moves.len(), CELLS);
+        assert_eq!(moves.iter().collect::<HashSet<_>>().len(), CELLS);
+        assert_eq!(moves[0], mv("A1"));
+        assert_eq!(moves[CELLS - 1], mv("K11"));
+        let n = CELLS as u64;
+        assert_eq!(start.perft(1), n);
+        assert_eq!(start.perft(2), n * (n - 1));
+        assert_eq!(start.perft(3), n * (n - 1) * (n - 2));
+        assert_eq!(start.perft(3), 1_727_880);
+        assert_eq!(
+            start.position_text(),
+            format!("{} x", vec!["...........".to_string(); 11].join("/"))
+        );
+        // With the swap rule, each of Blue's first replies has one more move.
+        let swap_start = Hex::start(&with_swap());
+        assert_eq!(swap_start.perft(1), n);
+        assert_eq!(swap_start.perft(2), n * n);
+    }
+
+    /// Plays `last` on a position holding `chain` minus `last` and checks that `side` wins then.
+    fn assert_chain_wins(chain: &[Point], side: Side, last: Point) {
+        let rest: Vec<Point> = chain.iter().copied().filter(|p| *p != last).collect();
+        let (red, blue) = match side {
+            Side::First => (rest, vec![]),
+            Side::Second => (vec![], rest),
+        };
+        let pos = position(&red, &blue, side.position_char(), &Options::default());
+        assert_eq!(pos.outcome(), None, "connected too early");
+        assert!(!flood_connected(&pos, side));
+        let mut after = pos.clone();
+        after.play(&Move::Place(last)).unwrap();
+        assert_eq!(
+            after.outcome(),
+            Some(Outcome::win(side, EndReason::Connection)),
+            "{after:?}"
+        );
+        assert!(flood_connected(&after, side));
+        assert!(all_legal(&after).is_empty());
+        assert_eq!(
+            after.check_move(&mv("K11")),
+            Err(IllegalMove::GameOver),
+            "{after:?}"
+        );
+        let back = Hex::from_position_text(&after.position_text(), &Options::default()).unwrap();
+        assert_eq!(back, after);
+    }
+
+    #[test]
+    fn straight_connections_win_for_both_sides() {
+        let column: Vec<Point> = (0..SIZE).map(|r| Point::new(4, r)).collect();
+        for &last in &[column[0], column[5], column[10]] {
+            assert_chain_wins(&column, Side::First, last);
+            let row = transpose(&column);
+            assert_chain_wins(&row, Side::Second, Point::new(last.row, last.col));
+        }
+    }
+
+    #[test]
+    fn winding_chains_win_through_the_short_diagonal() {
+        let snake = points(&[
+            "B1", "B2", "B3", "B4", "B5", "C5", "D5", "E5", "F5", "G5", "H5", "H6", "H7", "H8",
+            "G8", "F8", "E8", "D8", "C8", "C9", "C10", "C11",
+        ]);
+        assert_chain_wins(&snake, Side::First, pt("E8"));
+        assert_chain_wins(&transpose(&snake), Side::Second, pt("H5"));
+        // The long diagonal A1, B2, ..., K11 needs the (c+1, r+1) neighbour at every step.
+        let stairs: Vec<Point> = (0..SIZE).map(|k| Point::new(k, k)).collect();
+        assert_chain_wins(&stairs, Side::First, Point::new(5, 5));
+        assert_chain_wins(&stairs, Side::Second, Point::new(10, 10));
+    }
+
+    #[test]
+    fn the_long_diagonal_does_not_connect() {
+        // K1, J2, ..., A11: each step is (c-1, r+1), which is not a neighbour.
+        let diagonal: Vec<Point> = (0..SIZE).map(|k| Point::new(SIZE - 1 - k, k)).collect();
+        let pos = position(&diagonal, &[], 'o', &Options::default());
+        assert_eq!(pos.outcome(), None);
+        let pos = position(&[], &diagonal, 'x', &Options::default());
+        assert_eq!(pos.outcome(), None);
+    }
+
+    #[test]
+    fn swap_moves_the_stone_to_its_mirror_image() {
+        assert_eq!(swapped_point(pt("A1")), pt("K11"));
+        assert_eq!(swapped_point(pt("C2")), pt("J9"));
+        for i in 0..CELLS {
+            let p = Point::from_index(i, SIZE);
+            assert_eq!(swapped_point(swapped_point(p)), p);
+        }
+        for (red, blue) in [("A1", "K11"), ("C2", "J9"), ("F6", "F6"), ("K1", "K1")] {
+            let mut pos = Hex::start(&with_swap());
+            pos.play(&mv(red)).unwrap();
+            let moves = all_legal(&pos);
+            assert_eq!(moves.len(), CELLS);
+            assert_eq!(moves.last(), Some(&Move::Swap));
+            pos.play(&mv("SWAP")).unwrap();
+            assert_eq!(pos.turn(), Side::First);
+            assert_eq!(pos.stone_at(pt(blue)), Some(Side::Second));
+            if red != blue {
+                assert_eq!(pos.stone_at(pt(red)), None);
+            }
+            assert_eq!(pos.stone_counts, [0, 1]);
+            assert!(!all_legal(&pos).contains(&Move::Swap));
+            assert_eq!(
+                pos.check_move(&Move::Swap),
+                Err(IllegalMove::SwapNotAllowed(SwapRefusal::NotBluesFirstMove))
+            );
+        }
+    }
+
+    #[test]
+    fn swapped_stone_counts_for_blue_connections() {
+        // After A1 swap, Blue owns K11 and connects along row 11.
+        let mut pos = Hex::start(&with_swap());
+        for m in [
+            "A1", "swap", "A2", "A11", "A3", "B11", "A4", "C11", "A5", "D11", "A6",
+        ] {
+            pos.play(&mv(m)).unwrap();
+        }
+        for m in [
+            "E11", "A7", "F11", "A8", "G11", "A9", "H11", "A10", "I11", "B10",
+        ] {
+            assert_eq!(pos.outcome(), None);
+            pos.play(&mv(m)).unwrap();
+        }
+        assert_eq!(pos.outcome(), None);
+        pos.play(&mv("J11")).unwrap();
+        assert_eq!(
+            pos.outcome(),
+            Some(Outcome::win(Side::Second, EndReason::Connection))
+        );
+    }
+
+    #[test]
+    fn every_illegal_move_class() {
+        let mut pos = Hex::start(&Options::default());
+        assert_eq!(
+            pos.check_move(&Move::Swap),
+            Err(IllegalMove::SwapNotAllowed(SwapRefusal::OptionOff))
+        );
+        pos.play(&mv("F6")).unwrap();
+        assert_eq!(
+            pos.check_move(&Move::Swap),
+            Err(IllegalMove::SwapNotAllowed(SwapRefusal::OptionOff))
+        );
+        assert!(!all_legal(&pos).contains(&Move::Swap));
+        assert_eq!(
+            pos.check_move(&mv("f6")),
+            Err(IllegalMove::Occupied(pt("F6")))
+        );
+        assert_eq!(
+            pos.check_move(&Move::Place(Point::new(11, 0))),
+            Err(IllegalMove::OffBoard(Point::new(11, 0)))
+        );
+        let mut swap_pos = Hex::start(&with_swap());
+        assert_eq!(
+            swap_pos.check_move(&Move::Swap),
+            Err(IllegalMove::SwapNotAllowed(SwapRefusal::NotBluesFirstMove))
+        );
+        swap_pos.play(&mv("C2")).unwrap();
+        swap_pos.play(&mv("D4")).unwrap();
+        assert_eq!(
+            swap_pos.check_move(&Move::Swap),
+            Err(IllegalMove::SwapNotAllowed(SwapRefusal::NotBluesFirstMove))
+        );
+        swap_pos.play(&mv("E5")).unwrap();
+        assert_eq!(
+            swap_pos.check_move(&Move::Swap),
+            Err(IllegalMove::SwapNotAllowed(SwapRefusal::NotBluesFirstMove))
+        );
+        let mut boxed: Box<dyn crate::game::AnyGame> = Box::new(swap_pos);
+        let err = boxed.play_text("swap").unwrap_err();
+        assert!(err.to_string().contains("first move"), "{err}");
+        for e in [
+            IllegalMove::GameOver,
+            IllegalMove::Occupied(pt("A1")),
+            IllegalMove::SwapNotAllowed(SwapRefusal::OptionOff),
+        ] {
+            assert!(e.to_string().len() > 10, "{e}");
+        }
+    }
+
+    #[test]
+    fn options_default_and_refuse_unknown_keys() {
+        let defaults = parse_options::<Hex>(&serde_json::json!({})).unwrap();
+        assert_eq!(defaults, Options { swap: false });
+        let on = parse_options::<Hex>(&serde_json::json!({"swap": true})).unwrap();
+        assert!(on.swap);
+        let err = parse_options::<Hex>(&serde_json::json!({"swop": true})).unwrap_err();
+        assert!(err.message.contains("swop"), "{err}");
+        let err = parse_options::<Hex>(&serde_json::json!({"swap": "yes"})).unwrap_err();
+        assert!(err.message.contains("swap"), "{err}");
+        let game = crate::game::new_game(GameId::Hex, &serde_json::Value::Null).unwrap();
+        assert_eq!(game.rules_json(), serde_json::json!({"swap": false}));
+    }
+
+    #[test]
+    fn move_text_round_trips() {
+        assert_eq!(mv("f6"), Move::Place(pt("F6")));
+        assert_eq!(mv("SwAp"), Move::Swap);
+        assert_eq!(Move::Swap.to_string(), "swap");
+        let mut pos = Hex::start(&with_swap());
+        for setup in ["A1", "swap", "K1", "B7"] {
+            for m in all_legal(&pos) {
+                assert_eq!(mv(&m.to_string()), m);
+                assert_eq!(mv(&m.to_string().to_uppercase()), m);
+                assert_eq!(mv(&m.to_string().to_lowercase()), m);
+            }
+            pos.play(&mv(setup)).unwrap();
+        }
+    }
+
+    #[test]
+    fn bad_move_text_says_what_and_where() {
+        let e = Hex::parse_move("L1").unwrap_err();
+        assert!(e.what.contains("off the board"), "{e}");
+        let e = Hex::parse_move("A12").unwrap_err();
+        assert_eq!(e.at, 2);
+        let e = Hex::parse_move("swapp").unwrap_err();
+        assert!(e.what.contains("swap"), "{e}");
+        let e = Hex::parse_move("F6,G7").unwrap_err();
+        assert_eq!(e.at, 3);
+        for junk in [
+            "",
+            " ",
+            "F",
+            "6",
+            " F6",
+            "F6 ",
+            "sw",
+            "ĸ1",
+            "F-6",
+            "\u{0}",
+            "F99999999999999999",
+            "pass",
+            "resign",
+        ] {
+            let e = Hex::parse_move(junk).unwrap_err();
+            assert!(!e.what.is_empty() && e.at >= 1, "{junk:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn position_text_round_trips_and_rejects_bad_text() {
+        let opts = with_swap();
+        let mut pos = Hex::start(&opts);
+        for m in ["C2", "swap", "F6", "E7", "A1"] {
+            let back = Hex::from_position_text(&pos.position_text(), &opts).unwrap();
+            assert_eq!(back, pos);
+            // Swap legality is read back from the position alone.
+            assert_eq!(all_legal(&back), all_legal(&pos));
+            pos.play(&mv(m)).unwrap();
+        }
+        let empty = vec!["...........".to_string(); 11].join("/");
+        let ok = |t: &str| Hex::from_position_text(t, &opts);
+        assert!(ok(&format!(" {empty}  o ")).is_ok());
+        let e = ok(&format!("{empty}/........... x")).unwrap_err();
+        assert!(e.what.contains("found 12"), "{e}");
+        let e = ok(&format!("{empty} x swap=1")).unwrap_err();
+        assert!(e.what.contains("no keys"), "{e}");
+        assert_eq!(e.at, empty.len() + 4);
+        let e = ok(&format!("{empty} r")).unwrap_err();
+        assert_eq!(e.at, empty.len() + 2);
+        let e = ok(&empty).unwrap_err();
+        assert!(e.what.contains("side to move"), "{e}");
+        let e = ok(&format!(".........x/{} x", &empty[12..])).unwrap_err();
+        assert!(e.what.contains("row 11 has 10"), "{e}");
+        let e = ok(&format!("....+....../{} x", &empty[12..])).unwrap_err();
+        assert_eq!(e.at, 5);
+        assert!(e.what.contains("'+'"), "{e}");
+        // Red on column A and Blue on row 1 from B1: Blue never reaches column A, Red wins.
+        let red: Vec<Point> = (0..SIZE).map(|r| Point::new(0, r)).collect();
+        let blue: Vec<Point> = (1..SIZE).map(|c| Point::new(c, 0)).collect();
+        let pos = position(&red, &blue, 'o', &opts);
+        assert_eq!(
+            pos.outcome(),
+            Some(Outcome::win(Side::First, EndReason::Connection))
+        );
+        let pos = position(&transpose(&blue), &transpose(&red), 'x', &opts);
+        assert_eq!(
+            pos.outcome(),
+            Some(Outcome::win(Side::Second, EndReason::Connection))
+        );
+        for junk in ["", "x", "/ x", "x x x", "\u{1F600} o", "..........x o"] {
+            assert!(ok(junk).is_err(), "{junk:?}");
+        }
+    }
+
+    /// xorshift64: a tiny deterministic generator for the playouts.
+    struct XorShift(u64);
+
+    impl XorShift {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    #[test]
+    fn random_playouts_always_end_in_a_connection() {
+        let mut rng = XorShift(0x0123_4567_89ab_cdef);
+        let mut wins = [0usize; 2];
+        let mut swaps = 0;
+        for game in 0..300 {
+            let opts = Options {
+                swap: game % 2 == 0,
+            };
+            let mut pos = Hex::start(&opts);
+            let mut plies = 0;
+            while pos.outcome().is_none() {
+                let moves = all_legal(&pos);
+                assert!(!moves.is_empty(), "no move but no outcome: {pos:?}");
+                for m in &moves {
+                    pos.check_move(m).unwrap();
+                }
+                let mover = pos.turn();
+                let chosen = moves[rng.below(moves.len())];
+                if chosen == Move::Swap {
+                    swaps += 1;
+                }
+                pos.play(&chosen).unwrap();
+                plies += 1;
+                let connected = flood_connected(&pos, mover);
+                assert_eq!(pos.outcome().is_some(), connected, "{pos:?}");
+                assert!(!flood_connected(&pos, mover.opponent()));
+                assert_eq!(pos.turn(), mover.opponent());
+            }
+            let outcome = pos.outcome().unwrap();
+            assert_eq!(outcome.reason, EndReason::Connection);
+            let winner = outcome.winner.unwrap();
+            wins[winner.index()] += 1;
+            assert!(plies <= CELLS, "{plies}");
+            let back = Hex::from_position_text(&pos.position_text(), &opts).unwrap();
+            assert_eq!(back, pos);
+        }
+        assert_eq!(wins[0] + wins[1], 300);
+        assert!(wins[0] > 0 && wins[1] > 0, "{wins:?}");
+        assert!(swaps > 0);
     }
 }
