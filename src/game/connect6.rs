@@ -1038,4 +1038,50 @@ mod tests {
         assert_eq!(wins + draws, 200);
         assert!(wins > 0, "random games should sometimes make six");
     }
+
+    #[test]
+    fn junk_and_mutated_texts_are_errors_not_panics() {
+        const ALPHABET: &[char] = &[
+            'x', 'o', '.', '/', ' ', '=', ',', '0', '1', '9', 'A', 'j', 'S', 's', 'w', 'a', 'p',
+            'é', '\u{0}', '\t', '-',
+        ];
+        let mut rng = XorShift(0xdead_beef_f00d_0001);
+        let mut pos = Connect6::start(&Options::default());
+        let mut moves = Vec::new();
+        pos.legal_moves(&mut moves);
+        pos.play(&moves[60]).unwrap();
+        let valid: Vec<char> = pos.position_text().chars().collect();
+        for round in 0..3000 {
+            let text: String = if round % 2 == 0 {
+                let len = rng.below(12);
+                (0..len)
+                    .map(|_| ALPHABET[rng.below(ALPHABET.len())])
+                    .collect()
+            } else {
+                let mut chars = valid.clone();
+                for _ in 0..1 + rng.below(3) {
+                    let at = rng.below(chars.len());
+                    match rng.below(3) {
+                        0 => chars[at] = ALPHABET[rng.below(ALPHABET.len())],
+                        1 => {
+                            chars.remove(at);
+                        }
+                        _ => chars.insert(at, ALPHABET[rng.below(ALPHABET.len())]),
+                    }
+                }
+                chars.into_iter().collect()
+            };
+            let limit = text.chars().count() + 1;
+            if let Err(e) = Connect6::from_position_text(&text, &pos.options) {
+                assert!(
+                    e.at >= 1 && e.at <= limit && !e.what.is_empty(),
+                    "{text:?}: {e}"
+                );
+            }
+            match Connect6::parse_move(&text) {
+                Ok(m) => assert_eq!(Connect6::parse_move(&m.to_string()), Ok(m)),
+                Err(e) => assert!(e.at >= 1 && e.at <= limit, "{text:?}: {e}"),
+            }
+        }
+    }
 }

@@ -872,4 +872,50 @@ mod tests {
         assert!(wins[0] > 0 && wins[1] > 0, "{wins:?}");
         assert!(swaps > 0);
     }
+
+    #[test]
+    fn junk_and_mutated_texts_are_errors_not_panics() {
+        const ALPHABET: &[char] = &[
+            'x', 'o', '.', '/', ' ', '=', ',', '0', '1', '9', 'A', 'j', 'S', 's', 'w', 'a', 'p',
+            'é', '\u{0}', '\t', '-',
+        ];
+        let mut rng = XorShift(0xdead_beef_f00d_0001);
+        let mut pos = Hex::start(&Options { swap: true });
+        let mut moves = Vec::new();
+        pos.legal_moves(&mut moves);
+        pos.play(&moves[60]).unwrap();
+        let valid: Vec<char> = pos.position_text().chars().collect();
+        for round in 0..3000 {
+            let text: String = if round % 2 == 0 {
+                let len = rng.below(12);
+                (0..len)
+                    .map(|_| ALPHABET[rng.below(ALPHABET.len())])
+                    .collect()
+            } else {
+                let mut chars = valid.clone();
+                for _ in 0..1 + rng.below(3) {
+                    let at = rng.below(chars.len());
+                    match rng.below(3) {
+                        0 => chars[at] = ALPHABET[rng.below(ALPHABET.len())],
+                        1 => {
+                            chars.remove(at);
+                        }
+                        _ => chars.insert(at, ALPHABET[rng.below(ALPHABET.len())]),
+                    }
+                }
+                chars.into_iter().collect()
+            };
+            let limit = text.chars().count() + 1;
+            if let Err(e) = Hex::from_position_text(&text, &pos.options) {
+                assert!(
+                    e.at >= 1 && e.at <= limit && !e.what.is_empty(),
+                    "{text:?}: {e}"
+                );
+            }
+            match Hex::parse_move(&text) {
+                Ok(m) => assert_eq!(Hex::parse_move(&m.to_string()), Ok(m)),
+                Err(e) => assert!(e.at >= 1 && e.at <= limit, "{text:?}: {e}"),
+            }
+        }
+    }
 }
