@@ -820,3 +820,13 @@ fn random_playouts_stay_legal_and_always_end() {
     assert!(reasons.contains(&EndReason::MoveLimit));
     assert!(reasons.contains(&EndReason::NoPieces), "{reasons:?}");
 }
+
+#[test]
+fn position_text_after_two_steps_carries_the_quiet_count() {
+    let mut p = start();
+    p.play(&mv("A2-A3")).unwrap();
+    p.play(&mv("A5-A4")).unwrap();
+    let text = "oooooo/.ooooo/o...../x...../.xxxxx/xxxxxx x quiet=2";
+    assert_eq!(p.position_text(), text);
+    assert_eq!(pos(text), p);
+}
