@@ -52,7 +52,7 @@ fn replay_handles_a_hundred_thousand_lines() {
             match i % 4 {
                 0 => input.push_str("F6 E7 G5\n"),
                 1 => input.push_str("F6 F6\n"),
-                2 => input.push_str("\n"),
+                2 => input.push('\n'),
                 _ => input.push_str("Z99\n"),
             }
         }
