@@ -3,5 +3,7 @@
 
 pub mod engine;
 pub mod game;
+pub mod journal;
+pub mod league;
 pub mod protocol;
 pub mod tools;

@@ -1,0 +1,551 @@
+//! Pairings: the fixed schedules of round-robin, double round-robin and gauntlet tournaments,
+//! and Swiss rounds generated one at a time from the results so far (no repeated pairing,
+//! balanced colours, rotating byes).
+//!
+//! A *pairing* is two bots meeting in a round; it is played as `games_per_pairing` games whose
+//! colours alternate (game k+1 swaps first and second of game k). Game ids are stable:
+//! `<tournament>-r<round>-p<pair>-g<game>`, all 1-based.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use super::standings::{GameResult, Points};
+use crate::game::Side;
+
+/// The tournament formats of arena.toml.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    RoundRobin,
+    DoubleRoundRobin,
+    Swiss,
+    Gauntlet,
+}
+
+impl Format {
+    pub const ALL: [Format; 4] = [
+        Format::RoundRobin,
+        Format::DoubleRoundRobin,
+        Format::Swiss,
+        Format::Gauntlet,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::RoundRobin => "round-robin",
+            Format::DoubleRoundRobin => "double-round-robin",
+            Format::Swiss => "swiss",
+            Format::Gauntlet => "gauntlet",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Format {
+    type Err = PairingError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| PairingError::UnknownFormat(s.to_string()))
+    }
+}
+
+/// One game of the schedule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduledGame {
+    /// `<tournament>-r<round>-p<pair>-g<game>`.
+    pub id: String,
+    /// 1-based.
+    pub round: u32,
+    pub first: String,
+    pub second: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PairingError {
+    #[error("unknown format {0:?} (expected round-robin, double-round-robin, swiss or gauntlet)")]
+    UnknownFormat(String),
+    #[error("tournament {tournament}: needs at least 2 bots, has {count}")]
+    TooFewBots { tournament: String, count: usize },
+    #[error("tournament {tournament}: bot {bot:?} is listed twice")]
+    DuplicateBot { tournament: String, bot: String },
+    #[error("tournament {tournament}: games_per_pairing must be at least 1")]
+    NoGamesPerPairing { tournament: String },
+    #[error("tournament {tournament}: swiss rounds are generated one at a time with swiss_round")]
+    SwissHasNoFixedSchedule { tournament: String },
+    #[error(
+        "tournament {tournament}: a result or bye names {bot:?}, which is not in the tournament"
+    )]
+    UnknownBot { tournament: String, bot: String },
+    #[error(
+        "tournament {tournament}: round {round}: every pairing of the bots would repeat a pairing \
+         already played; the tournament cannot go on without repeats"
+    )]
+    NoRepeatFreePairing { tournament: String, round: u32 },
+    #[error(
+        "tournament {tournament}: round {round}: the pairing search gave up after {nodes} steps"
+    )]
+    SearchTooLarge {
+        tournament: String,
+        round: u32,
+        nodes: u64,
+    },
+}
+
+fn game_id(tournament: &str, round: u32, pair: usize, game: u32) -> String {
+    format!("{tournament}-r{round}-p{pair}-g{game}")
+}
+
+fn check_bots(
+    tournament: &str,
+    bots: &[String],
+    games_per_pairing: u32,
+) -> Result<(), PairingError> {
+    if bots.len() < 2 {
+        return Err(PairingError::TooFewBots {
+            tournament: tournament.to_string(),
+            count: bots.len(),
+        });
+    }
+    let mut seen = HashSet::new();
+    for bot in bots {
+        if !seen.insert(bot.as_str()) {
+            return Err(PairingError::DuplicateBot {
+                tournament: tournament.to_string(),
+                bot: bot.clone(),
+            });
+        }
+    }
+    if games_per_pairing == 0 {
+        return Err(PairingError::NoGamesPerPairing {
+            tournament: tournament.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// Expands the pairings of one round into its games: pair p (1-based, in the order given) is
+/// `games_per_pairing` games, the first with `(first, second)` as given, then alternating.
+fn expand_round(
+    tournament: &str,
+    round: u32,
+    pairs: &[(&str, &str)],
+    games_per_pairing: u32,
+    out: &mut Vec<ScheduledGame>,
+) {
+    for (p, &(first, second)) in pairs.iter().enumerate() {
+        for k in 1..=games_per_pairing {
+            let (f, s) = if k % 2 == 1 {
+                (first, second)
+            } else {
+                (second, first)
+            };
+            out.push(ScheduledGame {
+                id: game_id(tournament, round, p + 1, k),
+                round,
+                first: f.to_string(),
+                second: s.to_string(),
+            });
+        }
+    }
+}
+
+/// The rounds of a single round robin by the circle method, each a list of (first, second)
+/// bot indices for the pairing's first game.
+///
+/// With `m` = n rounded up to even (index n is the bye when n is odd), the last index is fixed
+/// and the others 0..N (N = m − 1, odd) rotate: in round r the fixed index meets r, and i meets j
+/// when i + j ≡ 2r (mod N). Colours: the fixed index is first in odd rounds (0-based); of two
+/// rotating indices, i is first when (j − i) mod N is odd. Every bot then has as many firsts as
+/// seconds, give or take one.
+fn circle_rounds(n: usize) -> Vec<Vec<(usize, usize)>> {
+    let m = n + n % 2;
+    let big_n = m - 1;
+    let fixed = m - 1;
+    let mut rounds = Vec::with_capacity(big_n);
+    for r in 0..big_n {
+        let mut pairs = Vec::with_capacity(m / 2);
+        let (a, b) = if r % 2 == 1 { (fixed, r) } else { (r, fixed) };
+        pairs.push((a, b));
+        for k in 1..m / 2 {
+            let i = (r + k) % big_n;
+            let j = (r + big_n - k) % big_n;
+            let d = (j + big_n - i) % big_n;
+            pairs.push(if d % 2 == 1 { (i, j) } else { (j, i) });
+        }
+        // Drop the bye (index n when n is odd): it is not a game.
+        pairs.retain(|&(a, b)| a < n && b < n);
+        rounds.push(pairs);
+    }
+    rounds
+}
+
+/// The whole schedule of a round-robin, double-round-robin or gauntlet tournament.
+///
+/// - round robin: n − 1 rounds (n even) or n rounds (n odd, one bot idle each round);
+/// - double round robin: the same followed by a second leg with every colour reversed;
+/// - gauntlet: round r is the first bot against bot r + 1 (1-based), the first bot first in
+///   odd rounds.
+pub fn fixed_schedule(
+    tournament: &str,
+    format: Format,
+    bots: &[String],
+    games_per_pairing: u32,
+) -> Result<Vec<ScheduledGame>, PairingError> {
+    check_bots(tournament, bots, games_per_pairing)?;
+    let name = |i: usize| bots.get(i).map_or("", String::as_str);
+    let mut rounds: Vec<Vec<(&str, &str)>> = Vec::new();
+    match format {
+        Format::Swiss => {
+            return Err(PairingError::SwissHasNoFixedSchedule {
+                tournament: tournament.to_string(),
+            })
+        }
+        Format::RoundRobin | Format::DoubleRoundRobin => {
+            let leg: Vec<Vec<(&str, &str)>> = circle_rounds(bots.len())
+                .into_iter()
+                .map(|pairs| pairs.into_iter().map(|(a, b)| (name(a), name(b))).collect())
+                .collect();
+            if format == Format::DoubleRoundRobin {
+                let second_leg: Vec<Vec<(&str, &str)>> = leg
+                    .iter()
+                    .map(|pairs| pairs.iter().map(|&(a, b)| (b, a)).collect())
+                    .collect();
+                rounds.extend(leg);
+                rounds.extend(second_leg);
+            } else {
+                rounds = leg;
+            }
+        }
+        Format::Gauntlet => {
+            let head = name(0);
+            for (r, other) in bots.iter().skip(1).enumerate() {
+                rounds.push(vec![if r % 2 == 0 {
+                    (head, other.as_str())
+                } else {
+                    (other.as_str(), head)
+                }]);
+            }
+        }
+    }
+    let mut games = Vec::new();
+    for (r, pairs) in rounds.iter().enumerate() {
+        let round = u32::try_from(r + 1).unwrap_or(u32::MAX);
+        expand_round(tournament, round, pairs, games_per_pairing, &mut games);
+    }
+    Ok(games)
+}
+
+/// One generated Swiss round.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwissRound {
+    pub round: u32,
+    pub games: Vec<ScheduledGame>,
+    /// The bot that sits this round out (odd counts); it scores a win.
+    pub bye: Option<String>,
+    /// True when no repeat-free pairing kept every colour rule (|firsts − seconds| ≤ 1, never
+    /// three of a colour in a row), so colours were assigned as well as possible instead.
+    pub colour_rules_relaxed: bool,
+}
+
+/// What the Swiss pairing knows about one bot.
+struct SwissPlayer {
+    points: f64,
+    buchholz: f64,
+    seed: usize,
+    byes: u32,
+    /// The colour of each game played, in the order given.
+    colours: Vec<Side>,
+}
+
+impl SwissPlayer {
+    fn colour_difference(&self) -> i64 {
+        self.colours
+            .iter()
+            .map(|s| if *s == Side::First { 1 } else { -1 })
+            .sum()
+    }
+
+    /// True if the last two games were both `side`.
+    fn two_in_a_row(&self, side: Side) -> bool {
+        self.colours.len() >= 2 && self.colours.iter().rev().take(2).all(|s| *s == side)
+    }
+}
+
+fn points_key(x: f64) -> i64 {
+    (x * 1e6).round() as i64
+}
+
+struct Matcher<'a> {
+    players: &'a [SwissPlayer],
+    played: &'a HashSet<(usize, usize)>,
+    games_per_pairing: u32,
+    round: u32,
+    strict_colours: bool,
+    failed: HashSet<Vec<usize>>,
+    nodes: u64,
+    node_limit: u64,
+}
+
+impl Matcher<'_> {
+    fn have_played(&self, a: usize, b: usize) -> bool {
+        self.played.contains(&(a.min(b), a.max(b)))
+    }
+
+    /// Whether `first` taking the first colour in the pairing's first game keeps the colour
+    /// rules for both bots.
+    fn colours_allowed(&self, first: usize, second: usize) -> bool {
+        if self.games_per_pairing.is_multiple_of(2) {
+            return true; // an even number of alternating games leaves the balance as it was
+        }
+        let (Some(f), Some(s)) = (self.players.get(first), self.players.get(second)) else {
+            return false;
+        };
+        let balance_ok = |old: i64, new: i64| new.abs() <= 1 || new.abs() < old.abs();
+        let (df, ds) = (f.colour_difference(), s.colour_difference());
+        if !balance_ok(df, df + 1) || !balance_ok(ds, ds - 1) {
+            return false;
+        }
+        if self.games_per_pairing == 1
+            && (f.two_in_a_row(Side::First) || s.two_in_a_row(Side::Second))
+        {
+            return false;
+        }
+        true
+    }
+
+    /// The two orientations of pairing `a` (the higher ranked) with `b`, most wanted first:
+    /// the bot that has had the first colour less often; else the one that was second last
+    /// time; else the higher ranked in odd rounds.
+    fn orientations(&self, a: usize, b: usize) -> [(usize, usize); 2] {
+        let (Some(pa), Some(pb)) = (self.players.get(a), self.players.get(b)) else {
+            return [(a, b), (b, a)];
+        };
+        let a_first = match pa.colour_difference().cmp(&pb.colour_difference()) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Greater => false,
+            std::cmp::Ordering::Equal => match (pa.colours.last(), pb.colours.last()) {
+                (Some(Side::Second), Some(Side::First)) => true,
+                (Some(Side::First), Some(Side::Second)) => false,
+                _ => self.round % 2 == 1,
+            },
+        };
+        if a_first {
+            [(a, b), (b, a)]
+        } else {
+            [(b, a), (a, b)]
+        }
+    }
+
+    fn pair_allowed(&self, a: usize, b: usize) -> bool {
+        !self.have_played(a, b)
+            && (!self.strict_colours
+                || self
+                    .orientations(a, b)
+                    .iter()
+                    .any(|&(f, s)| self.colours_allowed(f, s)))
+    }
+
+    /// Pairs `unpaired` (bot indices in rank order) without repeats; `Ok(None)` if impossible.
+    /// The top bot is paired first, preferring within its score group the bot half a group
+    /// below it (top half against bottom half), then the rest of the group, then lower groups.
+    fn solve(&mut self, unpaired: &[usize]) -> Result<Option<Vec<(usize, usize)>>, u64> {
+        let Some((&top, rest)) = unpaired.split_first() else {
+            return Ok(Some(Vec::new()));
+        };
+        if self.failed.contains(unpaired) {
+            return Ok(None);
+        }
+        self.nodes += 1;
+        if self.nodes > self.node_limit {
+            return Err(self.nodes);
+        }
+        let score = |i: usize| self.players.get(i).map_or(0, |p| points_key(p.points));
+        let same_group = rest.iter().take_while(|&&i| score(i) == score(top)).count();
+        // Group size g = same_group + 1 with `top` at its head; the ideal partner sits g/2 below.
+        let ideal = same_group.div_ceil(2).saturating_sub(1);
+        let order = (ideal..same_group)
+            .chain((0..ideal.min(same_group)).rev())
+            .chain(same_group..rest.len());
+        for c in order {
+            let Some(&partner) = rest.get(c) else {
+                continue;
+            };
+            if !self.pair_allowed(top, partner) {
+                continue;
+            }
+            let remaining: Vec<usize> = rest
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| i != c)
+                .map(|(_, &x)| x)
+                .collect();
+            if let Some(mut pairs) = self.solve(&remaining)? {
+                pairs.insert(0, (top, partner));
+                return Ok(Some(pairs));
+            }
+        }
+        self.failed.insert(unpaired.to_vec());
+        Ok(None)
+    }
+}
+
+/// Generates Swiss round `round` (1-based) from the tournament's results so far.
+///
+/// `results` are the finished games of earlier rounds in the order they were played, `byes`
+/// one entry per bye given in earlier rounds. Bots are ranked by points (a bye scores a win),
+/// then Buchholz, then their order in `bots`; pairings never repeat; with an odd count the bye
+/// goes to the lowest-ranked bot with the fewest byes so far. Colours: the bot with fewer
+/// firsts gets the first game; |firsts − seconds| stays ≤ 1 and nobody gets three games of one
+/// colour in a row unless no repeat-free pairing allows it (then `colour_rules_relaxed`).
+pub fn swiss_round(
+    tournament: &str,
+    bots: &[String],
+    round: u32,
+    games_per_pairing: u32,
+    points: &Points,
+    results: &[GameResult],
+    byes: &[String],
+) -> Result<SwissRound, PairingError> {
+    check_bots(tournament, bots, games_per_pairing)?;
+    let index: HashMap<&str, usize> = bots
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.as_str(), i))
+        .collect();
+    let lookup = |name: &str| {
+        index
+            .get(name)
+            .copied()
+            .ok_or_else(|| PairingError::UnknownBot {
+                tournament: tournament.to_string(),
+                bot: name.to_string(),
+            })
+    };
+    let mut players: Vec<SwissPlayer> = (0..bots.len())
+        .map(|seed| SwissPlayer {
+            points: 0.0,
+            buchholz: 0.0,
+            seed,
+            byes: 0,
+            colours: Vec::new(),
+        })
+        .collect();
+    let mut played = HashSet::new();
+    let mut meetings = Vec::with_capacity(results.len());
+    for r in results {
+        let (a, b) = (lookup(&r.first)?, lookup(&r.second)?);
+        played.insert((a.min(b), a.max(b)));
+        meetings.push((a, b));
+        for (me, side) in [(a, Side::First), (b, Side::Second)] {
+            if let Some(p) = players.get_mut(me) {
+                p.points += points.for_score(r.score(side));
+                p.colours.push(side);
+            }
+        }
+    }
+    for bye in byes {
+        if let Some(p) = players.get_mut(lookup(bye)?) {
+            p.points += points.win;
+            p.byes += 1;
+        }
+    }
+    let totals: Vec<f64> = players.iter().map(|p| p.points).collect();
+    for &(a, b) in &meetings {
+        let (pa, pb) = (
+            totals.get(a).copied().unwrap_or(0.0),
+            totals.get(b).copied().unwrap_or(0.0),
+        );
+        if let Some(p) = players.get_mut(a) {
+            p.buchholz += pb;
+        }
+        if let Some(p) = players.get_mut(b) {
+            p.buchholz += pa;
+        }
+    }
+
+    let mut ranked: Vec<usize> = (0..players.len()).collect();
+    ranked.sort_by_key(|&i| {
+        let p = &players[i];
+        (
+            std::cmp::Reverse(points_key(p.points)),
+            std::cmp::Reverse(points_key(p.buchholz)),
+            p.seed,
+        )
+    });
+
+    // Bye candidates: fewest byes first, then lowest ranked first.
+    let bye_candidates: Vec<Option<usize>> = if ranked.len() % 2 == 1 {
+        let mut c: Vec<(usize, usize)> = ranked
+            .iter()
+            .enumerate()
+            .map(|(pos, &i)| (pos, i))
+            .collect();
+        c.sort_by_key(|&(pos, i)| (players[i].byes, std::cmp::Reverse(pos)));
+        c.into_iter().map(|(_, i)| Some(i)).collect()
+    } else {
+        vec![None]
+    };
+
+    const NODE_LIMIT: u64 = 2_000_000;
+    let mut nodes_used = 0;
+    for bye in bye_candidates {
+        let unpaired: Vec<usize> = ranked.iter().copied().filter(|&i| Some(i) != bye).collect();
+        for strict_colours in [true, false] {
+            let mut matcher = Matcher {
+                players: &players,
+                played: &played,
+                games_per_pairing,
+                round,
+                strict_colours,
+                failed: HashSet::new(),
+                nodes: 0,
+                node_limit: NODE_LIMIT.saturating_sub(nodes_used),
+            };
+            let found = matcher
+                .solve(&unpaired)
+                .map_err(|nodes| PairingError::SearchTooLarge {
+                    tournament: tournament.to_string(),
+                    round,
+                    nodes: nodes_used + nodes,
+                })?;
+            nodes_used += matcher.nodes;
+            let Some(pairs) = found else { continue };
+            let oriented: Vec<(&str, &str)> = pairs
+                .iter()
+                .map(|&(a, b)| {
+                    let [preferred, other] = matcher.orientations(a, b);
+                    let (f, s) = if matcher.colours_allowed(preferred.0, preferred.1)
+                        || !matcher.colours_allowed(other.0, other.1)
+                    {
+                        preferred
+                    } else {
+                        other
+                    };
+                    (bots[f].as_str(), bots[s].as_str())
+                })
+                .collect();
+            let mut games = Vec::new();
+            expand_round(tournament, round, &oriented, games_per_pairing, &mut games);
+            return Ok(SwissRound {
+                round,
+                games,
+                bye: bye.map(|i| bots[i].clone()),
+                colour_rules_relaxed: !strict_colours,
+            });
+        }
+    }
+    Err(PairingError::NoRepeatFreePairing {
+        tournament: tournament.to_string(),
+        round,
+    })
+}
