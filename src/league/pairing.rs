@@ -549,3 +549,416 @@ pub fn swiss_round(
         round,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+    use crate::game::EndReason;
+    use crate::league::standings::{compute_standings, ThinkTotal};
+    use crate::league::EloOptions;
+
+    fn bots(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("bot{i}")).collect()
+    }
+
+    fn unordered(g: &ScheduledGame) -> (String, String) {
+        if g.first < g.second {
+            (g.first.clone(), g.second.clone())
+        } else {
+            (g.second.clone(), g.first.clone())
+        }
+    }
+
+    fn colour_counts(games: &[ScheduledGame]) -> HashMap<String, (i64, i64)> {
+        let mut counts: HashMap<String, (i64, i64)> = HashMap::new();
+        for g in games {
+            counts.entry(g.first.clone()).or_default().0 += 1;
+            counts.entry(g.second.clone()).or_default().1 += 1;
+        }
+        counts
+    }
+
+    #[test]
+    fn round_robin_pairs_every_two_bots_once_in_balanced_rounds() {
+        for n in 2..=9 {
+            let names = bots(n);
+            let games = fixed_schedule("t", Format::RoundRobin, &names, 1).unwrap();
+            assert_eq!(games.len(), n * (n - 1) / 2, "n = {n}");
+            let pairs: HashSet<(String, String)> = games.iter().map(unordered).collect();
+            assert_eq!(pairs.len(), games.len(), "a pairing repeats for n = {n}");
+            assert!(games.iter().all(|g| g.first != g.second));
+            let rounds = if n % 2 == 0 { n - 1 } else { n };
+            let max_round = games.iter().map(|g| g.round).max().unwrap() as usize;
+            assert_eq!(max_round, rounds, "n = {n}");
+            for r in 1..=rounds as u32 {
+                let in_round: Vec<&ScheduledGame> = games.iter().filter(|g| g.round == r).collect();
+                assert_eq!(in_round.len(), n / 2, "n = {n}, round {r}");
+                let mut seen = HashSet::new();
+                for g in in_round {
+                    assert!(
+                        seen.insert(&g.first) && seen.insert(&g.second),
+                        "n = {n}, round {r}"
+                    );
+                }
+            }
+            for (bot, (firsts, seconds)) in colour_counts(&games) {
+                assert!(
+                    (firsts - seconds).abs() <= 1,
+                    "n = {n}: {bot} {firsts}/{seconds}"
+                );
+            }
+            let ids: HashSet<&String> = games.iter().map(|g| &g.id).collect();
+            assert_eq!(ids.len(), games.len());
+        }
+    }
+
+    #[test]
+    fn games_of_a_pairing_alternate_colours_with_stable_ids() {
+        let names = bots(4);
+        let games = fixed_schedule("league", Format::RoundRobin, &names, 3).unwrap();
+        assert_eq!(games.len(), 6 * 3);
+        for chunk in games.chunks(3) {
+            assert_eq!(chunk[0].first, chunk[1].second);
+            assert_eq!(chunk[0].second, chunk[1].first);
+            assert_eq!(chunk[0].first, chunk[2].first);
+            assert!(chunk.iter().all(|g| g.round == chunk[0].round));
+        }
+        assert_eq!(games[0].id, "league-r1-p1-g1");
+        assert_eq!(games[4].id, "league-r1-p2-g2");
+        assert_eq!(
+            games,
+            fixed_schedule("league", Format::RoundRobin, &names, 3).unwrap()
+        );
+        // Even games per pairing: every bot exactly balanced.
+        let even = fixed_schedule("league", Format::RoundRobin, &bots(5), 2).unwrap();
+        assert!(colour_counts(&even).values().all(|(f, s)| f == s));
+    }
+
+    #[test]
+    fn double_round_robin_repeats_every_pairing_with_colours_reversed() {
+        for n in 2..=9 {
+            let names = bots(n);
+            let single = fixed_schedule("t", Format::RoundRobin, &names, 1).unwrap();
+            let double = fixed_schedule("t", Format::DoubleRoundRobin, &names, 1).unwrap();
+            assert_eq!(double.len(), 2 * single.len());
+            let legs = single.iter().map(|g| g.round).max().unwrap();
+            let (first_leg, second_leg) = double.split_at(single.len());
+            for (a, b) in first_leg.iter().zip(second_leg) {
+                assert_eq!(b.round, a.round + legs);
+                assert_eq!(
+                    (a.first.as_str(), a.second.as_str()),
+                    (b.second.as_str(), b.first.as_str())
+                );
+            }
+            let ordered: HashSet<(String, String)> = double
+                .iter()
+                .map(|g| (g.first.clone(), g.second.clone()))
+                .collect();
+            assert_eq!(
+                ordered.len(),
+                double.len(),
+                "each ordered pairing once, n = {n}"
+            );
+            assert!(colour_counts(&double).values().all(|(f, s)| f == s));
+        }
+    }
+
+    #[test]
+    fn gauntlet_plays_the_first_bot_against_each_other_bot() {
+        let names = bots(5);
+        let games = fixed_schedule("g", Format::Gauntlet, &names, 2).unwrap();
+        assert_eq!(games.len(), 4 * 2);
+        for other in &names[1..] {
+            let with: Vec<&ScheduledGame> = games
+                .iter()
+                .filter(|g| &g.first == other || &g.second == other)
+                .collect();
+            assert_eq!(with.len(), 2);
+            assert!(with.iter().all(|g| g.first == "bot0" || g.second == "bot0"));
+            assert_ne!(with[0].first, with[1].first);
+        }
+        let single = fixed_schedule("g", Format::Gauntlet, &names, 1).unwrap();
+        let (f, s) = colour_counts(&single)["bot0"];
+        assert!((f - s).abs() <= 1);
+    }
+
+    #[test]
+    fn bad_inputs_are_errors() {
+        assert!(matches!(
+            fixed_schedule("t", Format::RoundRobin, &bots(1), 1),
+            Err(PairingError::TooFewBots { count: 1, .. })
+        ));
+        let dup = vec!["a".to_string(), "a".to_string()];
+        assert!(matches!(
+            fixed_schedule("t", Format::RoundRobin, &dup, 1),
+            Err(PairingError::DuplicateBot { .. })
+        ));
+        assert!(matches!(
+            fixed_schedule("t", Format::RoundRobin, &bots(3), 0),
+            Err(PairingError::NoGamesPerPairing { .. })
+        ));
+        assert!(matches!(
+            fixed_schedule("t", Format::Swiss, &bots(3), 1),
+            Err(PairingError::SwissHasNoFixedSchedule { .. })
+        ));
+        let stranger = GameResult {
+            first: "bot0".into(),
+            second: "zed".into(),
+            winner: None,
+            reason: EndReason::BoardFull,
+            think: [ThinkTotal::default(); 2],
+        };
+        let err =
+            swiss_round("t", &bots(4), 2, 1, &Points::default(), &[stranger], &[]).unwrap_err();
+        assert!(err.to_string().contains("\"zed\""), "{err}");
+        for f in Format::ALL {
+            assert_eq!(f.as_str().parse::<Format>().unwrap(), f);
+        }
+        assert!("roundrobin".parse::<Format>().is_err());
+    }
+
+    fn result(first: &str, second: &str, winner: Option<Side>) -> GameResult {
+        GameResult {
+            first: first.to_string(),
+            second: second.to_string(),
+            winner,
+            reason: EndReason::Connection,
+            think: [ThinkTotal::default(); 2],
+        }
+    }
+
+    #[test]
+    fn swiss_first_round_pairs_top_half_against_bottom_half() {
+        let names: Vec<String> = "abcdefgh".chars().map(String::from).collect();
+        let round = swiss_round("s", &names, 1, 1, &Points::default(), &[], &[]).unwrap();
+        let pairs: Vec<(String, String)> = round.games.iter().map(unordered).collect();
+        let expected: Vec<(String, String)> = [("a", "e"), ("b", "f"), ("c", "g"), ("d", "h")]
+            .iter()
+            .map(|(x, y)| (x.to_string(), y.to_string()))
+            .collect();
+        assert_eq!(pairs, expected);
+        assert_eq!(round.bye, None);
+        assert_eq!(round.games[0].id, "s-r1-p1-g1");
+    }
+
+    #[test]
+    fn swiss_byes_go_to_the_lowest_ranked_bot_without_one() {
+        let names: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let points = Points::default();
+        let r1 = swiss_round("s", &names, 1, 1, &points, &[], &[]).unwrap();
+        assert_eq!(r1.bye.as_deref(), Some("c"));
+        assert_eq!(r1.games.len(), 1);
+        let results = vec![result(
+            &r1.games[0].first,
+            &r1.games[0].second,
+            Some(Side::First),
+        )];
+        let winner = r1.games[0].first.clone();
+        let loser = r1.games[0].second.clone();
+        let byes = vec!["c".to_string()];
+        let r2 = swiss_round("s", &names, 2, 1, &points, &results, &byes).unwrap();
+        assert_eq!(
+            r2.bye.as_deref(),
+            Some(loser.as_str()),
+            "the loser is lowest ranked"
+        );
+        let mut results = results;
+        results.push(result(&r2.games[0].first, &r2.games[0].second, None));
+        let byes = vec!["c".to_string(), loser.clone()];
+        let r3 = swiss_round("s", &names, 3, 1, &points, &results, &byes).unwrap();
+        assert_eq!(
+            r3.bye.as_deref(),
+            Some(winner.as_str()),
+            "the only bot without a bye"
+        );
+        let mut rest = [loser, "c".to_string()];
+        rest.sort();
+        assert_eq!(unordered(&r3.games[0]), (rest[0].clone(), rest[1].clone()));
+    }
+
+    /// True if the bots other than `bye` can all be paired without a repeat (brute force).
+    fn matchable_without(n: usize, bye: Option<usize>, played: &HashSet<(usize, usize)>) -> bool {
+        fn matchable(left: &[usize], played: &HashSet<(usize, usize)>) -> bool {
+            let Some((&a, rest)) = left.split_first() else {
+                return true;
+            };
+            rest.iter().enumerate().any(|(i, &b)| {
+                !played.contains(&(a.min(b), a.max(b))) && {
+                    let remaining: Vec<usize> = rest
+                        .iter()
+                        .enumerate()
+                        .filter(|&(j, _)| j != i)
+                        .map(|(_, &x)| x)
+                        .collect();
+                    matchable(&remaining, played)
+                }
+            })
+        }
+        let left: Vec<usize> = (0..n).filter(|&x| Some(x) != bye).collect();
+        matchable(&left, played)
+    }
+
+    /// True if some choice of bye (odd counts) leaves the bots perfectly matchable without a
+    /// repeat: the brute-force check of a `NoRepeatFreePairing` answer.
+    fn repeat_free_pairing_exists(n: usize, played: &HashSet<(usize, usize)>) -> bool {
+        if n.is_multiple_of(2) {
+            matchable_without(n, None, played)
+        } else {
+            (0..n).any(|bye| matchable_without(n, Some(bye), played))
+        }
+    }
+
+    #[test]
+    fn swiss_never_repeats_keeps_colours_balanced_and_rotates_byes() {
+        let points = Points::default();
+        let mut relaxed_rounds = 0;
+        let mut total_rounds = 0;
+        for seed in 0..60u64 {
+            let mut rng = SmallRng::seed_from_u64(seed);
+            let n = 2 + (seed as usize % 9); // 2..=10
+            let games_per_pairing = if seed % 3 == 0 { 2 } else { 1 };
+            let names = bots(n);
+            let mut results: Vec<GameResult> = Vec::new();
+            let mut byes: Vec<String> = Vec::new();
+            let mut pairs_seen: HashSet<(String, String)> = HashSet::new();
+            for round in 1..=(n as u32 + 1) {
+                let generated = swiss_round(
+                    "s",
+                    &names,
+                    round,
+                    games_per_pairing,
+                    &points,
+                    &results,
+                    &byes,
+                );
+                let played: HashSet<(usize, usize)> = pairs_seen
+                    .iter()
+                    .map(|(a, b)| {
+                        let ia: usize = a[3..].parse().unwrap();
+                        let ib: usize = b[3..].parse().unwrap();
+                        (ia.min(ib), ia.max(ib))
+                    })
+                    .collect();
+                let round_result = match generated {
+                    Err(PairingError::NoRepeatFreePairing { .. }) => {
+                        assert!(
+                            !repeat_free_pairing_exists(n, &played),
+                            "seed {seed}: refused round {round} though a pairing exists"
+                        );
+                        assert!(
+                            round as usize > n / 2,
+                            "seed {seed}: gave up early, round {round}"
+                        );
+                        break;
+                    }
+                    other => other.unwrap(),
+                };
+                total_rounds += 1;
+                relaxed_rounds += usize::from(round_result.colour_rules_relaxed);
+                assert_eq!(
+                    round_result.games.len(),
+                    (n / 2) * games_per_pairing as usize
+                );
+                let mut in_round = HashSet::new();
+                for g in round_result
+                    .games
+                    .iter()
+                    .step_by(games_per_pairing as usize)
+                {
+                    assert!(
+                        pairs_seen.insert(unordered(g)),
+                        "seed {seed}: repeat {:?}",
+                        unordered(g)
+                    );
+                    assert!(in_round.insert(g.first.clone()) && in_round.insert(g.second.clone()));
+                }
+                if let Some(bye) = &round_result.bye {
+                    assert!(!in_round.contains(bye));
+                    let before = byes.iter().filter(|b| *b == bye).count();
+                    let least = names
+                        .iter()
+                        .map(|x| byes.iter().filter(|b| *b == x).count())
+                        .min()
+                        .unwrap();
+                    if before > least {
+                        // Only if no bot with fewer byes could sit out without forcing a repeat.
+                        let fewer = names
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, x)| byes.iter().filter(|b| b == x).count() == least);
+                        for (i, x) in fewer {
+                            assert!(
+                                !matchable_without(n, Some(i), &played),
+                                "seed {seed} round {round}: {bye} got another bye before {x}"
+                            );
+                        }
+                    }
+                    byes.push(bye.clone());
+                } else {
+                    assert_eq!(n % 2, 0);
+                }
+                for g in &round_result.games {
+                    let winner = match rng.gen_range(0..3) {
+                        0 => Some(Side::First),
+                        1 => Some(Side::Second),
+                        _ => None,
+                    };
+                    results.push(result(&g.first, &g.second, winner));
+                }
+                if !round_result.colour_rules_relaxed {
+                    // The colour rules hold for this round's games: no bot's |firsts − seconds|
+                    // grows beyond 1, and nobody gets a third game of one colour in a row.
+                    let mut history: HashMap<&str, Vec<bool>> = HashMap::new();
+                    for r in &results {
+                        history.entry(&r.first).or_default().push(true);
+                        history.entry(&r.second).or_default().push(false);
+                    }
+                    for (bot, h) in &history {
+                        let played_now = round_result
+                            .games
+                            .iter()
+                            .filter(|g| g.first == **bot || g.second == **bot)
+                            .count();
+                        let diff =
+                            |h: &[bool]| -> i64 { h.iter().map(|&f| if f { 1 } else { -1 }).sum() };
+                        let (new, old) = (diff(h), diff(&h[..h.len() - played_now]));
+                        assert!(
+                            new.abs() <= 1 || new.abs() < old.abs(),
+                            "seed {seed} round {round}: {bot} {h:?}"
+                        );
+                        if played_now > 0 && games_per_pairing == 1 && h.len() >= 3 {
+                            let last = &h[h.len() - 3..];
+                            assert!(
+                                !(last[0] == last[1] && last[1] == last[2]),
+                                "seed {seed}: {bot} {h:?}"
+                            );
+                        }
+                    }
+                }
+            }
+            // Each bye is worth a win in the standings.
+            let rows = compute_standings(
+                &names,
+                &results,
+                &byes,
+                &points,
+                true,
+                &EloOptions::default(),
+            );
+            for row in rows {
+                let expected = row.wins as f64 + 0.5 * row.draws as f64 + row.byes as f64;
+                assert!((row.points - expected).abs() < 1e-9, "{row:?}");
+            }
+        }
+        println!("swiss: {relaxed_rounds} of {total_rounds} rounds relaxed the colour rules");
+        assert!(
+            relaxed_rounds * 4 < total_rounds,
+            "{relaxed_rounds} of {total_rounds}"
+        );
+    }
+}
