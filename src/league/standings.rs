@@ -364,3 +364,288 @@ pub fn compute_standings(
     }
     rows
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// `first` against `second`; `winner` is "first", "second" or "draw".
+    fn game(first: &str, second: &str, winner: &str) -> GameResult {
+        GameResult {
+            first: first.to_string(),
+            second: second.to_string(),
+            winner: match winner {
+                "first" => Some(Side::First),
+                "second" => Some(Side::Second),
+                _ => None,
+            },
+            reason: EndReason::Connection,
+            think: [ThinkTotal::default(); 2],
+        }
+    }
+
+    fn standings(
+        bots: &[&str],
+        results: &[GameResult],
+        points: &Points,
+        swiss: bool,
+    ) -> Vec<StandingRow> {
+        compute_standings(
+            &names(bots),
+            results,
+            &[],
+            points,
+            swiss,
+            &EloOptions::default(),
+        )
+    }
+
+    fn order(rows: &[StandingRow]) -> Vec<(u32, &str)> {
+        rows.iter().map(|r| (r.rank, r.name.as_str())).collect()
+    }
+
+    #[test]
+    fn counts_and_points_follow_the_points_config() {
+        let results = [
+            game("a", "b", "first"),
+            game("b", "c", "draw"),
+            game("c", "a", "first"),
+            game("a", "b", "first"),
+        ];
+        let rows = standings(
+            &["a", "b", "c", "idle"],
+            &results,
+            &Points::default(),
+            false,
+        );
+        let a = rows.iter().find(|r| r.name == "a").unwrap();
+        assert_eq!(
+            (a.games, a.wins, a.draws, a.losses, a.points),
+            (3, 2, 0, 1, 2.0)
+        );
+        let b = rows.iter().find(|r| r.name == "b").unwrap();
+        assert_eq!(
+            (b.games, b.wins, b.draws, b.losses, b.points),
+            (3, 0, 1, 2, 0.5)
+        );
+        let idle = rows.iter().find(|r| r.name == "idle").unwrap();
+        assert_eq!(
+            (idle.games, idle.points, idle.mean_think_ms),
+            (0, 0.0, None)
+        );
+        assert_eq!(rows[0].name, "a");
+        let three = Points {
+            win: 3.0,
+            draw: 1.0,
+            loss: -1.0,
+        };
+        let rows = standings(&["a", "b", "c"], &results, &three, false);
+        let points: Vec<(&str, f64)> = rows.iter().map(|r| (r.name.as_str(), r.points)).collect();
+        assert_eq!(points, vec![("a", 5.0), ("c", 4.0), ("b", -1.0)]);
+    }
+
+    #[test]
+    fn byes_score_a_win_without_being_games() {
+        let rows = compute_standings(
+            &names(&["a", "b", "c"]),
+            &[game("a", "b", "draw")],
+            &names(&["c"]),
+            &Points {
+                win: 2.0,
+                draw: 1.0,
+                loss: 0.0,
+            },
+            true,
+            &EloOptions::default(),
+        );
+        let c = rows.iter().find(|r| r.name == "c").unwrap();
+        assert_eq!(
+            (c.games, c.wins, c.byes, c.points, c.rank),
+            (0, 0, 1, 2.0, 1)
+        );
+        assert_eq!(c.elo, 1500.0, "a bye says nothing about strength");
+    }
+
+    #[test]
+    fn head_to_head_breaks_a_points_tie_before_sonneborn_berger() {
+        let results = [
+            game("b", "a", "first"),
+            game("a", "c", "first"),
+            game("a", "d", "first"),
+            game("c", "b", "first"),
+            game("b", "d", "first"),
+            game("c", "d", "second"),
+        ];
+        let rows = standings(&["a", "b", "c", "d"], &results, &Points::default(), false);
+        assert_eq!(order(&rows), vec![(1, "b"), (2, "a"), (3, "d"), (4, "c")]);
+        let by_name = |n: &str| rows.iter().find(|r| r.name == n).unwrap().clone();
+        assert_eq!(
+            (by_name("b").head_to_head, by_name("a").head_to_head),
+            (1.0, 0.0)
+        );
+        // d is ahead of c on head-to-head although c's Sonneborn-Berger is higher.
+        assert_eq!(
+            (by_name("d").sonneborn_berger, by_name("c").sonneborn_berger),
+            (1.0, 2.0)
+        );
+    }
+
+    #[test]
+    fn sonneborn_berger_breaks_a_tie_the_head_to_head_leaves_and_scales_with_points() {
+        let results = [
+            game("zz", "aa", "draw"),
+            game("zz", "r", "first"),
+            game("aa", "s", "first"),
+            game("r", "s", "first"),
+        ];
+        let rows = standings(&["aa", "zz", "r", "s"], &results, &Points::default(), false);
+        assert_eq!(order(&rows), vec![(1, "zz"), (2, "aa"), (3, "r"), (4, "s")]);
+        assert_eq!((rows[0].head_to_head, rows[1].head_to_head), (0.5, 0.5));
+        assert_eq!(
+            (rows[0].sonneborn_berger, rows[1].sonneborn_berger),
+            (1.75, 0.75)
+        );
+        // 3/1/0 points: a draw weighs a third of a win.
+        let three = Points {
+            win: 3.0,
+            draw: 1.0,
+            loss: 0.0,
+        };
+        let rows = standings(&["aa", "zz", "r", "s"], &results, &three, false);
+        assert_eq!(rows[0].name, "zz");
+        assert!((rows[0].sonneborn_berger - (4.0 / 3.0 + 3.0)).abs() < 1e-9);
+        assert!((rows[1].sonneborn_berger - 4.0 / 3.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn buchholz_breaks_the_remaining_tie_in_swiss_only_then_names_order_a_shared_rank() {
+        let results = [
+            game("bob", "x", "first"),
+            game("p", "bob", "first"),
+            game("al", "y", "first"),
+            game("q", "al", "first"),
+            game("p", "z", "first"),
+        ];
+        let bots = ["al", "bob", "p", "q", "x", "y", "z"];
+        let swiss = standings(&bots, &results, &Points::default(), true);
+        assert_eq!(
+            &order(&swiss)[..4],
+            &[(1, "p"), (2, "q"), (3, "bob"), (4, "al")]
+        );
+        let bob = swiss.iter().find(|r| r.name == "bob").unwrap();
+        assert_eq!((bob.buchholz, bob.sonneborn_berger), (Some(2.0), 0.0));
+        let plain = standings(&bots, &results, &Points::default(), false);
+        assert_eq!(
+            &order(&plain)[..4],
+            &[(1, "p"), (2, "q"), (3, "al"), (3, "bob")]
+        );
+        assert!(plain.iter().all(|r| r.buchholz.is_none()));
+        // A three-way cycle ties on everything: one shared rank, listed by name.
+        let cycle = [
+            game("zed", "amy", "first"),
+            game("amy", "cat", "first"),
+            game("cat", "zed", "first"),
+        ];
+        let rows = standings(&["zed", "amy", "cat"], &cycle, &Points::default(), false);
+        assert_eq!(order(&rows), vec![(1, "amy"), (1, "cat"), (1, "zed")]);
+        assert!(rows.iter().all(|r| (r.elo - 1500.0).abs() < 0.05));
+    }
+
+    #[test]
+    fn diagnostics_count_loss_reasons_and_mean_think_time() {
+        let mut results = Vec::new();
+        for (reason, winner) in [
+            (EndReason::Timeout, Side::First),
+            (EndReason::IllegalMove, Side::First),
+            (EndReason::Disconnect, Side::Second),
+            (EndReason::Forfeit, Side::First),
+            (EndReason::Resign, Side::First),
+        ] {
+            let mut g = game("a", "b", winner.as_str());
+            g.reason = reason;
+            g.think = [
+                ThinkTotal {
+                    total_ms: 100,
+                    moves: 4,
+                },
+                ThinkTotal {
+                    total_ms: 90,
+                    moves: 3,
+                },
+            ];
+            results.push(g);
+        }
+        let rows = standings(&["a", "b"], &results, &Points::default(), false);
+        let b = rows.iter().find(|r| r.name == "b").unwrap();
+        assert_eq!(
+            (
+                b.timeout_losses,
+                b.illegal_move_losses,
+                b.disconnect_losses,
+                b.forfeit_losses
+            ),
+            (1, 1, 0, 1)
+        );
+        assert_eq!(b.mean_think_ms, Some(30.0));
+        let a = rows.iter().find(|r| r.name == "a").unwrap();
+        assert_eq!(
+            (a.disconnect_losses, a.losses, a.mean_think_ms),
+            (1, 1, Some(25.0))
+        );
+        assert!(a.elo > b.elo && a.elo_low < a.elo && a.elo < a.elo_high);
+    }
+
+    #[test]
+    fn games_json_objects_are_read_with_each_move_charged_to_its_mover() {
+        // Jiu: 196 placements alternate from the first side, then the second side moves first
+        // in battle, so ply 197 is the second side's.
+        let mut think: Vec<u64> = (1..=196)
+            .map(|ply| if ply % 2 == 1 { 10 } else { 20 })
+            .collect();
+        think.extend([20, 10]);
+        let value = json!({"game": "jiu", "first": "w", "second": "b", "result": "second",
+            "reason": "few_stones", "think_ms": think, "match": "m1"});
+        let r = GameResult::from_games_json(&value).unwrap();
+        assert_eq!(
+            r.think[0],
+            ThinkTotal {
+                total_ms: 99 * 10,
+                moves: 99
+            }
+        );
+        assert_eq!(
+            r.think[1],
+            ThinkTotal {
+                total_ms: 99 * 20,
+                moves: 99
+            }
+        );
+        assert_eq!(
+            (r.winner, r.reason),
+            (Some(Side::Second), EndReason::FewStones)
+        );
+        let hex = json!({"game": "hex", "first": "a", "second": "b", "result": "draw",
+            "reason": "board_full", "think_ms": [1, 2, 3]});
+        let r = GameResult::from_games_json(&hex).unwrap();
+        assert_eq!(
+            (r.think[0].total_ms, r.think[1].total_ms, r.winner),
+            (4, 2, None)
+        );
+        let bad = json!({"game": "hex", "first": "a", "second": "b", "result": "won", "reason": "resign"});
+        assert!(GameResult::from_games_json(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("result"));
+        let missing = json!({"game": "hex", "first": "a", "result": "draw", "reason": "resign"});
+        assert!(GameResult::from_games_json(&missing)
+            .unwrap_err()
+            .to_string()
+            .contains("second"));
+    }
+}
