@@ -291,3 +291,189 @@ pub fn write_standings(dir: &Path, tournaments: &[TournamentStandings]) -> io::R
         standings_markdown(tournaments).as_bytes(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::game::{EndReason, Side};
+    use crate::league::standings::{compute_standings, GameResult, Points, ThinkTotal};
+    use crate::league::EloOptions;
+
+    fn sample() -> Vec<TournamentStandings> {
+        let game = |first: &str, second: &str, winner: Option<Side>| GameResult {
+            first: first.to_string(),
+            second: second.to_string(),
+            winner,
+            reason: EndReason::Timeout,
+            think: [
+                ThinkTotal {
+                    total_ms: 30,
+                    moves: 2,
+                },
+                ThinkTotal {
+                    total_ms: 10,
+                    moves: 2,
+                },
+            ],
+        };
+        let bots: Vec<String> = ["alice", "bob, the \"bot\"", "c|d"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let results = vec![
+            game("alice", "bob, the \"bot\"", Some(Side::First)),
+            game("c|d", "alice", None),
+            game("bob, the \"bot\"", "c|d", Some(Side::Second)),
+        ];
+        let rr = compute_standings(
+            &bots,
+            &results,
+            &[],
+            &Points::default(),
+            false,
+            &EloOptions::default(),
+        );
+        let swiss = compute_standings(
+            &bots[..2],
+            &results[..1],
+            &[],
+            &Points::default(),
+            true,
+            &EloOptions::default(),
+        );
+        vec![
+            TournamentStandings::new("hex-league", GameId::Hex, true, rr),
+            TournamentStandings::new("c6-swiss", GameId::Connect6, false, swiss),
+        ]
+    }
+
+    /// Splits one CSV line into fields (quotes and doubled quotes as RFC 4180).
+    fn csv_fields(line: &str) -> Vec<String> {
+        let mut fields = vec![String::new()];
+        let mut quoted = false;
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match (c, quoted) {
+                ('"', true) if chars.peek() == Some(&'"') => {
+                    chars.next();
+                    fields.last_mut().unwrap().push('"');
+                }
+                ('"', _) => quoted = !quoted,
+                (',', false) => fields.push(String::new()),
+                (c, _) => fields.last_mut().unwrap().push(c),
+            }
+        }
+        fields
+    }
+
+    #[test]
+    fn json_reads_back_with_the_spec_fields() {
+        let tournaments = sample();
+        let text = standings_json(&tournaments);
+        let back: StandingsFile = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.tournaments, tournaments);
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let t = &value["tournaments"][0];
+        assert_eq!(
+            (
+                t["name"].as_str(),
+                t["game"].as_str(),
+                t["finished"].as_bool()
+            ),
+            (Some("hex-league"), Some("hex"), Some(true))
+        );
+        let row = t["rows"][0].as_object().unwrap();
+        for column in ROW_COLUMNS {
+            assert!(row.contains_key(column), "{column}");
+        }
+        assert_eq!(row.len(), ROW_COLUMNS.len());
+        assert!(t["rows"][0]["buchholz"].is_null());
+        assert!(value["tournaments"][1]["rows"][0]["buchholz"].is_number());
+    }
+
+    #[test]
+    fn csv_has_one_header_and_a_tournament_column_first() {
+        let tournaments = sample();
+        let text = standings_csv(&tournaments);
+        let lines: Vec<&str> = text.lines().collect();
+        let header = csv_fields(lines[0]);
+        assert_eq!(header[0], "tournament");
+        assert_eq!(&header[1..], &ROW_COLUMNS[..]);
+        assert_eq!(lines.len(), 1 + 3 + 2);
+        for line in &lines[1..] {
+            assert_eq!(csv_fields(line).len(), header.len(), "{line}");
+        }
+        let names: Vec<String> = lines[1..4]
+            .iter()
+            .map(|l| csv_fields(l)[2].clone())
+            .collect();
+        let expected: Vec<String> = tournaments[0].rows.iter().map(|r| r.name.clone()).collect();
+        assert_eq!(names, expected);
+        let first = csv_fields(lines[1]);
+        assert_eq!(first[0], "hex-league");
+        assert_eq!(first[3], tournaments[0].rows[0].games.to_string());
+        assert_eq!(first[11], "", "buchholz is empty outside Swiss");
+        assert_eq!(
+            first[12].parse::<f64>().unwrap(),
+            tournaments[0].rows[0].elo
+        );
+        assert_eq!(csv_fields(lines[4])[0], "c6-swiss");
+    }
+
+    #[test]
+    fn markdown_has_a_heading_and_a_table_per_tournament() {
+        let text = standings_markdown(&sample());
+        assert!(text.contains("\n## hex-league (hex, finished)\n"));
+        assert!(text.contains("\n## c6-swiss (connect6, in progress)\n"));
+        let table_lines: Vec<&str> = text.lines().filter(|l| l.starts_with('|')).collect();
+        assert_eq!(table_lines.len(), 2 * 2 + 3 + 2);
+        assert!(text.contains("c\\|d"), "a | in a name is escaped");
+        for line in table_lines {
+            let unescaped_bars = line.replace("\\|", "").matches('|').count();
+            assert_eq!(unescaped_bars, ROW_COLUMNS.len() + 1, "{line}");
+        }
+    }
+
+    #[test]
+    fn terminal_table_is_aligned() {
+        let tournaments = sample();
+        for t in &tournaments {
+            let text = terminal_table(t);
+            let lines: Vec<&str> = text.lines().collect();
+            assert!(lines[0].starts_with(&t.name));
+            assert_eq!(lines.len(), 2 + t.rows.len());
+            let width = lines[1].chars().count();
+            assert!(
+                lines[2..].iter().all(|l| l.chars().count() == width),
+                "{text}"
+            );
+            assert_eq!(lines[1].contains("Buchholz"), t.rows[0].buchholz.is_some());
+        }
+    }
+
+    #[test]
+    fn files_are_written_and_replaced_without_leftovers() {
+        let dir = tempfile::tempdir().unwrap();
+        let tournaments = sample();
+        write_standings(dir.path(), &tournaments[..1]).unwrap();
+        write_standings(dir.path(), &tournaments).unwrap();
+        let json = fs::read_to_string(dir.path().join("standings.json")).unwrap();
+        let back: StandingsFile = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.tournaments.len(), 2);
+        assert_eq!(
+            fs::read_to_string(dir.path().join("standings.csv")).unwrap(),
+            standings_csv(&tournaments)
+        );
+        assert_eq!(
+            fs::read_to_string(dir.path().join("standings.md")).unwrap(),
+            standings_markdown(&tournaments)
+        );
+        let mut names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["standings.csv", "standings.json", "standings.md"]);
+        assert!(write_standings(&dir.path().join("missing"), &tournaments).is_err());
+    }
+}

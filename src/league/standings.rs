@@ -199,8 +199,9 @@ fn key(x: f64) -> i64 {
     (x * 1e6).round() as i64
 }
 
-fn round_to(x: f64, step: f64) -> f64 {
-    (x / step).round() * step
+/// `x` rounded to one decimal (the nearest double to the decimal, so it prints short).
+fn round_to_tenth(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
 }
 
 #[derive(Default)]
@@ -326,15 +327,15 @@ pub fn compute_standings(
                 head_to_head: head_to_head[i],
                 sonneborn_berger: sonneborn_berger[i],
                 buchholz: swiss.then_some(buchholz[i]),
-                elo: round_to(rating.rating, 0.1),
-                elo_low: round_to(rating.low, 0.1),
-                elo_high: round_to(rating.high, 0.1),
+                elo: round_to_tenth(rating.rating),
+                elo_low: round_to_tenth(rating.low),
+                elo_high: round_to_tenth(rating.high),
                 timeout_losses: t.timeout_losses,
                 illegal_move_losses: t.illegal_move_losses,
                 disconnect_losses: t.disconnect_losses,
                 forfeit_losses: t.forfeit_losses,
                 mean_think_ms: (t.think.moves > 0)
-                    .then(|| round_to(t.think.total_ms as f64 / t.think.moves as f64, 0.1)),
+                    .then(|| round_to_tenth(t.think.total_ms as f64 / t.think.moves as f64)),
             }
         })
         .collect();
