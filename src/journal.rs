@@ -572,3 +572,345 @@ impl Journal {
         &self.path
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn tournament(name: &str, bots: &[&str]) -> TournamentFingerprint {
+        TournamentFingerprint {
+            name: name.to_string(),
+            game: "hex".to_string(),
+            format: "round-robin".to_string(),
+            bots: bots.iter().map(|s| s.to_string()).collect(),
+            games_per_pairing: 2,
+            rounds: None,
+            clock: ClockSettings {
+                initial_ms: 600_000,
+                increment_ms: 0,
+                move_limit_ms: 0,
+            },
+            rules: json!({"swap": false}),
+        }
+    }
+
+    fn scheduled(id: &str) -> JournalEntry {
+        JournalEntry::Scheduled {
+            id: id.to_string(),
+            tournament: "hex-league".to_string(),
+            round: 1,
+            first: "a".to_string(),
+            second: "b".to_string(),
+        }
+    }
+
+    fn started(id: &str) -> JournalEntry {
+        JournalEntry::Started {
+            id: id.to_string(),
+            match_id: format!("m-{id}"),
+            time: "2026-11-22T21:00:00Z".to_string(),
+        }
+    }
+
+    fn mv(id: &str, ply: u32, text: &str) -> JournalEntry {
+        JournalEntry::Move {
+            id: id.to_string(),
+            ply,
+            text: text.to_string(),
+            think_ms: 100 * u64::from(ply),
+            lag_ms: 3,
+            first_clock_ms: 600_000 - u64::from(ply),
+            second_clock_ms: 599_000,
+        }
+    }
+
+    fn write_all(path: &Path, entries: &[JournalEntry]) {
+        let (mut journal, _) = Journal::open(path).unwrap();
+        for e in entries {
+            journal.append(e).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_journal_reads_back_as_the_state_it_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(JOURNAL_FILE);
+        let config = ConfigFingerprint::new(vec![tournament("hex-league", &["a", "b"])]);
+        let record = json!({"match": "m-g1", "result": "first", "moves": ["F6", "E7"]});
+        write_all(
+            &path,
+            &[
+                config.entry(),
+                scheduled("g1"),
+                scheduled("g2"),
+                started("g1"),
+                mv("g1", 1, "F6"),
+                mv("g1", 2, "E7"),
+                JournalEntry::Finished {
+                    id: "g1".into(),
+                    record: record.clone(),
+                },
+                started("g2"),
+                mv("g2", 1, "A1"),
+                JournalEntry::Bye {
+                    tournament: "s".into(),
+                    round: 2,
+                    bot: "c".into(),
+                },
+            ],
+        );
+        let text = fs_text(&path);
+        assert_eq!(text.lines().count(), 10);
+        assert!(text.lines().all(|l| l.starts_with("{\"kind\":")));
+        let (_, state) = Journal::open(&path).unwrap();
+        assert_eq!(state.config.as_ref().unwrap(), &config);
+        assert!(state.check_config(&config).is_ok());
+        assert_eq!(state.dropped_torn_line, None);
+        let g1 = state.game("g1").unwrap();
+        assert_eq!(g1.finished.as_ref(), Some(&record));
+        assert_eq!(g1.moves.len(), 2);
+        let g2 = state.game("g2").unwrap();
+        assert_eq!(
+            g2.started,
+            Some(("m-g2".to_string(), "2026-11-22T21:00:00Z".to_string()))
+        );
+        assert_eq!(
+            g2.moves,
+            vec![JournalMove {
+                ply: 1,
+                text: "A1".into(),
+                think_ms: 100,
+                lag_ms: 3,
+                first_clock_ms: 599_999,
+                second_clock_ms: 599_000
+            }]
+        );
+        let unfinished: Vec<&str> = state.unfinished().map(|g| g.id.as_str()).collect();
+        assert_eq!(unfinished, ["g2"]);
+        assert_eq!(state.finished_records("hex-league").count(), 1);
+        assert_eq!(
+            state.byes,
+            vec![ByeRecord {
+                tournament: "s".into(),
+                round: 2,
+                bot: "c".into()
+            }]
+        );
+    }
+
+    fn fs_text(path: &Path) -> String {
+        std::fs::read_to_string(path).unwrap()
+    }
+
+    #[test]
+    fn a_torn_last_line_is_dropped_and_cut_off() {
+        for torn in [
+            "{\"kind\":\"move\",\"id\":\"g1\",\"pl",
+            "{\"kind\":\"move\"\n",
+            "\u{0}\u{0}\u{0}\n",
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(JOURNAL_FILE);
+            write_all(&path, &[scheduled("g1"), started("g1"), mv("g1", 1, "F6")]);
+            let intact = fs_text(&path);
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .unwrap()
+                .write_all(torn.as_bytes())
+                .unwrap();
+            let (mut journal, state) = Journal::open(&path).unwrap();
+            assert_eq!(state.dropped_torn_line, Some(4), "{torn:?}");
+            assert_eq!(state.game("g1").unwrap().moves.len(), 1);
+            assert_eq!(fs_text(&path), intact, "the torn line is cut off");
+            journal.append(&mv("g1", 2, "E7")).unwrap();
+            drop(journal);
+            let (_, state) = Journal::open(&path).unwrap();
+            assert_eq!(state.dropped_torn_line, None);
+            assert_eq!(state.game("g1").unwrap().moves.len(), 2);
+        }
+    }
+
+    #[test]
+    fn damage_before_the_last_line_is_refused_with_its_line_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(JOURNAL_FILE);
+        write_all(
+            &path,
+            &[
+                scheduled("g1"),
+                started("g1"),
+                mv("g1", 1, "F6"),
+                mv("g1", 2, "E7"),
+            ],
+        );
+        let mut lines: Vec<String> = fs_text(&path).lines().map(String::from).collect();
+        lines[2].truncate(10);
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let err = Journal::open(&path).unwrap_err();
+        assert!(
+            matches!(err, JournalError::Corrupt { line: 3, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("line 3"), "{err}");
+        // The file is left as it was for a human to look at.
+        assert_eq!(fs_text(&path), lines.join("\n") + "\n");
+    }
+
+    #[test]
+    fn entries_that_cannot_follow_the_earlier_ones_are_refused() {
+        let cases: Vec<(Vec<JournalEntry>, usize, &str)> = vec![
+            (vec![mv("g9", 1, "F6")], 1, "never scheduled"),
+            (
+                vec![scheduled("g1"), mv("g1", 1, "F6")],
+                2,
+                "before it started",
+            ),
+            (
+                vec![scheduled("g1"), started("g1"), mv("g1", 2, "F6")],
+                3,
+                "does not follow",
+            ),
+            (
+                vec![
+                    scheduled("g1"),
+                    JournalEntry::Finished {
+                        id: "g1".into(),
+                        record: json!({}),
+                    },
+                    JournalEntry::Finished {
+                        id: "g1".into(),
+                        record: json!({}),
+                    },
+                ],
+                3,
+                "finished twice",
+            ),
+            (
+                vec![
+                    scheduled("g1"),
+                    JournalEntry::Scheduled {
+                        id: "g1".into(),
+                        tournament: "hex-league".into(),
+                        round: 1,
+                        first: "b".into(),
+                        second: "a".into(),
+                    },
+                ],
+                2,
+                "scheduled twice",
+            ),
+        ];
+        for (entries, line, what) in cases {
+            let mut bytes = Vec::new();
+            for e in &entries {
+                bytes.extend(serde_json::to_vec(e).unwrap());
+                bytes.push(b'\n');
+            }
+            // A well-formed last line is not "torn": the error stands.
+            let (at, message) = JournalState::from_bytes(&bytes).unwrap_err();
+            assert_eq!(at, line, "{message}");
+            assert!(message.contains(what), "{message}");
+        }
+    }
+
+    #[test]
+    fn a_replayed_ply_supersedes_the_later_moves_and_a_restart_keeps_the_moves() {
+        let mut state = JournalState::default();
+        for e in [
+            scheduled("g1"),
+            started("g1"),
+            mv("g1", 1, "A1"),
+            mv("g1", 2, "B2"),
+            mv("g1", 3, "C3"),
+        ] {
+            state.apply(e).unwrap();
+        }
+        state.apply(started("g1")).unwrap();
+        assert_eq!(state.game("g1").unwrap().moves.len(), 3);
+        state.apply(mv("g1", 2, "D4")).unwrap();
+        let texts: Vec<&str> = state
+            .game("g1")
+            .unwrap()
+            .moves
+            .iter()
+            .map(|m| m.text.as_str())
+            .collect();
+        assert_eq!(texts, ["A1", "D4"]);
+        assert!(state.apply(mv("g1", 0, "A1")).is_err());
+    }
+
+    #[test]
+    fn a_changed_config_is_refused_with_what_changed() {
+        let journal = ConfigFingerprint::new(vec![tournament("hex-league", &["a", "b"])]);
+        let mut state = JournalState::default();
+        state.apply(journal.entry()).unwrap();
+
+        let more_bots = ConfigFingerprint::new(vec![tournament("hex-league", &["a", "b", "c"])]);
+        let err = state.check_config(&more_bots).unwrap_err().to_string();
+        assert!(
+            err.contains(
+                "tournament hex-league: bots differ: journal has [a,b], config has [a,b,c]"
+            ),
+            "{err}"
+        );
+
+        let mut t = tournament("hex-league", &["a", "b"]);
+        t.clock.increment_ms = 5000;
+        t.rules = json!({"swap": true});
+        t.games_per_pairing = 4;
+        let err = state
+            .check_config(&ConfigFingerprint::new(vec![t]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("clock differs: journal has initial_ms=600000 increment_ms=0"),
+            "{err}"
+        );
+        assert!(
+            err.contains("rules differ: journal has {\"swap\":false}, config has {\"swap\":true}"),
+            "{err}"
+        );
+        assert!(
+            err.contains("games_per_pairing differs: journal has 2, config has 4"),
+            "{err}"
+        );
+        assert!(!err.contains("bots"), "{err}");
+
+        let added = ConfigFingerprint::new(vec![
+            tournament("hex-league", &["a", "b"]),
+            tournament("c6", &["a"]),
+        ]);
+        let err = state.check_config(&added).unwrap_err().to_string();
+        assert!(
+            err.contains("tournament c6: in the config but not in the journal"),
+            "{err}"
+        );
+
+        // Tournament order and rule key order do not matter.
+        let mut x = tournament("x", &["a"]);
+        x.rules = json!({"swap": false, "size": 11});
+        let mut y = x.clone();
+        y.rules = json!({"size": 11, "swap": false});
+        let one = ConfigFingerprint::new(vec![tournament("hex-league", &["a", "b"]), x]);
+        let two = ConfigFingerprint::new(vec![y, tournament("hex-league", &["a", "b"])]);
+        assert_eq!(one.hash, two.hash);
+        assert_eq!(one.canonical, two.canonical);
+        assert!(JournalState::default().check_config(&one).is_ok());
+    }
+
+    #[test]
+    fn a_config_entry_whose_hash_does_not_match_is_refused() {
+        let entry = JournalEntry::Config {
+            hash: "0000000000000000".to_string(),
+            tournaments: vec![tournament("hex-league", &["a", "b"])],
+        };
+        let mut bytes = serde_json::to_vec(&entry).unwrap();
+        bytes.push(b'\n');
+        let (line, what) = JournalState::from_bytes(&bytes).unwrap_err();
+        assert_eq!(line, 1);
+        assert!(what.contains("does not match"), "{what}");
+    }
+}
