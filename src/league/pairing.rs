@@ -288,15 +288,87 @@ fn points_key(x: f64) -> i64 {
 struct Matcher<'a> {
     players: &'a [SwissPlayer],
     played: &'a HashSet<(usize, usize)>,
-    games_per_pairing: u32,
     round: u32,
     strict_colours: bool,
     failed: HashSet<Vec<usize>>,
     nodes: u64,
     node_limit: u64,
+    /// Per bot: may it take the first / the second colour in its next pairing's first game
+    /// without breaking a colour rule.
+    can_take: Vec<[bool; 2]>,
 }
 
-impl Matcher<'_> {
+/// Whether a bot may take `side` in the first game of its next pairing: |firsts − seconds| stays
+/// ≤ 1 (or at least shrinks), and with one game per pairing no third game of a colour in a row.
+/// An even number of alternating games never changes the balance.
+fn may_take(player: &SwissPlayer, side: Side, games_per_pairing: u32) -> bool {
+    if games_per_pairing.is_multiple_of(2) {
+        return true;
+    }
+    let old = player.colour_difference();
+    let new = if side == Side::First {
+        old + 1
+    } else {
+        old - 1
+    };
+    let balance_ok = new.abs() <= 1 || new.abs() < old.abs();
+    balance_ok && !(games_per_pairing == 1 && player.two_in_a_row(side))
+}
+
+impl<'a> Matcher<'a> {
+    fn new(
+        players: &'a [SwissPlayer],
+        played: &'a HashSet<(usize, usize)>,
+        games_per_pairing: u32,
+        round: u32,
+        strict_colours: bool,
+        node_limit: u64,
+    ) -> Matcher<'a> {
+        let can_take = players
+            .iter()
+            .map(|p| {
+                [
+                    may_take(p, Side::First, games_per_pairing),
+                    may_take(p, Side::Second, games_per_pairing),
+                ]
+            })
+            .collect();
+        Matcher {
+            players,
+            played,
+            round,
+            strict_colours,
+            failed: HashSet::new(),
+            nodes: 0,
+            node_limit,
+            can_take,
+        }
+    }
+
+    /// Necessary conditions for `unpaired` to be completable, checked before searching it:
+    /// with strict colours, the bots that can only take the first colour and those that can
+    /// only take the second must balance out through the bots that can take either; and every
+    /// bot must have at least one allowed partner left.
+    fn may_be_completable(&self, unpaired: &[usize]) -> bool {
+        if self.strict_colours {
+            let (mut only_first, mut only_second, mut either) = (0i64, 0i64, 0i64);
+            for &p in unpaired {
+                match self.can_take.get(p).copied().unwrap_or([false, false]) {
+                    [true, true] => either += 1,
+                    [true, false] => only_first += 1,
+                    [false, true] => only_second += 1,
+                    [false, false] => return false,
+                }
+            }
+            if (only_first - only_second).abs() > either {
+                return false;
+            }
+        }
+        unpaired
+            .iter()
+            .all(|&p| unpaired.iter().any(|&q| q != p && self.pair_allowed(p, q)))
+    }
+
     fn have_played(&self, a: usize, b: usize) -> bool {
         self.played.contains(&(a.min(b), a.max(b)))
     }
@@ -304,23 +376,8 @@ impl Matcher<'_> {
     /// Whether `first` taking the first colour in the pairing's first game keeps the colour
     /// rules for both bots.
     fn colours_allowed(&self, first: usize, second: usize) -> bool {
-        if self.games_per_pairing.is_multiple_of(2) {
-            return true; // an even number of alternating games leaves the balance as it was
-        }
-        let (Some(f), Some(s)) = (self.players.get(first), self.players.get(second)) else {
-            return false;
-        };
-        let balance_ok = |old: i64, new: i64| new.abs() <= 1 || new.abs() < old.abs();
-        let (df, ds) = (f.colour_difference(), s.colour_difference());
-        if !balance_ok(df, df + 1) || !balance_ok(ds, ds - 1) {
-            return false;
-        }
-        if self.games_per_pairing == 1
-            && (f.two_in_a_row(Side::First) || s.two_in_a_row(Side::Second))
-        {
-            return false;
-        }
-        true
+        self.can_take.get(first).is_some_and(|c| c[0])
+            && self.can_take.get(second).is_some_and(|c| c[1])
     }
 
     /// The two orientations of pairing `a` (the higher ranked) with `b`, most wanted first:
@@ -368,6 +425,10 @@ impl Matcher<'_> {
         self.nodes += 1;
         if self.nodes > self.node_limit {
             return Err(self.nodes);
+        }
+        if !self.may_be_completable(unpaired) {
+            self.failed.insert(unpaired.to_vec());
+            return Ok(None);
         }
         let score = |i: usize| self.players.get(i).map_or(0, |p| points_key(p.points));
         let same_group = rest.iter().take_while(|&&i| score(i) == score(top)).count();
@@ -496,29 +557,41 @@ pub fn swiss_round(
         vec![None]
     };
 
+    // Search budgets: a strict-colour search that runs out just falls back to relaxed colours;
+    // only the relaxed (repeat-free) search running out is an error.
+    const STRICT_NODE_LIMIT: u64 = 100_000;
     const NODE_LIMIT: u64 = 2_000_000;
     let mut nodes_used = 0;
     for bye in bye_candidates {
         let unpaired: Vec<usize> = ranked.iter().copied().filter(|&i| Some(i) != bye).collect();
         for strict_colours in [true, false] {
-            let mut matcher = Matcher {
-                players: &players,
-                played: &played,
+            let limit = if strict_colours {
+                STRICT_NODE_LIMIT
+            } else {
+                NODE_LIMIT.saturating_sub(nodes_used)
+            };
+            let mut matcher = Matcher::new(
+                &players,
+                &played,
                 games_per_pairing,
                 round,
                 strict_colours,
-                failed: HashSet::new(),
-                nodes: 0,
-                node_limit: NODE_LIMIT.saturating_sub(nodes_used),
+                limit,
+            );
+            let found = match matcher.solve(&unpaired) {
+                Ok(found) => found,
+                Err(_) if strict_colours => None,
+                Err(nodes) => {
+                    return Err(PairingError::SearchTooLarge {
+                        tournament: tournament.to_string(),
+                        round,
+                        nodes: nodes_used + nodes,
+                    })
+                }
             };
-            let found = matcher
-                .solve(&unpaired)
-                .map_err(|nodes| PairingError::SearchTooLarge {
-                    tournament: tournament.to_string(),
-                    round,
-                    nodes: nodes_used + nodes,
-                })?;
-            nodes_used += matcher.nodes;
+            if !strict_colours {
+                nodes_used += matcher.nodes;
+            }
             let Some(pairs) = found else { continue };
             let oriented: Vec<(&str, &str)> = pairs
                 .iter()
@@ -960,5 +1033,26 @@ mod tests {
             relaxed_rounds * 4 < total_rounds,
             "{relaxed_rounds} of {total_rounds}"
         );
+    }
+
+    #[test]
+    fn swiss_pairs_a_large_odd_field_for_many_rounds() {
+        // A strict-colour dead end deep in the search used to exhaust the search budget here.
+        let names = bots(101);
+        let points = Points::default();
+        let mut rng = SmallRng::seed_from_u64(1);
+        let (mut results, mut byes) = (Vec::new(), Vec::new());
+        let mut seen = HashSet::new();
+        for round in 1..=10 {
+            let r = swiss_round("big", &names, round, 1, &points, &results, &byes).unwrap();
+            assert_eq!(r.games.len(), 50);
+            byes.push(r.bye.unwrap());
+            for g in r.games {
+                assert!(seen.insert(unordered(&g)));
+                let winner = [Some(Side::First), Some(Side::Second), None][rng.gen_range(0..3)];
+                results.push(result(&g.first, &g.second, winner));
+            }
+        }
+        assert_eq!(byes.iter().collect::<HashSet<_>>().len(), 10);
     }
 }
