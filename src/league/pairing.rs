@@ -534,14 +534,16 @@ pub fn swiss_round(
         }
     }
 
+    let name = |i: usize| bots.get(i).map_or("", String::as_str);
     let mut ranked: Vec<usize> = (0..players.len()).collect();
     ranked.sort_by_key(|&i| {
-        let p = &players[i];
-        (
-            std::cmp::Reverse(points_key(p.points)),
-            std::cmp::Reverse(points_key(p.buchholz)),
-            p.seed,
-        )
+        players.get(i).map(|p| {
+            (
+                std::cmp::Reverse(points_key(p.points)),
+                std::cmp::Reverse(points_key(p.buchholz)),
+                p.seed,
+            )
+        })
     });
 
     // Bye candidates: fewest byes first, then lowest ranked first.
@@ -551,7 +553,7 @@ pub fn swiss_round(
             .enumerate()
             .map(|(pos, &i)| (pos, i))
             .collect();
-        c.sort_by_key(|&(pos, i)| (players[i].byes, std::cmp::Reverse(pos)));
+        c.sort_by_key(|&(pos, i)| (players.get(i).map_or(0, |p| p.byes), std::cmp::Reverse(pos)));
         c.into_iter().map(|(_, i)| Some(i)).collect()
     } else {
         vec![None]
@@ -604,7 +606,7 @@ pub fn swiss_round(
                     } else {
                         other
                     };
-                    (bots[f].as_str(), bots[s].as_str())
+                    (name(f), name(s))
                 })
                 .collect();
             let mut games = Vec::new();
@@ -612,7 +614,7 @@ pub fn swiss_round(
             return Ok(SwissRound {
                 round,
                 games,
-                bye: bye.map(|i| bots[i].clone()),
+                bye: bye.map(|i| name(i).to_string()),
                 colour_rules_relaxed: !strict_colours,
             });
         }

@@ -311,22 +311,25 @@ pub fn compute_standings(
 
     let ratings = elo::estimate(n, &games, elo_options);
 
-    let mut rows: Vec<StandingRow> = (0..n)
-        .map(|i| {
-            let t = &tally[i];
+    let mut rows: Vec<StandingRow> = names
+        .iter()
+        .zip(&tally)
+        .zip(head_to_head.iter().zip(&sonneborn_berger).zip(&buchholz))
+        .enumerate()
+        .map(|(i, ((name, t), ((&h2h, &sb), &bh)))| {
             let rating = ratings.get(i).copied().unwrap_or_default();
             StandingRow {
                 rank: 0,
-                name: names[i].clone(),
+                name: name.clone(),
                 games: t.games,
                 wins: t.wins,
                 draws: t.draws,
                 losses: t.losses,
                 byes: t.byes,
                 points: t.points,
-                head_to_head: head_to_head[i],
-                sonneborn_berger: sonneborn_berger[i],
-                buchholz: swiss.then_some(buchholz[i]),
+                head_to_head: h2h,
+                sonneborn_berger: sb,
+                buchholz: swiss.then_some(bh),
                 elo: round_to_tenth(rating.rating),
                 elo_low: round_to_tenth(rating.low),
                 elo_high: round_to_tenth(rating.high),
