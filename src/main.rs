@@ -44,6 +44,12 @@ enum Command {
         #[arg(long, default_value = "{}")]
         rules: String,
     },
+    /// Check contest record files: one line per file, `ok RESULT FILE` or `invalid WHY FILE`;
+    /// exit status 1 if any file is invalid.
+    Check {
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+    },
 }
 
 fn parse_rules(text: &str) -> anyhow::Result<serde_json::Value> {
@@ -68,6 +74,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Replay { game, rules } => {
             arena::tools::replay(game, &parse_rules(&rules)?, io::stdin().lock(), &mut out)?;
+        }
+        Command::Check { files } => {
+            if !arena::record::check_files(&files, &mut out)? {
+                return Ok(ExitCode::FAILURE);
+            }
         }
     }
     Ok(ExitCode::SUCCESS)
