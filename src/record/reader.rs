@@ -305,16 +305,13 @@ impl Reader<'_> {
     }
 }
 
-/// Connect6: consecutive stones of one colour form one turn, two stones at most.
+/// Connect6: consecutive stones of one colour form one turn, two stones at most; the first
+/// stone (the opening) is a turn of its own.
 fn group_connect6_turns(stones: Vec<ReadMove>) -> Vec<ReadMove> {
     let mut turns: Vec<ReadMove> = Vec::with_capacity(stones.len() / 2 + 1);
     for stone in stones {
         match turns.last_mut() {
-            Some(turn)
-                if turn.side == stone.side
-                    && turn.token_count == 1
-                    && turn.token + 1 == stone.token =>
-            {
+            Some(turn) if turn.side == stone.side && turn.token_count == 1 && turn.token > 1 => {
                 turn.text.push(',');
                 turn.text.push_str(&stone.text);
                 turn.token_count = 2;
@@ -495,7 +492,9 @@ mod tests {
             .map(|m| (m.token, m.token_count))
             .collect();
         assert_eq!(tokens, [(1, 1), (2, 2), (4, 2), (6, 1)]);
-        // Three stones of one colour make a turn of two and a turn of one.
+        // The opening stands alone; three stones of one colour make a turn of two and one.
+        let opening = "{[C6][甲 B][乙 W][先手胜][2024.05.01 09:30][e];B(J,10);B(K,10);B(K,11)}";
+        assert_eq!(parse(opening).unwrap().record.moves, ["J10", "K10,K11"]);
         let three =
             "{[C6][甲 B][乙 W][先手胜][2024.05.01 09:30][e];B(J,10);W(K,10);W(K,11);W(K,12)}";
         assert_eq!(
