@@ -64,7 +64,7 @@ pub enum CheckFailure {
         found: char,
         expected: char,
     },
-    #[error("after-end: token {token} {text:?} follows the end of the game ({} by {} after move {after_move})", .outcome.result_str(), .outcome.reason)]
+    #[error("after-end: token {token} {text:?} follows the end of the game at move {after_move} ({}, {})", .outcome.result_str(), .outcome.reason)]
     AfterEnd {
         token: usize,
         text: String,
@@ -153,7 +153,7 @@ fn check_parsed(bytes: &[u8]) -> Result<Option<Outcome>, CheckFailure> {
         if let Some(outcome) = position.outcome() {
             return Err(CheckFailure::AfterEnd {
                 token: mv.token,
-                text: mv.token_text.clone(),
+                text: mv.written.clone(),
                 outcome,
                 after_move: k,
             });
@@ -163,24 +163,24 @@ fn check_parsed(bytes: &[u8]) -> Result<Option<Outcome>, CheckFailure> {
             return Err(CheckFailure::WrongColour {
                 number,
                 token: mv.token,
-                text: mv.token_text.clone(),
+                text: mv.written.clone(),
                 found: mv.colour,
                 expected,
             });
         }
-        let written = match position.check_text(&mv.text) {
+        let canonical = match position.check_text(&mv.text) {
             Ok(canonical) => canonical,
             Err(e) => return Err(play_failure(number, mv, e)),
         };
         let played = position
             .play_text(&mv.text)
             .map_err(|e| play_failure(number, mv, e))?;
-        if played != written {
+        if played != canonical {
             // Connect6: the pair's first stone already won; its second stone is after the end.
             if let Some(outcome) = position.outcome() {
                 return Err(CheckFailure::AfterEnd {
                     token: mv.token + mv.token_count.saturating_sub(1),
-                    text: mv.text.clone(),
+                    text: mv.written.rsplit(';').next().unwrap_or("").to_string(),
                     outcome,
                     after_move: number,
                 });
@@ -204,13 +204,13 @@ fn play_failure(number: usize, mv: &ReadMove, e: PlayError) -> CheckFailure {
         PlayError::Parse(e) => CheckFailure::BadMove {
             number,
             token: mv.token,
-            text: mv.text.clone(),
-            why: format!("{} (at character {})", e.what, e.at),
+            text: mv.written.clone(),
+            why: format!("{} (at character {} of {:?})", e.what, e.at, e.text),
         },
         PlayError::Illegal { why, .. } => CheckFailure::Illegal {
             number,
             token: mv.token,
-            text: mv.text.clone(),
+            text: mv.written.clone(),
             why,
         },
     }

@@ -95,8 +95,8 @@ pub struct ReadMove {
     pub token: usize,
     /// How many tokens the move spans (2 for a Connect6 two-stone turn, else 1).
     pub token_count: usize,
-    /// The move's first token as written (blanks removed, at most 40 characters).
-    pub token_text: String,
+    /// The move's tokens as written, blanks removed, each cut to 40 characters, joined by `;`.
+    pub written: String,
     /// 1-based character position of the move's first token.
     pub at: usize,
 }
@@ -281,7 +281,7 @@ impl Reader<'_> {
                     colour: token.colour,
                     token: number,
                     token_count: 1,
-                    token_text: shorten(&compact),
+                    written: shorten(&compact),
                     at: positions.first().map_or(start, |p| *p) + 1,
                 });
             }
@@ -314,6 +314,8 @@ fn group_connect6_turns(stones: Vec<ReadMove>) -> Vec<ReadMove> {
             Some(turn) if turn.side == stone.side && turn.token_count == 1 && turn.token > 1 => {
                 turn.text.push(',');
                 turn.text.push_str(&stone.text);
+                turn.written.push(';');
+                turn.written.push_str(&stone.written);
                 turn.token_count = 2;
             }
             _ => turns.push(stone),
