@@ -2,6 +2,9 @@
 //! The library does the work; `src/main.rs` only wires the command line to it.
 
 pub mod atomic_file;
+pub mod duel;
+pub mod engine;
 pub mod game;
+pub mod protocol;
 pub mod record;
 pub mod tools;

@@ -1,0 +1,225 @@
+//! Built-in engines: the `Engine` trait every engine implements, the catalogue `arena engines`
+//! prints, and the one place that builds an engine from its id.
+//!
+//! Engines run on a blocking thread (never on the async runtime). They keep their own time
+//! budget from the `ClockView` and return their best move promptly once `abort` is set.
+
+pub mod random;
+
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use crate::game::{GameId, OptionsError, PlayError};
+
+/// The clocks as the bot sees them when asked to move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockView {
+    pub you_ms: u64,
+    pub opponent_ms: u64,
+    pub increment_ms: u64,
+    /// Per-move limit, if any.
+    pub move_limit_ms: Option<u64>,
+    /// Moves played so far.
+    pub ply: u32,
+}
+
+impl ClockView {
+    /// A generous clock for tests and tools: ten minutes each, no limit.
+    pub fn unlimited() -> ClockView {
+        ClockView {
+            you_ms: 600_000,
+            opponent_ms: 600_000,
+            increment_ms: 0,
+            move_limit_ms: None,
+            ply: 0,
+        }
+    }
+
+    /// The time an engine should aim to spend on this move: a share of the remaining time
+    /// (assuming `moves_left` more moves of its own) plus most of the increment, kept below
+    /// the per-move limit, always leaving a safety margin for lag and scheduling.
+    pub fn budget(&self, moves_left: u64) -> Duration {
+        let reserve = (self.you_ms / 20).clamp(50, 2_000);
+        let usable = self.you_ms.saturating_sub(reserve);
+        let mut ms = usable / moves_left.max(1) + self.increment_ms * 3 / 4;
+        ms = ms.min(usable);
+        if let Some(limit) = self.move_limit_ms {
+            ms = ms.min(limit.saturating_mul(7) / 10);
+        }
+        Duration::from_millis(ms)
+    }
+
+    /// The hard deadline after which the engine must be aborted: close to the real limit but
+    /// leaving room to send the move.
+    pub fn hard_limit(&self) -> Duration {
+        let reserve = (self.you_ms / 20).clamp(30, 1_000);
+        let mut ms = self.you_ms.saturating_sub(reserve);
+        if let Some(limit) = self.move_limit_ms {
+            ms = ms.min(limit.saturating_sub((limit / 10).clamp(10, 200)));
+        }
+        Duration::from_millis(ms)
+    }
+}
+
+/// What an engine is asked: the moves so far (from the start position of the match's rules),
+/// the clocks, and the abort flag it must watch.
+#[derive(Debug)]
+pub struct SearchRequest<'a> {
+    pub moves: &'a [String],
+    pub clock: ClockView,
+    pub abort: &'a AtomicBool,
+}
+
+/// Why an engine could not be built or could not move.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EngineError {
+    #[error("unknown engine {0:?} (see `arena engines`)")]
+    UnknownEngine(String),
+    #[error("engine {engine} does not play {game}")]
+    UnsupportedGame { engine: String, game: GameId },
+    #[error("engine option {name}: {why}")]
+    BadOption { name: String, why: String },
+    #[error(transparent)]
+    Rules(#[from] OptionsError),
+    #[error("the moves so far do not replay: {0}")]
+    BadHistory(#[from] PlayError),
+    #[error("no legal move: the game is over")]
+    NoMove,
+}
+
+/// A move-choosing engine for one match.
+pub trait Engine: Send {
+    /// Chooses the move to play after `request.moves`. Called on a blocking thread; must return
+    /// soon after `request.abort` becomes true, with the best move found so far.
+    fn choose_move(&mut self, request: &SearchRequest<'_>) -> Result<String, EngineError>;
+}
+
+/// One engine option as `arena engines` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineOption {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub about: &'static str,
+}
+
+/// One entry of the engine catalogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineInfo {
+    pub id: &'static str,
+    pub games: &'static [GameId],
+    pub about: &'static str,
+    pub options: &'static [EngineOption],
+}
+
+/// Every built-in engine. A game's own id names its strongest engine for that game.
+pub fn catalogue() -> Vec<EngineInfo> {
+    vec![random::INFO]
+}
+
+/// Builds engine `id` for a match of `game` under `rules` (the match's rule options) with
+/// engine `options`. `seed` makes any randomness reproducible.
+pub fn new_engine(
+    id: &str,
+    game: GameId,
+    rules: &serde_json::Value,
+    options: &serde_json::Value,
+    seed: u64,
+) -> Result<Box<dyn Engine>, EngineError> {
+    let info = catalogue()
+        .into_iter()
+        .find(|e| e.id == id)
+        .ok_or_else(|| EngineError::UnknownEngine(id.to_string()))?;
+    if !info.games.contains(&game) {
+        return Err(EngineError::UnsupportedGame {
+            engine: id.to_string(),
+            game,
+        });
+    }
+    match id {
+        "random" => Ok(Box::new(random::RandomEngine::new(
+            game, rules, options, seed,
+        )?)),
+        _ => Err(EngineError::UnknownEngine(id.to_string())),
+    }
+}
+
+/// Replays `moves` from the start position of `game` under `rules`.
+pub fn replay(
+    game: GameId,
+    rules: &serde_json::Value,
+    moves: &[String],
+) -> Result<Box<dyn crate::game::AnyGame>, EngineError> {
+    let mut position = crate::game::new_game(game, rules)?;
+    for mv in moves {
+        position.play_text(mv)?;
+    }
+    Ok(position)
+}
+
+/// Refuses any option not in `known` (engine options are checked like rule options).
+pub fn check_option_names(
+    options: &serde_json::Value,
+    known: &[EngineOption],
+) -> Result<(), EngineError> {
+    match options {
+        serde_json::Value::Null => Ok(()),
+        serde_json::Value::Object(map) => {
+            for name in map.keys() {
+                if !known.iter().any(|o| o.name == name) {
+                    return Err(EngineError::BadOption {
+                        name: name.clone(),
+                        why: "unknown option".into(),
+                    });
+                }
+            }
+            Ok(())
+        }
+        _ => Err(EngineError::BadOption {
+            name: "options".into(),
+            why: "must be a table".into(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_stays_inside_the_limits() {
+        let clock = ClockView {
+            you_ms: 10_000,
+            opponent_ms: 10_000,
+            increment_ms: 0,
+            move_limit_ms: Some(200),
+            ply: 0,
+        };
+        assert!(clock.budget(30) <= Duration::from_millis(140));
+        assert!(clock.hard_limit() < Duration::from_millis(200));
+        let low = ClockView {
+            you_ms: 40,
+            ..ClockView::unlimited()
+        };
+        assert!(low.budget(30) < Duration::from_millis(40));
+        assert!(low.hard_limit() < Duration::from_millis(40));
+    }
+
+    #[test]
+    fn unknown_engines_and_options_are_refused() {
+        assert!(matches!(
+            new_engine(
+                "nope",
+                GameId::Hex,
+                &serde_json::Value::Null,
+                &serde_json::Value::Null,
+                1
+            ),
+            Err(EngineError::UnknownEngine(_))
+        ));
+        let bad = serde_json::json!({"colour": "red"});
+        assert!(matches!(
+            check_option_names(&bad, random::INFO.options),
+            Err(EngineError::BadOption { .. })
+        ));
+    }
+}

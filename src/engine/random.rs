@@ -1,0 +1,52 @@
+//! The `random` engine: plays a uniformly random legal move in any of the four games.
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use super::{check_option_names, replay, Engine, EngineError, EngineInfo, SearchRequest};
+use crate::game::GameId;
+
+pub const INFO: EngineInfo = EngineInfo {
+    id: "random",
+    games: &GameId::ALL,
+    about: "uniformly random legal moves; a baseline any bot should beat",
+    options: &[],
+};
+
+/// Picks uniformly among the legal moves.
+#[derive(Debug)]
+pub struct RandomEngine {
+    game: GameId,
+    rules: serde_json::Value,
+    rng: SmallRng,
+}
+
+impl RandomEngine {
+    pub fn new(
+        game: GameId,
+        rules: &serde_json::Value,
+        options: &serde_json::Value,
+        seed: u64,
+    ) -> Result<RandomEngine, EngineError> {
+        check_option_names(options, INFO.options)?;
+        // Validate the rules now rather than on the first move.
+        crate::game::new_game(game, rules)?;
+        Ok(RandomEngine {
+            game,
+            rules: rules.clone(),
+            rng: SmallRng::seed_from_u64(seed),
+        })
+    }
+}
+
+impl Engine for RandomEngine {
+    fn choose_move(&mut self, request: &SearchRequest<'_>) -> Result<String, EngineError> {
+        let position = replay(self.game, &self.rules, request.moves)?;
+        let count = position.legal_move_count();
+        if count == 0 {
+            return Err(EngineError::NoMove);
+        }
+        let index = self.rng.gen_range(0..count);
+        position.legal_move_text(index).ok_or(EngineError::NoMove)
+    }
+}

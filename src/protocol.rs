@@ -1,0 +1,491 @@
+//! Wire protocol v1 (PROTOCOL.md): the messages bots and the referee exchange, how a received line
+//! is classified (bad JSON, unknown type, missing field), and the line codec with its 64 KiB cap.
+
+use bytes_codec::LineFrame;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use bytes_codec::CappedLineCodec;
+
+/// The protocol version this server speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+/// Longest line (without its `\n`) either side accepts.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// The `error` codes of PROTOCOL.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    BadJson,
+    LineTooLong,
+    UnknownType,
+    MissingField,
+    AuthFailed,
+    AlreadyConnected,
+    UnknownMatch,
+    NotYourTurn,
+    IllegalMove,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::BadJson => "bad_json",
+            ErrorCode::LineTooLong => "line_too_long",
+            ErrorCode::UnknownType => "unknown_type",
+            ErrorCode::MissingField => "missing_field",
+            ErrorCode::AuthFailed => "auth_failed",
+            ErrorCode::AlreadyConnected => "already_connected",
+            ErrorCode::UnknownMatch => "unknown_match",
+            ErrorCode::NotYourTurn => "not_your_turn",
+            ErrorCode::IllegalMove => "illegal_move",
+        }
+    }
+}
+
+/// A message from a bot to the referee.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum BotMessage {
+    Hello {
+        protocol: u32,
+        name: String,
+        token: String,
+        games: Vec<String>,
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        max_games: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        engine: Option<String>,
+    },
+    Move {
+        #[serde(rename = "match")]
+        match_id: String,
+        #[serde(rename = "move")]
+        mv: String,
+    },
+    Resign {
+        #[serde(rename = "match")]
+        match_id: String,
+    },
+    Pong {
+        id: u64,
+    },
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+/// The clock settings of a match, as `start` carries them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClockSpec {
+    pub initial_ms: u64,
+    pub increment_ms: u64,
+    /// `None` (JSON null) when there is no per-move limit.
+    pub move_limit_ms: Option<u64>,
+}
+
+/// Both sides' remaining time, as `turn` carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnClock {
+    pub you_ms: u64,
+    pub opponent_ms: u64,
+}
+
+/// A message from the referee to a bot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RefereeMessage {
+    Welcome {
+        protocol: u32,
+        name: String,
+        server: String,
+    },
+    Start {
+        #[serde(rename = "match")]
+        match_id: String,
+        game: String,
+        side: String,
+        colour: String,
+        opponent: String,
+        rules: Value,
+        clock: ClockSpec,
+        moves: Vec<String>,
+    },
+    Turn {
+        #[serde(rename = "match")]
+        match_id: String,
+        moves: Vec<String>,
+        ply: u32,
+        clock: TurnClock,
+    },
+    End {
+        #[serde(rename = "match")]
+        match_id: String,
+        /// `win`, `loss` or `draw`, from the receiving bot's point of view.
+        result: String,
+        reason: String,
+        moves: Vec<String>,
+    },
+    Error {
+        code: ErrorCode,
+        message: String,
+        #[serde(rename = "match", default, skip_serializing_if = "Option::is_none")]
+        match_id: Option<String>,
+    },
+    Ping {
+        id: u64,
+    },
+}
+
+impl RefereeMessage {
+    /// The message as one JSON line, without the trailing `\n`.
+    pub fn to_line(&self) -> String {
+        // Serialising these plain structs cannot fail (string keys, no maps with other keys).
+        serde_json::to_string(self).unwrap_or_else(|_| String::from("{}"))
+    }
+}
+
+impl BotMessage {
+    /// The message as one JSON line, without the trailing `\n`.
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| String::from("{}"))
+    }
+}
+
+/// Why a received line was refused, with the protocol error code to answer with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code:?}: {message}")]
+pub struct LineError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl LineError {
+    fn new(code: ErrorCode, message: impl Into<String>) -> LineError {
+        LineError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+const BOT_TYPES: [&str; 4] = ["hello", "move", "resign", "pong"];
+
+/// Classifies one line from a bot: `bad_json` if it is not a JSON object, `unknown_type` if its
+/// `type` is missing or unknown, `missing_field` if a field is absent or of the wrong kind.
+/// Unknown extra fields are ignored.
+pub fn parse_bot_line(line: &str) -> Result<BotMessage, LineError> {
+    let value: Value = serde_json::from_str(line)
+        .map_err(|e| LineError::new(ErrorCode::BadJson, format!("not valid JSON: {e}")))?;
+    let Value::Object(object) = &value else {
+        return Err(LineError::new(
+            ErrorCode::BadJson,
+            "a message must be a JSON object",
+        ));
+    };
+    match object.get("type") {
+        Some(Value::String(t)) if BOT_TYPES.contains(&t.as_str()) => {}
+        Some(Value::String(t)) => {
+            return Err(LineError::new(
+                ErrorCode::UnknownType,
+                format!("unknown message type {t:?} (expected hello, move, resign or pong)"),
+            ))
+        }
+        Some(_) => {
+            return Err(LineError::new(
+                ErrorCode::UnknownType,
+                "field \"type\" must be a string",
+            ))
+        }
+        None => {
+            return Err(LineError::new(
+                ErrorCode::UnknownType,
+                "missing field \"type\"",
+            ))
+        }
+    }
+    serde_json::from_value(value)
+        .map_err(|e| LineError::new(ErrorCode::MissingField, e.to_string()))
+}
+
+/// Classifies one line from the referee (used by clients such as `arena bot`).
+pub fn parse_referee_line(line: &str) -> Result<RefereeMessage, LineError> {
+    serde_json::from_str(line).map_err(|e| LineError::new(ErrorCode::BadJson, e.to_string()))
+}
+
+/// What the line codec yields: a line, or a framing problem that the connection reports and
+/// survives (the codec has already skipped the bad bytes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    Line(String),
+    TooLong,
+    NotUtf8,
+}
+
+impl From<LineFrame> for Frame {
+    fn from(f: LineFrame) -> Frame {
+        match f {
+            LineFrame::Line(s) => Frame::Line(s),
+            LineFrame::TooLong => Frame::TooLong,
+            LineFrame::NotUtf8 => Frame::NotUtf8,
+        }
+    }
+}
+
+mod bytes_codec {
+    //! The newline-delimited codec with a length cap; oversized and non-UTF-8 lines are
+    //! reported as items so that the stream keeps going.
+
+    use tokio_util::bytes::{Buf, BufMut, BytesMut};
+    use tokio_util::codec::{Decoder, Encoder};
+
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub enum LineFrame {
+        Line(String),
+        TooLong,
+        NotUtf8,
+    }
+
+    /// Splits a byte stream into `\n`-terminated lines of at most `max` bytes (a trailing `\r`
+    /// is dropped). A longer line is skipped up to its `\n` and reported once as `TooLong`.
+    #[derive(Debug, Clone)]
+    pub struct CappedLineCodec {
+        max: usize,
+        /// Bytes of the current buffer already searched for `\n`.
+        searched: usize,
+        /// Inside an oversized line, throwing bytes away until the next `\n`.
+        discarding: bool,
+    }
+
+    impl CappedLineCodec {
+        pub fn new(max: usize) -> CappedLineCodec {
+            CappedLineCodec {
+                max,
+                searched: 0,
+                discarding: false,
+            }
+        }
+    }
+
+    impl Decoder for CappedLineCodec {
+        type Item = super::Frame;
+        type Error = std::io::Error;
+
+        fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<super::Frame>, std::io::Error> {
+            loop {
+                let newline = buf[self.searched..].iter().position(|&b| b == b'\n');
+                match (self.discarding, newline) {
+                    (true, Some(i)) => {
+                        buf.advance(self.searched + i + 1);
+                        self.searched = 0;
+                        self.discarding = false;
+                        // Reported when the discarding started; keep looking for a line.
+                    }
+                    (true, None) => {
+                        buf.advance(buf.len());
+                        self.searched = 0;
+                        return Ok(None);
+                    }
+                    (false, Some(i)) => {
+                        let end = self.searched + i;
+                        self.searched = 0;
+                        if end > self.max {
+                            buf.advance(end + 1);
+                            return Ok(Some(LineFrame::TooLong.into()));
+                        }
+                        let line = buf.split_to(end + 1);
+                        let mut bytes = &line[..end];
+                        if bytes.last() == Some(&b'\r') {
+                            bytes = &bytes[..bytes.len() - 1];
+                        }
+                        return Ok(Some(
+                            match std::str::from_utf8(bytes) {
+                                Ok(s) => LineFrame::Line(s.to_string()),
+                                Err(_) => LineFrame::NotUtf8,
+                            }
+                            .into(),
+                        ));
+                    }
+                    (false, None) => {
+                        if buf.len() > self.max {
+                            buf.advance(buf.len());
+                            self.searched = 0;
+                            self.discarding = true;
+                            return Ok(Some(LineFrame::TooLong.into()));
+                        }
+                        self.searched = buf.len();
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+
+        fn decode_eof(
+            &mut self,
+            buf: &mut BytesMut,
+        ) -> Result<Option<super::Frame>, std::io::Error> {
+            match self.decode(buf)? {
+                Some(frame) => Ok(Some(frame)),
+                None => {
+                    // A half-sent last line is dropped: a message counts only once its `\n` arrives.
+                    buf.clear();
+                    self.searched = 0;
+                    Ok(None)
+                }
+            }
+        }
+    }
+
+    impl<T: AsRef<str>> Encoder<T> for CappedLineCodec {
+        type Error = std::io::Error;
+
+        fn encode(&mut self, line: T, buf: &mut BytesMut) -> Result<(), std::io::Error> {
+            let line = line.as_ref();
+            buf.reserve(line.len() + 1);
+            buf.put(line.as_bytes());
+            buf.put_u8(b'\n');
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio_util::bytes::BytesMut;
+    use tokio_util::codec::Decoder;
+
+    fn decode_all(codec: &mut CappedLineCodec, chunks: &[&[u8]]) -> Vec<Frame> {
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            buf.extend_from_slice(chunk);
+            while let Some(frame) = codec.decode(&mut buf).unwrap() {
+                out.push(frame);
+            }
+        }
+        while let Some(frame) = codec.decode_eof(&mut buf).unwrap() {
+            out.push(frame);
+        }
+        out
+    }
+
+    #[test]
+    fn codec_splits_lines_across_chunks_and_drops_cr() {
+        let mut codec = CappedLineCodec::new(16);
+        let frames = decode_all(&mut codec, &[b"ab", b"c\r\nde\n", b"f"]);
+        assert_eq!(
+            frames,
+            vec![Frame::Line("abc".into()), Frame::Line("de".into())]
+        );
+    }
+
+    #[test]
+    fn codec_reports_oversized_lines_once_and_recovers() {
+        let mut codec = CappedLineCodec::new(8);
+        let long = [b'x'; 30];
+        let frames = decode_all(
+            &mut codec,
+            &[&long[..10], &long[10..], b"yy\nok\n", b"123456789\nfine\n"],
+        );
+        assert_eq!(
+            frames,
+            vec![
+                Frame::TooLong,
+                Frame::Line("ok".into()),
+                Frame::TooLong,
+                Frame::Line("fine".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn codec_reports_invalid_utf8_and_recovers() {
+        let mut codec = CappedLineCodec::new(64);
+        let frames = decode_all(&mut codec, &[b"\xff\xfe\n{}\n"]);
+        assert_eq!(frames, vec![Frame::NotUtf8, Frame::Line("{}".into())]);
+    }
+
+    #[test]
+    fn bot_lines_are_classified_by_error_code() {
+        let code = |line: &str| parse_bot_line(line).unwrap_err().code;
+        assert_eq!(code("not json"), ErrorCode::BadJson);
+        assert_eq!(code("[1,2]"), ErrorCode::BadJson);
+        assert_eq!(code(r#"{"no_type":1}"#), ErrorCode::UnknownType);
+        assert_eq!(code(r#"{"type":"dance"}"#), ErrorCode::UnknownType);
+        assert_eq!(
+            code(r#"{"type":"move","match":"m1"}"#),
+            ErrorCode::MissingField
+        );
+        assert_eq!(
+            code(r#"{"type":"move","match":"m1","move":7}"#),
+            ErrorCode::MissingField
+        );
+        let hello = parse_bot_line(
+            r#"{"type":"hello","protocol":1,"name":"a","token":"t","games":["hex"],"extra":true}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            hello,
+            BotMessage::Hello {
+                protocol: 1,
+                name: "a".into(),
+                token: "t".into(),
+                games: vec!["hex".into()],
+                max_games: 1,
+                engine: None
+            }
+        );
+    }
+
+    #[test]
+    fn messages_round_trip_as_lines() {
+        let messages = vec![
+            RefereeMessage::Welcome {
+                protocol: 1,
+                name: "a".into(),
+                server: "arena".into(),
+            },
+            RefereeMessage::Turn {
+                match_id: "m".into(),
+                moves: vec!["E7".into()],
+                ply: 2,
+                clock: TurnClock {
+                    you_ms: 5,
+                    opponent_ms: 6,
+                },
+            },
+            RefereeMessage::Error {
+                code: ErrorCode::NotYourTurn,
+                message: "wait".into(),
+                match_id: None,
+            },
+        ];
+        for m in messages {
+            assert_eq!(parse_referee_line(&m.to_line()).unwrap(), m);
+        }
+        let start = RefereeMessage::Start {
+            match_id: "r1-hex-3".into(),
+            game: "hex".into(),
+            side: "first".into(),
+            colour: "R".into(),
+            opponent: "mohex".into(),
+            rules: serde_json::json!({"swap": false}),
+            clock: ClockSpec {
+                initial_ms: 600000,
+                increment_ms: 0,
+                move_limit_ms: None,
+            },
+            moves: vec![],
+        };
+        assert_eq!(
+            start.to_line(),
+            r#"{"type":"start","match":"r1-hex-3","game":"hex","side":"first","colour":"R","opponent":"mohex","rules":{"swap":false},"clock":{"initial_ms":600000,"increment_ms":0,"move_limit_ms":null},"moves":[]}"#
+        );
+    }
+}
