@@ -78,9 +78,18 @@ pub enum CheckFailure {
     },
 }
 
-/// Checks a record file's bytes.
+/// Checks a record file's bytes under the default rules of its game (with Hex's swap rule on
+/// when the record contains a swap).
 pub fn check_bytes(bytes: &[u8]) -> CheckVerdict {
-    match check_parsed(bytes) {
+    check_bytes_with_rules(bytes, None)
+}
+
+/// Checks a record file's bytes under the rule options `rules` (a JSON object for the record's
+/// game), or, for `None`, the defaults as `check_bytes` does. Records do not say which options
+/// a game was played under; a caller that knows them (the server checking its own records)
+/// passes them here.
+pub fn check_bytes_with_rules(bytes: &[u8], rules: Option<&serde_json::Value>) -> CheckVerdict {
+    match check_parsed(bytes, rules) {
         Ok(reached) => CheckVerdict::Ok { reached },
         Err(failure) => CheckVerdict::Invalid(failure),
     }
@@ -144,10 +153,13 @@ fn read_capped(path: &Path) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-fn check_parsed(bytes: &[u8]) -> Result<Option<Outcome>, CheckFailure> {
+fn check_parsed(
+    bytes: &[u8],
+    rules: Option<&serde_json::Value>,
+) -> Result<Option<Outcome>, CheckFailure> {
     let parsed = parse_record(bytes)?;
     let record = &parsed.record;
-    let mut position = game::new_game(record.game, &record.rules)?;
+    let mut position = game::new_game(record.game, rules.unwrap_or(&record.rules))?;
     for (k, mv) in parsed.moves.iter().enumerate() {
         let number = k + 1;
         if let Some(outcome) = position.outcome() {
@@ -245,12 +257,33 @@ mod tests {
     }
 
     #[test]
+    fn rules_given_by_the_caller_replace_the_defaults() {
+        let swap = "{[HEX][a R][b B][后手胜][2024.01.01 10:00][e];R(A,1);B(swap)}";
+        assert!(check_bytes(swap.as_bytes()).is_ok());
+        let off = serde_json::json!({"swap": false});
+        let verdict = check_bytes_with_rules(swap.as_bytes(), Some(&off));
+        assert!(
+            matches!(
+                verdict,
+                CheckVerdict::Invalid(CheckFailure::Illegal { number: 2, .. })
+            ),
+            "{verdict}"
+        );
+        let unknown = serde_json::json!({"no_such_option": 1});
+        let verdict = check_bytes_with_rules(swap.as_bytes(), Some(&unknown));
+        assert!(
+            matches!(verdict, CheckVerdict::Invalid(CheckFailure::Rules(_))),
+            "{verdict}"
+        );
+    }
+
+    #[test]
     fn check_files_reports_every_file_and_whether_all_were_ok() {
         let dir = tempfile::tempdir().unwrap();
         let good = dir.path().join("good.txt");
-        std::fs::write(&good, "{[SUR][a B][b W][平局][2024.01.01 10:00][e];}").unwrap();
+        std::fs::write(&good, "{[HEX][a R][b B][平局][2024.01.01 10:00][e];}").unwrap();
         let bad = dir.path().join("bad.txt");
-        std::fs::write(&bad, "{[SUR][a B][b W][平局]").unwrap();
+        std::fs::write(&bad, "{[HEX][a R][b B][平局]").unwrap();
         let mut out = Vec::new();
         assert!(check_files(std::slice::from_ref(&good), &mut out).unwrap());
         assert!(!check_files(&[good.clone(), bad.clone()], &mut out).unwrap());

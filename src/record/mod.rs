@@ -16,7 +16,10 @@ use chrono::{Datelike, NaiveDateTime, Timelike};
 use crate::atomic_file::{self, AtomicFileError};
 use crate::game::{self, GameId, OptionsError, Outcome, PlayError, Side};
 
-pub use check::{check_bytes, check_file, check_files, check_line, CheckFailure, CheckVerdict};
+pub use check::{
+    check_bytes, check_bytes_with_rules, check_file, check_files, check_line, CheckFailure,
+    CheckVerdict,
+};
 pub use encoding::RecordEncoding;
 pub use reader::{parse_record, ParsedRecord, ReadMove, RecordParseError, MAX_RECORD_BYTES};
 
