@@ -322,3 +322,21 @@ fn random_games_write_read_back_and_check_to_their_result() {
         );
     }
 }
+
+#[test]
+fn to_text_refuses_moves_after_the_end_and_drops_a_winning_pairs_second_stone() {
+    let mut record = parse_fixture("c6-gb18030.txt");
+    let won = record.to_text().unwrap();
+    assert!(won.ends_with(";W(B,1);W(B,2);B(J,15)}"), "{won}");
+    // The same last turn given as a pair: the second stone is not written.
+    if let Some(last) = record.moves.last_mut() {
+        *last = "J15,J9".to_string();
+    }
+    assert_eq!(record.to_text().unwrap(), won);
+    record.moves.push("A9,A10".to_string());
+    let err = record.to_text().unwrap_err();
+    assert!(
+        matches!(err, record::RecordError::Replay { number: 8, .. }),
+        "{err}"
+    );
+}
