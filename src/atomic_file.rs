@@ -303,6 +303,32 @@ mod tests {
     }
 
     #[test]
+    fn racing_writers_of_one_name_all_get_their_own_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let writers: Vec<_> = (0..8)
+            .map(|k| {
+                let dir = dir.path().to_path_buf();
+                std::thread::spawn(move || {
+                    let names = (1..).map(|n| format!("same ({n}).txt"));
+                    write_new_atomically(&dir, names, format!("writer {k}").as_bytes()).unwrap()
+                })
+            })
+            .collect();
+        let mut paths: Vec<PathBuf> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+        paths.sort();
+        paths.dedup();
+        assert_eq!(paths.len(), 8);
+        let mut contents: Vec<String> = paths
+            .iter()
+            .map(|p| fs::read_to_string(p).unwrap())
+            .collect();
+        contents.sort();
+        let expected: Vec<String> = (0..8).map(|k| format!("writer {k}")).collect();
+        assert_eq!(contents, expected);
+        assert!(leftover_temp_files(dir.path()).is_empty());
+    }
+
+    #[test]
     fn write_new_atomically_gives_up_when_every_name_is_taken() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("a.txt"), b"taken").unwrap();
