@@ -44,6 +44,36 @@ enum Command {
         #[arg(long, default_value = "{}")]
         rules: String,
     },
+    /// Check contest record files: one line per file, `ok RESULT FILE` or `invalid WHY FILE`;
+    /// exit status 1 if any file is invalid.
+    Check {
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+    },
+    /// Play two built-in engines against each other in-process (colours alternate) and print
+    /// the score of the first: a reproducible strength measurement.
+    Duel {
+        game: GameId,
+        /// Engine id of contestant A (see `arena engines`).
+        engine_a: String,
+        /// Engine id of contestant B.
+        engine_b: String,
+        #[arg(long, default_value_t = 10)]
+        games: u32,
+        /// Per-move limit in milliseconds (exceeding it loses on time).
+        #[arg(long, default_value_t = 1000)]
+        move_ms: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value = "{}")]
+        rules: String,
+        /// Engine options of A as a JSON object.
+        #[arg(long, default_value = "{}")]
+        a_options: String,
+        /// Engine options of B as a JSON object.
+        #[arg(long, default_value = "{}")]
+        b_options: String,
+    },
     /// Connect a built-in engine to a referee as a bot (until the referee closes or ctrl-c).
     Bot {
         /// Referee address, host:port.
@@ -155,6 +185,53 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 arena::client::write_engine_table(&mut out)?;
             }
+        }
+        Command::Check { files } => {
+            if !arena::record::check_files(&files, &mut out)? {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        Command::Duel {
+            game,
+            engine_a,
+            engine_b,
+            games,
+            move_ms,
+            seed,
+            rules,
+            a_options,
+            b_options,
+        } => {
+            let config = arena::duel::DuelConfig {
+                game,
+                rules: parse_rules(&rules)?,
+                engines: [
+                    (engine_a.clone(), parse_rules(&a_options)?),
+                    (engine_b.clone(), parse_rules(&b_options)?),
+                ],
+                games,
+                move_ms,
+                seed,
+            };
+            let names = [format!("A:{engine_a}"), format!("B:{engine_b}")];
+            let results = arena::duel::run(&config, |g| {
+                let first = &names[g.first];
+                let second = &names[1 - g.first];
+                let winner = g.winner().map_or("draw", |w| names[w].as_str());
+                println!(
+                    "game {:>3}: {first} (first) vs {second}: {winner} by {} after {} moves; max think A {} ms, B {} ms",
+                    g.index + 1,
+                    g.outcome.reason,
+                    g.moves.len(),
+                    g.max_think_ms[0],
+                    g.max_think_ms[1]
+                );
+            })?;
+            let (w, d, l) = arena::duel::score(&results);
+            println!(
+                "{} vs {}: {w} wins, {d} draws, {l} losses for {}",
+                names[0], names[1], names[0]
+            );
         }
     }
     Ok(ExitCode::SUCCESS)
