@@ -509,3 +509,68 @@ fn engines_command_lists_random_with_its_games() {
         json!(["connect6", "hex", "surakarta", "jiu"])
     );
 }
+
+/// Plays one whole game of `game` between the `random` engine (through the client, as the
+/// first side) and the fake referee (second side, always its first legal move), checking every
+/// move the client sends against the real rules. Returns the longest think time seen.
+async fn play_a_game_against_the_referee(game: GameId, move_limit_ms: u64) -> Duration {
+    let (listener, addr) = listener().await;
+    let (bot, shutdown) = {
+        let shutdown = CancellationToken::new();
+        let handle = tokio::spawn(run_bot(config(&addr, vec![game], 1), shutdown.clone()));
+        (handle, shutdown)
+    };
+    let (mut referee, _) = FakeReferee::handshake(&listener).await;
+    let match_id = format!("{game}-1");
+    let mut position = arena::game::new_game(game, &json!({})).unwrap();
+    referee
+        .start(&match_id, game.as_str(), json!([]), json!(move_limit_ms))
+        .await;
+    let mut ply = 0;
+    let mut unsent: Vec<String> = Vec::new();
+    let mut longest = Duration::ZERO;
+    while position.outcome().is_none() {
+        if position.turn() == arena::game::Side::First {
+            let asked = std::time::Instant::now();
+            referee
+                .turn(&match_id, json!(std::mem::take(&mut unsent)), ply)
+                .await;
+            let answer = referee.recv().await;
+            longest = longest.max(asked.elapsed());
+            assert_eq!(answer["type"], "move", "{answer}");
+            assert_eq!(answer["match"], json!(match_id));
+            let text = answer["move"].as_str().unwrap();
+            if let Err(e) = position.play_text(text) {
+                panic!("{game}: the client played {text:?} at ply {ply}: {e}");
+            }
+        } else {
+            let reply = position.legal_move_text(0).unwrap();
+            position.play_text(&reply).unwrap();
+            unsent.push(reply);
+        }
+        ply += 1;
+    }
+    let outcome = position.outcome().unwrap();
+    assert!(outcome.reason.is_board_result(), "{outcome:?}");
+    referee
+        .send(json!({"type": "end", "match": match_id, "result": "draw",
+                     "reason": outcome.reason.as_str(), "moves": []}))
+        .await;
+    // The match is over, so the referee closing the connection is a clean end.
+    drop(referee);
+    finished(bot).await.unwrap();
+    drop(shutdown);
+    longest
+}
+
+#[tokio::test]
+async fn the_random_engine_plays_whole_legal_games_in_every_game_within_a_short_move_limit() {
+    let limit_ms = 300;
+    for game in GameId::ALL {
+        let longest = play_a_game_against_the_referee(game, limit_ms).await;
+        println!(
+            "{game}: longest think {} ms under a {limit_ms} ms per-move limit",
+            longest.as_millis()
+        );
+    }
+}
