@@ -104,7 +104,7 @@ enum Command {
     },
 }
 
-/// Logs to stderr: warnings by default, more with -v; RUST_LOG overrides.
+/// Logs to stderr: info by default, debug with -v, trace with -vv; RUST_LOG overrides.
 fn init_logging(verbose: u8) {
     let default = match verbose {
         0 => "info",
@@ -116,6 +116,7 @@ fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(io::stderr)
+        .with_ansi(io::IsTerminal::is_terminal(&io::stderr()))
         .try_init();
 }
 

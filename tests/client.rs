@@ -123,6 +123,8 @@ enum Script {
     },
     /// Finds no move.
     Fail,
+    /// Panics (a bug in an engine must cost only its match).
+    Panic,
 }
 
 struct ScriptedEngine(Script);
@@ -152,6 +154,7 @@ impl Engine for ScriptedEngine {
                 Ok(answer)
             }
             Script::Fail => Err(EngineError::NoMove),
+            Script::Panic => panic!("scripted engine bug"),
         }
     }
 }
@@ -418,6 +421,28 @@ async fn an_engine_without_a_move_resigns_that_match() {
 }
 
 #[tokio::test]
+async fn a_panicking_engine_resigns_its_match_and_garbage_lines_are_skipped() {
+    let (listener, addr) = listener().await;
+    let (bot, shutdown) = spawn_bot(config(&addr, vec![GameId::Hex], 1), scripted(Script::Panic));
+    let (mut referee, _) = FakeReferee::handshake(&listener).await;
+    referee.write.write_all(b"not json\n").await.unwrap();
+    let long_line = vec![b'x'; arena::protocol::MAX_LINE_BYTES + 10];
+    referee.write.write_all(&long_line).await.unwrap();
+    referee.write.write_all(b"\n\xff\xfe\n").await.unwrap();
+    referee.send(json!({"type": "dance"})).await;
+    referee.start("g1", "hex", json!([]), Value::Null).await;
+    referee.turn("g1", json!([]), 0).await;
+    assert_eq!(
+        referee.recv().await,
+        json!({"type": "resign", "match": "g1"})
+    );
+    referee.send(json!({"type": "ping", "id": 9})).await;
+    assert_eq!(referee.recv().await, json!({"type": "pong", "id": 9}));
+    shutdown.cancel();
+    finished(bot).await.unwrap();
+}
+
+#[tokio::test]
 async fn shutdown_ends_the_client_even_while_an_engine_thinks() {
     let (listener, addr) = listener().await;
     let saw_abort = Arc::new(AtomicBool::new(false));
@@ -572,5 +597,20 @@ async fn the_random_engine_plays_whole_legal_games_in_every_game_within_a_short_
             "{game}: longest think {} ms under a {limit_ms} ms per-move limit",
             longest.as_millis()
         );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_referee_that_never_answers_hello_times_out() {
+    let (listener, addr) = listener().await;
+    let bot = tokio::spawn(run_bot(config(&addr, vec![], 1), CancellationToken::new()));
+    let mut referee = FakeReferee::accept(&listener).await;
+    assert_eq!(referee.recv().await["type"], "hello");
+    // No welcome: paused time runs on to the handshake timeout.
+    match tokio::time::timeout(Duration::from_secs(60), bot).await {
+        Ok(Ok(Err(ClientError::Timeout(waited)))) => {
+            assert_eq!(waited, arena::client::HANDSHAKE_TIMEOUT)
+        }
+        other => panic!("expected a handshake timeout, got {other:?}"),
     }
 }
