@@ -652,7 +652,11 @@ pub fn engines_json() -> Value {
 /// Writes the catalogue as an aligned table (`arena engines`): id, games, description, then
 /// one indented line per option with its default.
 pub fn write_engine_table(out: &mut impl Write) -> std::io::Result<()> {
-    let engines = catalogue();
+    write_engine_table_of(&catalogue(), out)
+}
+
+/// [`write_engine_table`] for any list of engines.
+pub fn write_engine_table_of(engines: &[EngineInfo], out: &mut impl Write) -> std::io::Result<()> {
     let rows: Vec<(String, String, String)> = engines
         .iter()
         .map(|info| {
@@ -679,7 +683,7 @@ pub fn write_engine_table(out: &mut impl Write) -> std::io::Result<()> {
             let setting = format!("{}={}", option.name, option.default);
             writeln!(
                 out,
-                "{:id_width$}  {:games_width$}    --option {setting:name_width$}  {}",
+                "{:id_width$}  {:games_width$}  --option {setting:name_width$}  {}",
                 "", "", option.about
             )?;
         }
@@ -787,6 +791,47 @@ mod tests {
             ..config
         };
         assert_eq!(offered_games(&random).unwrap(), GameId::ALL.to_vec());
+    }
+
+    #[test]
+    fn engine_table_aligns_columns_and_lists_options_with_defaults() {
+        use crate::engine::EngineOption;
+        let engines = [
+            EngineInfo {
+                id: "a",
+                games: &[GameId::Hex],
+                about: "first",
+                options: &[
+                    EngineOption {
+                        name: "depth",
+                        default: "3",
+                        about: "search depth",
+                    },
+                    EngineOption {
+                        name: "book",
+                        default: "true",
+                        about: "opening book",
+                    },
+                ],
+            },
+            EngineInfo {
+                id: "longer-id",
+                games: &[GameId::Connect6, GameId::Jiu],
+                about: "second",
+                options: &[],
+            },
+        ];
+        let mut out = Vec::new();
+        write_engine_table_of(&engines, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            "ENGINE     GAMES         DESCRIPTION\n\
+             a          hex           first\n\
+             \x20                        --option depth=3    search depth\n\
+             \x20                        --option book=true  opening book\n\
+             longer-id  connect6,jiu  second\n"
+        );
     }
 
     #[test]

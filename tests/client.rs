@@ -537,8 +537,13 @@ fn engines_command_lists_random_with_its_games() {
 
 /// Plays one whole game of `game` between the `random` engine (through the client, as the
 /// first side) and the fake referee (second side, always its first legal move), checking every
-/// move the client sends against the real rules. Returns the longest think time seen.
-async fn play_a_game_against_the_referee(game: GameId, move_limit_ms: u64) -> Duration {
+/// move the client sends against the real rules. Returns the longest think time seen and the
+/// whole game's moves.
+async fn play_a_game_against_the_referee(
+    game: GameId,
+    match_id: &str,
+    move_limit_ms: u64,
+) -> (Duration, Vec<String>) {
     let (listener, addr) = listener().await;
     let (bot, shutdown) = {
         let shutdown = CancellationToken::new();
@@ -546,19 +551,19 @@ async fn play_a_game_against_the_referee(game: GameId, move_limit_ms: u64) -> Du
         (handle, shutdown)
     };
     let (mut referee, _) = FakeReferee::handshake(&listener).await;
-    let match_id = format!("{game}-1");
     let mut position = arena::game::new_game(game, &json!({})).unwrap();
     referee
-        .start(&match_id, game.as_str(), json!([]), json!(move_limit_ms))
+        .start(match_id, game.as_str(), json!([]), json!(move_limit_ms))
         .await;
     let mut ply = 0;
     let mut unsent: Vec<String> = Vec::new();
     let mut longest = Duration::ZERO;
+    let mut played = Vec::new();
     while position.outcome().is_none() {
         if position.turn() == arena::game::Side::First {
             let asked = std::time::Instant::now();
             referee
-                .turn(&match_id, json!(std::mem::take(&mut unsent)), ply)
+                .turn(match_id, json!(std::mem::take(&mut unsent)), ply)
                 .await;
             let answer = referee.recv().await;
             longest = longest.max(asked.elapsed());
@@ -568,9 +573,11 @@ async fn play_a_game_against_the_referee(game: GameId, move_limit_ms: u64) -> Du
             if let Err(e) = position.play_text(text) {
                 panic!("{game}: the client played {text:?} at ply {ply}: {e}");
             }
+            played.push(text.to_string());
         } else {
             let reply = position.legal_move_text(0).unwrap();
             position.play_text(&reply).unwrap();
+            played.push(reply.clone());
             unsent.push(reply);
         }
         ply += 1;
@@ -585,14 +592,14 @@ async fn play_a_game_against_the_referee(game: GameId, move_limit_ms: u64) -> Du
     drop(referee);
     finished(bot).await.unwrap();
     drop(shutdown);
-    longest
+    (longest, played)
 }
 
 #[tokio::test]
 async fn the_random_engine_plays_whole_legal_games_in_every_game_within_a_short_move_limit() {
     let limit_ms = 300;
     for game in GameId::ALL {
-        let longest = play_a_game_against_the_referee(game, limit_ms).await;
+        let (longest, _) = play_a_game_against_the_referee(game, "g-1", limit_ms).await;
         println!(
             "{game}: longest think {} ms under a {limit_ms} ms per-move limit",
             longest.as_millis()
@@ -613,4 +620,11 @@ async fn a_referee_that_never_answers_hello_times_out() {
         }
         other => panic!("expected a handshake timeout, got {other:?}"),
     }
+}
+
+#[tokio::test]
+async fn the_same_match_id_replays_the_same_game() {
+    let (_, first) = play_a_game_against_the_referee(GameId::Hex, "r1-hex-3", 1000).await;
+    let (_, again) = play_a_game_against_the_referee(GameId::Hex, "r1-hex-3", 1000).await;
+    assert_eq!(first, again);
 }
