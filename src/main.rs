@@ -49,6 +49,10 @@ enum Command {
     Check {
         #[arg(required = true)]
         files: Vec<std::path::PathBuf>,
+        /// Rule options the games were played under, as a JSON object (default: each game's
+        /// defaults, with Hex's swap rule on when a record contains a swap).
+        #[arg(long)]
+        rules: Option<String>,
     },
     /// Play two built-in engines against each other in-process (colours alternate) and print
     /// the score of the first: a reproducible strength measurement.
@@ -187,8 +191,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 arena::client::write_engine_table(&mut out)?;
             }
         }
-        Command::Check { files } => {
-            if !arena::record::check_files(&files, &mut out)? {
+        Command::Check { files, rules } => {
+            let rules = rules.as_deref().map(parse_rules).transpose()?;
+            if !arena::record::check_files(&files, rules.as_ref(), &mut out)? {
                 return Ok(ExitCode::FAILURE);
             }
         }

@@ -388,3 +388,22 @@ fn mutated_records_are_judged_without_panics_and_accepted_ones_round_trip() {
     println!("mutated records: {accepted} accepted, {refused} refused");
     assert!(accepted > 0 && refused > 0);
 }
+
+#[test]
+fn check_replays_under_the_rule_options_given_with_rules() {
+    // Four quiet plies: nothing under the default no-capture limit (the stated draw is then
+    // accepted as coming from outside the board), a move_limit draw under a limit of 4.
+    let file = fixture_dir().join("options").join("sur-limit4.txt");
+    let run = |extra: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_arena"))
+            .arg("check")
+            .args(extra)
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(output.status.success());
+        String::from_utf8(output.stdout).unwrap()
+    };
+    assert!(run(&[]).starts_with("ok none "));
+    assert!(run(&["--rules", r#"{"no_capture_limit":4}"#]).starts_with("ok draw "));
+}

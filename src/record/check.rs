@@ -97,8 +97,13 @@ pub fn check_bytes_with_rules(bytes: &[u8], rules: Option<&serde_json::Value>) -
 
 /// Checks a record file; a file that cannot be read (or is larger than any record) is invalid.
 pub fn check_file(path: &Path) -> CheckVerdict {
+    check_file_with_rules(path, None)
+}
+
+/// Like `check_file`, replaying under the given rule options instead of the defaults.
+pub fn check_file_with_rules(path: &Path, rules: Option<&serde_json::Value>) -> CheckVerdict {
     match read_capped(path) {
-        Ok(bytes) => check_bytes(&bytes),
+        Ok(bytes) => check_bytes_with_rules(&bytes, rules),
         Err(e) => CheckVerdict::Invalid(CheckFailure::Unreadable(e.to_string())),
     }
 }
@@ -124,10 +129,14 @@ pub fn check_line(verdict: &CheckVerdict, file: &Path) -> String {
 }
 
 /// `arena check FILE...`: one line per file, in order. Returns whether every file was valid.
-pub fn check_files(files: &[PathBuf], out: &mut impl Write) -> io::Result<bool> {
+pub fn check_files(
+    files: &[PathBuf],
+    rules: Option<&serde_json::Value>,
+    out: &mut impl Write,
+) -> io::Result<bool> {
     let mut all_ok = true;
     for file in files {
-        let verdict = check_file(file);
+        let verdict = check_file_with_rules(file, rules);
         all_ok &= verdict.is_ok();
         writeln!(out, "{}", check_line(&verdict, file))?;
         out.flush()?;
@@ -285,8 +294,8 @@ mod tests {
         let bad = dir.path().join("bad.txt");
         std::fs::write(&bad, "{[HEX][a R][b B][平局]").unwrap();
         let mut out = Vec::new();
-        assert!(check_files(std::slice::from_ref(&good), &mut out).unwrap());
-        assert!(!check_files(&[good.clone(), bad.clone()], &mut out).unwrap());
+        assert!(check_files(std::slice::from_ref(&good), None, &mut out).unwrap());
+        assert!(!check_files(&[good.clone(), bad.clone()], None, &mut out).unwrap());
         let out = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 3);
