@@ -70,7 +70,8 @@ pub struct ServerConfig {
     pub hello_timeout_ms: u64,
     /// Our addition: how often each connection is pinged (round-trip time for lag credit).
     pub ping_interval_ms: u64,
-    /// Our addition: a connection that has not answered a ping for this long is closed.
+    /// Our addition: a connection that has not answered a ping for this long is closed
+    /// (0, the default: never; bots are not obliged to answer pings).
     pub pong_timeout_ms: u64,
     /// Our addition: consecutive refused lines after which a connection is closed.
     pub max_bad_lines: u32,
@@ -94,7 +95,7 @@ impl Default for ServerConfig {
             max_connections: 1024,
             hello_timeout_ms: 10_000,
             ping_interval_ms: 5_000,
-            pong_timeout_ms: 30_000,
+            pong_timeout_ms: 0,
             max_bad_lines: 10,
             write_queue_lines: 1024,
             max_games_cap: 64,
@@ -292,7 +293,6 @@ impl Config {
             ("server.max_connections", s.max_connections as u64),
             ("server.hello_timeout_ms", s.hello_timeout_ms),
             ("server.ping_interval_ms", s.ping_interval_ms),
-            ("server.pong_timeout_ms", s.pong_timeout_ms),
             ("server.max_bad_lines", u64::from(s.max_bad_lines)),
             ("server.write_queue_lines", s.write_queue_lines as u64),
             ("server.max_games_cap", u64::from(s.max_games_cap)),

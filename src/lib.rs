@@ -5,4 +5,5 @@ pub mod config;
 pub mod engine;
 pub mod game;
 pub mod protocol;
+pub mod server;
 pub mod tools;
