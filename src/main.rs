@@ -44,6 +44,30 @@ enum Command {
         #[arg(long, default_value = "{}")]
         rules: String,
     },
+    /// Play two built-in engines against each other in-process (colours alternate) and print
+    /// the score of the first: a reproducible strength measurement.
+    Duel {
+        game: GameId,
+        /// Engine id of contestant A (see `arena engines`).
+        engine_a: String,
+        /// Engine id of contestant B.
+        engine_b: String,
+        #[arg(long, default_value_t = 10)]
+        games: u32,
+        /// Per-move limit in milliseconds (exceeding it loses on time).
+        #[arg(long, default_value_t = 1000)]
+        move_ms: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value = "{}")]
+        rules: String,
+        /// Engine options of A as a JSON object.
+        #[arg(long, default_value = "{}")]
+        a_options: String,
+        /// Engine options of B as a JSON object.
+        #[arg(long, default_value = "{}")]
+        b_options: String,
+    },
 }
 
 fn parse_rules(text: &str) -> anyhow::Result<serde_json::Value> {
@@ -68,6 +92,48 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Replay { game, rules } => {
             arena::tools::replay(game, &parse_rules(&rules)?, io::stdin().lock(), &mut out)?;
+        }
+        Command::Duel {
+            game,
+            engine_a,
+            engine_b,
+            games,
+            move_ms,
+            seed,
+            rules,
+            a_options,
+            b_options,
+        } => {
+            let config = arena::duel::DuelConfig {
+                game,
+                rules: parse_rules(&rules)?,
+                engines: [
+                    (engine_a.clone(), parse_rules(&a_options)?),
+                    (engine_b.clone(), parse_rules(&b_options)?),
+                ],
+                games,
+                move_ms,
+                seed,
+            };
+            let names = [format!("A:{engine_a}"), format!("B:{engine_b}")];
+            let results = arena::duel::run(&config, |g| {
+                let first = &names[g.first];
+                let second = &names[1 - g.first];
+                let winner = g.winner().map_or("draw", |w| names[w].as_str());
+                println!(
+                    "game {:>3}: {first} (first) vs {second}: {winner} by {} after {} moves; max think A {} ms, B {} ms",
+                    g.index + 1,
+                    g.outcome.reason,
+                    g.moves.len(),
+                    g.max_think_ms[0],
+                    g.max_think_ms[1]
+                );
+            })?;
+            let (w, d, l) = arena::duel::score(&results);
+            println!(
+                "{} vs {}: {w} wins, {d} draws, {l} losses for {}",
+                names[0], names[1], names[0]
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -1,0 +1,137 @@
+//! Runs the built `arena` binary's rules tools (perft, moves, replay) for Connect6 and Hex on the
+//! fixtures under `tests/fixtures/connect6/` and `tests/fixtures/hex/`, comparing with the
+//! expected-output files beside them.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+fn fixture(name: &str) -> String {
+    let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "fixtures", name]
+        .iter()
+        .collect();
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Runs `arena ARGS` with `input` on stdin and returns stdout; the run must succeed.
+fn arena(args: &[&str], input: &str) -> String {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start arena");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write stdin");
+    let output = child.wait_with_output().expect("run arena");
+    assert!(
+        output.status.success(),
+        "arena {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("UTF-8 output")
+}
+
+/// Compares line by line so that a failure names the first differing input line.
+fn assert_same_lines(args: &[&str], input_name: &str, actual: &str, expected: &str) {
+    let input = fixture(input_name);
+    let input_lines: Vec<&str> = input.lines().collect();
+    let actual_lines: Vec<&str> = actual.lines().collect();
+    let expected_lines: Vec<&str> = expected.lines().collect();
+    for (k, (a, e)) in actual_lines.iter().zip(&expected_lines).enumerate() {
+        assert_eq!(
+            a,
+            e,
+            "arena {args:?}, line {} of {input_name}: {:?}",
+            k + 1,
+            input_lines
+                .get(k)
+                .map(|l| l.chars().take(120).collect::<String>())
+        );
+    }
+    assert_eq!(
+        actual_lines.len(),
+        expected_lines.len(),
+        "arena {args:?} on {input_name}: line count"
+    );
+}
+
+fn check_tool(args: &[&str], input_name: &str, expected_name: &str) {
+    let actual = arena(args, &fixture(input_name));
+    assert_same_lines(args, input_name, &actual, &fixture(expected_name));
+}
+
+#[test]
+fn perft_hex_and_connect6() {
+    assert_eq!(
+        arena(&["perft", "hex", "2"], ""),
+        fixture("hex/perft.expected")
+    );
+    assert_eq!(
+        arena(&["perft", "hex", "2", "--rules", r#"{"swap":true}"#], ""),
+        fixture("hex/perft_swap.expected")
+    );
+    assert_eq!(
+        arena(&["perft", "connect6", "1"], ""),
+        fixture("connect6/perft.expected")
+    );
+}
+
+#[test]
+fn moves_connect6_lists_empty_points() {
+    check_tool(
+        &["moves", "connect6"],
+        "connect6/moves.in",
+        "connect6/moves.expected",
+    );
+}
+
+#[test]
+fn moves_hex_lists_empty_cells_and_swap() {
+    check_tool(&["moves", "hex"], "hex/moves.in", "hex/moves.expected");
+    check_tool(
+        &["moves", "hex", "--rules", r#"{"swap":true}"#],
+        "hex/moves_swap.in",
+        "hex/moves_swap.expected",
+    );
+}
+
+#[test]
+fn replay_connect6_games() {
+    check_tool(
+        &["replay", "connect6"],
+        "connect6/replay.in",
+        "connect6/replay.expected",
+    );
+}
+
+#[test]
+fn replay_hex_games() {
+    check_tool(&["replay", "hex"], "hex/replay.in", "hex/replay.expected");
+    check_tool(
+        &["replay", "hex", "--rules", r#"{"swap":true}"#],
+        "hex/replay_swap.in",
+        "hex/replay_swap.expected",
+    );
+}
+
+#[test]
+fn unknown_rule_options_are_refused() {
+    for (game, rules) in [
+        ("hex", r#"{"swop":true}"#),
+        ("connect6", r#"{"swap":true}"#),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_arena"))
+            .args(["perft", game, "1", "--rules", rules])
+            .output()
+            .expect("run arena");
+        assert!(!output.status.success(), "{game} {rules}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("swap"), "{stderr}");
+    }
+}
