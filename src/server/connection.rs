@@ -272,7 +272,7 @@ impl Connection {
             }
             BotMessage::Move { match_id, mv } => {
                 let conn_id = self.link.conn_id;
-                self.to_referee(&name, match_id, |side| RefereeInput::Move {
+                self.forward_to_referee(&name, match_id, |side| RefereeInput::Move {
                     side,
                     conn_id,
                     text: mv,
@@ -282,7 +282,7 @@ impl Connection {
             }
             BotMessage::Resign { match_id } => {
                 let conn_id = self.link.conn_id;
-                self.to_referee(&name, match_id, |side| RefereeInput::Resign {
+                self.forward_to_referee(&name, match_id, |side| RefereeInput::Resign {
                     side,
                     conn_id,
                 })
@@ -292,7 +292,7 @@ impl Connection {
         }
     }
 
-    async fn to_referee(
+    async fn forward_to_referee(
         &mut self,
         name: &str,
         match_id: String,

@@ -349,6 +349,7 @@ pub async fn run_match(
             break 'play outcome;
         }
         let first_mover = referee.game.turn();
+        referee.turn_started = Instant::now();
         referee.send_turn(first_mover);
         loop {
             let mover = referee.game.turn();
@@ -359,7 +360,7 @@ pub async fn run_match(
                 biased;
                 _ = shutdown.cancelled() => return None,
                 input = inbox.recv() => {
-                    let Some(input) = input else { return None };
+                    let input = input?;
                     if let Some(outcome) = referee.handle(input) {
                         break 'play outcome;
                     }
