@@ -40,6 +40,31 @@ async fn play_alternately(a: &mut Client, b: &mut Client, moves: &[&str]) -> (Va
     (a.expect("end").await, b.expect("end").await)
 }
 
+/// Plays `moves` with `mover(i)` (0 first, 1 second) making move `i`; checks each `turn` carries
+/// exactly the moves its bot has not seen (the opponent's, since its previous turn).
+async fn play_sequence(
+    a: &mut Client,
+    b: &mut Client,
+    moves: &[String],
+    mover: impl Fn(usize) -> usize,
+) -> (Value, Value) {
+    let mut seen = [0usize; 2];
+    for (i, mv) in moves.iter().enumerate() {
+        let side = mover(i);
+        let client = if side == 0 { &mut *a } else { &mut *b };
+        let turn = client.expect("turn").await;
+        assert_eq!(turn["ply"], i, "{turn}");
+        assert_eq!(
+            turn["moves"],
+            json!(moves[seen[side]..i]),
+            "ply {i}: {turn}"
+        );
+        client.play(MATCH, mv).await;
+        seen[side] = i + 1;
+    }
+    (a.expect("end").await, b.expect("end").await)
+}
+
 fn hex_red_wins() -> Vec<&'static str> {
     // Red fills column A bottom to top; Blue plays column C out of the way.
     let red = [
@@ -392,9 +417,7 @@ async fn speaking_before_hello_is_refused_and_closed() {
 async fn a_connection_that_keeps_sending_garbage_is_closed() {
     let server = TestServer::start(&two_bot_config("hex", "", "")).await;
     let mut c = Client::login(server.addr, "a", "ta", &["hex"]).await;
-    for _ in 0..12 {
-        c.send_raw(b"garbage\n").await;
-    }
+    c.send_raw(&b"garbage\n".repeat(12)).await;
     let seen = c.until_closed().await;
     let errors = seen.iter().filter(|v| v["code"] == "bad_json").count();
     assert_eq!(errors, 10, "{seen:?}");
@@ -546,4 +569,97 @@ async fn finished_matches_are_not_replayed_after_a_restart() {
         .unwrap();
     assert!(summary.tournaments_finished);
     assert!(summary.games.is_empty());
+}
+
+#[tokio::test]
+async fn a_full_surakarta_game_ends_by_the_no_capture_limit() {
+    let server = TestServer::start(&two_bot_config(
+        "surakarta",
+        "",
+        "rules = { no_capture_limit = 4 }",
+    ))
+    .await;
+    let (mut a, mut b) = two_players(&server, "surakarta").await;
+    let moves: Vec<String> = ["A2-A3", "A5-A4", "B2-B3", "B5-B4"]
+        .map(String::from)
+        .to_vec();
+    let (ea, eb) = play_sequence(&mut a, &mut b, &moves, |i| i % 2).await;
+    assert_eq!(ea["result"], "draw");
+    assert_eq!(eb["result"], "draw");
+    assert_eq!(ea["reason"], "move_limit");
+    let (_, out_dir, _dir) = server.finished().await;
+    let g = &support::read_games(&out_dir)[0];
+    assert_eq!(g["result"], "draw");
+    assert_eq!(g["rules"]["no_capture_limit"], 4);
+    let text = std::fs::read_to_string(out_dir.join("records").join(g["record"].as_str().unwrap()))
+        .unwrap();
+    assert!(
+        text.contains("[平局]") && text.contains(";B(A,2)-(A,3);W(A,5)-(A,4)"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_full_jiu_game_tells_white_both_of_blacks_moves_when_the_battle_begins() {
+    let fixture = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/jiu/replay_limit2.input"),
+    )
+    .unwrap();
+    let moves: Vec<String> = fixture
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .map(|m| m.to_uppercase())
+        .collect();
+    assert_eq!(moves.len(), 198);
+    let server = TestServer::start(&two_bot_config(
+        "jiu",
+        "",
+        "rules = { no_capture_limit = 2 }",
+    ))
+    .await;
+    let (mut a, mut b) = two_players(&server, "jiu").await;
+    // Placement alternates White, Black; Black makes the last placement and the first battle
+    // move, so White's next turn carries both.
+    let mover = |i: usize| if i < 196 { i % 2 } else { 1 - (i - 196) % 2 };
+    let (ea, eb) = play_sequence(&mut a, &mut b, &moves, mover).await;
+    assert_eq!(ea["reason"], "move_limit");
+    assert_eq!(ea["result"], "draw");
+    assert_eq!(eb["result"], "draw");
+    let (_, out_dir, _dir) = server.finished().await;
+    let g = &support::read_games(&out_dir)[0];
+    assert_eq!(g["moves"].as_array().unwrap().len(), 198);
+    assert_eq!(g["game"], "jiu");
+}
+
+#[tokio::test(start_paused = true)]
+async fn measured_round_trip_time_is_credited_back_up_to_max_lag() {
+    let config = two_bot_config("hex", "max_lag_ms = 500", "");
+    let server = TestServer::start(&config).await;
+    let (mut a, mut b) = two_players(&server, "hex").await;
+    a.answer_pings = false;
+    b.answer_pings = false;
+    a.expect("turn").await;
+    let ping = a.expect("ping").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    a.send(json!({"type":"pong","id":ping["id"]})).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    a.play(MATCH, "A1").await;
+    // b was pinged while a thought and answers only after its turn came: a round trip of
+    // 1400 ms, credited at most 500.
+    let ping = b.expect("ping").await;
+    b.expect("turn").await;
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    b.send(json!({"type":"pong","id":ping["id"]})).await;
+    b.play(MATCH, "C1").await;
+    a.answer_pings = true;
+    a.expect("turn").await;
+    a.send(json!({"type":"resign","match":MATCH})).await;
+    let (_, out_dir, _dir) = server.finished().await;
+    let g = &support::read_games(&out_dir)[0];
+    // a: 1000 ms to the first ping + 200 + 300 = 1500 elapsed, 200 credited.
+    assert_eq!(g["lag_ms"], json!([200, 500]));
+    assert_eq!(g["think_ms"][0], 1300);
 }

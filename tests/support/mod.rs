@@ -90,6 +90,9 @@ pub struct Client {
 impl Client {
     pub async fn connect(addr: SocketAddr) -> Client {
         let stream = TcpStream::connect(addr).await.expect("connect");
+        // Without this, Nagle's algorithm holds a small line back until the previous one is
+        // acknowledged, which under paused time lets the clock jump ahead meanwhile.
+        stream.set_nodelay(true).expect("nodelay");
         let (r, w) = stream.into_split();
         Client {
             reader: BufReader::new(r),
@@ -125,6 +128,12 @@ impl Client {
 
     pub async fn send_raw(&mut self, bytes: &[u8]) {
         self.writer.write_all(bytes).await.expect("write");
+        // With paused time, a parked runtime jumps the clock to the next timer if the server's
+        // socket is not readable yet; yielding polls I/O without advancing the clock, so the
+        // server reads the line at the (paused) time it was sent.
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
     }
 
     /// Sends a move for a match.
