@@ -663,3 +663,39 @@ async fn measured_round_trip_time_is_credited_back_up_to_max_lag() {
     assert_eq!(g["lag_ms"], json!([200, 500]));
     assert_eq!(g["think_ms"][0], 1300);
 }
+
+#[tokio::test]
+async fn a_bot_that_does_not_read_is_dropped_without_holding_up_its_opponent() {
+    let server = TestServer::start(&two_bot_config(
+        "hex",
+        "write_queue_lines = 16\nreconnect_grace_ms = 300",
+        "",
+    ))
+    .await;
+    let (mut a, b) = two_players(&server, "hex").await;
+    // b floods out-of-turn moves (each answered by an error line) and never reads a byte.
+    let flood = tokio::spawn(async move {
+        let mut b = b;
+        let line = format!("{}\n", json!({"type":"move","match":MATCH,"move":"K11"}));
+        let chunk = line.repeat(1000);
+        for _ in 0..400 {
+            if tokio::io::AsyncWriteExt::write_all(b.writer_mut(), chunk.as_bytes())
+                .await
+                .is_err()
+            {
+                return true;
+            }
+        }
+        false
+    });
+    a.expect("turn").await;
+    // b's connection is dropped once its queue is full; it then loses after the grace.
+    let end = a.expect("end").await;
+    assert_eq!(end["reason"], "disconnect");
+    assert_eq!(end["result"], "win");
+    assert!(
+        flood.await.unwrap(),
+        "the server closed the flooding connection"
+    );
+    server.finished().await;
+}

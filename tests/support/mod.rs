@@ -122,6 +122,11 @@ impl Client {
         c
     }
 
+    /// The raw write half, for tests that write without the helper's pacing.
+    pub fn writer_mut(&mut self) -> &mut OwnedWriteHalf {
+        &mut self.writer
+    }
+
     pub async fn send(&mut self, value: Value) {
         self.send_raw(format!("{value}\n").as_bytes()).await;
     }
