@@ -546,6 +546,14 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_demo_config_loads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("arena.toml");
+        let config = Config::load(&path).unwrap();
+        assert_eq!(config.tournaments.len(), 4);
+        assert!(config.bots.iter().all(|b| b.builtin.is_some()));
+    }
+
+    #[test]
     fn a_missing_file_is_a_read_error() {
         let err = Config::load(&fixture("no-such-file.toml")).unwrap_err();
         assert!(matches!(err, ConfigError::Read { .. }));
