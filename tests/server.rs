@@ -699,3 +699,60 @@ async fn a_bot_that_does_not_read_is_dropped_without_holding_up_its_opponent() {
     );
     server.finished().await;
 }
+
+/// Runs the real binary: `arena serve --config FILE --listen 127.0.0.1:0`, reads the bound
+/// address it prints, plays a game through it, and checks it exits by itself.
+#[tokio::test]
+async fn the_binary_serves_a_config_and_exits_when_done() {
+    use tokio::io::AsyncBufReadExt;
+    let dir = tempfile::tempdir().unwrap();
+    let config_path = dir.path().join("arena.toml");
+    let out = dir.path().join("out");
+    let config = two_bot_config("hex", &format!("out_dir = {:?}", out.to_str().unwrap()), "");
+    std::fs::write(&config_path, config).unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(["serve", "--config"])
+        .arg(&config_path)
+        .args(["--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let first = lines.next_line().await.unwrap().unwrap();
+    let addr: std::net::SocketAddr = first
+        .strip_prefix("arena listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+        .parse()
+        .unwrap();
+    let mut a = Client::login(addr, "a", "ta", &["hex"]).await;
+    let mut b = Client::login(addr, "b", "tb", &["hex"]).await;
+    a.expect("start").await;
+    b.expect("start").await;
+    a.expect("turn").await;
+    b.send(json!({"type":"resign","match":MATCH})).await;
+    assert_eq!(a.expect("end").await["result"], "win");
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(support::read_games(&out).len(), 1);
+}
+
+#[tokio::test]
+async fn the_binary_refuses_a_bad_config_naming_the_key() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/config/unknown_bot_in_tournament.toml");
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(["serve", "--config"])
+        .arg(&fixture)
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("tournament[0].bots"), "{stderr}");
+}

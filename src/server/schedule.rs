@@ -281,11 +281,17 @@ impl Scheduler {
                     });
                     continue;
                 }
-                // Not startable: is a player away (not connected at all)?
+                // Not startable: is a player away (not connected, or connected without
+                // listing this game in its hello)?
                 let away: Vec<bool> = game
                     .players
                     .iter()
-                    .map(|p| !state.sessions.contains_key(p))
+                    .map(|p| {
+                        !state
+                            .sessions
+                            .get(p)
+                            .is_some_and(|s| s.games.contains(&t.config.game))
+                    })
                     .collect();
                 drop(state);
                 let limit = t.config.absent_forfeit_ms;
