@@ -53,6 +53,12 @@ enum Command {
         #[arg(long, default_value = "{}")]
         rules: String,
     },
+    /// Check contest record files: one line per file, `ok RESULT FILE` or `invalid WHY FILE`;
+    /// exit status 1 if any file is invalid.
+    Check {
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+    },
     /// Play two built-in engines against each other in-process (colours alternate) and print
     /// the score of the first: a reproducible strength measurement.
     Duel {
@@ -105,6 +111,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Replay { game, rules } => {
             arena::tools::replay(game, &parse_rules(&rules)?, io::stdin().lock(), &mut out)?;
+        }
+        Command::Check { files } => {
+            if !arena::record::check_files(&files, &mut out)? {
+                return Ok(ExitCode::FAILURE);
+            }
         }
         Command::Duel {
             game,

@@ -322,7 +322,7 @@ mod tests {
     }
 
     #[test]
-    fn greedy_beats_random_at_hex_most_of_the_time() {
+    fn greedy_beats_random_at_hex() {
         let config = crate::duel::DuelConfig {
             game: GameId::Hex,
             rules: serde_json::Value::Null,
@@ -330,12 +330,15 @@ mod tests {
                 ("greedy".into(), serde_json::Value::Null),
                 ("random".into(), serde_json::Value::Null),
             ],
-            games: 6,
+            games: 2,
             move_ms: 5_000,
             seed: 11,
         };
         let results = crate::duel::run(&config, |_| {}).unwrap();
         let (wins, _, _) = crate::duel::score(&results);
-        assert!(wins >= 5, "greedy won only {wins} of 6 against random");
+        assert_eq!(
+            wins, 2,
+            "greedy lost to random (seeded, so this is reproducible)"
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! chain, fly), square captures and the end of the game, as RULES.md states them.
 //!
 //! Move and position text live in `jiu/text.rs`; the unit tests in `jiu/tests.rs`.
-//! `docs/rules/jiu.md` restates the rules and lists every choice made where the spec is silent.
+//! `docs/rules.md (Tibetan Jiu)` restates the rules and lists every choice made where the spec is silent.
 
 #[cfg(test)]
 mod tests;
