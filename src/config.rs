@@ -42,14 +42,8 @@ impl ConfigError {
     }
 }
 
-/// The text encoding of record files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-pub enum RecordEncoding {
-    #[serde(rename = "utf-8", alias = "utf8", alias = "UTF-8")]
-    Utf8,
-    #[serde(rename = "gb2312", alias = "GB2312")]
-    Gb2312,
-}
+/// The text encoding of record files (`utf-8` or `gb2312`).
+pub use crate::record::RecordEncoding;
 
 /// The `[server]` table.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

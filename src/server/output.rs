@@ -2,26 +2,30 @@
 //! line in `out_dir/games.jsonl` (NOTATION.md), both written so that a crash never leaves half a
 //! file or half a line.
 //!
-//! Until the shared records module (`crate::record`, `crate::atomic_file`) lands, the record text
-//! and the crash-safe writes are done by the small functions at the bottom of this file
-//! (`record_text`, `write_new_file`, `append_line`): the only three places to switch over.
+//! The record text and its file name come from `crate::record`; the crash-safe writes from
+//! `crate::atomic_file` (temp file + rename for records, one durable write per games.jsonl line).
 
 use std::collections::HashSet;
-use std::fs::{self, OpenOptions};
-use std::io::{self, BufRead, Write};
+use std::fs;
+use std::io::{self, BufRead};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde::Serialize;
 
+use crate::atomic_file::append_line_durably;
 use crate::config::{ClockConfig, RecordEncoding};
-use crate::game::Side;
+use crate::record::{write_record, Record, RecordResult};
 
 use super::referee::FinishedGame;
 
 /// Why a game's output could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum OutputError {
+    #[error(transparent)]
+    Record(#[from] crate::record::RecordError),
+    #[error(transparent)]
+    File(#[from] crate::atomic_file::AtomicFileError),
     #[error("cannot write {path}: {source}")]
     Io {
         path: PathBuf,
@@ -125,12 +129,12 @@ impl Output {
     pub fn write_game(&self, game: &FinishedGame) -> Result<String, OutputError> {
         let records = self.out_dir.join("records");
         fs::create_dir_all(&records).map_err(io_error(&records))?;
-        let (name, text) = record_text(game, &self.event, &self.place);
-        let bytes = match self.encoding {
-            RecordEncoding::Utf8 => text.into_bytes(),
-            RecordEncoding::Gb2312 => encoding_rs::GB18030.encode(&text).0.into_owned(),
-        };
-        let record_name = write_new_file(&records, &name, &bytes)?;
+        let record = record_of(game, &self.event, &self.place);
+        let path = write_record(&records, &record, self.encoding)?;
+        let record_name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let spec = &game.spec;
         let line = GameLine {
             match_id: &spec.match_id,
@@ -154,193 +158,81 @@ impl Output {
             source: io::Error::other(e),
         })?;
         let _guard = self.append_lock.lock().unwrap_or_else(|e| e.into_inner());
-        append_line(&self.games_path(), &json)?;
+        append_line_durably(&self.games_path(), &json)?;
         Ok(record_name)
     }
 }
 
-/// A record file's name and text (NOTATION.md, "Records").
-pub fn record_text(game: &FinishedGame, event: &str, place: &str) -> (String, String) {
-    let spec = &game.spec;
-    let g = spec.game;
-    let c1 = g.colour_letter(Side::First);
-    let c2 = g.colour_letter(Side::Second);
-    let result = match game.outcome.winner {
-        Some(Side::First) => "先手胜",
-        Some(Side::Second) => "后手胜",
-        None => "平局",
-    };
-    let date = game.started.format("%Y.%m.%d %H:%M").to_string();
-    let file_date = game.started.format("%Y.%m.%d %H.%M").to_string();
-    let mut text = format!(
-        "{{[{}][{} {c1}][{} {c2}][{result}][{date} {place}][{event}]",
-        g.record_code(),
-        spec.players[0],
-        spec.players[1]
-    );
-    for (mv, side) in game.moves.iter().zip(&game.movers) {
-        let colour = g.colour_letter(*side);
-        for part in mv.split(',') {
-            text.push(';');
-            text.push(colour);
-            text.push_str(&record_move(part));
-        }
+/// The contest record of a finished game.
+pub fn record_of(game: &FinishedGame, event: &str, place: &str) -> Record {
+    Record {
+        game: game.spec.game,
+        first: game.spec.players[0].clone(),
+        second: game.spec.players[1].clone(),
+        result: RecordResult::from_outcome(&game.outcome),
+        played_at: game.started.naive_local(),
+        place: place.to_string(),
+        event: event.to_string(),
+        moves: game.moves.clone(),
+        rules: game.spec.rules.clone(),
     }
-    text.push('}');
-    let name = format!(
-        "{}-{} {c1} vs {} {c2}-{result}-{file_date} {place}-{event}.txt",
-        g.record_code(),
-        spec.players[0],
-        spec.players[1]
-    );
-    let name: String = name
-        .chars()
-        .map(|c| {
-            if matches!(c, '/' | '\\' | '\0') {
-                '_'
-            } else {
-                c
-            }
-        })
-        .collect();
-    (name, text)
-}
-
-/// `B2xE5` → `(B,2)x(E,5)`: every point (a letter followed by digits) becomes `(L,N)`; other
-/// characters are kept.
-fn record_move(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = String::new();
-    let mut i = 0;
-    while let Some(&c) = chars.get(i) {
-        let digits = chars[i + 1..]
-            .iter()
-            .take_while(|d| d.is_ascii_digit())
-            .count();
-        if c.is_ascii_alphabetic() && digits > 0 {
-            let number: String = chars[i + 1..i + 1 + digits].iter().collect();
-            out.push_str(&format!("({},{number})", c.to_ascii_uppercase()));
-            i += 1 + digits;
-        } else {
-            out.push(c);
-            i += 1;
-        }
-    }
-    out
-}
-
-/// Creates `dir/name` (or `name` with ` (2)`, ` (3)` ... before `.txt` if taken) atomically:
-/// temp file, fsync, hard link to the final name (never replacing a file), fsync of the folder.
-fn write_new_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<String, OutputError> {
-    let temp = dir.join(format!(".tmp-{}-{}", std::process::id(), unique()));
-    {
-        let mut file = fs::File::create(&temp).map_err(io_error(&temp))?;
-        file.write_all(bytes).map_err(io_error(&temp))?;
-        file.sync_all().map_err(io_error(&temp))?;
-    }
-    let stem = name.strip_suffix(".txt").unwrap_or(name);
-    for n in 1..10_000u32 {
-        let candidate = if n == 1 {
-            name.to_string()
-        } else {
-            format!("{stem} ({n}).txt")
-        };
-        let path = dir.join(&candidate);
-        match fs::hard_link(&temp, &path) {
-            Ok(()) => {
-                let _ = fs::remove_file(&temp);
-                sync_dir(dir);
-                return Ok(candidate);
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                let _ = fs::remove_file(&temp);
-                return Err(OutputError::Io { path, source: e });
-            }
-        }
-    }
-    let _ = fs::remove_file(&temp);
-    Err(OutputError::Io {
-        path: dir.join(name),
-        source: io::Error::other("no free file name"),
-    })
-}
-
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-fn sync_dir(dir: &Path) {
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-}
-
-/// Appends `line` and a `\n` in one write, then fsyncs. If the file does not end with `\n`
-/// (a crash cut the last line short), a `\n` goes first so the new line stands alone.
-fn append_line(path: &Path, line: &str) -> Result<(), OutputError> {
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .read(true)
-        .open(path)
-        .map_err(io_error(path))?;
-    let len = file.metadata().map_err(io_error(path))?.len();
-    let mut bytes = Vec::with_capacity(line.len() + 2);
-    if len > 0 {
-        use std::io::{Read, Seek, SeekFrom};
-        let mut last = [0u8; 1];
-        file.seek(SeekFrom::Start(len - 1))
-            .map_err(io_error(path))?;
-        file.read_exact(&mut last).map_err(io_error(path))?;
-        if last[0] != b'\n' {
-            bytes.push(b'\n');
-        }
-    }
-    bytes.extend_from_slice(line.as_bytes());
-    bytes.push(b'\n');
-    file.write_all(&bytes).map_err(io_error(path))?;
-    file.sync_all().map_err(io_error(path))?;
-    if len == 0 {
-        if let Some(parent) = path.parent() {
-            sync_dir(parent);
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::ClockConfig;
+    use crate::game::{EndReason, GameId, Outcome, Side};
+    use crate::server::referee::MatchSpec;
 
-    #[test]
-    fn points_become_record_coordinates() {
-        assert_eq!(record_move("J10"), "(J,10)");
-        assert_eq!(record_move("B2xE5"), "(B,2)x(E,5)");
-        assert_eq!(record_move("G7-G8+B3"), "(G,7)-(G,8)+(B,3)");
-        assert_eq!(record_move("A1xA3xC3+B3"), "(A,1)x(A,3)x(C,3)+(B,3)");
+    fn hex_game(match_id: &str) -> FinishedGame {
+        let mut game = FinishedGame::forfeit(
+            MatchSpec {
+                match_id: match_id.into(),
+                tournament: "t".into(),
+                game: GameId::Hex,
+                rules: serde_json::json!({"swap": false}),
+                clock: ClockConfig::default(),
+                players: ["red bot".into(), "blue bot".into()],
+            },
+            Some(Side::First),
+        );
+        game.outcome = Outcome::win(Side::First, EndReason::Resign);
+        game.moves = vec!["F6".into(), "E7".into()];
+        game.movers = vec![Side::First, Side::Second];
+        game.think_ms = vec![10, 20];
+        game.lag_ms = vec![0, 1];
+        game
     }
 
     #[test]
-    fn appended_lines_stand_alone_after_a_cut_line() {
+    fn a_game_leaves_a_record_and_one_line() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("games.jsonl");
-        fs::write(&path, "{\"match\":\"a\"}\n{\"mat").unwrap();
-        append_line(&path, "{\"match\":\"b\"}").unwrap();
-        let text = fs::read_to_string(&path).unwrap();
-        assert_eq!(text, "{\"match\":\"a\"}\n{\"mat\n{\"match\":\"b\"}\n");
-    }
-
-    #[test]
-    fn new_files_never_replace_old_ones() {
-        let dir = tempfile::tempdir().unwrap();
-        let a = write_new_file(dir.path(), "x.txt", b"one").unwrap();
-        let b = write_new_file(dir.path(), "x.txt", b"two").unwrap();
-        assert_eq!(a, "x.txt");
-        assert_eq!(b, "x (2).txt");
-        assert_eq!(fs::read(dir.path().join(a)).unwrap(), b"one");
-        assert_eq!(fs::read(dir.path().join(b)).unwrap(), b"two");
+        let output = Output::new(
+            dir.path().to_path_buf(),
+            RecordEncoding::Utf8,
+            "ev".into(),
+            "pl".into(),
+        );
+        let name = output.write_game(&hex_game("t-r1-g1")).unwrap();
+        let again = output.write_game(&hex_game("t-r1-g2")).unwrap();
+        assert_ne!(name, again, "a second record never replaces the first");
+        let text = fs::read_to_string(dir.path().join("records").join(&name)).unwrap();
+        assert!(
+            text.starts_with("{[HEX][red bot R][blue bot B][先手胜]"),
+            "{text}"
+        );
+        assert!(text.contains(";R(F,6);B(E,7)}"), "{text}");
+        let lines: Vec<serde_json::Value> = fs::read_to_string(output.games_path())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["record"], name.as_str());
+        assert_eq!(lines[0]["think_ms"], serde_json::json!([10, 20]));
+        assert_eq!(lines[0]["reason"], "resign");
+        let done = output.finished_matches();
+        assert!(done.contains("t-r1-g1") && done.contains("t-r1-g2"));
     }
 }
