@@ -1,6 +1,6 @@
 //! The `arena` binary: parses the command line and hands each subcommand to the library.
 
-use std::io::{self, BufWriter};
+use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -83,6 +83,64 @@ enum Command {
         #[arg(long, default_value = "{}")]
         b_options: String,
     },
+    /// Connect a built-in engine to a referee as a bot (until the referee closes or ctrl-c).
+    Bot {
+        /// Referee address, host:port.
+        #[arg(long)]
+        server: String,
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        token: String,
+        /// Engine id (see `arena engines`).
+        #[arg(long)]
+        engine: String,
+        /// Engine option KEY=VALUE (repeatable); VALUE is read as JSON if it parses.
+        #[arg(long = "option", value_name = "KEY=VALUE")]
+        options: Vec<String>,
+        /// Games to offer, comma-separated (default: every game the engine plays).
+        #[arg(long, value_delimiter = ',')]
+        games: Vec<GameId>,
+        /// How many matches the referee may run at once with this bot.
+        #[arg(long, default_value_t = 1)]
+        max_games: u32,
+    },
+    /// List the built-in engines, the games they play and their options.
+    Engines {
+        /// Print the catalogue as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Logs to stderr: warnings by default, more with -v; RUST_LOG overrides.
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "info",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(io::stderr)
+        .try_init();
+}
+
+fn run_bot_command(config: arena::client::BotClientConfig) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let on_ctrl_c = shutdown.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                on_ctrl_c.cancel();
+            }
+        });
+        arena::client::run_bot(config, shutdown).await
+    })?;
+    Ok(())
 }
 
 fn parse_rules(text: &str) -> anyhow::Result<serde_json::Value> {
@@ -111,6 +169,35 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Replay { game, rules } => {
             arena::tools::replay(game, &parse_rules(&rules)?, io::stdin().lock(), &mut out)?;
+        }
+        Command::Bot {
+            server,
+            name,
+            token,
+            engine,
+            options,
+            games,
+            max_games,
+        } => {
+            init_logging(cli.verbose);
+            let engine_options = arena::client::parse_engine_options(&options)?;
+            run_bot_command(arena::client::BotClientConfig {
+                server,
+                name,
+                token,
+                engine,
+                engine_options,
+                games,
+                max_games,
+            })?;
+        }
+        Command::Engines { json } => {
+            if json {
+                serde_json::to_writer_pretty(&mut out, &arena::client::engines_json())?;
+                writeln!(out)?;
+            } else {
+                arena::client::write_engine_table(&mut out)?;
+            }
         }
         Command::Check { files } => {
             if !arena::record::check_files(&files, &mut out)? {
