@@ -756,3 +756,75 @@ async fn the_binary_refuses_a_bad_config_naming_the_key() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("tournament[0].bots"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn built_in_engines_play_a_league_of_all_four_games_through_the_listener() {
+    let shipped = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("arena.toml"),
+    )
+    .unwrap();
+    let server = TestServer::start(&shipped).await;
+    let (summary, out_dir, _dir) = server.finished().await;
+    assert!(summary.tournaments_finished);
+    assert_eq!(summary.games.len(), 8);
+    let games = support::read_games(&out_dir);
+    assert_eq!(games.len(), 8);
+    for g in &games {
+        let reason = g["reason"].as_str().unwrap();
+        let board = [
+            "six_in_row",
+            "board_full",
+            "connection",
+            "no_pieces",
+            "move_limit",
+            "no_moves",
+            "few_stones",
+        ];
+        assert!(
+            board.contains(&reason),
+            "a random engine game ends on the board: {g}"
+        );
+        let record = out_dir.join("records").join(g["record"].as_str().unwrap());
+        match arena::record::check_file(&record) {
+            arena::record::CheckVerdict::Ok {
+                reached: Some(outcome),
+            } => {
+                assert_eq!(outcome.reason.as_str(), reason);
+            }
+            other => panic!("{}: {other:?}", record.display()),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_scripted_bot_plays_a_built_in_engine() {
+    let config = r#"
+[server]
+ping_interval_ms = 1000
+[[bot]]
+name = "a"
+token = "ta"
+[[bot]]
+name = "engine"
+builtin = "random"
+[[tournament]]
+name = "t"
+game = "hex"
+bots = ["a", "engine"]
+games_per_pairing = 1
+clock = { initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }
+"#;
+    let server = TestServer::start(config).await;
+    let mut a = Client::login(server.addr, "a", "ta", &["hex"]).await;
+    let start = a.expect("start").await;
+    assert_eq!(start["opponent"], "engine");
+    a.expect("turn").await;
+    a.play(MATCH, "F6").await;
+    let turn = a.expect("turn").await;
+    assert_eq!(turn["ply"], 2);
+    assert_eq!(turn["moves"].as_array().unwrap().len(), 1);
+    a.send(json!({"type":"resign","match":MATCH})).await;
+    assert_eq!(a.expect("end").await["reason"], "resign");
+    let (summary, _, _dir) = server.finished().await;
+    assert_eq!(summary.games[0].result, "second");
+}

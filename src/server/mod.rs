@@ -5,6 +5,7 @@
 //! Tasks: one accept loop; per connection a reader and a writer task (`connection`); per match a
 //! referee task (`referee`); one scheduler (`schedule`). They share the `registry`.
 
+mod builtin;
 pub mod connection;
 pub mod output;
 pub mod referee;
@@ -217,32 +218,4 @@ async fn accept_loop(listener: TcpListener, ctx: Arc<ConnectionContext>, stop: C
     }
     drop(listener);
     while connections.join_next().await.is_some() {}
-}
-
-mod builtin {
-    //! Built-in engines: each configured `builtin` bot is started in-process as a loopback TCP
-    //! client of this very server (same path, same clocks as any bot).
-
-    use std::net::SocketAddr;
-
-    use tokio::task::JoinSet;
-    use tokio_util::sync::CancellationToken;
-
-    use crate::config::{BotConfig, Config};
-
-    pub fn start_builtins(
-        _config: &Config,
-        _address: SocketAddr,
-        builtins: Vec<(BotConfig, String, String)>,
-        _stop: CancellationToken,
-    ) -> JoinSet<()> {
-        for (bot, engine, _) in &builtins {
-            tracing::warn!(bot = %bot.name, %engine, "built-in engines are not wired in yet; this bot will not connect");
-        }
-        JoinSet::new()
-    }
-
-    pub async fn stop_builtins(mut engines: JoinSet<()>) {
-        while engines.join_next().await.is_some() {}
-    }
 }
