@@ -19,7 +19,8 @@ struct Cli {
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
     #[command(subcommand)]
-    command: Command,
+    /// Without a subcommand: `serve` with ./arena.toml.
+    command: Option<Command>,
 }
 
 #[derive(Subcommand)]
@@ -156,7 +157,11 @@ fn parse_rules(text: &str) -> anyhow::Result<serde_json::Value> {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    match cli.command {
+    let command = cli.command.unwrap_or(Command::Serve {
+        config: std::path::PathBuf::from("arena.toml"),
+        listen: None,
+    });
+    match command {
         Command::Serve { config, listen } => {
             init_tracing(cli.verbose);
             return serve(&config, listen.as_deref());
