@@ -118,15 +118,9 @@ fn one() -> u32 {
     1
 }
 
-/// Tournament formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Format {
-    RoundRobin,
-    DoubleRoundRobin,
-    Swiss,
-    Gauntlet,
-}
+/// Tournament formats: the league library's (one definition for the config, the pairings and
+/// the journal).
+pub use crate::league::Format;
 
 /// A tournament's clock table; `move_limit_ms = 0` means no per-move limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -165,6 +159,17 @@ pub struct PointsConfig {
     pub win: f64,
     pub draw: f64,
     pub loss: f64,
+}
+
+impl PointsConfig {
+    /// The standings' points table.
+    pub fn points(&self) -> crate::league::Points {
+        crate::league::Points {
+            win: self.win,
+            draw: self.draw,
+            loss: self.loss,
+        }
+    }
 }
 
 impl Default for PointsConfig {

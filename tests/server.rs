@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use support::{two_bot_config, Client, TestServer};
 
-const MATCH: &str = "t-r1-g1";
+const MATCH: &str = "t-r1-p1-g1";
 
 /// Both bots log in and read their `start`; returns (first, second).
 async fn two_players(server: &TestServer, game: &str) -> (Client, Client) {
@@ -524,17 +524,29 @@ concurrency = 2
         }
     }
     starts.sort();
-    assert_eq!(starts, ["t-r1-g1", "t-r2-g1"]);
+    assert_eq!(starts, ["t-r1-p1-g1", "t-r2-p1-g1"]);
     let sb = b.expect("start").await;
     let sc = c.expect("start").await;
     // b's match runs while c's waits on a; both independent.
     b.send(json!({"type":"resign","match":sb["match"]})).await;
     assert_eq!(b.expect("end").await["reason"], "resign");
     c.send(json!({"type":"resign","match":sc["match"]})).await;
-    assert_eq!(c.expect("end").await["reason"], "resign");
+    // c has the first move of its game, so a `turn` may come before the `end`.
+    let end = loop {
+        let v = c.recv().await;
+        if v["type"] != "turn" {
+            break v;
+        }
+    };
+    assert_eq!(end["type"], "end", "{end}");
+    assert_eq!(end["reason"], "resign");
     let (summary, _, _dir) = server.finished().await;
     assert_eq!(summary.games.len(), 2);
-    assert!(summary.games.iter().all(|g| g.result == "first"));
+    // The gauntlet's head alternates colours: first in round 1, second in round 2.
+    for g in &summary.games {
+        let winner = if g.result == "first" { &g.first } else { &g.second };
+        assert_eq!(winner, "a", "{g:?}");
+    }
 }
 
 #[tokio::test(start_paused = true)]

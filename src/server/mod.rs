@@ -7,6 +7,7 @@
 
 mod builtin;
 pub mod connection;
+pub mod journaling;
 pub mod output;
 pub mod referee;
 pub mod registry;
@@ -45,6 +46,10 @@ pub enum ServerError {
     Config(#[from] crate::config::ConfigError),
     #[error("{0}")]
     Unsupported(String),
+    #[error(transparent)]
+    Journal(#[from] crate::journal::JournalError),
+    #[error("output: {0}")]
+    Output(String),
     #[error("cannot create output folder {path}: {source}")]
     OutDir {
         path: std::path::PathBuf,
@@ -132,7 +137,37 @@ pub async fn run(
         config.server.place.clone(),
     ));
     let registry = Arc::new(Registry::default());
-    let mut scheduler = Scheduler::new(config.clone(), registry.clone(), output)?;
+    let (journal, tournaments, report) = {
+        let config = config.clone();
+        let output = output.clone();
+        tokio::task::spawn_blocking(move || schedule::prepare_league(&config, &output))
+            .await
+            .map_err(|e| ServerError::Output(format!("league setup task failed: {e}")))??
+    };
+    if report.finished > 0 || report.resumed > 0 || report.repaired > 0 {
+        println!(
+            "resuming from the journal: {} games already played, {} continue from their last journaled move{}{}",
+            report.finished,
+            report.resumed,
+            if report.repaired > 0 {
+                format!(", {} output files or lines repaired", report.repaired)
+            } else {
+                String::new()
+            },
+            if report.dropped_torn_line {
+                ", a damaged last journal line dropped"
+            } else {
+                ""
+            }
+        );
+    }
+    let mut scheduler = Scheduler::new(
+        config.clone(),
+        registry.clone(),
+        output,
+        journal,
+        tournaments,
+    );
 
     let mut tokens = HashMap::new();
     let mut builtins = Vec::new();

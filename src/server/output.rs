@@ -4,6 +4,11 @@
 //!
 //! The record text and its file name come from `crate::record`; the crash-safe writes from
 //! `crate::atomic_file` (temp file + rename for records, one durable write per games.jsonl line).
+//!
+//! Finishing a game is idempotent across crashes: the journal's `finished` entry (holding the
+//! whole games.jsonl object, record file name included) is written first, then the record
+//! file, then the games.jsonl line. On restart, [`Output::repair`] completes whatever a crash
+//! cut short, so every finished game has exactly one record file and one games.jsonl line.
 
 use std::collections::HashSet;
 use std::fs;
@@ -13,10 +18,15 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-use crate::atomic_file::append_line_durably;
-use crate::config::{ClockConfig, RecordEncoding};
-use crate::record::{write_record, Record, RecordResult};
+use serde_json::Value;
 
+use crate::atomic_file::{append_line_durably, write_atomically};
+use crate::config::{ClockConfig, RecordEncoding};
+use crate::game::GameId;
+use crate::journal::JournalEntry;
+use crate::record::{Record, RecordResult};
+
+use super::journaling::SharedJournal;
 use super::referee::FinishedGame;
 
 /// Why a game's output could not be written.
@@ -26,6 +36,10 @@ pub enum OutputError {
     Record(#[from] crate::record::RecordError),
     #[error(transparent)]
     File(#[from] crate::atomic_file::AtomicFileError),
+    #[error(transparent)]
+    Journal(#[from] crate::journal::JournalError),
+    #[error("{0}: no free record file name")]
+    NoRecordName(PathBuf),
     #[error("cannot write {path}: {source}")]
     Io {
         path: PathBuf,
@@ -107,34 +121,26 @@ impl Output {
         self.out_dir.join("games.jsonl")
     }
 
-    /// The match ids games.jsonl already holds (finished before a restart). A line a crash cut
-    /// short is skipped.
-    pub fn finished_matches(&self) -> HashSet<String> {
-        let mut done = HashSet::new();
-        let Ok(file) = fs::File::open(self.games_path()) else {
-            return done;
-        };
-        for line in io::BufReader::new(file).lines().map_while(Result::ok) {
-            if let Ok(serde_json::Value::Object(map)) = serde_json::from_str(&line) {
-                if let Some(serde_json::Value::String(id)) = map.get("match") {
-                    done.insert(id.clone());
-                }
-            }
-        }
-        done
+    pub fn records_dir(&self) -> PathBuf {
+        self.out_dir.join("records")
     }
 
-    /// Writes the record file, then the games.jsonl line; returns the record's file name.
-    /// Blocking (fsync): call from `spawn_blocking`.
-    pub fn write_game(&self, game: &FinishedGame) -> Result<String, OutputError> {
-        let records = self.out_dir.join("records");
-        fs::create_dir_all(&records).map_err(io_error(&records))?;
-        let record = record_of(game, &self.event, &self.place);
-        let path = write_record(&records, &record, self.encoding)?;
-        let record_name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+    /// The objects of games.jsonl, in file order. A line a crash cut short, or any line that is
+    /// not a JSON object with a `match` string, is skipped.
+    pub fn read_games(&self) -> Vec<Value> {
+        let Ok(file) = fs::File::open(self.games_path()) else {
+            return Vec::new();
+        };
+        io::BufReader::new(file)
+            .lines()
+            .map_while(Result::ok)
+            .filter_map(|line| serde_json::from_str::<Value>(&line).ok())
+            .filter(|v| v.get("match").and_then(Value::as_str).is_some())
+            .collect()
+    }
+
+    /// The games.jsonl object of a finished game whose record file is `record_name`.
+    pub fn game_line(game: &FinishedGame, record_name: &str) -> Result<Value, OutputError> {
         let spec = &game.spec;
         let line = GameLine {
             match_id: &spec.match_id,
@@ -151,16 +157,132 @@ impl Output {
             clock: ClockLine::from(&spec.clock),
             started: game.started.to_rfc3339(),
             finished: game.finished.to_rfc3339(),
-            record: &record_name,
+            record: record_name,
         };
-        let json = serde_json::to_string(&line).map_err(|e| OutputError::Io {
+        serde_json::to_value(&line).map_err(|e| OutputError::Io {
+            path: PathBuf::from("games.jsonl"),
+            source: io::Error::other(e),
+        })
+    }
+
+    /// Finishes a game: journals it as finished (with its games.jsonl object, which names the
+    /// record file it is about to get), writes the record file, appends the games.jsonl line.
+    /// Returns the games.jsonl object. Blocking (fsync): call from `spawn_blocking`, one game
+    /// at a time (the scheduler does).
+    pub fn finish_game(
+        &self,
+        journal: &SharedJournal,
+        id: &str,
+        game: &FinishedGame,
+    ) -> Result<Value, OutputError> {
+        let records = self.records_dir();
+        fs::create_dir_all(&records).map_err(io_error(&records))?;
+        let record = record_of(game, &self.event, &self.place);
+        let path = record
+            .unique_path_in(&records)
+            .ok_or_else(|| OutputError::NoRecordName(records.clone()))?;
+        let record_name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let line = Output::game_line(game, &record_name)?;
+        journal.append_blocking(&[JournalEntry::Finished {
+            id: id.to_string(),
+            record: line.clone(),
+        }])?;
+        write_atomically(&path, &record.encode(self.encoding)?)?;
+        self.append_line(&line)?;
+        Ok(line)
+    }
+
+    fn append_line(&self, line: &Value) -> Result<(), OutputError> {
+        let json = serde_json::to_string(line).map_err(|e| OutputError::Io {
             path: self.games_path(),
             source: io::Error::other(e),
         })?;
         let _guard = self.append_lock.lock().unwrap_or_else(|e| e.into_inner());
         append_line_durably(&self.games_path(), &json)?;
-        Ok(record_name)
+        Ok(())
     }
+
+    /// Completes what a crash cut short for the finished games `finished` (games.jsonl
+    /// objects as the journal holds them): a missing record file is written again from the
+    /// object, a missing games.jsonl line appended, and games.jsonl rewritten (atomically)
+    /// without repeated lines of one match. Returns how many things were repaired. Blocking.
+    pub fn repair(&self, finished: &[Value]) -> Result<usize, OutputError> {
+        let mut repaired = 0;
+        let mut lines = self.read_games();
+        let mut seen = HashSet::new();
+        let before = lines.len();
+        lines.retain(|l| {
+            l.get("match")
+                .and_then(Value::as_str)
+                .is_some_and(|m| seen.insert(m.to_string()))
+        });
+        if lines.len() != before {
+            let mut text = String::new();
+            for l in &lines {
+                text.push_str(&l.to_string());
+                text.push('\n');
+            }
+            write_atomically(&self.games_path(), text.as_bytes())?;
+            repaired += before - lines.len();
+        }
+        let records = self.records_dir();
+        for line in finished {
+            let Some(id) = line.get("match").and_then(Value::as_str) else {
+                continue;
+            };
+            if let Some(name) = line.get("record").and_then(Value::as_str) {
+                let path = records.join(name);
+                if !name.is_empty() && !path.exists() {
+                    if let Some(record) = record_of_line(line, &self.event, &self.place) {
+                        fs::create_dir_all(&records).map_err(io_error(&records))?;
+                        write_atomically(&path, &record.encode(self.encoding)?)?;
+                        repaired += 1;
+                    }
+                }
+            }
+            if !seen.contains(id) {
+                self.append_line(line)?;
+                seen.insert(id.to_string());
+                repaired += 1;
+            }
+        }
+        Ok(repaired)
+    }
+}
+
+/// The contest record of a games.jsonl object (to write a record file a crash prevented), or
+/// `None` when the object lacks a field.
+pub fn record_of_line(line: &Value, event: &str, place: &str) -> Option<Record> {
+    let text = |key: &str| line.get(key).and_then(Value::as_str);
+    let game: GameId = text("game")?.parse().ok()?;
+    let result = match text("result")? {
+        "first" => RecordResult::from_winner(Some(crate::game::Side::First)),
+        "second" => RecordResult::from_winner(Some(crate::game::Side::Second)),
+        _ => RecordResult::from_winner(None),
+    };
+    let played_at = chrono::DateTime::parse_from_rfc3339(text("started")?)
+        .ok()?
+        .naive_local();
+    let moves = line
+        .get("moves")?
+        .as_array()?
+        .iter()
+        .map(|m| m.as_str().map(String::from))
+        .collect::<Option<Vec<String>>>()?;
+    Some(Record {
+        game,
+        first: text("first")?.to_string(),
+        second: text("second")?.to_string(),
+        result,
+        played_at,
+        place: place.to_string(),
+        event: event.to_string(),
+        moves,
+        rules: line.get("rules").cloned().unwrap_or(Value::Null),
+    })
 }
 
 /// The contest record of a finished game.
@@ -205,34 +327,87 @@ mod tests {
         game
     }
 
-    #[test]
-    fn a_game_leaves_a_record_and_one_line() {
-        let dir = tempfile::tempdir().unwrap();
+    fn output_in(dir: &Path) -> (Output, SharedJournal) {
         let output = Output::new(
-            dir.path().to_path_buf(),
+            dir.to_path_buf(),
             RecordEncoding::Utf8,
             "ev".into(),
             "pl".into(),
         );
-        let name = output.write_game(&hex_game("t-r1-g1")).unwrap();
-        let again = output.write_game(&hex_game("t-r1-g2")).unwrap();
-        assert_ne!(name, again, "a second record never replaces the first");
+        let (journal, _) = crate::journal::Journal::open(&dir.join("journal.jsonl")).unwrap();
+        (output, SharedJournal::new(journal))
+    }
+
+    fn schedule(journal: &SharedJournal, ids: &[&str]) {
+        let entries: Vec<JournalEntry> = ids
+            .iter()
+            .map(|id| JournalEntry::Scheduled {
+                id: id.to_string(),
+                tournament: "t".into(),
+                round: 1,
+                first: "red bot".into(),
+                second: "blue bot".into(),
+            })
+            .collect();
+        journal.append_blocking(&entries).unwrap();
+    }
+
+    #[test]
+    fn a_game_leaves_a_record_one_line_and_a_journal_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let (output, journal) = output_in(dir.path());
+        schedule(&journal, &["t-r1-g1", "t-r1-g2"]);
+        let first = output
+            .finish_game(&journal, "t-r1-g1", &hex_game("t-r1-g1"))
+            .unwrap();
+        let second = output
+            .finish_game(&journal, "t-r1-g2", &hex_game("t-r1-g2"))
+            .unwrap();
+        let name = first["record"].as_str().unwrap().to_string();
+        assert_ne!(
+            name, second["record"],
+            "a second record never replaces the first"
+        );
         let text = fs::read_to_string(dir.path().join("records").join(&name)).unwrap();
         assert!(
             text.starts_with("{[HEX][red bot R][blue bot B][先手胜]"),
             "{text}"
         );
         assert!(text.contains(";R(F,6);B(E,7)}"), "{text}");
-        let lines: Vec<serde_json::Value> = fs::read_to_string(output.games_path())
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        assert_eq!(lines.len(), 2);
-        assert_eq!(lines[0]["record"], name.as_str());
+        let lines = output.read_games();
+        assert_eq!(lines, vec![first.clone(), second]);
         assert_eq!(lines[0]["think_ms"], serde_json::json!([10, 20]));
         assert_eq!(lines[0]["reason"], "resign");
-        let done = output.finished_matches();
-        assert!(done.contains("t-r1-g1") && done.contains("t-r1-g2"));
+        let (_, state) =
+            crate::journal::Journal::open(&dir.path().join("journal.jsonl")).unwrap();
+        assert_eq!(state.game("t-r1-g1").unwrap().finished, Some(first));
+    }
+
+    #[test]
+    fn repair_restores_a_lost_record_and_line_and_drops_repeats() {
+        let dir = tempfile::tempdir().unwrap();
+        let (output, journal) = output_in(dir.path());
+        schedule(&journal, &["t-r1-g1", "t-r1-g2"]);
+        let first = output
+            .finish_game(&journal, "t-r1-g1", &hex_game("t-r1-g1"))
+            .unwrap();
+        let second = output
+            .finish_game(&journal, "t-r1-g2", &hex_game("t-r1-g2"))
+            .unwrap();
+        let record = output
+            .records_dir()
+            .join(second["record"].as_str().unwrap());
+        let record_text = fs::read_to_string(&record).unwrap();
+        // A crash after the journal entry: no record file, no games.jsonl line for game 2,
+        // and (as if appended twice) game 1's line repeated.
+        fs::remove_file(&record).unwrap();
+        let one = format!("{first}\n");
+        fs::write(output.games_path(), format!("{one}{one}")).unwrap();
+        let repaired = output.repair(&[first.clone(), second.clone()]).unwrap();
+        assert_eq!(repaired, 3);
+        assert_eq!(output.read_games(), vec![first.clone(), second.clone()]);
+        assert_eq!(fs::read_to_string(&record).unwrap(), record_text);
+        // Nothing left to repair.
+        assert_eq!(output.repair(&[first, second]).unwrap(), 0);
     }
 }

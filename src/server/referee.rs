@@ -12,8 +12,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ClockConfig;
 use crate::game::{new_game, AnyGame, EndReason, GameId, Outcome, Side};
+use crate::journal::JournalMove;
 use crate::protocol::{ErrorCode, RefereeMessage, TurnClock};
 
+use super::journaling::MoveJournal;
 use super::registry::BotLink;
 
 /// What reaches a referee from the connections of its two players.
@@ -98,6 +100,31 @@ impl FinishedGame {
             finished: now,
         }
     }
+}
+
+/// Where a match resumes after a restart: the moves journaled before the crash (each with its
+/// think time, lag credit and both clocks after it) and when the game first started.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResumePoint {
+    pub moves: Vec<JournalMove>,
+    pub started: DateTime<Local>,
+}
+
+/// How a match is journaled: where it resumes from (if it was cut off by a crash) and the
+/// journal each accepted move goes to before the game goes on.
+#[derive(Debug, Default)]
+pub struct MatchJournaling {
+    pub resume: Option<ResumePoint>,
+    pub journal: Option<MoveJournal>,
+}
+
+/// What one input did to the match.
+enum Handled {
+    /// Nothing that changes whose move it is.
+    Nothing,
+    /// The mover's move was accepted (it may have ended the game).
+    Moved,
+    Ended(Outcome),
 }
 
 fn ms(d: Duration) -> u64 {
@@ -202,8 +229,8 @@ impl Referee {
             .min_by_key(|(t, _)| *t)
     }
 
-    /// Handles one input; returns the outcome if it ends the match.
-    fn handle(&mut self, input: RefereeInput) -> Option<Outcome> {
+    /// Handles one input: a move accepted, the match over, or nothing that moves it on.
+    fn handle(&mut self, input: RefereeInput) -> Handled {
         let mover = self.game.turn();
         match input {
             RefereeInput::Move {
@@ -213,7 +240,7 @@ impl Referee {
                 received,
             } => {
                 if !self.is_current(side, conn_id) {
-                    return None;
+                    return Handled::Nothing;
                 }
                 if side != mover {
                     self.send_error(
@@ -224,19 +251,19 @@ impl Referee {
                             self.spec.players[mover.index()]
                         ),
                     );
-                    return None;
+                    return Handled::Nothing;
                 }
                 let elapsed = received.saturating_duration_since(self.turn_started);
                 let credit = self.lag_credit(side).min(elapsed);
                 let think = elapsed.saturating_sub(credit);
                 if think > self.allowed(side) {
-                    return Some(Outcome::win(side.opponent(), EndReason::Timeout));
+                    return Handled::Ended(Outcome::win(side.opponent(), EndReason::Timeout));
                 }
                 match self.game.play_text(&text) {
                     Err(e) => {
                         self.send_error(side, ErrorCode::IllegalMove, e.to_string());
                         tracing::info!(match_id = %self.spec.match_id, bot = %self.spec.players[side.index()], error = %e, "illegal move");
-                        Some(Outcome::win(side.opponent(), EndReason::IllegalMove))
+                        Handled::Ended(Outcome::win(side.opponent(), EndReason::IllegalMove))
                     }
                     Ok(recorded) => {
                         self.moves.push(recorded);
@@ -247,33 +274,31 @@ impl Referee {
                             + Duration::from_millis(self.spec.clock.increment_ms);
                         self.remaining[side.index()] = left;
                         self.reported[side.index()] = self.moves.len();
-                        self.turn_started = Instant::now();
-                        if let Some(outcome) = self.game.outcome() {
-                            return Some(outcome);
-                        }
-                        let next = self.game.turn();
-                        self.send_turn(next);
-                        None
+                        Handled::Moved
                     }
                 }
             }
-            RefereeInput::Resign { side, conn_id } => self
-                .is_current(side, conn_id)
-                .then(|| Outcome::win(side.opponent(), EndReason::Resign)),
+            RefereeInput::Resign { side, conn_id } => {
+                if self.is_current(side, conn_id) {
+                    Handled::Ended(Outcome::win(side.opponent(), EndReason::Resign))
+                } else {
+                    Handled::Nothing
+                }
+            }
             RefereeInput::Disconnected { side, conn_id } => {
                 if self.is_current(side, conn_id) {
                     tracing::info!(match_id = %self.spec.match_id, bot = %self.spec.players[side.index()], "player disconnected; grace period running");
                     self.links[side.index()] = None;
                     self.gone_since[side.index()] = Some(Instant::now());
                 }
-                None
+                Handled::Nothing
             }
             RefereeInput::Connected { side, link } => {
                 if self.links[side.index()]
                     .as_ref()
                     .is_some_and(|l| l.conn_id == link.conn_id)
                 {
-                    return None;
+                    return Handled::Nothing;
                 }
                 if self.gone_since[side.index()].is_some() {
                     tracing::info!(match_id = %self.spec.match_id, bot = %self.spec.players[side.index()], "player reconnected; resuming");
@@ -284,7 +309,7 @@ impl Referee {
                 if side == mover {
                     self.send_turn(side);
                 }
-                None
+                Handled::Nothing
             }
         }
     }
@@ -303,19 +328,90 @@ pub async fn run_match(
     spec: MatchSpec,
     settings: RefereeSettings,
     links: [Option<BotLink>; 2],
-    mut inbox: mpsc::Receiver<RefereeInput>,
+    inbox: mpsc::Receiver<RefereeInput>,
     shutdown: CancellationToken,
 ) -> Option<FinishedGame> {
-    let game = match new_game(spec.game, &spec.rules) {
+    run_journaled_match(
+        spec,
+        settings,
+        links,
+        inbox,
+        shutdown,
+        MatchJournaling::default(),
+    )
+    .await
+}
+
+/// Replays journaled moves into a fresh game: the moves made, their movers, think and lag
+/// times, and both clocks after the last one. Stops at the first move the rules refuse (which
+/// a journal written by this server never holds).
+#[derive(Default)]
+struct Replayed {
+    moves: Vec<String>,
+    movers: Vec<Side>,
+    think_ms: Vec<u64>,
+    lag_ms: Vec<u64>,
+    /// Both clocks after the last move replayed.
+    clocks: Option<[u64; 2]>,
+}
+
+fn replay(spec: &MatchSpec, game: &mut Box<dyn AnyGame>, resume: &ResumePoint) -> Replayed {
+    let mut out = Replayed::default();
+    for m in &resume.moves {
+        let mover = game.turn();
+        match game.play_text(&m.text) {
+            Ok(recorded) => {
+                out.moves.push(recorded);
+                out.movers.push(mover);
+                out.think_ms.push(m.think_ms);
+                out.lag_ms.push(m.lag_ms);
+                out.clocks = Some([m.first_clock_ms, m.second_clock_ms]);
+            }
+            Err(e) => {
+                tracing::error!(match_id = %spec.match_id, ply = m.ply, error = %e, "a journaled move does not replay; resuming before it");
+                break;
+            }
+        }
+        if game.outcome().is_some() {
+            break;
+        }
+    }
+    out
+}
+
+/// [`run_match`] with journaling: each accepted move is appended to `journaling.journal` (and
+/// on disk) before the opponent hears of it, and a match cut off by a crash continues from
+/// `journaling.resume`: the journaled moves are replayed, each clock is set to what the journal
+/// says it had left after the last of them, and both bots get `start` with the moves so far,
+/// then the mover `turn`.
+pub async fn run_journaled_match(
+    spec: MatchSpec,
+    settings: RefereeSettings,
+    links: [Option<BotLink>; 2],
+    mut inbox: mpsc::Receiver<RefereeInput>,
+    shutdown: CancellationToken,
+    journaling: MatchJournaling,
+) -> Option<FinishedGame> {
+    let mut game = match new_game(spec.game, &spec.rules) {
         Ok(g) => g,
         Err(e) => {
             tracing::error!(match_id = %spec.match_id, error = %e, "cannot set up the game");
             return None;
         }
     };
-    let started = Local::now();
-    let now = Instant::now();
     let initial = Duration::from_millis(spec.clock.initial_ms);
+    let mut started = Local::now();
+    let mut replayed = Replayed::default();
+    let mut remaining = [initial; 2];
+    if let Some(resume) = &journaling.resume {
+        replayed = replay(&spec, &mut game, resume);
+        if let Some([first, second]) = replayed.clocks {
+            remaining = [Duration::from_millis(first), Duration::from_millis(second)];
+        }
+        started = resume.started;
+        tracing::info!(match_id = %spec.match_id, moves = replayed.moves.len(), "resuming the match from the journal");
+    }
+    let now = Instant::now();
     let gone_since = [
         links[0].is_none().then_some(now),
         links[1].is_none().then_some(now),
@@ -326,13 +422,13 @@ pub async fn run_match(
         game,
         links,
         gone_since,
-        remaining: [initial; 2],
+        remaining,
         reported: [0; 2],
         turn_started: now,
-        moves: Vec::new(),
-        movers: Vec::new(),
-        think_ms: Vec::new(),
-        lag_ms: Vec::new(),
+        moves: replayed.moves,
+        movers: replayed.movers,
+        think_ms: replayed.think_ms,
+        lag_ms: replayed.lag_ms,
     };
     tracing::info!(
         match_id = %referee.spec.match_id,
@@ -360,15 +456,26 @@ pub async fn run_match(
                 biased;
                 _ = shutdown.cancelled() => return None,
                 input = inbox.recv() => {
-                    let input = input?;
-                    if let Some(outcome) = referee.handle(input) {
-                        break 'play outcome;
-                    }
-                    // A stream of other input must not hold the mover's clock back.
-                    if referee.game.outcome().is_none() {
-                        let m = referee.game.turn();
-                        if Instant::now() > referee.turn_started + referee.allowed(m) + referee.lag_credit(m) {
-                            break 'play Outcome::win(m.opponent(), EndReason::Timeout);
+                    match referee.handle(input?) {
+                        Handled::Ended(outcome) => break 'play outcome,
+                        Handled::Moved => {
+                            if let Some(journal) = &journaling.journal {
+                                journal.record_last_move(&referee.moves, &referee.think_ms, &referee.lag_ms, referee.remaining).await;
+                            }
+                            // The journal write is not charged to the next mover.
+                            referee.turn_started = Instant::now();
+                            if let Some(outcome) = referee.game.outcome() {
+                                break 'play outcome;
+                            }
+                            let next = referee.game.turn();
+                            referee.send_turn(next);
+                        }
+                        Handled::Nothing => {
+                            // A stream of other input must not hold the mover's clock back.
+                            let m = referee.game.turn();
+                            if Instant::now() > referee.turn_started + referee.allowed(m) + referee.lag_credit(m) {
+                                break 'play Outcome::win(m.opponent(), EndReason::Timeout);
+                            }
                         }
                     }
                 }

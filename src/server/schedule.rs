@@ -1,12 +1,22 @@
-//! Which games each tournament plays (round-robin, double round-robin, gauntlet), with match ids
-//! derived from the schedule so they are stable across restarts, and the scheduler task that
-//! starts a game as soon as both bots are connected and free, honouring each tournament's
-//! concurrency, and forfeits games of bots that stay away.
+//! The league as the server runs it. At start ([`prepare_league`]): the journal is opened and
+//! checked against the configuration, every tournament's schedule comes from `league::pairing`
+//! (fixed formats whole, Swiss one round at a time), games finished before a restart are taken
+//! from the journal and games.jsonl (and any half-finished output repaired), and games cut off
+//! by a crash are set to resume from their journaled moves. Then the [`Scheduler`] task starts
+//! a game as soon as both bots are connected and free (honouring each tournament's
+//! concurrency), forfeits games of bots that stay away, finishes every game through the
+//! journal, pairs the next Swiss round once a round is over, rewrites the standings after every
+//! game and prints progress.
+//!
+//! Match ids are the schedule's game ids, `TOURNAMENT-rROUND-pPAIR-gGAME` (all 1-based): the
+//! same configuration always gives the same ids, so they survive restarts.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::{DateTime, Local};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::{sleep_until, Instant};
@@ -14,101 +24,393 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, Format, TournamentConfig};
 use crate::game::Side;
+use crate::journal::{Journal, JournalEntry, JournalState, JOURNAL_FILE};
+use crate::league::report::terminal_table;
+use crate::league::{
+    compute_standings, fixed_schedule, swiss_round, write_standings, EloOptions, GameResult,
+    ScheduledGame, TournamentStandings,
+};
 
+use super::journaling::{fingerprint, MoveJournal, SharedJournal};
 use super::output::Output;
-use super::referee::{run_match, FinishedGame, MatchSpec, RefereeSettings};
+use super::referee::{
+    run_journaled_match, FinishedGame, MatchJournaling, MatchSpec, RefereeSettings, ResumePoint,
+};
 use super::registry::{MatchEntry, Registry};
 use super::{GameSummary, ServerError};
 
-/// One game of a tournament's schedule.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScheduledGame {
-    /// `TOURNAMENT-rROUND-gN`.
-    pub match_id: String,
-    pub round: u32,
-    /// `[first, second]`.
-    pub players: [String; 2],
+/// A game waiting to be played: from the start, or from its journaled moves.
+#[derive(Debug, Clone)]
+struct PendingGame {
+    game: ScheduledGame,
+    resume: Option<ResumePoint>,
 }
 
-/// The games of a tournament, in the order they are due. Swiss needs results to pair, which this
-/// scheduler does not do yet: it is refused.
-pub fn schedule(t: &TournamentConfig) -> Result<Vec<ScheduledGame>, ServerError> {
-    let pairs_by_round: Vec<Vec<(usize, usize)>> = match t.format {
-        Format::RoundRobin | Format::DoubleRoundRobin => berger_rounds(t.bots.len()),
-        Format::Gauntlet => (1..t.bots.len()).map(|i| vec![(0, i)]).collect(),
-        Format::Swiss => {
-            return Err(ServerError::Unsupported(format!(
-                "tournament {:?}: format swiss is not supported by this server yet",
-                t.name
-            )))
-        }
-    };
-    let cycles = match t.format {
-        Format::DoubleRoundRobin => 2 * t.games_per_pairing,
-        _ => t.games_per_pairing,
-    };
-    let mut games = Vec::new();
-    let rounds_per_cycle = u32::try_from(pairs_by_round.len()).unwrap_or(u32::MAX);
-    for cycle in 0..cycles {
-        for (r, pairs) in pairs_by_round.iter().enumerate() {
-            let round = cycle
-                .saturating_mul(rounds_per_cycle)
-                .saturating_add(u32::try_from(r).unwrap_or(u32::MAX))
-                .saturating_add(1);
-            for (g, &(a, b)) in pairs.iter().enumerate() {
-                let (first, second) = if cycle % 2 == 0 { (a, b) } else { (b, a) };
-                games.push(ScheduledGame {
-                    match_id: format!("{}-r{round}-g{}", t.name, g + 1),
-                    round,
-                    players: [t.bots[first].clone(), t.bots[second].clone()],
-                });
-            }
-        }
-    }
-    Ok(games)
-}
-
-/// Round-robin pairings by the circle method: every pair meets once; with an odd number of bots
-/// one sits out each round. Colours alternate from round to round for the fixed bot.
-fn berger_rounds(n: usize) -> Vec<Vec<(usize, usize)>> {
-    let mut ring: Vec<Option<usize>> = (0..n).map(Some).collect();
-    if n % 2 == 1 {
-        ring.push(None);
-    }
-    let m = ring.len();
-    let mut rounds = Vec::new();
-    for r in 0..m.saturating_sub(1) {
-        let mut pairs = Vec::new();
-        for i in 0..m / 2 {
-            if let (Some(a), Some(b)) = (ring[i], ring[m - 1 - i]) {
-                if i == 0 && r % 2 == 1 {
-                    pairs.push((b, a));
-                } else {
-                    pairs.push((a, b));
-                }
-            }
-        }
-        rounds.push(pairs);
-        // Keep ring[0] fixed and rotate the rest by one.
-        if m > 2 {
-            let last = ring.remove(m - 1);
-            ring.insert(1, last);
-        }
-    }
-    rounds
-}
-
-struct TournamentState {
+/// One tournament as the server runs it.
+#[derive(Debug)]
+pub struct TournamentState {
     config: TournamentConfig,
-    pending: Vec<ScheduledGame>,
+    /// Every game scheduled so far, in schedule order.
+    games: Vec<ScheduledGame>,
+    /// The games.jsonl object of each finished game, by id.
+    finished: HashMap<String, Value>,
+    /// Swiss byes: (round, bot).
+    byes: Vec<(u32, String)>,
+    pending: Vec<PendingGame>,
     running: u32,
     /// When each pending game first became due while a player was away.
     due_since: HashMap<String, Instant>,
+    /// The highest round scheduled.
+    round: u32,
+    /// Set when no further Swiss round can be paired without a repeat.
+    no_more_rounds: bool,
+    /// Whether the final table has been printed.
+    announced: bool,
+}
+
+impl TournamentState {
+    fn new(config: TournamentConfig) -> TournamentState {
+        TournamentState {
+            config,
+            games: Vec::new(),
+            finished: HashMap::new(),
+            byes: Vec::new(),
+            pending: Vec::new(),
+            running: 0,
+            due_since: HashMap::new(),
+            round: 0,
+            no_more_rounds: false,
+            announced: false,
+        }
+    }
+
+    fn swiss(&self) -> bool {
+        self.config.format == Format::Swiss
+    }
+
+    /// How many games the tournament will have: the whole schedule, or for Swiss every planned
+    /// round's games (fewer if the pairings ran out).
+    pub fn planned(&self) -> usize {
+        if self.swiss() && !self.no_more_rounds {
+            let per_round = (self.config.bots.len() / 2)
+                .saturating_mul(usize::try_from(self.config.games_per_pairing).unwrap_or(1));
+            per_round.saturating_mul(usize::try_from(self.config.rounds).unwrap_or(0))
+        } else {
+            self.games.len()
+        }
+    }
+
+    pub fn done(&self) -> usize {
+        self.finished.len()
+    }
+
+    /// Every game played and, for Swiss, every round paired.
+    pub fn is_finished(&self) -> bool {
+        let rounds_done = !self.swiss() || self.no_more_rounds || self.round >= self.config.rounds;
+        rounds_done && self.games.iter().all(|g| self.finished.contains_key(&g.id))
+    }
+
+    /// The finished games of rounds before `before` (all rounds with `u32::MAX`), in schedule
+    /// order, as the standings and the Swiss pairing read them.
+    fn results(&self, before: u32) -> Vec<GameResult> {
+        self.games
+            .iter()
+            .filter(|g| g.round < before)
+            .filter_map(|g| self.finished.get(&g.id))
+            .filter_map(|line| match GameResult::from_games_json(line) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    tracing::warn!(tournament = %self.config.name, error = %e, "a finished game is left out of the standings");
+                    None
+                }
+            })
+            .collect()
+    }
+
+    fn bye_names(&self, before: u32) -> Vec<String> {
+        self.byes
+            .iter()
+            .filter(|(r, _)| *r < before)
+            .map(|(_, b)| b.clone())
+            .collect()
+    }
+
+    pub fn standings(&self) -> TournamentStandings {
+        let rows = compute_standings(
+            &self.config.bots,
+            &self.results(u32::MAX),
+            &self.bye_names(u32::MAX),
+            &self.config.points.points(),
+            self.swiss(),
+            &EloOptions::default(),
+        );
+        TournamentStandings::new(
+            &self.config.name,
+            self.config.game,
+            self.is_finished(),
+            rows,
+        )
+    }
+
+    /// Pairs Swiss round `round` from the results of the rounds before it.
+    fn pair_swiss_round(&self, round: u32) -> Option<crate::league::SwissRound> {
+        let t = &self.config;
+        match swiss_round(
+            &t.name,
+            &t.bots,
+            round,
+            t.games_per_pairing,
+            &t.points.points(),
+            &self.results(round),
+            &self.bye_names(round),
+        ) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                tracing::warn!(tournament = %t.name, round, error = %e, "no further Swiss round: the tournament ends here");
+                None
+            }
+        }
+    }
+
+    /// If this is a Swiss tournament whose current round is over and more rounds are due, pairs
+    /// the next round, queues its games and returns the journal entries that record it.
+    fn next_swiss_round(&mut self) -> Vec<JournalEntry> {
+        let round_over = self
+            .games
+            .iter()
+            .all(|g| self.finished.contains_key(&g.id));
+        if !self.swiss() || self.no_more_rounds || self.round >= self.config.rounds || !round_over
+        {
+            return Vec::new();
+        }
+        let round = self.round + 1;
+        let Some(paired) = self.pair_swiss_round(round) else {
+            self.no_more_rounds = true;
+            return Vec::new();
+        };
+        self.round = round;
+        let mut entries = Vec::new();
+        if let Some(bot) = &paired.bye {
+            self.byes.push((round, bot.clone()));
+            entries.push(JournalEntry::Bye {
+                tournament: self.config.name.clone(),
+                round,
+                bot: bot.clone(),
+            });
+            tracing::info!(tournament = %self.config.name, round, %bot, "bye (scored as a win)");
+        }
+        for g in paired.games {
+            entries.push(scheduled_entry(&self.config.name, &g));
+            self.pending.push(PendingGame {
+                game: g.clone(),
+                resume: None,
+            });
+            self.games.push(g);
+        }
+        entries
+    }
+}
+
+fn scheduled_entry(tournament: &str, g: &ScheduledGame) -> JournalEntry {
+    JournalEntry::Scheduled {
+        id: g.id.clone(),
+        tournament: tournament.to_string(),
+        round: g.round,
+        first: g.first.clone(),
+        second: g.second.clone(),
+    }
+}
+
+/// What [`prepare_league`] found and did, for the person starting the server.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResumeReport {
+    /// Games already finished before this run.
+    pub finished: usize,
+    /// Unfinished games that continue from journaled moves.
+    pub resumed: usize,
+    /// Record files or games.jsonl lines written again, or repeated lines removed.
+    pub repaired: usize,
+    /// A damaged last journal line was dropped.
+    pub dropped_torn_line: bool,
+}
+
+/// Opens the journal in `out_dir`, refuses a configuration that differs from the one it was
+/// started with, builds every tournament's schedule and progress from the journal and
+/// games.jsonl, repairs what a crash cut short, and journals anything new (the fingerprint,
+/// scheduled games, Swiss rounds and byes). Blocking: call from `spawn_blocking`.
+pub fn prepare_league(
+    config: &Config,
+    output: &Output,
+) -> Result<(SharedJournal, Vec<TournamentState>, ResumeReport), ServerError> {
+    let path = config.server.out_dir.join(JOURNAL_FILE);
+    let (journal, state) = Journal::open(&path)?;
+    let mut report = ResumeReport {
+        dropped_torn_line: state.dropped_torn_line.is_some(),
+        ..ResumeReport::default()
+    };
+    if let Some(line) = state.dropped_torn_line {
+        tracing::warn!(journal = %path.display(), line, "dropped a damaged last journal line (a crash during a write)");
+    }
+    let print = fingerprint(config);
+    state.check_config(&print)?;
+    let journal = SharedJournal::new(journal);
+    let mut entries = Vec::new();
+    if state.config.is_none() {
+        entries.push(print.entry());
+    }
+    let jsonl: HashMap<String, Value> = output
+        .read_games()
+        .into_iter()
+        .filter_map(|v| {
+            let id = v.get("match")?.as_str()?.to_string();
+            Some((id, v))
+        })
+        .collect();
+    let mut tournaments = Vec::new();
+    for t in &config.tournaments {
+        let mut ts = TournamentState::new(t.clone());
+        if t.format == Format::Swiss {
+            load_swiss(&mut ts, &state, &jsonl, &mut entries);
+        } else {
+            let schedule = fixed_schedule(&t.name, t.format, &t.bots, t.games_per_pairing)
+                .map_err(|e| ServerError::Unsupported(e.to_string()))?;
+            ts.round = schedule.iter().map(|g| g.round).max().unwrap_or(0);
+            for g in &schedule {
+                if state.game(&g.id).is_none() {
+                    entries.push(scheduled_entry(&t.name, g));
+                }
+            }
+            ts.games = schedule;
+            take_finished(&mut ts, &state, &jsonl, &mut entries);
+        }
+        entries.extend(ts.next_swiss_round());
+        // What is left to play, from the journal's moves where there are some.
+        for g in &ts.games {
+            if ts.finished.contains_key(&g.id) || ts.pending.iter().any(|p| p.game.id == g.id) {
+                continue;
+            }
+            let resume = state.game(&g.id).and_then(|progress| {
+                let time = progress.started.as_ref().map(|(_, time)| time.as_str())?;
+                if progress.moves.is_empty() {
+                    return None;
+                }
+                let started = DateTime::parse_from_rfc3339(time)
+                    .map(|t| t.with_timezone(&Local))
+                    .unwrap_or_else(|_| Local::now());
+                Some(ResumePoint {
+                    moves: progress.moves.clone(),
+                    started,
+                })
+            });
+            report.resumed += usize::from(resume.is_some());
+            ts.pending.push(PendingGame {
+                game: g.clone(),
+                resume,
+            });
+        }
+        report.finished += ts.done();
+        tournaments.push(ts);
+    }
+    journal.append_blocking(&entries)?;
+    let finished_lines: Vec<Value> = tournaments
+        .iter()
+        .flat_map(|t| t.games.iter().filter_map(|g| t.finished.get(&g.id).cloned()))
+        .collect();
+    report.repaired = output
+        .repair(&finished_lines)
+        .map_err(|e| ServerError::Output(e.to_string()))?;
+    Ok((journal, tournaments, report))
+}
+
+/// Marks the scheduled games of `ts` that the journal or games.jsonl hold as finished; a game
+/// only games.jsonl holds (a crash between the two writes, or a journal started after it) is
+/// journaled as finished too.
+fn take_finished(
+    ts: &mut TournamentState,
+    state: &JournalState,
+    jsonl: &HashMap<String, Value>,
+    entries: &mut Vec<JournalEntry>,
+) {
+    for g in &ts.games {
+        if let Some(line) = state.game(&g.id).and_then(|p| p.finished.clone()) {
+            ts.finished.insert(g.id.clone(), line);
+        } else if let Some(line) = jsonl.get(&g.id) {
+            entries.push(JournalEntry::Finished {
+                id: g.id.clone(),
+                record: line.clone(),
+            });
+            ts.finished.insert(g.id.clone(), line.clone());
+        }
+    }
+}
+
+/// Rebuilds a Swiss tournament from the journal: the rounds it holds, its byes, and the last
+/// round paired again (pairing is deterministic) so that a round a crash cut off while it was
+/// being journaled is completed.
+fn load_swiss(
+    ts: &mut TournamentState,
+    state: &JournalState,
+    jsonl: &HashMap<String, Value>,
+    entries: &mut Vec<JournalEntry>,
+) {
+    let name = ts.config.name.clone();
+    ts.games = state
+        .games
+        .iter()
+        .filter(|g| g.tournament == name)
+        .map(|g| ScheduledGame {
+            id: g.id.clone(),
+            round: g.round,
+            first: g.first.clone(),
+            second: g.second.clone(),
+        })
+        .collect();
+    ts.byes = state
+        .byes
+        .iter()
+        .filter(|b| b.tournament == name)
+        .map(|b| (b.round, b.bot.clone()))
+        .collect();
+    ts.round = ts.games.iter().map(|g| g.round).max().unwrap_or(0);
+    ts.round = ts
+        .round
+        .max(ts.byes.iter().map(|(r, _)| *r).max().unwrap_or(0));
+    take_finished(ts, state, jsonl, entries);
+    if ts.round == 0 {
+        return;
+    }
+    let round = ts.round;
+    let Some(paired) = ts.pair_swiss_round(round) else {
+        return;
+    };
+    if let Some(bot) = paired.bye {
+        if !ts.byes.iter().any(|(r, _)| *r == round) {
+            entries.push(JournalEntry::Bye {
+                tournament: name.clone(),
+                round,
+                bot: bot.clone(),
+            });
+            ts.byes.push((round, bot));
+        }
+    }
+    for g in paired.games {
+        match ts.games.iter().find(|x| x.id == g.id) {
+            Some(existing) if existing != &g => {
+                tracing::warn!(id = %g.id, "the journaled pairing differs from the regenerated one; keeping the journal's");
+            }
+            Some(_) => {}
+            None => {
+                entries.push(scheduled_entry(&name, &g));
+                ts.games.push(g);
+            }
+        }
+    }
 }
 
 /// What a referee task hands back to the scheduler.
 struct MatchDone {
     tournament: usize,
+    id: String,
     game: Option<FinishedGame>,
 }
 
@@ -130,40 +432,29 @@ pub struct Scheduler {
     config: Arc<Config>,
     registry: Arc<Registry>,
     output: Arc<Output>,
+    journal: SharedJournal,
     tournaments: Vec<TournamentState>,
     running: JoinSet<MatchDone>,
     pub summary: Vec<GameSummary>,
 }
 
 impl Scheduler {
-    /// Builds every tournament's schedule, leaving out matches games.jsonl already holds.
     pub fn new(
         config: Arc<Config>,
         registry: Arc<Registry>,
         output: Arc<Output>,
-    ) -> Result<Scheduler, ServerError> {
-        let done = output.finished_matches();
-        let mut tournaments = Vec::new();
-        for t in &config.tournaments {
-            let pending: Vec<ScheduledGame> = schedule(t)?
-                .into_iter()
-                .filter(|g| !done.contains(&g.match_id))
-                .collect();
-            tournaments.push(TournamentState {
-                config: t.clone(),
-                pending,
-                running: 0,
-                due_since: HashMap::new(),
-            });
-        }
-        Ok(Scheduler {
+        journal: SharedJournal,
+        tournaments: Vec<TournamentState>,
+    ) -> Scheduler {
+        Scheduler {
             config,
             registry,
             output,
+            journal,
             tournaments,
             running: JoinSet::new(),
             summary: Vec::new(),
-        })
+        }
     }
 
     fn finished(&self) -> bool {
@@ -172,6 +463,8 @@ impl Scheduler {
 
     /// Runs until every tournament is finished (returns true) or `stop` is cancelled (false).
     pub async fn run(&mut self, stop: CancellationToken) -> bool {
+        self.write_standings().await;
+        self.announce_finished_tournaments();
         loop {
             let next_forfeit = self.start_ready_games(&stop).await;
             if self.finished() {
@@ -192,16 +485,20 @@ impl Scheduler {
 
     async fn collect(&mut self, done: Result<MatchDone, tokio::task::JoinError>) {
         match done {
-            Ok(MatchDone { tournament, game }) => {
+            Ok(MatchDone {
+                tournament,
+                id,
+                game,
+            }) => {
                 if let Some(t) = self.tournaments.get_mut(tournament) {
                     t.running = t.running.saturating_sub(1);
                 }
                 if let Some(game) = game {
-                    self.summary.push(GameSummary::of(&game));
+                    self.finish(tournament, id, game).await;
                 }
             }
             Err(e) => {
-                tracing::error!(error = %e, "a referee task failed; its game is not replayed");
+                tracing::error!(error = %e, "a referee task failed; its game is played again after a restart");
                 // Its tournament's running count cannot be attributed; recount from the registry.
                 let running: HashSet<String> =
                     self.registry.lock().matches.keys().cloned().collect();
@@ -215,6 +512,89 @@ impl Scheduler {
         }
     }
 
+    /// Everything that follows the end of a game: journal, record, games.jsonl, progress line,
+    /// the next Swiss round, standings, and the final table when the tournament is over.
+    async fn finish(&mut self, tournament: usize, id: String, game: FinishedGame) {
+        let output = self.output.clone();
+        let journal = self.journal.clone();
+        let game_for_task = game.clone();
+        let id_for_task = id.clone();
+        let written = tokio::task::spawn_blocking(move || {
+            output.finish_game(&journal, &id_for_task, &game_for_task)
+        })
+        .await;
+        let line = match written {
+            Ok(Ok(line)) => line,
+            Ok(Err(e)) => {
+                tracing::error!(match_id = %id, error = %e, "cannot write the game's output");
+                Output::game_line(&game, "").unwrap_or(Value::Null)
+            }
+            Err(e) => {
+                tracing::error!(match_id = %id, error = %e, "output task failed");
+                Output::game_line(&game, "").unwrap_or(Value::Null)
+            }
+        };
+        self.summary.push(GameSummary::of(&game));
+        let Some(t) = self.tournaments.get_mut(tournament) else {
+            return;
+        };
+        t.finished.insert(id, line);
+        let (all_done, all_planned) = self
+            .tournaments
+            .iter()
+            .fold((0, 0), |(d, p), t| (d + t.done(), p + t.planned()));
+        if let Some(t) = self.tournaments.get(tournament) {
+            println!(
+                "{}",
+                progress_line(t.done(), t.planned(), &game, all_done, all_planned)
+            );
+        }
+        let entries = self
+            .tournaments
+            .get_mut(tournament)
+            .map(TournamentState::next_swiss_round)
+            .unwrap_or_default();
+        if let Some(t) = self.tournaments.get(tournament) {
+            if let Some(round) = entries.iter().find_map(|e| match e {
+                JournalEntry::Scheduled { round, .. } => Some(*round),
+                _ => None,
+            }) {
+                println!(
+                    "{}: round {round} of {} paired",
+                    t.config.name, t.config.rounds
+                );
+            }
+        }
+        self.journal.append(entries).await;
+        self.write_standings().await;
+        self.announce_finished_tournaments();
+    }
+
+    /// Rewrites the standings files of every tournament (atomically, off the runtime threads).
+    async fn write_standings(&self) {
+        let standings: Vec<TournamentStandings> = self
+            .tournaments
+            .iter()
+            .map(TournamentState::standings)
+            .collect();
+        let dir = self.config.server.out_dir.clone();
+        match tokio::task::spawn_blocking(move || write_standings(&dir, &standings)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!(error = %e, "cannot write the standings"),
+            Err(e) => tracing::error!(error = %e, "standings task failed"),
+        }
+    }
+
+    /// Prints the final table of every tournament that has just finished.
+    fn announce_finished_tournaments(&mut self) {
+        for t in &mut self.tournaments {
+            if !t.announced && t.is_finished() {
+                t.announced = true;
+                println!("\n{}", terminal_table(&t.standings()));
+            }
+        }
+    }
+
     /// Starts every game that can start now and forfeits overdue ones; returns when the next
     /// forfeit could fall due.
     async fn start_ready_games(&mut self, stop: &CancellationToken) -> Option<Instant> {
@@ -224,58 +604,78 @@ impl Scheduler {
             reconnect_grace: Duration::from_millis(self.config.server.reconnect_grace_ms),
         };
         let mut next_forfeit: Option<Instant> = None;
-        let mut forfeits: Vec<FinishedGame> = Vec::new();
+        let mut forfeits: Vec<(usize, String, FinishedGame)> = Vec::new();
         for (index, t) in self.tournaments.iter_mut().enumerate() {
             let mut i = 0;
             while i < t.pending.len() && t.running < t.config.concurrency {
-                let game = &t.pending[i];
+                let Some(pending) = t.pending.get(i) else {
+                    break;
+                };
+                let players = [pending.game.first.clone(), pending.game.second.clone()];
+                let spec = MatchSpec {
+                    match_id: pending.game.id.clone(),
+                    tournament: t.config.name.clone(),
+                    game: t.config.game,
+                    rules: t.config.rules.clone(),
+                    clock: t.config.clock,
+                    players: players.clone(),
+                };
                 let mut state = self.registry.lock();
-                let ready = game
-                    .players
-                    .iter()
-                    .all(|p| state.available(p, t.config.game));
+                let ready = players.iter().all(|p| state.available(p, t.config.game));
                 if ready {
-                    let game = t.pending.remove(i);
-                    t.due_since.remove(&game.match_id);
+                    let pending = t.pending.remove(i);
+                    t.due_since.remove(&spec.match_id);
                     let (inbox_tx, inbox_rx) = mpsc::channel(64);
                     let links = [
-                        state.sessions.get(&game.players[0]).map(|s| s.link.clone()),
-                        state.sessions.get(&game.players[1]).map(|s| s.link.clone()),
+                        state.sessions.get(&players[0]).map(|s| s.link.clone()),
+                        state.sessions.get(&players[1]).map(|s| s.link.clone()),
                     ];
                     state.matches.insert(
-                        game.match_id.clone(),
+                        spec.match_id.clone(),
                         MatchEntry {
-                            players: game.players.clone(),
+                            players: players.clone(),
                             inbox: inbox_tx,
                         },
                     );
-                    for p in &game.players {
+                    for p in &players {
                         *state.busy.entry(p.clone()).or_insert(0) += 1;
                     }
                     drop(state);
                     t.running += 1;
-                    let spec = MatchSpec {
-                        match_id: game.match_id.clone(),
-                        tournament: t.config.name.clone(),
-                        game: t.config.game,
-                        rules: t.config.rules.clone(),
-                        clock: t.config.clock,
-                        players: game.players.clone(),
-                    };
                     let guard = MatchGuard {
                         registry: self.registry.clone(),
-                        match_id: game.match_id.clone(),
+                        match_id: spec.match_id.clone(),
                     };
-                    let output = self.output.clone();
+                    let journal = self.journal.clone();
                     let stop = stop.clone();
+                    let id = spec.match_id.clone();
                     self.running.spawn(async move {
-                        let finished = run_match(spec, settings, links, inbox_rx, stop).await;
-                        if let Some(game) = &finished {
-                            write_output(&output, game).await;
-                        }
+                        let time = pending
+                            .resume
+                            .as_ref()
+                            .map_or_else(Local::now, |r| r.started);
+                        // Durable before the first move is journaled.
+                        journal
+                            .append(vec![JournalEntry::Started {
+                                id: id.clone(),
+                                match_id: id.clone(),
+                                time: time.to_rfc3339(),
+                            }])
+                            .await;
+                        let journaling = MatchJournaling {
+                            resume: pending.resume,
+                            journal: Some(MoveJournal {
+                                journal,
+                                id: id.clone(),
+                            }),
+                        };
+                        let finished =
+                            run_journaled_match(spec, settings, links, inbox_rx, stop, journaling)
+                                .await;
                         drop(guard);
                         MatchDone {
                             tournament: index,
+                            id,
                             game: finished,
                         }
                     });
@@ -283,8 +683,7 @@ impl Scheduler {
                 }
                 // Not startable: is a player away (not connected, or connected without
                 // listing this game in its hello)?
-                let away: Vec<bool> = game
-                    .players
+                let away: Vec<bool> = players
                     .iter()
                     .map(|p| {
                         !state
@@ -296,113 +695,72 @@ impl Scheduler {
                 drop(state);
                 let limit = t.config.absent_forfeit_ms;
                 if limit > 0 && away.iter().any(|&a| a) {
-                    let since = *t.due_since.entry(game.match_id.clone()).or_insert(now);
+                    let since = *t.due_since.entry(spec.match_id.clone()).or_insert(now);
                     let due = since + Duration::from_millis(limit);
                     if due <= now {
-                        let game = t.pending.remove(i);
-                        t.due_since.remove(&game.match_id);
-                        let winner = match (away[0], away[1]) {
-                            (true, false) => Some(Side::Second),
-                            (false, true) => Some(Side::First),
+                        t.pending.remove(i);
+                        t.due_since.remove(&spec.match_id);
+                        let winner = match (away.first(), away.get(1)) {
+                            (Some(true), Some(false)) => Some(Side::Second),
+                            (Some(false), Some(true)) => Some(Side::First),
                             _ => None,
                         };
-                        tracing::info!(match_id = %game.match_id, result = winner.map_or("draw", Side::as_str), "forfeit: a bot did not show up");
-                        forfeits.push(FinishedGame::forfeit(
-                            MatchSpec {
-                                match_id: game.match_id.clone(),
-                                tournament: t.config.name.clone(),
-                                game: t.config.game,
-                                rules: t.config.rules.clone(),
-                                clock: t.config.clock,
-                                players: game.players.clone(),
-                            },
-                            winner,
-                        ));
+                        tracing::info!(match_id = %spec.match_id, result = winner.map_or("draw", Side::as_str), "forfeit: a bot did not show up");
+                        let id = spec.match_id.clone();
+                        forfeits.push((index, id, FinishedGame::forfeit(spec, winner)));
                         continue;
                     }
                     next_forfeit = Some(next_forfeit.map_or(due, |n: Instant| n.min(due)));
                 } else {
-                    t.due_since.remove(&game.match_id);
+                    t.due_since.remove(&spec.match_id);
                 }
                 i += 1;
             }
         }
-        for game in forfeits {
-            write_output(&self.output, &game).await;
-            self.summary.push(GameSummary::of(&game));
+        let any_forfeit = !forfeits.is_empty();
+        for (index, id, game) in forfeits {
+            self.finish(index, id, game).await;
+        }
+        if any_forfeit {
+            // A forfeit may have completed a Swiss round: its next games can start now.
+            return Some(Instant::now());
         }
         next_forfeit
     }
-}
 
-/// Writes a finished game's record and games.jsonl line off the runtime threads.
-async fn write_output(output: &Arc<Output>, game: &FinishedGame) {
-    let output = output.clone();
-    let game_for_task = game.clone();
-    let match_id = game.spec.match_id.clone();
-    match tokio::task::spawn_blocking(move || output.write_game(&game_for_task)).await {
-        Ok(Ok(record)) => tracing::debug!(%match_id, %record, "game written"),
-        Ok(Err(e)) => tracing::error!(%match_id, error = %e, "cannot write the game's output"),
-        Err(e) => tracing::error!(%match_id, error = %e, "output task failed"),
+    /// Games done and planned, per tournament: `(name, done, planned)`.
+    pub fn progress(&self) -> Vec<(String, usize, usize)> {
+        self.tournaments
+            .iter()
+            .map(|t| (t.config.name.clone(), t.done(), t.planned()))
+            .collect()
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::Config;
-
-    fn tournament(bots: usize, format: &str, per_pairing: u32) -> TournamentConfig {
-        let mut text = String::new();
-        for i in 0..bots {
-            text.push_str(&format!("[[bot]]\nname = \"b{i}\"\ntoken = \"t\"\n"));
-        }
-        let names: Vec<String> = (0..bots).map(|i| format!("\"b{i}\"")).collect();
-        text.push_str(&format!(
-            "[[tournament]]\nname = \"t\"\ngame = \"hex\"\nformat = \"{format}\"\nbots = [{}]\ngames_per_pairing = {per_pairing}\n",
-            names.join(",")
-        ));
-        Config::from_toml(&text).unwrap().tournaments.remove(0)
-    }
-
-    #[test]
-    fn round_robin_meets_every_pair_with_alternating_colours() {
-        for n in 2..=7 {
-            let games = schedule(&tournament(n, "round-robin", 2)).unwrap();
-            assert_eq!(games.len(), n * (n - 1));
-            let ids: HashSet<_> = games.iter().map(|g| g.match_id.clone()).collect();
-            assert_eq!(ids.len(), games.len(), "match ids are unique");
-            let mut seen: HashMap<[String; 2], usize> = HashMap::new();
-            for g in &games {
-                *seen.entry(g.players.clone()).or_default() += 1;
-                assert_ne!(g.players[0], g.players[1]);
-            }
-            // Every ordered pair once: each pairing played with both colours.
-            assert_eq!(seen.len(), n * (n - 1));
-            assert!(seen.values().all(|&c| c == 1));
-        }
-    }
-
-    #[test]
-    fn double_round_robin_doubles_and_gauntlet_centres_on_the_first() {
-        assert_eq!(
-            schedule(&tournament(4, "double-round-robin", 1))
-                .unwrap()
-                .len(),
-            12
-        );
-        let g = schedule(&tournament(4, "gauntlet", 2)).unwrap();
-        assert_eq!(g.len(), 6);
-        assert!(g.iter().all(|g| g.players.contains(&"b0".to_string())));
-        assert!(schedule(&tournament(4, "swiss", 1)).is_err());
-    }
-
-    #[test]
-    fn match_ids_follow_rounds() {
-        let games = schedule(&tournament(2, "round-robin", 2)).unwrap();
-        let ids: Vec<_> = games.iter().map(|g| g.match_id.as_str()).collect();
-        assert_eq!(ids, ["t-r1-g1", "t-r2-g1"]);
-        assert_eq!(games[0].players, ["b0".to_string(), "b1".to_string()]);
-        assert_eq!(games[1].players, ["b1".to_string(), "b0".to_string()]);
-    }
+/// The line printed when a game ends, e.g.
+/// `hex-demo 3/4  hex-demo-r2-p1-g1  random-a vs random-b: random-b wins by connection after 57 moves  [all: 9/16]`.
+pub fn progress_line(
+    done: usize,
+    planned: usize,
+    game: &FinishedGame,
+    all_done: usize,
+    all_planned: usize,
+) -> String {
+    let spec = &game.spec;
+    let result = match game.outcome.winner {
+        Some(side) => format!(
+            "{} wins by {}",
+            spec.players[side.index()],
+            game.outcome.reason
+        ),
+        None => format!("draw by {}", game.outcome.reason),
+    };
+    format!(
+        "{} {done}/{planned}  {}  {} vs {}: {result} after {} moves  [all: {all_done}/{all_planned}]",
+        spec.tournament,
+        spec.match_id,
+        spec.players[0],
+        spec.players[1],
+        game.moves.len()
+    )
 }
