@@ -544,7 +544,11 @@ concurrency = 2
     assert_eq!(summary.games.len(), 2);
     // The gauntlet's head alternates colours: first in round 1, second in round 2.
     for g in &summary.games {
-        let winner = if g.result == "first" { &g.first } else { &g.second };
+        let winner = if g.result == "first" {
+            &g.first
+        } else {
+            &g.second
+        };
         assert_eq!(winner, "a", "{g:?}");
     }
 }

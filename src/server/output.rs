@@ -378,8 +378,7 @@ mod tests {
         assert_eq!(lines, vec![first.clone(), second]);
         assert_eq!(lines[0]["think_ms"], serde_json::json!([10, 20]));
         assert_eq!(lines[0]["reason"], "resign");
-        let (_, state) =
-            crate::journal::Journal::open(&dir.path().join("journal.jsonl")).unwrap();
+        let (_, state) = crate::journal::Journal::open(&dir.path().join("journal.jsonl")).unwrap();
         assert_eq!(state.game("t-r1-g1").unwrap().finished, Some(first));
     }
 

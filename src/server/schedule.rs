@@ -175,12 +175,8 @@ impl TournamentState {
     /// If this is a Swiss tournament whose current round is over and more rounds are due, pairs
     /// the next round, queues its games and returns the journal entries that record it.
     fn next_swiss_round(&mut self) -> Vec<JournalEntry> {
-        let round_over = self
-            .games
-            .iter()
-            .all(|g| self.finished.contains_key(&g.id));
-        if !self.swiss() || self.no_more_rounds || self.round >= self.config.rounds || !round_over
-        {
+        let round_over = self.games.iter().all(|g| self.finished.contains_key(&g.id));
+        if !self.swiss() || self.no_more_rounds || self.round >= self.config.rounds || !round_over {
             return Vec::new();
         }
         let round = self.round + 1;
@@ -314,7 +310,11 @@ pub fn prepare_league(
     journal.append_blocking(&entries)?;
     let finished_lines: Vec<Value> = tournaments
         .iter()
-        .flat_map(|t| t.games.iter().filter_map(|g| t.finished.get(&g.id).cloned()))
+        .flat_map(|t| {
+            t.games
+                .iter()
+                .filter_map(|g| t.finished.get(&g.id).cloned())
+        })
         .collect();
     report.repaired = output
         .repair(&finished_lines)

@@ -1,0 +1,519 @@
+//! The league through the server: a Swiss tournament of built-in engines, forfeits counted in
+//! the standings, and crash safety of the real binary: SIGKILL while a game runs, restart on
+//! the same config and out_dir, the game resumes from its journaled moves, every game ends up
+//! exactly once; a changed config is refused naming the difference; a torn journal line is
+//! tolerated.
+
+mod support;
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::AsyncBufReadExt;
+use tokio::process::{Child, Command};
+
+use support::{read_games, Client, TestServer};
+
+fn standings(out_dir: &Path) -> Value {
+    let text = std::fs::read_to_string(out_dir.join("standings.json")).expect("standings.json");
+    serde_json::from_str(&text).expect("standings.json is JSON")
+}
+
+/// The rows of tournament `name` in standings.json, by bot.
+fn rows(standings: &Value, name: &str) -> HashMap<String, Value> {
+    let t = standings["tournaments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no tournament {name} in {standings}"));
+    t["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap().to_string(), r.clone()))
+        .collect()
+}
+
+/// Wins, draws, losses and games of each bot, counted straight from games.jsonl.
+fn tally(games: &[Value]) -> HashMap<String, [u64; 4]> {
+    let mut out: HashMap<String, [u64; 4]> = HashMap::new();
+    for g in games {
+        let (first, second) = (g["first"].as_str().unwrap(), g["second"].as_str().unwrap());
+        let (rf, rs) = match g["result"].as_str().unwrap() {
+            "first" => (0, 2),
+            "second" => (2, 0),
+            _ => (1, 1),
+        };
+        for (bot, r) in [(first, rf), (second, rs)] {
+            let t = out.entry(bot.to_string()).or_default();
+            t[r] += 1;
+            t[3] += 1;
+        }
+    }
+    out
+}
+
+/// The standings rows agree with games.jsonl (wins, draws, losses, games, and points with the
+/// default points plus one win per bye).
+fn assert_standings_match_games(out_dir: &Path, tournament: &str) {
+    let games: Vec<Value> = read_games(out_dir)
+        .into_iter()
+        .filter(|g| g["tournament"] == tournament)
+        .collect();
+    let counted = tally(&games);
+    let rows = rows(&standings(out_dir), tournament);
+    for (bot, row) in &rows {
+        let [w, d, l, n] = counted.get(bot).copied().unwrap_or_default();
+        assert_eq!(
+            (row["wins"].as_u64(), row["draws"].as_u64()),
+            (Some(w), Some(d)),
+            "{bot}: {row}"
+        );
+        assert_eq!(
+            (row["losses"].as_u64(), row["games"].as_u64()),
+            (Some(l), Some(n)),
+            "{bot}: {row}"
+        );
+        let byes = row["byes"].as_u64().unwrap() as f64;
+        let points = w as f64 + 0.5 * d as f64 + byes;
+        assert!(
+            (row["points"].as_f64().unwrap() - points).abs() < 1e-9,
+            "{bot}: {row}"
+        );
+    }
+}
+
+fn journal_lines(out_dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(out_dir.join("journal.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Whether `bots` can all be paired without repeating a pair of `played` (brute force).
+fn matchable(bots: &[&str], played: &HashSet<(String, String)>) -> bool {
+    let Some((&a, rest)) = bots.split_first() else {
+        return true;
+    };
+    rest.iter().enumerate().any(|(i, &b)| {
+        let pair = (a.min(b).to_string(), a.max(b).to_string());
+        !played.contains(&pair) && {
+            let others: Vec<&str> = rest
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .map(|(_, &x)| x)
+                .collect();
+            matchable(&others, played)
+        }
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_swiss_tournament_of_built_in_engines_never_repeats_a_pairing_and_scores_byes() {
+    let mut config = String::from("[server]\nping_interval_ms = 1000\n");
+    let bots = ["e1", "e2", "e3", "e4", "e5"];
+    for b in bots {
+        config.push_str(&format!("[[bot]]\nname = \"{b}\"\nbuiltin = \"random\"\n"));
+    }
+    config.push_str(
+        r#"
+[[tournament]]
+name = "swiss"
+game = "hex"
+format = "swiss"
+bots = ["e1", "e2", "e3", "e4", "e5"]
+rounds = 4
+games_per_pairing = 1
+concurrency = 2
+clock = { initial_ms = 20000, increment_ms = 0, move_limit_ms = 0 }
+"#,
+    );
+    let server = TestServer::start(&config).await;
+    let (summary, out_dir, _dir) = server.finished().await;
+    assert!(summary.tournaments_finished);
+    let games = read_games(&out_dir);
+    assert_eq!(games.len(), 4 * 2, "4 rounds of 2 games (one bye each)");
+    let mut pairs = HashSet::new();
+    let mut per_round: HashMap<u64, HashSet<String>> = HashMap::new();
+    for g in &games {
+        let (a, b) = (g["first"].as_str().unwrap(), g["second"].as_str().unwrap());
+        assert!(
+            pairs.insert((a.min(b).to_string(), a.max(b).to_string())),
+            "pairing {a}-{b} repeated"
+        );
+        let id = g["match"].as_str().unwrap();
+        let round: u64 = id
+            .strip_prefix("swiss-r")
+            .and_then(|r| r.split('-').next())
+            .and_then(|r| r.parse().ok())
+            .unwrap_or_else(|| panic!("match id {id}"));
+        let seen = per_round.entry(round).or_default();
+        assert!(seen.insert(a.to_string()) && seen.insert(b.to_string()));
+    }
+    assert_eq!(per_round.len(), 4);
+    // One bye per round, journaled, never to a bot that plays that round. Byes rotate: a bot
+    // gets a second bye only when no bot with fewer byes could sit out without forcing a
+    // repeated pairing among the others.
+    let byes: Vec<String> = journal_lines(&out_dir)
+        .iter()
+        .filter(|e| e["kind"] == "bye")
+        .map(|e| e["bot"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(byes.len(), 4);
+    let mut played_before: HashSet<(String, String)> = HashSet::new();
+    for (round, bye) in (1u64..).zip(&byes) {
+        assert!(
+            !per_round[&round].contains(bye),
+            "{bye} sat out round {round}"
+        );
+        let index = usize::try_from(round - 1).unwrap();
+        let count = |b: &str| byes[..index].iter().filter(|x| *x == b).count();
+        for other in bots {
+            if count(other) < count(bye) {
+                let rest: Vec<&str> = bots.iter().copied().filter(|b| b != &other).collect();
+                assert!(
+                    !matchable(&rest, &played_before),
+                    "round {round}: {bye} got another bye though {other} could have sat out"
+                );
+            }
+        }
+        for g in &games {
+            let id = g["match"].as_str().unwrap();
+            if id.starts_with(&format!("swiss-r{round}-")) {
+                let (a, b) = (g["first"].as_str().unwrap(), g["second"].as_str().unwrap());
+                played_before.insert((a.min(b).to_string(), a.max(b).to_string()));
+            }
+        }
+    }
+    let standings = standings(&out_dir);
+    assert_eq!(standings["tournaments"][0]["finished"], true);
+    let rows = rows(&standings, "swiss");
+    for bot in bots {
+        let expected = byes.iter().filter(|b| *b == bot).count() as u64;
+        assert_eq!(rows[bot]["byes"].as_u64(), Some(expected));
+    }
+    assert!(rows.values().all(|r| r["buchholz"].is_number()));
+    assert_standings_match_games(&out_dir, "swiss");
+}
+
+#[tokio::test(start_paused = true)]
+async fn forfeits_of_an_absent_bot_are_recorded_and_counted_in_the_standings() {
+    let config = r#"
+[server]
+ping_interval_ms = 1000
+[[bot]]
+name = "a"
+token = "ta"
+[[bot]]
+name = "b"
+token = "tb"
+[[bot]]
+name = "c"
+token = "tc"
+[[tournament]]
+name = "t"
+game = "hex"
+bots = ["a", "b", "c"]
+games_per_pairing = 1
+concurrency = 1
+absent_forfeit_ms = 5000
+"#;
+    let server = TestServer::start(config).await;
+    let mut a = Client::login(server.addr, "a", "ta", &["hex"]).await;
+    let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
+    // a and b play their game (whoever it is first resigns at once); c never comes.
+    let start = a.expect("start").await;
+    let id = start["match"].as_str().unwrap().to_string();
+    b.expect("start").await;
+    a.send(json!({"type":"resign","match":id})).await;
+    let (summary, out_dir, _dir) = server.finished().await;
+    assert_eq!(summary.games.len(), 3);
+    let games = read_games(&out_dir);
+    let forfeits: Vec<&Value> = games.iter().filter(|g| g["reason"] == "forfeit").collect();
+    assert_eq!(forfeits.len(), 2);
+    for g in &forfeits {
+        let loser = if g["result"] == "first" {
+            &g["second"]
+        } else {
+            &g["first"]
+        };
+        assert_eq!(loser, "c", "{g}");
+        let record = out_dir.join("records").join(g["record"].as_str().unwrap());
+        assert!(record.exists(), "a forfeit has a record file too");
+    }
+    let rows = rows(&standings(&out_dir), "t");
+    assert_eq!(rows["c"]["forfeit_losses"], 2);
+    assert_eq!(rows["c"]["losses"], 2);
+    assert_eq!(rows["b"]["wins"], 2, "b beat a (resigned) and c (forfeit)");
+    assert_eq!(rows["a"]["wins"], 1);
+    assert_standings_match_games(&out_dir, "t");
+}
+
+/// A running `arena serve` process with its stdout lines collected.
+struct ServerProcess {
+    child: Child,
+    addr: std::net::SocketAddr,
+    stdout: tokio::task::JoinHandle<Vec<String>>,
+}
+
+async fn spawn_server(config: &Path) -> ServerProcess {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(["serve", "--config"])
+        .arg(config)
+        .args(["--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn arena");
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("the server prints its address")
+        .unwrap()
+        .unwrap();
+    let addr = first
+        .strip_prefix("arena listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+        .parse()
+        .unwrap();
+    let stdout = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            seen.push(line);
+        }
+        seen
+    });
+    ServerProcess {
+        child,
+        addr,
+        stdout,
+    }
+}
+
+/// Polls `check` every 20 ms for up to 20 s.
+async fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
+    for _ in 0..1000 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting until {what}");
+}
+
+fn scripted_config(out_dir: &Path, initial_ms: u64) -> String {
+    format!(
+        r#"
+[server]
+out_dir = {out:?}
+ping_interval_ms = 1000
+reconnect_grace_ms = 60000
+
+[[bot]]
+name = "a"
+token = "ta"
+
+[[bot]]
+name = "b"
+token = "tb"
+
+[[tournament]]
+name = "t"
+game = "hex"
+bots = ["a", "b"]
+games_per_pairing = 2
+concurrency = 1
+absent_forfeit_ms = 0
+clock = {{ initial_ms = {initial_ms}, increment_ms = 0, move_limit_ms = 0 }}
+"#,
+        out = out_dir.to_str().unwrap()
+    )
+}
+
+/// The moves journaled for game `id`, in order.
+fn journaled_moves(out_dir: &Path, id: &str) -> Vec<Value> {
+    journal_lines(out_dir)
+        .into_iter()
+        .filter(|e| e["kind"] == "move" && e["id"] == id)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_league_killed_mid_game_resumes_from_the_journal_and_plays_every_game_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out: PathBuf = dir.path().join("out");
+    let config_path = dir.path().join("arena.toml");
+    std::fs::write(&config_path, scripted_config(&out, 60_000)).unwrap();
+
+    let mut server = spawn_server(&config_path).await;
+    let mut a = Client::login(server.addr, "a", "ta", &["hex"]).await;
+    let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
+    // Game 1: a is first; b resigns.
+    let g1 = "t-r1-p1-g1";
+    assert_eq!(a.expect("start").await["match"], g1);
+    b.expect("start").await;
+    a.expect("turn").await;
+    b.send(json!({"type":"resign","match":g1})).await;
+    assert_eq!(a.expect("end").await["result"], "win");
+    b.expect("end").await;
+    // The standings are rewritten after the game, with its result.
+    wait_until("standings.json shows game 1", || {
+        std::fs::read_to_string(out.join("standings.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .is_some_and(|s| rows(&s, "t")["a"]["games"] == 1)
+    })
+    .await;
+    let after_one = rows(&standings(&out), "t");
+    assert_eq!(
+        (
+            after_one["a"]["wins"].as_u64(),
+            after_one["b"]["losses"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
+    assert_eq!(after_one["a"]["points"], 1.0);
+
+    // Game 2: b is first; four moves, then the server is killed mid-game.
+    let g2 = "t-r1-p1-g2";
+    assert_eq!(b.expect("start").await["match"], g2);
+    a.expect("start").await;
+    let played = ["A1", "B2", "C3", "D4"];
+    for (i, mv) in played.iter().enumerate() {
+        let (mover, other) = if i % 2 == 0 {
+            (&mut b, &mut a)
+        } else {
+            (&mut a, &mut b)
+        };
+        mover.expect("turn").await;
+        mover.play(g2, mv).await;
+        let _ = other;
+    }
+    wait_until("four moves are journaled", || {
+        journaled_moves(&out, g2).len() == 4
+    })
+    .await;
+    let before_kill = journaled_moves(&out, g2);
+    let pid = i32::try_from(server.child.id().unwrap()).unwrap();
+    // SAFETY: kill(2) on the child this test spawned; no memory is involved.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let status = server.child.wait().await.unwrap();
+    assert!(!status.success());
+    drop(a);
+    drop(b);
+    assert_eq!(read_games(&out).len(), 1, "game 2 was not finished");
+
+    // A crash in the middle of an append leaves a torn last line: it must be tolerated.
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(out.join("journal.jsonl"))
+            .unwrap();
+        f.write_all(br#"{"kind":"move","id":"t-r1-p1-g2","ply":5,"te"#)
+            .unwrap();
+    }
+
+    // Restart on the same config and out_dir: game 2 continues from its journaled moves.
+    let server = spawn_server(&config_path).await;
+    let mut a = Client::login(server.addr, "a", "ta", &["hex"]).await;
+    let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
+    let start_b = b.expect("start").await;
+    let start_a = a.expect("start").await;
+    for start in [&start_a, &start_b] {
+        assert_eq!(start["match"], g2, "game 1 is not played again");
+        assert_eq!(start["moves"], json!(played), "{start}");
+    }
+    let turn = b.expect("turn").await;
+    assert_eq!(turn["ply"], 4);
+    let journaled_left = before_kill.last().unwrap()["first_clock_ms"]
+        .as_u64()
+        .unwrap();
+    let you = turn["clock"]["you_ms"].as_u64().unwrap();
+    assert!(
+        you <= journaled_left && you + 5_000 > journaled_left,
+        "b's clock resumes from the journal: {you} vs {journaled_left}"
+    );
+    b.play(g2, "E5").await;
+    a.expect("turn").await;
+    a.send(json!({"type":"resign","match":g2})).await;
+    assert_eq!(b.expect("end").await["result"], "win");
+    let ServerProcess {
+        mut child, stdout, ..
+    } = server;
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("the server exits when the league is done")
+        .unwrap();
+    assert!(status.success());
+    let printed = stdout.await.unwrap().join("\n");
+    assert!(printed.contains("resuming from the journal"), "{printed}");
+    assert!(printed.contains("t 2/2"), "{printed}");
+
+    // Every scheduled game exactly once, one record file each, standings agree.
+    let games = read_games(&out);
+    let ids: Vec<&str> = games.iter().map(|g| g["match"].as_str().unwrap()).collect();
+    assert_eq!(ids, [g1, g2]);
+    let records: Vec<_> = std::fs::read_dir(out.join("records"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".txt"))
+        .collect();
+    assert_eq!(records.len(), 2, "{records:?}");
+    for g in &games {
+        assert!(records.contains(&g["record"].as_str().unwrap().to_string()));
+    }
+    let resumed = &games[1];
+    assert_eq!(resumed["moves"], json!(["A1", "B2", "C3", "D4", "E5"]));
+    let kept_think: Vec<u64> = before_kill
+        .iter()
+        .map(|m| m["think_ms"].as_u64().unwrap())
+        .collect();
+    let think: Vec<u64> = resumed["think_ms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        &think[..4],
+        &kept_think[..],
+        "journaled think times are kept"
+    );
+    assert_standings_match_games(&out, "t");
+    assert_eq!(standings(&out)["tournaments"][0]["finished"], true);
+
+    // A second restart on the finished league plays nothing and changes nothing.
+    let server = spawn_server(&config_path).await;
+    let ServerProcess { mut child, .. } = server;
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(read_games(&out).len(), 2);
+
+    // A changed config is refused, naming what differs.
+    std::fs::write(&config_path, scripted_config(&out, 30_000)).unwrap();
+    let refused = Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(["serve", "--config"])
+        .arg(&config_path)
+        .args(["--listen", "127.0.0.1:0"])
+        .output()
+        .await
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("tournament t: clock differs: journal has initial_ms=60000"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("config has initial_ms=30000"), "{stderr}");
+}
