@@ -1,6 +1,7 @@
 //! arena: the referee server and bot arena for Connect6, Hex, Surakarta and Tibetan Jiu.
 //! The library does the work; `src/main.rs` only wires the command line to it.
 
+pub mod bridge;
 pub mod duel;
 pub mod engine;
 pub mod game;
