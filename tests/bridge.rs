@@ -597,3 +597,129 @@ async fn an_engine_that_cannot_start_loses_its_game() {
     let stderr = finish(bridge, referee).await;
     assert!(stderr.contains("cannot start engine"), "{stderr}");
 }
+
+/// The example Python bot (`bots/python/arena_random_bot.py`) against itself through a fake
+/// referee that checks every move with the library's rules: a whole game of each game.
+#[tokio::test]
+async fn example_python_bot_plays_whole_legal_games_of_all_four() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bots/python/arena_random_bot.py");
+    for game_id in GameId::ALL {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port().to_string();
+        let mut bots = Vec::new();
+        let mut links = Vec::new();
+        for (i, name) in ["alpha", "beta"].iter().enumerate() {
+            let seed = (i + 1).to_string();
+            bots.push(
+                Command::new("python3")
+                    .arg(&script)
+                    .args(["--port", &port, "--name", name, "--token", "t"])
+                    .args(["--games", game_id.as_str(), "--seed", &seed])
+                    .stderr(std::process::Stdio::null())
+                    .kill_on_drop(true)
+                    .spawn()
+                    .unwrap(),
+            );
+            // Accept in order so that links[i] is bots[i].
+            let (stream, _) = tokio::time::timeout(WAIT, listener.accept())
+                .await
+                .unwrap()
+                .unwrap();
+            let mut link = Framed::new(stream, CappedLineCodec::new(MAX_LINE_BYTES));
+            let Some(Ok(Frame::Line(line))) = link.next().await else {
+                panic!("no hello");
+            };
+            let hello = parse_bot_line(&line).unwrap();
+            let BotMessage::Hello { name: n, games, .. } = &hello else {
+                panic!("{hello:?}")
+            };
+            assert_eq!(
+                (n.as_str(), games.as_slice()),
+                (*name, &[game_id.as_str().to_string()][..])
+            );
+            let mut referee = Referee { link, hello };
+            referee
+                .send(RefereeMessage::Welcome {
+                    protocol: 1,
+                    name: name.to_string(),
+                    server: "fake referee".into(),
+                })
+                .await;
+            // A ping before the game: answered with a pong (which `recv` skips).
+            referee.send(RefereeMessage::Ping { id: 1 }).await;
+            links.push(referee);
+        }
+        let mut game = new_game(game_id, &serde_json::json!({})).unwrap();
+        let match_id = format!("py-{game_id}");
+        for (i, link) in links.iter_mut().enumerate() {
+            let side = if i == 0 { Side::First } else { Side::Second };
+            link.send(RefereeMessage::Start {
+                match_id: match_id.clone(),
+                game: game_id.as_str().into(),
+                side: side.as_str().into(),
+                colour: game_id.colour_letter(side).to_string(),
+                opponent: "other".into(),
+                rules: game.rules_json(),
+                clock: ClockSpec {
+                    initial_ms: LONG_CLOCK_MS,
+                    increment_ms: 0,
+                    move_limit_ms: None,
+                },
+                moves: vec![],
+            })
+            .await;
+        }
+        let mut moves: Vec<String> = Vec::new();
+        let mut since: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+        let outcome = loop {
+            if let Some(outcome) = game.outcome() {
+                break outcome;
+            }
+            let side = game.turn();
+            let link = &mut links[side.index()];
+            link.send(RefereeMessage::Turn {
+                match_id: match_id.clone(),
+                moves: std::mem::take(&mut since[side.index()]),
+                ply: moves.len() as u32,
+                clock: TurnClock {
+                    you_ms: LONG_CLOCK_MS,
+                    opponent_ms: LONG_CLOCK_MS,
+                },
+            })
+            .await;
+            let BotMessage::Move { mv, .. } = link.recv().await else {
+                panic!("{game_id}: the bot resigned after {moves:?}");
+            };
+            let played = game
+                .play_text(&mv)
+                .unwrap_or_else(|e| panic!("{game_id}: illegal {mv} after {moves:?}: {e}"));
+            since[side.opponent().index()].push(played.clone());
+            moves.push(played);
+        };
+        println!("{game_id}: {} moves, {outcome:?}", moves.len());
+        for (i, link) in links.iter_mut().enumerate() {
+            let side = if i == 0 { Side::First } else { Side::Second };
+            let result = match outcome.winner {
+                None => "draw",
+                Some(w) if w == side => "win",
+                Some(_) => "loss",
+            };
+            link.send(RefereeMessage::End {
+                match_id: match_id.clone(),
+                result: result.into(),
+                reason: outcome.reason.to_string(),
+                moves: moves.clone(),
+            })
+            .await;
+        }
+        drop(links);
+        for bot in bots {
+            let status = tokio::time::timeout(WAIT, bot.wait_with_output())
+                .await
+                .expect("the bot did not exit when the referee closed")
+                .unwrap()
+                .status;
+            assert!(status.success(), "{game_id}: bot exited with {status}");
+        }
+    }
+}
