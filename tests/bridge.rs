@@ -723,3 +723,58 @@ async fn example_python_bot_plays_whole_legal_games_of_all_four() {
         }
     }
 }
+
+#[tokio::test]
+async fn ctrl_c_stops_the_bridge_and_its_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bridge, mut referee) = start_bridge(
+        "json",
+        &[],
+        &python("json_engine.py", &[&dir_arg(&dir), "hang"]),
+    )
+    .await;
+    let pid = read_pid(&dir.path().join("pid")).await;
+    // Mid-match, with the engine thinking (it ignores SIGTERM and has a grandchild).
+    referee
+        .send(RefereeMessage::Start {
+            match_id: "s1".into(),
+            game: "hex".into(),
+            side: "first".into(),
+            colour: "R".into(),
+            opponent: "referee".into(),
+            rules: serde_json::json!({"swap": false}),
+            clock: ClockSpec {
+                initial_ms: LONG_CLOCK_MS,
+                increment_ms: 0,
+                move_limit_ms: None,
+            },
+            moves: vec![],
+        })
+        .await;
+    referee
+        .send(RefereeMessage::Turn {
+            match_id: "s1".into(),
+            moves: vec![],
+            ply: 0,
+            clock: TurnClock {
+                you_ms: LONG_CLOCK_MS,
+                opponent_ms: LONG_CLOCK_MS,
+            },
+        })
+        .await;
+    let grandchild = read_pid(&dir.path().join("grandchild")).await;
+    let bridge_pid = bridge.id().unwrap() as i32;
+    // SAFETY: sends SIGINT to the bridge process this test started.
+    assert_eq!(unsafe { libc::kill(bridge_pid, libc::SIGINT) }, 0);
+    let output = tokio::time::timeout(WAIT, bridge.wait_with_output())
+        .await
+        .expect("the bridge did not stop on SIGINT")
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("interrupted by SIGINT"), "{stderr}");
+    // The bridge reaped its engine before exiting; the grandchild was killed with the group.
+    assert!(gone_or_zombie(pid), "engine {pid} survived");
+    assert_killed(grandchild).await;
+    drop(referee);
+}

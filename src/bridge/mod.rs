@@ -9,6 +9,10 @@
 //! sends `resign` at once, says why on stderr, and kills the engine's whole process group. Every
 //! wait for the engine has a deadline: the clock of the last `turn` (plus `CLOCK_MARGIN`) while a
 //! move is due, `setup_timeout` for anything else it must answer.
+//!
+//! Reads from the referee are capped at 64 KiB per line; the welcome is awaited at most
+//! `WELCOME_TIMEOUT`, but afterwards there is no idle timeout, since between matches the
+//! referee may stay silent for as long as its pairing takes (it pings to check on us).
 
 pub mod child;
 pub mod gtp;
