@@ -230,6 +230,8 @@ def main():
     random.seed(args.seed)
 
     sock = socket.create_connection((args.host, args.port))
+    # Send each small message at once (no Nagle delay): our clock runs until the move arrives.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     reader = sock.makefile("r", encoding="utf-8", newline="\n")
 
     def send(message):

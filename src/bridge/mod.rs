@@ -582,6 +582,10 @@ pub async fn run(options: ConnectOptions) -> Result<u32, BridgeError> {
             addr: options.server.clone(),
             source,
         })?;
+    // Moves are small lines: send each at once rather than waiting for earlier ACKs (Nagle).
+    if let Err(e) = stream.set_nodelay(true) {
+        tracing::debug!("cannot set TCP_NODELAY: {e}");
+    }
     let mut link = Framed::new(stream, CappedLineCodec::new(protocol::MAX_LINE_BYTES));
     let hello = BotMessage::Hello {
         protocol: PROTOCOL_VERSION,
