@@ -1,11 +1,16 @@
 //! arena: the referee server and bot arena for Connect6, Hex, Surakarta and Tibetan Jiu.
 //! The library does the work; `src/main.rs` only wires the command line to it.
 
+pub mod atomic_file;
 pub mod bridge;
+pub mod client;
+pub mod config;
 pub mod duel;
 pub mod engine;
 pub mod game;
 pub mod journal;
 pub mod league;
 pub mod protocol;
+pub mod record;
+pub mod server;
 pub mod tools;

@@ -1,6 +1,6 @@
 //! The `arena` binary: parses the command line and hands each subcommand to the library.
 
-use std::io::{self, BufWriter};
+use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -19,11 +19,21 @@ struct Cli {
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
     #[command(subcommand)]
-    command: Command,
+    /// Without a subcommand: `serve` with ./arena.toml.
+    command: Option<Command>,
 }
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the referee server: bots connect over TCP and play the configured tournaments.
+    Serve {
+        /// The arena configuration.
+        #[arg(long, default_value = "arena.toml")]
+        config: std::path::PathBuf,
+        /// Listen on this address instead of the config's `server.listen` (e.g. 127.0.0.1:0).
+        #[arg(long)]
+        listen: Option<String>,
+    },
     /// Count leaf positions for each depth 1..=DEPTH from the start position.
     Perft {
         game: GameId,
@@ -43,6 +53,16 @@ enum Command {
         game: GameId,
         #[arg(long, default_value = "{}")]
         rules: String,
+    },
+    /// Check contest record files: one line per file, `ok RESULT FILE` or `invalid WHY FILE`;
+    /// exit status 1 if any file is invalid.
+    Check {
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+        /// Rule options the games were played under, as a JSON object (default: each game's
+        /// defaults, with Hex's swap rule on when a record contains a swap).
+        #[arg(long)]
+        rules: Option<String>,
     },
     /// Play two built-in engines against each other in-process (colours alternate) and print
     /// the score of the first: a reproducible strength measurement.
@@ -67,6 +87,34 @@ enum Command {
         /// Engine options of B as a JSON object.
         #[arg(long, default_value = "{}")]
         b_options: String,
+    },
+    /// Connect a built-in engine to a referee as a bot (until the referee closes or ctrl-c).
+    Bot {
+        /// Referee address, host:port.
+        #[arg(long)]
+        server: String,
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        token: String,
+        /// Engine id (see `arena engines`).
+        #[arg(long)]
+        engine: String,
+        /// Engine option KEY=VALUE (repeatable); VALUE is read as JSON if it parses.
+        #[arg(long = "option", value_name = "KEY=VALUE")]
+        options: Vec<String>,
+        /// Games to offer, comma-separated (default: every game the engine plays).
+        #[arg(long, value_delimiter = ',')]
+        games: Vec<GameId>,
+        /// How many matches the referee may run at once with this bot.
+        #[arg(long, default_value_t = 1)]
+        max_games: u32,
+    },
+    /// List the built-in engines, the games they play and their options.
+    Engines {
+        /// Print the catalogue as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Play an existing engine in the arena: connect to the referee and run the engine (the
     /// command after `--`) as a child process for each match, translating its protocol.
@@ -97,6 +145,37 @@ enum Command {
     },
 }
 
+/// Logs to stderr: info by default, debug with -v, trace with -vv; RUST_LOG overrides.
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "info",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(io::stderr)
+        .with_ansi(io::IsTerminal::is_terminal(&io::stderr()))
+        .try_init();
+}
+
+fn run_bot_command(config: arena::client::BotClientConfig) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let on_ctrl_c = shutdown.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                on_ctrl_c.cancel();
+            }
+        });
+        arena::client::run_bot(config, shutdown).await
+    })?;
+    Ok(())
+}
+
 fn parse_rules(text: &str) -> anyhow::Result<serde_json::Value> {
     let value: serde_json::Value =
         serde_json::from_str(text).context("--rules must be a JSON object")?;
@@ -110,7 +189,15 @@ fn parse_rules(text: &str) -> anyhow::Result<serde_json::Value> {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    match cli.command {
+    let command = cli.command.unwrap_or(Command::Serve {
+        config: std::path::PathBuf::from("arena.toml"),
+        listen: None,
+    });
+    match command {
+        Command::Serve { config, listen } => {
+            init_tracing(cli.verbose);
+            return serve(&config, listen.as_deref());
+        }
         Command::Perft { game, depth, rules } => {
             arena::tools::perft(game, &parse_rules(&rules)?, depth, &mut out)?;
         }
@@ -119,6 +206,66 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Replay { game, rules } => {
             arena::tools::replay(game, &parse_rules(&rules)?, io::stdin().lock(), &mut out)?;
+        }
+        Command::Bot {
+            server,
+            name,
+            token,
+            engine,
+            options,
+            games,
+            max_games,
+        } => {
+            init_logging(cli.verbose);
+            let engine_options = arena::client::parse_engine_options(&options)?;
+            run_bot_command(arena::client::BotClientConfig {
+                server,
+                name,
+                token,
+                engine,
+                engine_options,
+                games,
+                max_games,
+            })?;
+        }
+        Command::Engines { json } => {
+            if json {
+                serde_json::to_writer_pretty(&mut out, &arena::client::engines_json())?;
+                writeln!(out)?;
+            } else {
+                arena::client::write_engine_table(&mut out)?;
+            }
+        }
+        Command::Connect {
+            server,
+            name,
+            token,
+            protocol,
+            games,
+            init,
+            setup_timeout_ms,
+            command,
+        } => {
+            init_logging(cli.verbose);
+            let options = arena::bridge::ConnectOptions {
+                server,
+                name,
+                token,
+                protocol,
+                games,
+                init,
+                command,
+                setup_timeout: std::time::Duration::from_millis(setup_timeout_ms),
+            };
+            let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
+            let matches = runtime.block_on(arena::bridge::run(options))?;
+            tracing::info!("done after {matches} match(es)");
+        }
+        Command::Check { files, rules } => {
+            let rules = rules.as_deref().map(parse_rules).transpose()?;
+            if !arena::record::check_files(&files, rules.as_ref(), &mut out)? {
+                return Ok(ExitCode::FAILURE);
+            }
         }
         Command::Duel {
             game,
@@ -162,37 +309,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 names[0], names[1], names[0]
             );
         }
-        Command::Connect {
-            server,
-            name,
-            token,
-            protocol,
-            games,
-            init,
-            setup_timeout_ms,
-            command,
-        } => {
-            init_logging(cli.verbose);
-            let options = arena::bridge::ConnectOptions {
-                server,
-                name,
-                token,
-                protocol,
-                games,
-                init,
-                command,
-                setup_timeout: std::time::Duration::from_millis(setup_timeout_ms),
-            };
-            let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
-            let matches = runtime.block_on(arena::bridge::run(options))?;
-            tracing::info!("done after {matches} match(es)");
-        }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Log lines go to stderr; `-v`/`-vv` or RUST_LOG raise the level.
-fn init_logging(verbose: u8) {
+/// Logs to stderr; `RUST_LOG` wins over `-v` (info by default, -v debug, -vv trace).
+fn init_tracing(verbose: u8) {
     let default = match verbose {
         0 => "info",
         1 => "debug",
@@ -202,9 +324,37 @@ fn init_logging(verbose: u8) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(io::stderr)
         .try_init();
+}
+
+fn serve(config_path: &std::path::Path, listen: Option<&str>) -> anyhow::Result<ExitCode> {
+    let config = arena::config::Config::load(config_path)?;
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let summary = runtime.block_on(async move {
+        let listener = arena::server::bind(&config, listen).await?;
+        let address = listener.local_addr().context("listener address")?;
+        println!("arena listening on {address}");
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let on_signal = shutdown.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                tracing::info!("interrupted: shutting down");
+                on_signal.cancel();
+            }
+        });
+        anyhow::Ok(arena::server::run(config, listener, shutdown).await?)
+    })?;
+    println!(
+        "{} games played{}",
+        summary.games.len(),
+        if summary.tournaments_finished {
+            "; every tournament finished"
+        } else {
+            ""
+        }
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn main() -> ExitCode {

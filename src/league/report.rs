@@ -1,13 +1,12 @@
 //! The standings files (`standings.json`, `standings.csv`, `standings.md`, each replaced
 //! atomically) and the plain-text table printed when a tournament ends.
 
-use std::fs::{self, File};
-use std::io::{self, Write};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use super::standings::StandingRow;
+use crate::atomic_file::{write_atomically, AtomicFileError};
 use crate::game::GameId;
 
 /// The standings of one tournament as written to the files.
@@ -242,42 +241,11 @@ pub fn terminal_table(t: &TournamentStandings) -> String {
     out
 }
 
-/// Replaces `path` with `bytes` so that a reader (or a crash) sees either the old or the new
-/// file, never a mix: a temporary file in the same directory, written and fsynced, renamed over
-/// `path`, then the directory fsynced.
-///
-/// Private stand-in for `crate::atomic_file::write_atomically` (being written on another
-/// branch); switch to it once merged.
-fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-    let temp = dir.join(format!(
-        ".{}.tmp-{}",
-        file_name.to_string_lossy(),
-        std::process::id()
-    ));
-    let result = (|| {
-        let mut file = File::create(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&temp, path)?;
-        // Make the rename itself durable.
-        File::open(dir)?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    result
-}
-
 /// Writes `standings.json`, `standings.csv` and `standings.md` into `dir`, each atomically.
-pub fn write_standings(dir: &Path, tournaments: &[TournamentStandings]) -> io::Result<()> {
+pub fn write_standings(
+    dir: &Path,
+    tournaments: &[TournamentStandings],
+) -> Result<(), AtomicFileError> {
     write_atomically(
         &dir.join("standings.json"),
         standings_json(tournaments).as_bytes(),
@@ -298,6 +266,7 @@ mod tests {
     use crate::game::{EndReason, Side};
     use crate::league::standings::{compute_standings, GameResult, Points, ThinkTotal};
     use crate::league::EloOptions;
+    use std::fs;
 
     fn sample() -> Vec<TournamentStandings> {
         let game = |first: &str, second: &str, winner: Option<Side>| GameResult {

@@ -1,0 +1,846 @@
+//! The bot client: connects a built-in engine to a referee over the wire protocol (`arena bot`,
+//! and the server's `builtin` bots), plus the `arena engines` catalogue listing.
+//!
+//! One connection, several matches at once (up to `max_games`). The reader never waits for an
+//! engine: each search runs on a blocking thread with its own abort flag, which a timer sets at
+//! [`ClockView::hard_limit`]; the move is sent as soon as the engine returns. `ping` is answered
+//! at once, whatever the engines are doing.
+//!
+//! Choices where PROTOCOL.md is silent:
+//! - No reconnect: if the referee closes the connection, [`run_bot`] returns (`Ok` when no match
+//!   was running, [`ClientError::ServerClosed`] otherwise). A supervisor may start it again;
+//!   the referee then resends `start` with the moves so far.
+//! - Each engine is seeded from a hash (FNV-1a) of the match id, so a rerun of the same
+//!   schedule plays the same moves.
+//! - A `turn` whose `moves` would make the move list longer than its `ply` but that starts with
+//!   this bot's own last move is read as including that move (which is then not appended twice).
+//!   Any other mismatch between `ply` and the move list is logged and the list is kept.
+//! - An engine that cannot be built or finds no move (or panics) makes the bot `resign` that
+//!   match; lines from the referee that cannot be read are logged and skipped.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio_util::codec::Framed;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::{
+    catalogue, new_engine, ClockView, Engine, EngineError, EngineInfo, SearchRequest,
+};
+use crate::game::GameId;
+use crate::protocol::{
+    self, parse_referee_line, BotMessage, CappedLineCodec, ClockSpec, Frame, RefereeMessage,
+    TurnClock,
+};
+
+/// How long the referee may take to accept the connection and answer `hello`.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one write to the referee may take before the connection is given up.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What `run_bot` needs to know: where to connect, who to be, and which engine to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BotClientConfig {
+    /// `host:port` of the referee.
+    pub server: String,
+    pub name: String,
+    pub token: String,
+    /// A built-in engine id from [`catalogue`].
+    pub engine: String,
+    /// Engine options (a JSON object, or null for the defaults).
+    pub engine_options: Value,
+    /// The games to offer; empty means every game the engine plays.
+    pub games: Vec<GameId>,
+    /// How many matches the referee may run at once with this bot.
+    pub max_games: u32,
+}
+
+/// Why the bot client stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("bad bot configuration: {0}")]
+    Config(String),
+    #[error("could not connect to {server}: {error}")]
+    Connect {
+        server: String,
+        error: std::io::Error,
+    },
+    #[error("timed out after {0:?} waiting for the referee")]
+    Timeout(Duration),
+    #[error("the referee refused the bot: {message}")]
+    Refused { message: String },
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    #[error("the referee closed the connection while {0} match(es) were running")]
+    ServerClosed(usize),
+    #[error("connection error: {0}")]
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for ClientError {
+    fn from(error: std::io::Error) -> ClientError {
+        ClientError::Io(error)
+    }
+}
+
+/// Builds the engine for one match: `(game, rules, seed)`; `run_bot` uses [`new_engine`] with
+/// the configured engine id and options.
+pub type EngineFactory =
+    Arc<dyn Fn(GameId, &Value, u64) -> Result<Box<dyn Engine>, EngineError> + Send + Sync>;
+
+/// Runs a built-in engine as a bot until the referee closes the connection or `shutdown` is
+/// cancelled. Does not reconnect.
+pub async fn run_bot(
+    config: BotClientConfig,
+    shutdown: CancellationToken,
+) -> Result<(), ClientError> {
+    let engine_id = config.engine.clone();
+    let options = config.engine_options.clone();
+    let factory: EngineFactory =
+        Arc::new(move |game, rules, seed| new_engine(&engine_id, game, rules, &options, seed));
+    run_bot_with_factory(config, factory, shutdown).await
+}
+
+/// [`run_bot`] with engines built by `factory` instead of the catalogue (the hello still names
+/// `config.engine`, whose catalogue entry gives the default game list). For tests and embedders.
+pub async fn run_bot_with_factory(
+    config: BotClientConfig,
+    factory: EngineFactory,
+    shutdown: CancellationToken,
+) -> Result<(), ClientError> {
+    let games = offered_games(&config)?;
+    if config.max_games == 0 {
+        return Err(ClientError::Config("max_games must be at least 1".into()));
+    }
+    let hello = BotMessage::Hello {
+        protocol: protocol::PROTOCOL_VERSION,
+        name: config.name.clone(),
+        token: config.token.clone(),
+        games: games.iter().map(|g| g.as_str().to_string()).collect(),
+        max_games: config.max_games,
+        engine: Some(format!("arena/{}", config.engine)),
+    };
+
+    let stream = tokio::select! {
+        _ = shutdown.cancelled() => return Ok(()),
+        connected = tokio::time::timeout(HANDSHAKE_TIMEOUT, TcpStream::connect(&config.server)) => {
+            match connected {
+                Err(_) => return Err(ClientError::Timeout(HANDSHAKE_TIMEOUT)),
+                Ok(Err(error)) => return Err(ClientError::Connect { server: config.server.clone(), error }),
+                Ok(Ok(stream)) => stream,
+            }
+        }
+    };
+    // Moves are small and latency matters more than throughput.
+    stream.set_nodelay(true)?;
+    let mut conn = Framed::new(stream, CappedLineCodec::new(protocol::MAX_LINE_BYTES));
+    send(&mut conn, &hello).await?;
+
+    tokio::select! {
+        _ = shutdown.cancelled() => {
+            close(&mut conn).await;
+            return Ok(());
+        }
+        welcome = tokio::time::timeout(HANDSHAKE_TIMEOUT, read_welcome(&mut conn)) => {
+            welcome.map_err(|_| ClientError::Timeout(HANDSHAKE_TIMEOUT))??;
+        }
+    }
+    tracing::info!(name = %config.name, server = %config.server, "bot connected");
+
+    let mut session = Session {
+        factory,
+        matches: HashMap::new(),
+        max_games: config.max_games,
+        next_search: 0,
+    };
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<SearchDone>();
+    let result = loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => {
+                tracing::info!("bot shutting down");
+                close(&mut conn).await;
+                break Ok(());
+            }
+            Some(done) = done_rx.recv() => {
+                if let Some(reply) = session.search_done(done, &done_tx) {
+                    if let Err(e) = send(&mut conn, &reply).await {
+                        break Err(e);
+                    }
+                }
+            }
+            frame = conn.next() => {
+                let line = match frame {
+                    None => {
+                        let running = session.matches.len();
+                        break if running == 0 {
+                            tracing::info!("referee closed the connection");
+                            Ok(())
+                        } else {
+                            Err(ClientError::ServerClosed(running))
+                        };
+                    }
+                    Some(Err(e)) => break Err(ClientError::Io(e)),
+                    Some(Ok(Frame::Line(line))) => line,
+                    Some(Ok(other)) => {
+                        tracing::warn!(frame = ?other, "unreadable line from the referee skipped");
+                        continue;
+                    }
+                };
+                let message = match parse_referee_line(&line) {
+                    Ok(m) => m,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "unreadable message from the referee skipped");
+                        continue;
+                    }
+                };
+                if let Some(reply) = session.handle(message, &done_tx) {
+                    if let Err(e) = send(&mut conn, &reply).await {
+                        break Err(e);
+                    }
+                }
+            }
+        }
+    };
+    session.abort_all();
+    result
+}
+
+/// The games to offer in `hello`: the configured ones, or every game the engine plays.
+fn offered_games(config: &BotClientConfig) -> Result<Vec<GameId>, ClientError> {
+    let info = engine_info(&config.engine).ok_or_else(|| {
+        ClientError::Config(EngineError::UnknownEngine(config.engine.clone()).to_string())
+    })?;
+    if config.games.is_empty() {
+        return Ok(info.games.to_vec());
+    }
+    for game in &config.games {
+        if !info.games.contains(game) {
+            return Err(ClientError::Config(
+                EngineError::UnsupportedGame {
+                    engine: config.engine.clone(),
+                    game: *game,
+                }
+                .to_string(),
+            ));
+        }
+    }
+    Ok(config.games.clone())
+}
+
+fn engine_info(id: &str) -> Option<EngineInfo> {
+    catalogue().into_iter().find(|e| e.id == id)
+}
+
+type Connection = Framed<TcpStream, CappedLineCodec>;
+
+async fn send(conn: &mut Connection, message: &BotMessage) -> Result<(), ClientError> {
+    let line = message.to_line();
+    tracing::debug!(%line, "to referee");
+    match tokio::time::timeout(WRITE_TIMEOUT, conn.send(line)).await {
+        Ok(result) => Ok(result?),
+        Err(_) => Err(ClientError::Timeout(WRITE_TIMEOUT)),
+    }
+}
+
+/// Flushes and shuts the connection down, bounded by the write timeout; errors no longer matter.
+async fn close(conn: &mut Connection) {
+    let _ = tokio::time::timeout(WRITE_TIMEOUT, SinkExt::<String>::close(conn)).await;
+}
+
+/// Waits for `welcome`; an `error` means the hello was refused.
+async fn read_welcome(conn: &mut Connection) -> Result<(), ClientError> {
+    loop {
+        let line = match conn.next().await {
+            None => {
+                return Err(ClientError::Protocol(
+                    "the referee closed the connection before answering hello".into(),
+                ))
+            }
+            Some(Err(e)) => return Err(ClientError::Io(e)),
+            Some(Ok(Frame::Line(line))) => line,
+            Some(Ok(other)) => {
+                return Err(ClientError::Protocol(format!(
+                    "unreadable answer to hello: {other:?}"
+                )))
+            }
+        };
+        tracing::debug!(%line, "from referee");
+        match parse_referee_line(&line) {
+            Ok(RefereeMessage::Welcome { protocol, .. }) => {
+                if protocol != crate::protocol::PROTOCOL_VERSION {
+                    return Err(ClientError::Protocol(format!(
+                        "the referee speaks protocol {protocol}, this client {}",
+                        crate::protocol::PROTOCOL_VERSION
+                    )));
+                }
+                return Ok(());
+            }
+            Ok(RefereeMessage::Error { message, code, .. }) => {
+                return Err(ClientError::Refused {
+                    message: format!("{}: {message}", code.as_str()),
+                })
+            }
+            // A ping may come early; nothing else may.
+            Ok(RefereeMessage::Ping { id }) => {
+                send(conn, &BotMessage::Pong { id }).await?;
+            }
+            Ok(other) => {
+                return Err(ClientError::Protocol(format!(
+                    "expected welcome, got {}",
+                    other.to_line()
+                )))
+            }
+            Err(e) => return Err(ClientError::Protocol(format!("bad answer to hello: {e}"))),
+        }
+    }
+}
+
+/// A 64-bit FNV-1a hash: stable across builds and platforms, unlike `DefaultHasher`.
+pub fn match_seed(match_id: &str) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in match_id.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+/// A `turn` waiting to be answered.
+#[derive(Debug, Clone, Copy)]
+struct PendingTurn {
+    ply: u32,
+    clock: TurnClock,
+}
+
+/// One running match.
+struct MatchState {
+    game: Option<GameId>,
+    rules: Value,
+    clock: ClockSpec,
+    moves: Vec<String>,
+    /// `None` until built (on the first search) and while a search holds it.
+    engine: Option<Box<dyn Engine>>,
+    /// The running search, if any: its id and abort flag.
+    search: Option<(u64, Arc<AtomicBool>)>,
+    /// A turn that arrived while a search was still running (answered when it finishes).
+    queued: Option<PendingTurn>,
+    /// The last move this bot sent, to recognise it if a `turn` repeats it.
+    last_sent: Option<String>,
+}
+
+/// What a finished search hands back to the connection loop.
+struct SearchDone {
+    match_id: String,
+    search: u64,
+    engine: Option<Box<dyn Engine>>,
+    result: Result<String, String>,
+}
+
+struct Session {
+    factory: EngineFactory,
+    matches: HashMap<String, MatchState>,
+    max_games: u32,
+    next_search: u64,
+}
+
+impl Session {
+    /// Handles one message from the referee; returns the reply to send at once, if any.
+    fn handle(
+        &mut self,
+        message: RefereeMessage,
+        done_tx: &mpsc::UnboundedSender<SearchDone>,
+    ) -> Option<BotMessage> {
+        match message {
+            RefereeMessage::Ping { id } => Some(BotMessage::Pong { id }),
+            RefereeMessage::Welcome { .. } => {
+                tracing::warn!("unexpected second welcome ignored");
+                None
+            }
+            RefereeMessage::Error {
+                code,
+                message,
+                match_id,
+            } => {
+                tracing::warn!(code = code.as_str(), match_id = ?match_id, %message, "referee reported an error");
+                None
+            }
+            RefereeMessage::Start {
+                match_id,
+                game,
+                rules,
+                clock,
+                moves,
+                side,
+                opponent,
+                ..
+            } => {
+                let parsed = game.parse::<GameId>();
+                if let Err(e) = &parsed {
+                    tracing::error!(%match_id, error = %e, "match of an unknown game: will resign");
+                }
+                if let Some(old) = self.matches.remove(&match_id) {
+                    tracing::info!(%match_id, "match restarted by the referee");
+                    abort(&old);
+                }
+                if self.matches.len() >= self.max_games as usize {
+                    tracing::warn!(%match_id, max_games = self.max_games, "more matches than max_games");
+                }
+                tracing::info!(%match_id, %game, %side, %opponent, ply = moves.len(), "match started");
+                self.matches.insert(
+                    match_id,
+                    MatchState {
+                        game: parsed.ok(),
+                        rules,
+                        clock,
+                        moves,
+                        engine: None,
+                        search: None,
+                        queued: None,
+                        last_sent: None,
+                    },
+                );
+                None
+            }
+            RefereeMessage::Turn {
+                match_id,
+                moves,
+                ply,
+                clock,
+            } => {
+                let Some(state) = self.matches.get_mut(&match_id) else {
+                    tracing::warn!(%match_id, "turn for a match that never started ignored");
+                    return None;
+                };
+                append_moves(&match_id, state, moves, ply);
+                let pending = PendingTurn { ply, clock };
+                if let Some((_, flag)) = &state.search {
+                    // Should not happen: the referee asks again before this bot answered.
+                    // Stop the old search and answer the newest turn.
+                    tracing::warn!(%match_id, "turn while still thinking: restarting the search");
+                    flag.store(true, Ordering::Relaxed);
+                    state.queued = Some(pending);
+                    return None;
+                }
+                self.start_search(&match_id, pending, done_tx)
+            }
+            RefereeMessage::End {
+                match_id,
+                result,
+                reason,
+                ..
+            } => {
+                if let Some(state) = self.matches.remove(&match_id) {
+                    abort(&state);
+                    tracing::info!(%match_id, %result, %reason, "match over");
+                } else {
+                    tracing::warn!(%match_id, "end of an unknown match ignored");
+                }
+                None
+            }
+        }
+    }
+
+    /// Starts a search for `match_id`; returns a `resign` at once if there is nothing to search with.
+    fn start_search(
+        &mut self,
+        match_id: &str,
+        turn: PendingTurn,
+        done_tx: &mpsc::UnboundedSender<SearchDone>,
+    ) -> Option<BotMessage> {
+        self.next_search = self.next_search.wrapping_add(1);
+        let search = self.next_search;
+        let state = self.matches.get_mut(match_id)?;
+        let Some(game) = state.game else {
+            return Some(BotMessage::Resign {
+                match_id: match_id.to_string(),
+            });
+        };
+        let abort_flag = Arc::new(AtomicBool::new(false));
+        state.search = Some((search, abort_flag.clone()));
+        let clock = ClockView {
+            you_ms: turn.clock.you_ms,
+            opponent_ms: turn.clock.opponent_ms,
+            increment_ms: state.clock.increment_ms,
+            move_limit_ms: state.clock.move_limit_ms,
+            ply: turn.ply,
+        };
+        let job = SearchJob {
+            match_id: match_id.to_string(),
+            search,
+            engine: state.engine.take(),
+            factory: self.factory.clone(),
+            game,
+            rules: state.rules.clone(),
+            seed: match_seed(match_id),
+            moves: state.moves.clone(),
+            clock,
+            abort: abort_flag,
+        };
+        let done_tx = done_tx.clone();
+        tokio::spawn(async move {
+            let done = job.run().await;
+            // The loop may have ended (shutdown); then nobody wants the move.
+            let _ = done_tx.send(done);
+        });
+        None
+    }
+
+    /// Takes a finished search back; returns the move (or resignation) to send.
+    fn search_done(
+        &mut self,
+        done: SearchDone,
+        done_tx: &mpsc::UnboundedSender<SearchDone>,
+    ) -> Option<BotMessage> {
+        let state = self.matches.get_mut(&done.match_id)?;
+        match &state.search {
+            Some((id, _)) if *id == done.search => {}
+            // A search of an earlier incarnation of the match (restarted by `start`).
+            _ => return None,
+        }
+        state.search = None;
+        state.engine = done.engine;
+        if let Some(turn) = state.queued.take() {
+            return self.start_search(&done.match_id, turn, done_tx);
+        }
+        match done.result {
+            Ok(mv) => {
+                tracing::debug!(match_id = %done.match_id, %mv, "engine moved");
+                state.moves.push(mv.clone());
+                state.last_sent = Some(mv.clone());
+                Some(BotMessage::Move {
+                    match_id: done.match_id,
+                    mv,
+                })
+            }
+            Err(why) => {
+                tracing::error!(match_id = %done.match_id, %why, "engine found no move: resigning");
+                Some(BotMessage::Resign {
+                    match_id: done.match_id,
+                })
+            }
+        }
+    }
+
+    fn abort_all(&self) {
+        for state in self.matches.values() {
+            abort(state);
+        }
+    }
+}
+
+fn abort(state: &MatchState) {
+    if let Some((_, flag)) = &state.search {
+        flag.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Appends a `turn`'s moves to the match's list (see the module notes on `ply`).
+fn append_moves(match_id: &str, state: &mut MatchState, moves: Vec<String>, ply: u32) {
+    let known = state.moves.len();
+    let ply = ply as usize;
+    let repeats_own_move = known + moves.len() == ply + 1
+        && !moves.is_empty()
+        && state.last_sent.as_deref().is_some_and(|last| {
+            moves
+                .first()
+                .is_some_and(|first| first.eq_ignore_ascii_case(last))
+        });
+    let skip = usize::from(repeats_own_move);
+    state.moves.extend(moves.into_iter().skip(skip));
+    if state.moves.len() != ply {
+        tracing::warn!(%match_id, ply, known = state.moves.len(), "turn ply does not match the moves received");
+    }
+}
+
+/// One search, ready to run off the async runtime.
+struct SearchJob {
+    match_id: String,
+    search: u64,
+    engine: Option<Box<dyn Engine>>,
+    factory: EngineFactory,
+    game: GameId,
+    rules: Value,
+    seed: u64,
+    moves: Vec<String>,
+    clock: ClockView,
+    abort: Arc<AtomicBool>,
+}
+
+impl SearchJob {
+    /// Runs the engine on a blocking thread, setting the abort flag at the clock's hard limit.
+    async fn run(self) -> SearchDone {
+        let SearchJob {
+            match_id,
+            search,
+            engine,
+            factory,
+            game,
+            rules,
+            seed,
+            moves,
+            clock,
+            abort,
+        } = self;
+        let flag = abort.clone();
+        let mut blocking = tokio::task::spawn_blocking(move || {
+            let mut engine = match engine {
+                Some(engine) => engine,
+                None => match factory(game, &rules, seed) {
+                    Ok(engine) => engine,
+                    Err(e) => return (None, Err(e.to_string())),
+                },
+            };
+            let request = SearchRequest {
+                moves: &moves,
+                clock,
+                abort: &flag,
+            };
+            let result = engine.choose_move(&request).map_err(|e| e.to_string());
+            (Some(engine), result)
+        });
+        let deadline = tokio::time::sleep(clock.hard_limit());
+        tokio::pin!(deadline);
+        let joined = tokio::select! {
+            joined = &mut blocking => joined,
+            _ = &mut deadline => {
+                tracing::debug!(%match_id, "hard time limit reached: aborting the search");
+                abort.store(true, Ordering::Relaxed);
+                blocking.await
+            }
+        };
+        let (engine, result) = match joined {
+            Ok(pair) => pair,
+            Err(e) => (None, Err(format!("engine failed: {e}"))),
+        };
+        SearchDone {
+            match_id,
+            search,
+            engine,
+            result,
+        }
+    }
+}
+
+/// The catalogue as JSON (`arena engines --json`).
+pub fn engines_json() -> Value {
+    Value::Array(
+        catalogue()
+            .iter()
+            .map(|info| {
+                json!({
+                    "id": info.id,
+                    "games": info.games.iter().map(|g| g.as_str()).collect::<Vec<_>>(),
+                    "about": info.about,
+                    "options": info.options.iter().map(|o| json!({
+                        "name": o.name,
+                        "default": o.default,
+                        "about": o.about,
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect(),
+    )
+}
+
+/// Writes the catalogue as an aligned table (`arena engines`): id, games, description, then
+/// one indented line per option with its default.
+pub fn write_engine_table(out: &mut impl Write) -> std::io::Result<()> {
+    write_engine_table_of(&catalogue(), out)
+}
+
+/// [`write_engine_table`] for any list of engines.
+pub fn write_engine_table_of(engines: &[EngineInfo], out: &mut impl Write) -> std::io::Result<()> {
+    let rows: Vec<(String, String, String)> = engines
+        .iter()
+        .map(|info| {
+            let games: Vec<&str> = info.games.iter().map(|g| g.as_str()).collect();
+            (info.id.to_string(), games.join(","), info.about.to_string())
+        })
+        .collect();
+    let id_width = rows.iter().map(|r| r.0.len()).chain([6]).max().unwrap_or(6);
+    let games_width = rows.iter().map(|r| r.1.len()).chain([5]).max().unwrap_or(5);
+    writeln!(
+        out,
+        "{:id_width$}  {:games_width$}  DESCRIPTION",
+        "ENGINE", "GAMES"
+    )?;
+    for (info, (id, games, about)) in engines.iter().zip(&rows) {
+        writeln!(out, "{id:id_width$}  {games:games_width$}  {about}")?;
+        let name_width = info
+            .options
+            .iter()
+            .map(|o| o.name.len() + o.default.len() + 1)
+            .max()
+            .unwrap_or(0);
+        for option in info.options {
+            let setting = format!("{}={}", option.name, option.default);
+            writeln!(
+                out,
+                "{:id_width$}  {:games_width$}  --option {setting:name_width$}  {}",
+                "", "", option.about
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Reads `--option KEY=VALUE` pairs into the engine options object: a value that is JSON
+/// (number, boolean, quoted string…) is taken as such, anything else as a plain string.
+pub fn parse_engine_options(pairs: &[String]) -> Result<Value, ClientError> {
+    let mut map = serde_json::Map::new();
+    for pair in pairs {
+        let Some((key, value)) = pair.split_once('=') else {
+            return Err(ClientError::Config(format!(
+                "engine option {pair:?} must be KEY=VALUE"
+            )));
+        };
+        let key = key.trim();
+        if key.is_empty() {
+            return Err(ClientError::Config(format!(
+                "engine option {pair:?} has no name"
+            )));
+        }
+        let value = serde_json::from_str::<Value>(value.trim())
+            .unwrap_or_else(|_| Value::String(value.to_string()));
+        map.insert(key.to_string(), value);
+    }
+    Ok(Value::Object(map))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeds_are_stable_and_differ_between_matches() {
+        // FNV-1a of the empty string is the offset basis.
+        assert_eq!(match_seed(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(match_seed("r1-hex-3"), match_seed("r1-hex-3"));
+        assert_ne!(match_seed("r1-hex-3"), match_seed("r1-hex-4"));
+    }
+
+    #[test]
+    fn engine_options_parse_json_values_and_plain_strings() {
+        let options =
+            parse_engine_options(&["depth=3".into(), "book=true".into(), "style= sharp".into()])
+                .unwrap();
+        assert_eq!(
+            options,
+            json!({"depth": 3, "book": true, "style": " sharp"})
+        );
+        assert!(parse_engine_options(&["depth".into()]).is_err());
+        assert!(parse_engine_options(&["=3".into()]).is_err());
+    }
+
+    fn state_with(moves: &[&str], last_sent: Option<&str>) -> MatchState {
+        MatchState {
+            game: Some(GameId::Hex),
+            rules: Value::Null,
+            clock: ClockSpec {
+                initial_ms: 1000,
+                increment_ms: 0,
+                move_limit_ms: None,
+            },
+            moves: moves.iter().map(|m| m.to_string()).collect(),
+            engine: None,
+            search: None,
+            queued: None,
+            last_sent: last_sent.map(String::from),
+        }
+    }
+
+    #[test]
+    fn turn_moves_are_appended_without_repeating_the_own_move() {
+        let mut state = state_with(&["F6"], Some("F6"));
+        append_moves("m", &mut state, vec!["E7".into()], 2);
+        assert_eq!(state.moves, ["F6", "E7"]);
+        // A referee that repeats this bot's own move in `turn.moves`.
+        let mut state = state_with(&["F6"], Some("F6"));
+        append_moves("m", &mut state, vec!["f6".into(), "E7".into()], 2);
+        assert_eq!(state.moves, ["F6", "E7"]);
+        // Two opponent moves in a row (Jiu) are both kept.
+        let mut state = state_with(&["A1", "B2"], Some("B2"));
+        append_moves("m", &mut state, vec!["C3".into(), "D4".into()], 4);
+        assert_eq!(state.moves, ["A1", "B2", "C3", "D4"]);
+    }
+
+    #[test]
+    fn unknown_engines_and_games_are_refused_before_connecting() {
+        let config = BotClientConfig {
+            server: "127.0.0.1:1".into(),
+            name: "b".into(),
+            token: "t".into(),
+            engine: "nope".into(),
+            engine_options: Value::Null,
+            games: vec![],
+            max_games: 1,
+        };
+        assert!(matches!(
+            offered_games(&config),
+            Err(ClientError::Config(_))
+        ));
+        let random = BotClientConfig {
+            engine: "random".into(),
+            ..config
+        };
+        assert_eq!(offered_games(&random).unwrap(), GameId::ALL.to_vec());
+    }
+
+    #[test]
+    fn engine_table_aligns_columns_and_lists_options_with_defaults() {
+        use crate::engine::EngineOption;
+        let engines = [
+            EngineInfo {
+                id: "a",
+                games: &[GameId::Hex],
+                about: "first",
+                options: &[
+                    EngineOption {
+                        name: "depth",
+                        default: "3",
+                        about: "search depth",
+                    },
+                    EngineOption {
+                        name: "book",
+                        default: "true",
+                        about: "opening book",
+                    },
+                ],
+            },
+            EngineInfo {
+                id: "longer-id",
+                games: &[GameId::Connect6, GameId::Jiu],
+                about: "second",
+                options: &[],
+            },
+        ];
+        let mut out = Vec::new();
+        write_engine_table_of(&engines, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            "ENGINE     GAMES         DESCRIPTION\n\
+             a          hex           first\n\
+             \x20                        --option depth=3    search depth\n\
+             \x20                        --option book=true  opening book\n\
+             longer-id  connect6,jiu  second\n"
+        );
+    }
+
+    #[test]
+    fn engine_table_lists_every_engine() {
+        let mut out = Vec::new();
+        write_engine_table(&mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        for info in catalogue() {
+            assert!(text.lines().any(|l| l.starts_with(info.id)), "{text}");
+        }
+    }
+}
