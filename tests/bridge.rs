@@ -12,6 +12,7 @@ use arena::protocol::{
     MAX_LINE_BYTES,
 };
 use futures_util::{SinkExt, StreamExt};
+use tokio::io::AsyncBufReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::process::{Child, Command};
 use tokio_util::codec::Framed;
@@ -777,4 +778,150 @@ async fn ctrl_c_stops_the_bridge_and_its_engine() {
     assert!(gone_or_zombie(pid), "engine {pid} survived");
     assert_killed(grandchild).await;
     drop(referee);
+}
+
+/// End to end through `arena serve`: two example Python bots play a whole game of each of the
+/// four games, and the example C engine, bridged by `arena connect --protocol sau`, plays two
+/// Connect6 games against one of them. Every game must end on the board (no forfeit, timeout,
+/// illegal move or resignation).
+#[tokio::test]
+async fn served_tournaments_with_the_example_bots_and_a_bridged_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let sau_engine = build_sau_engine(dir.path());
+    let out_dir = dir.path().join("out");
+    let mut config = format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\nout_dir = {:?}\nevent = \"bridge e2e\"\nplace = \"test\"\n\
+         reconnect_grace_ms = 2000\nexit_when_done = true\n\n\
+         [[bot]]\nname = \"alpha\"\ntoken = \"ta\"\n\n[[bot]]\nname = \"beta\"\ntoken = \"tb\"\n\n\
+         [[bot]]\nname = \"sau\"\ntoken = \"ts\"\n",
+        out_dir.to_string_lossy()
+    );
+    let clock = "clock = { initial_ms = 600000, increment_ms = 0, move_limit_ms = 0 }";
+    for game in GameId::ALL {
+        config.push_str(&format!(
+            "\n[[tournament]]\nname = \"t-{game}\"\ngame = \"{game}\"\nformat = \"round-robin\"\n\
+             bots = [\"alpha\", \"beta\"]\ngames_per_pairing = 1\nconcurrency = 1\n{clock}\n"
+        ));
+    }
+    config.push_str(&format!(
+        "\n[[tournament]]\nname = \"t-bridge\"\ngame = \"connect6\"\nformat = \"round-robin\"\n\
+         bots = [\"sau\", \"alpha\"]\ngames_per_pairing = 2\nconcurrency = 1\n{clock}\n"
+    ));
+    let config_path = dir.path().join("arena.toml");
+    std::fs::write(&config_path, config).unwrap();
+
+    let mut server = Command::new(env!("CARGO_BIN_EXE_arena"))
+        .arg("serve")
+        .arg("--config")
+        .arg(&config_path)
+        .args(["--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(dir.path().join("server.log")).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdout = server.stdout.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let first = tokio::time::timeout(WAIT, lines.next_line())
+        .await
+        .expect("the server printed nothing")
+        .unwrap()
+        .expect("the server closed its stdout");
+    let addr = first
+        .strip_prefix("arena listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+        .trim()
+        .to_string();
+    let port = addr.rsplit(':').next().unwrap().to_string();
+
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bots/python/arena_random_bot.py");
+    let mut players = Vec::new();
+    for (name, token, seed) in [("alpha", "ta", "1"), ("beta", "tb", "2")] {
+        players.push(
+            Command::new("python3")
+                .arg(&script)
+                .args([
+                    "--port", &port, "--name", name, "--token", token, "--seed", seed,
+                ])
+                .args(["--games", "connect6,hex,surakarta,jiu", "--max-games", "4"])
+                .stderr(std::process::Stdio::null())
+                .kill_on_drop(true)
+                .spawn()
+                .unwrap(),
+        );
+    }
+    let bridge = Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args([
+            "connect", "--server", &addr, "--name", "sau", "--token", "ts",
+        ])
+        .args(["--protocol", "sau", "--"])
+        .arg(&sau_engine)
+        .stderr(std::fs::File::create(dir.path().join("bridge.log")).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+
+    // Keep reading the server's stdout so it never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let status = tokio::time::timeout(Duration::from_secs(600), server.wait())
+        .await
+        .expect("the tournaments did not finish")
+        .unwrap();
+    let server_log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+    assert!(status.success(), "server failed: {server_log}");
+
+    let games: Vec<serde_json::Value> = std::fs::read_to_string(out_dir.join("games.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(games.len(), 6, "{games:#?}\n{server_log}");
+    for game in &games {
+        let reason: arena::game::EndReason = game["reason"].as_str().unwrap().parse().unwrap();
+        assert!(reason.is_board_result(), "{game}");
+        println!(
+            "{} {}: {} vs {}, {} by {} after {} moves",
+            game["tournament"],
+            game["game"],
+            game["first"],
+            game["second"],
+            game["result"],
+            game["reason"],
+            game["moves"].as_array().map_or(0, Vec::len)
+        );
+    }
+    for tournament in ["t-connect6", "t-hex", "t-surakarta", "t-jiu"] {
+        assert_eq!(
+            games
+                .iter()
+                .filter(|g| g["tournament"] == tournament)
+                .count(),
+            1,
+            "{tournament}"
+        );
+    }
+    let bridged: Vec<_> = games
+        .iter()
+        .filter(|g| g["tournament"] == "t-bridge")
+        .collect();
+    assert_eq!(bridged.len(), 2);
+    assert!(bridged
+        .iter()
+        .all(|g| g["first"] == "sau" || g["second"] == "sau"));
+
+    // The server is gone: every client exits by itself.
+    let output = tokio::time::timeout(WAIT, bridge.wait_with_output())
+        .await
+        .expect("the bridge did not exit")
+        .unwrap();
+    let bridge_log = std::fs::read_to_string(dir.path().join("bridge.log")).unwrap_or_default();
+    assert!(output.status.success(), "{bridge_log}");
+    for player in players {
+        let status = tokio::time::timeout(WAIT, player.wait_with_output())
+            .await
+            .expect("a Python bot did not exit")
+            .unwrap()
+            .status;
+        assert!(status.success());
+    }
 }
