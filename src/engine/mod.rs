@@ -5,6 +5,7 @@
 //! budget from the `ClockView` and return their best move promptly once `abort` is set.
 
 pub mod connect6;
+pub mod greedy;
 pub mod random;
 
 use std::sync::atomic::AtomicBool;
@@ -114,7 +115,7 @@ pub struct EngineInfo {
 
 /// Every built-in engine. A game's own id names its strongest engine for that game.
 pub fn catalogue() -> Vec<EngineInfo> {
-    vec![random::INFO, connect6::INFO]
+    vec![random::INFO, greedy::INFO, connect6::INFO]
 }
 
 /// Builds engine `id` for a match of `game` under `rules` (the match's rule options) with
@@ -138,6 +139,9 @@ pub fn new_engine(
     }
     match id {
         "random" => Ok(Box::new(random::RandomEngine::new(
+            game, rules, options, seed,
+        )?)),
+        "greedy" => Ok(Box::new(greedy::GreedyEngine::new(
             game, rules, options, seed,
         )?)),
         "connect6" => Ok(Box::new(connect6::Connect6Engine::new(rules, options)?)),
