@@ -36,6 +36,8 @@ use crate::game::{parse_options, GameId, PlayError, Point, Rules};
 const DEFAULT_DEPTH: u32 = 6;
 /// Default number of candidate single points a pair is built from.
 const DEFAULT_WIDTH: usize = 12;
+/// Default depth of the threat-space search, in attacker turns (0 turns it off).
+const DEFAULT_THREAT_DEPTH: u32 = 5;
 /// Default cap on think time per move, in milliseconds.
 const DEFAULT_TIME_MS: u64 = 10_000;
 
@@ -54,6 +56,11 @@ pub const INFO: EngineInfo = EngineInfo {
             name: "width",
             default: "12",
             about: "candidate single points pairs are built from (2-60); the root searches 2×width pairs, inner nodes width pairs",
+        },
+        EngineOption {
+            name: "threat_depth",
+            default: "5",
+            about: "attacker turns of the threat-space search for continuous double threats, for us and against each candidate (0-20, 0 = off)",
         },
         EngineOption {
             name: "time_ms",
@@ -256,18 +263,23 @@ impl Board {
         let other = 1 - side;
         for (w, count) in self.counts.iter().enumerate() {
             if count[side] >= 4 && count[other] == 0 {
-                let mut empties = [NO_POINT; 2];
-                let mut n = 0;
-                for &p in &self.tables.windows[w] {
-                    if self.is_empty(p) && n < 2 {
-                        empties[n] = p;
-                        n += 1;
-                    }
-                }
-                out.push(empties);
+                out.push(self.window_empties(w as u16));
             }
         }
         out
+    }
+
+    /// The first two empty points of window `w` (`NO_POINT` where there are fewer).
+    fn window_empties(&self, w: u16) -> [u16; 2] {
+        let mut empties = [NO_POINT; 2];
+        let mut n = 0;
+        for &p in &self.tables.windows[w as usize] {
+            if self.is_empty(p) && n < 2 {
+                empties[n] = p;
+                n += 1;
+            }
+        }
+        empties
     }
 
     /// The empty points of the search window: the stones' bounding box grown by 2, clipped.
@@ -479,6 +491,171 @@ impl Search<'_> {
     }
 }
 
+/// Threat-space search ("victory by continuous double threats"): the attacker (the side to
+/// move) plays only pairs that block every threat against it and leave the defender at least
+/// two stones to block; the defender plays every pair that blocks all the attacker's threats.
+/// The attacker wins when a pair leaves threats that two stones cannot block.
+impl Search<'_> {
+    /// The first pair of the shortest threat-sequence win of at most `depth` attacker turns,
+    /// deepening one turn at a time.
+    fn shortest_threat_win(&mut self, depth: u32) -> Option<Pair> {
+        (1..=depth)
+            .map_while(|d| {
+                let found = self.threat_win(d);
+                (!self.stopped).then_some(found)
+            })
+            .flatten()
+            .next()
+    }
+
+    /// The winning first pair of a threat sequence of at most `depth` attacker turns, if any.
+    fn threat_win(&mut self, depth: u32) -> Option<Pair> {
+        if depth == 0 || self.should_stop() {
+            return None;
+        }
+        let attacker = self.to_move;
+        if self.board.threats[attacker] > 0 {
+            return None; // an immediate win is taken before this search
+        }
+        let against = self.board.threat_windows(1 - attacker);
+        if stones_to_block(&against) > 2 {
+            return None;
+        }
+        for pair in self.double_threats(&against) {
+            let boxes = self.play_pair(pair);
+            let wins = self.defender_is_lost(depth);
+            self.undo_pair(pair, boxes);
+            if self.stopped {
+                return None;
+            }
+            if wins {
+                return Some(pair);
+            }
+        }
+        None
+    }
+
+    /// After an attacker's pair: whether every blocking reply leaves the attacker a threat win
+    /// within `depth - 1` more turns (or no reply blocks at all).
+    fn defender_is_lost(&mut self, depth: u32) -> bool {
+        let attacker = 1 - self.to_move;
+        let windows = self.board.threat_windows(attacker);
+        if stones_to_block(&windows) > 2 {
+            return true;
+        }
+        for reply in blocking_pairs(&windows) {
+            let boxes = self.play_pair(reply);
+            let wins = self.threat_win(depth - 1).is_some();
+            self.undo_pair(reply, boxes);
+            if !wins || self.stopped {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The attacker's pairs that block every window of `against` and leave threats needing two
+    /// or more stones, most forcing and best evaluated first (at most `self.width`).
+    fn double_threats(&mut self, against: &[[u16; 2]]) -> Vec<Pair> {
+        let attacker = self.to_move;
+        let defender = 1 - attacker;
+        let tables = self.board.tables;
+        // First stones: points in windows the attacker can bring to four with two stones,
+        // and the points that block the defender's threats.
+        let mut firsts = self.points_in_windows(attacker, 2);
+        firsts.extend(against.iter().flatten().filter(|&&p| p != NO_POINT));
+        firsts.sort_unstable();
+        firsts.dedup();
+        let mut found: Vec<Pair> = Vec::new();
+        for &a in &firsts {
+            let old_a = self.board.place(a, attacker);
+            let mut seconds = self.points_in_windows(attacker, 3);
+            seconds.extend(against.iter().flatten().filter(|&&p| p != NO_POINT));
+            seconds.sort_unstable();
+            seconds.dedup();
+            for &b in &seconds {
+                if b == a
+                    || !self.board.is_empty(b)
+                    || (!against.is_empty() && !blocks_all(against, a, b))
+                {
+                    continue;
+                }
+                let old_b = self.board.place(b, attacker);
+                if self.board.threats[defender] == 0 {
+                    let mut ids: Vec<u16> = tables.point_windows[a as usize]
+                        .iter()
+                        .chain(&tables.point_windows[b as usize])
+                        .copied()
+                        .filter(|&w| {
+                            let count = self.board.counts[w as usize];
+                            count[attacker] >= 4 && count[defender] == 0
+                        })
+                        .collect();
+                    ids.sort_unstable();
+                    ids.dedup();
+                    let windows: Vec<[u16; 2]> =
+                        ids.iter().map(|&w| self.board.window_empties(w)).collect();
+                    let need = stones_to_block(&windows);
+                    if need >= 2 {
+                        let value = self.board.score[attacker] - self.board.score[defender];
+                        found.push(Pair {
+                            score: need as i32 * (WIN / 10) + value,
+                            a: a.min(b),
+                            b: a.max(b),
+                        });
+                    }
+                }
+                self.board.remove(b, attacker, old_b);
+            }
+            self.board.remove(a, attacker, old_a);
+        }
+        found.sort_unstable_by(|x, y| (x.a, x.b).cmp(&(y.a, y.b)).then(y.score.cmp(&x.score)));
+        found.dedup_by_key(|p| (p.a, p.b));
+        found.sort_unstable_by(|x, y| y.score.cmp(&x.score).then((x.a, x.b).cmp(&(y.a, y.b))));
+        found.truncate(self.width);
+        found
+    }
+
+    /// Empty points of the windows holding at least `min` stones of `side` and none of the
+    /// other colour's (may repeat).
+    fn points_in_windows(&self, side: usize, min: u8) -> Vec<u16> {
+        let other = 1 - side;
+        let mut points = Vec::new();
+        for (w, count) in self.board.counts.iter().enumerate() {
+            if count[side] >= min && count[other] == 0 {
+                points.extend(
+                    self.board.tables.windows[w]
+                        .iter()
+                        .copied()
+                        .filter(|&p| self.board.is_empty(p)),
+                );
+            }
+        }
+        points
+    }
+}
+
+/// Every pair of the windows' empty points that hits all the windows (each pair once).
+fn blocking_pairs(windows: &[[u16; 2]]) -> Vec<Pair> {
+    let mut points: Vec<u16> = windows
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|&p| p != NO_POINT)
+        .collect();
+    points.sort_unstable();
+    points.dedup();
+    let mut pairs = Vec::new();
+    for (i, &a) in points.iter().enumerate() {
+        for &b in &points[i + 1..] {
+            if blocks_all(windows, a, b) {
+                pairs.push(Pair { score: 0, a, b });
+            }
+        }
+    }
+    pairs
+}
+
 /// The `connect6` engine with its options.
 #[derive(Debug, Clone)]
 pub struct Connect6Engine {
@@ -486,6 +663,7 @@ pub struct Connect6Engine {
     max_depth: u32,
     width: usize,
     time_ms: u64,
+    threat_depth: u32,
 }
 
 /// Reads integer option `name` within `range`, or `default` when absent.
@@ -523,6 +701,12 @@ impl Connect6Engine {
             max_depth: integer_option(options, "depth", 1..=20, DEFAULT_DEPTH as u64)? as u32,
             width: integer_option(options, "width", 2..=60, DEFAULT_WIDTH as u64)? as usize,
             time_ms: integer_option(options, "time_ms", 1..=3_600_000, DEFAULT_TIME_MS)?,
+            threat_depth: integer_option(
+                options,
+                "threat_depth",
+                0..=20,
+                DEFAULT_THREAT_DEPTH as u64,
+            )? as u32,
         })
     }
 
@@ -603,6 +787,22 @@ impl Connect6Engine {
                 None => any_legal_move(position),
             };
         }
+        // A win by continuous threats, looked for in the first quarter of the budget.
+        if self.threat_depth > 0 {
+            search.deadline = started + budget / 4;
+            let win = search.shortest_threat_win(self.threat_depth);
+            search.stopped = false;
+            if let Some(pair) = win {
+                return Move::Two(to_point(pair.a), to_point(pair.b));
+            }
+        }
+        // Alpha-beta, by iterative deepening, up to three quarters of the budget (all of it
+        // without the threat-space search).
+        search.deadline = if self.threat_depth > 0 {
+            started + budget * 3 / 4
+        } else {
+            started + budget
+        };
         let mut best = root[0];
         for depth in 1..=self.max_depth {
             let mut alpha = -WIN - 1;
@@ -623,15 +823,33 @@ impl Connect6Engine {
             if let Some(pair) = best_here {
                 best = pair;
             }
-            if search.stopped || alpha.abs() >= PROVEN || started.elapsed() * 5 > budget * 2 {
-                break;
-            }
-            // Best first, the rest by this depth's scores.
+            // Best first, the rest by their latest scores.
             root.sort_by(|x, y| {
                 ((y.a, y.b) == (best.a, best.b))
                     .cmp(&((x.a, x.b) == (best.a, best.b)))
                     .then(y.score.cmp(&x.score))
             });
+            if search.stopped || alpha.abs() >= PROVEN || started.elapsed() * 5 > budget * 2 {
+                break;
+            }
+        }
+        if best.score >= PROVEN || self.threat_depth == 0 {
+            return Move::Two(to_point(best.a), to_point(best.b));
+        }
+        // In the rest of the budget: skip candidates after which the opponent has a win by
+        // continuous threats, best candidates first.
+        search.stopped = false;
+        search.deadline = started + budget;
+        for pair in root.iter().take(self.width) {
+            let boxes = search.play_pair(*pair);
+            let refuted = search.shortest_threat_win(self.threat_depth).is_some();
+            search.undo_pair(*pair, boxes);
+            if search.stopped {
+                break;
+            }
+            if !refuted {
+                return Move::Two(to_point(pair.a), to_point(pair.b));
+            }
         }
         Move::Two(to_point(best.a), to_point(best.b))
     }
@@ -845,6 +1063,59 @@ mod tests {
         assert_eq!(board.counts, fresh.counts);
         assert_eq!(board.score, fresh.score);
         assert_eq!(board.threats, fresh.threats);
+    }
+
+    /// Black to move: two on row 10 (E, F), twos on columns G and H (rows 12-13). No pair wins
+    /// at once, but G10+H10 makes an open four that takes both White stones, and then G11+H11
+    /// makes two open fours.
+    fn two_turn_threat_win() -> Connect6 {
+        position(
+            &["E10", "F10", "G12", "G13", "H12", "H13"],
+            &["A1", "C1", "A3", "S19", "S17", "Q19"],
+            'x',
+        )
+    }
+
+    #[test]
+    fn threat_space_search_finds_a_two_turn_win() {
+        let pos = two_turn_threat_win();
+        let abort = AtomicBool::new(false);
+        let mut search = Search {
+            board: Board::from_position(&pos),
+            to_move: Side::First.index(),
+            width: DEFAULT_WIDTH,
+            inner_pairs: DEFAULT_WIDTH,
+            abort: &abort,
+            deadline: Instant::now() + Duration::from_secs(60),
+            nodes: 0,
+            stopped: false,
+            marks: vec![0; CELLS],
+            stamp: 0,
+        };
+        assert_eq!(search.threat_win(1), None);
+        let pair = search.threat_win(2).unwrap();
+        // The pair makes threats that take both of White's stones.
+        search.play_pair(pair);
+        let need = stones_to_block(&search.board.threat_windows(Side::First.index()));
+        assert_eq!(need, 2, "{pair:?}");
+    }
+
+    #[test]
+    fn wins_a_threat_sequence_against_its_own_defence() {
+        // Only the threat-space search (no alpha-beta beyond one turn) on the attacking side;
+        // Black's third turn (turn 4) makes six.
+        let attacker = engine(serde_json::json!({"depth": 1, "threat_depth": 3}));
+        let defender = quick();
+        let mut pos = two_turn_threat_win();
+        for turn in 0..5 {
+            if pos.outcome().is_some() {
+                break;
+            }
+            let player = if turn % 2 == 0 { &attacker } else { &defender };
+            let mv = think(player, &pos);
+            pos = play(&pos, &mv);
+        }
+        assert_eq!(pos.outcome().and_then(|o| o.winner), Some(Side::First));
     }
 
     #[test]
