@@ -660,6 +660,7 @@ fn blocking_pairs(windows: &[[u16; 2]]) -> Vec<Pair> {
 #[derive(Debug, Clone)]
 pub struct Connect6Engine {
     rules: Options,
+    seed: u64,
     max_depth: u32,
     width: usize,
     time_ms: u64,
@@ -690,14 +691,18 @@ fn integer_option(
 }
 
 impl Connect6Engine {
+    /// The engine for a match under `rules` with engine `options`; `seed` picks the opening
+    /// stone among the nine centre points.
     pub fn new(
         rules: &serde_json::Value,
         options: &serde_json::Value,
+        seed: u64,
     ) -> Result<Connect6Engine, EngineError> {
         check_option_names(options, INFO.options)?;
         let rules = parse_options::<Connect6>(rules)?;
         Ok(Connect6Engine {
             rules,
+            seed,
             max_depth: integer_option(options, "depth", 1..=20, DEFAULT_DEPTH as u64)? as u32,
             width: integer_option(options, "width", 2..=60, DEFAULT_WIDTH as u64)? as usize,
             time_ms: integer_option(options, "time_ms", 1..=3_600_000, DEFAULT_TIME_MS)?,
@@ -762,7 +767,17 @@ impl Connect6Engine {
             marks: vec![0; CELLS],
             stamp: 0,
         };
-        // One stone due: the opening stone (centre) or the last empty point.
+        // The opening stone: a point of the 3×3 centre chosen by the seed, so that seeded
+        // matches (`arena duel`) do not all replay one game.
+        if search.board.stones == 0 {
+            let pick = (self.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % 9;
+            let centre = SIZE / 2;
+            return Move::One(Point::new(
+                centre - 1 + (pick % 3) as u8,
+                centre - 1 + (pick / 3) as u8,
+            ));
+        }
+        // One stone due otherwise (a position set up that way) or the last empty point.
         if position.stones_due() == 1 || position.empty_count() < 2 {
             return match search.top_points(me, 1).first() {
                 Some(&(_, p)) => Move::One(to_point(p)),
@@ -919,7 +934,7 @@ mod tests {
     }
 
     fn engine(options: serde_json::Value) -> Connect6Engine {
-        Connect6Engine::new(&serde_json::Value::Null, &options).unwrap()
+        Connect6Engine::new(&serde_json::Value::Null, &options, 1).unwrap()
     }
 
     fn quick() -> Connect6Engine {
@@ -1142,15 +1157,28 @@ mod tests {
         let mut engine = quick();
         let abort = AtomicBool::new(false);
         let first = engine.choose_move(&request(&[], &abort)).unwrap();
-        assert_eq!(first, "J10");
-        let reply = engine.choose_move(&request(&[first], &abort)).unwrap();
+        let Ok(Move::One(opening)) = Connect6::parse_move(&first) else {
+            panic!("expected one stone, got {first}");
+        };
+        assert!((8..=10).contains(&opening.col) && (8..=10).contains(&opening.row));
+        let reply = engine
+            .choose_move(&request(std::slice::from_ref(&first), &abort))
+            .unwrap();
         let Ok(Move::Two(a, b)) = Connect6::parse_move(&reply) else {
             panic!("expected two stones, got {reply}");
         };
-        // Inside the window around J10, or (the second stone) around the first stone.
-        let inside = |p: Point, lo, hi| (lo..=hi).contains(&p.col) && (lo..=hi).contains(&p.row);
-        assert!(inside(a, 7, 11) || inside(b, 7, 11), "{reply}");
-        assert!(inside(a, 5, 13) && inside(b, 5, 13), "{reply}");
+        // Inside the window around the opening stone, or (the second stone) within two of the
+        // first stone.
+        let near =
+            |p: Point, q: Point, d: u8| p.col.abs_diff(q.col) <= d && p.row.abs_diff(q.row) <= d;
+        assert!(
+            near(a, opening, 2) || near(b, opening, 2),
+            "{first} {reply}"
+        );
+        assert!(
+            near(a, opening, 4) && near(b, opening, 4),
+            "{first} {reply}"
+        );
     }
 
     fn request<'a>(moves: &'a [String], abort: &'a AtomicBool) -> SearchRequest<'a> {
@@ -1200,17 +1228,19 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    Connect6Engine::new(&serde_json::Value::Null, &bad),
+                    Connect6Engine::new(&serde_json::Value::Null, &bad, 1),
                     Err(EngineError::BadOption { .. })
                 ),
                 "{bad}"
             );
         }
-        assert!(
-            Connect6Engine::new(&serde_json::json!({"swap": true}), &serde_json::Value::Null)
-                .is_err()
-        );
+        assert!(Connect6Engine::new(
+            &serde_json::json!({"swap": true}),
+            &serde_json::Value::Null,
+            1
+        )
+        .is_err());
         let ok = serde_json::json!({"depth": 3, "width": 10, "time_ms": 100});
-        assert!(Connect6Engine::new(&serde_json::Value::Null, &ok).is_ok());
+        assert!(Connect6Engine::new(&serde_json::Value::Null, &ok, 1).is_ok());
     }
 }

@@ -144,7 +144,9 @@ pub fn new_engine(
         "greedy" => Ok(Box::new(greedy::GreedyEngine::new(
             game, rules, options, seed,
         )?)),
-        "connect6" => Ok(Box::new(connect6::Connect6Engine::new(rules, options)?)),
+        "connect6" => Ok(Box::new(connect6::Connect6Engine::new(
+            rules, options, seed,
+        )?)),
         _ => Err(EngineError::UnknownEngine(id.to_string())),
     }
 }
