@@ -356,7 +356,7 @@ impl Search<'_> {
         if !self.stopped {
             self.nodes += 1;
             if self.abort.load(Ordering::Relaxed)
-                || (self.nodes.is_multiple_of(64) && Instant::now() >= self.deadline)
+                || (self.nodes.is_multiple_of(16) && Instant::now() >= self.deadline)
             {
                 self.stopped = true;
             }
@@ -568,6 +568,9 @@ impl Search<'_> {
         firsts.dedup();
         let mut found: Vec<Pair> = Vec::new();
         for &a in &firsts {
+            if self.should_stop() {
+                break;
+            }
             let old_a = self.board.place(a, attacker);
             let mut seconds = self.points_in_windows(attacker, 3);
             seconds.extend(against.iter().flatten().filter(|&&p| p != NO_POINT));
@@ -715,11 +718,13 @@ impl Connect6Engine {
         })
     }
 
-    /// The time to think about this move: the clock's budget, capped by `time_ms`.
+    /// The time to think about this move: the clock's budget (assuming at least ten more moves
+    /// of ours), kept under four fifths of the hard limit and capped by `time_ms`.
     fn budget(&self, clock: &ClockView) -> Duration {
         let own_moves_left = 30u64.saturating_sub(clock.ply as u64 / 2).max(10);
         clock
             .budget(own_moves_left)
+            .min(clock.hard_limit() * 4 / 5)
             .min(Duration::from_millis(self.time_ms))
     }
 
@@ -848,7 +853,7 @@ impl Connect6Engine {
                 break;
             }
         }
-        if best.score >= PROVEN || self.threat_depth == 0 {
+        if best.score.abs() >= PROVEN || self.threat_depth == 0 {
             return Move::Two(to_point(best.a), to_point(best.b));
         }
         // In the rest of the budget: skip candidates after which the opponent has a win by
