@@ -554,6 +554,48 @@ impl Search<'_> {
         true
     }
 
+    /// Pairs that may stop the opponent's threat win: if the opponent, were it to move now,
+    /// had a threat win within `depth` turns, pairs (best `limit` by gain) of the points of its
+    /// first attacking pair and of the opponent's windows through them or holding three or
+    /// more of its stones. Empty when there is no such win (or no time to look).
+    fn defences(&mut self, depth: u32, limit: usize) -> Vec<Pair> {
+        let me = self.to_move;
+        let opponent = 1 - me;
+        self.to_move = opponent;
+        let attack = self.shortest_threat_win(depth);
+        self.to_move = me;
+        let Some(attack) = attack else {
+            return Vec::new();
+        };
+        let mut points = vec![attack.a, attack.b];
+        for (w, count) in self.board.counts.iter().enumerate() {
+            let cells = &self.board.tables.windows[w];
+            let through_attack = cells.contains(&attack.a) || cells.contains(&attack.b);
+            if count[me] == 0 && (count[opponent] >= 3 || (through_attack && count[opponent] >= 2))
+            {
+                points.extend(cells.iter().copied().filter(|&p| self.board.is_empty(p)));
+            }
+        }
+        points.sort_unstable();
+        points.dedup();
+        let mut pairs = Vec::new();
+        for (i, &a) in points.iter().enumerate() {
+            let gain_a = self.board.gain(a, me);
+            let old = self.board.place(a, me);
+            for &b in &points[i + 1..] {
+                pairs.push(Pair {
+                    score: gain_a + self.board.gain(b, me),
+                    a,
+                    b,
+                });
+            }
+            self.board.remove(a, me, old);
+        }
+        pairs.sort_unstable_by(|x, y| y.score.cmp(&x.score).then((x.a, x.b).cmp(&(y.a, y.b))));
+        pairs.truncate(limit);
+        pairs
+    }
+
     /// The attacker's pairs that block every window of `against` and leave threats needing two
     /// or more stones, most forcing and best evaluated first (at most `self.width`).
     fn double_threats(&mut self, against: &[[u16; 2]]) -> Vec<Pair> {
@@ -860,7 +902,9 @@ impl Connect6Engine {
         // continuous threats, best candidates first.
         search.stopped = false;
         search.deadline = started + budget;
-        for pair in root.iter().take(self.width) {
+        let mut candidates: Vec<Pair> = root.iter().take(self.width).copied().collect();
+        candidates.extend(search.defences(self.threat_depth, self.width));
+        for pair in &candidates {
             let boxes = search.play_pair(*pair);
             let refuted = search.shortest_threat_win(self.threat_depth).is_some();
             search.undo_pair(*pair, boxes);
