@@ -1144,18 +1144,7 @@ mod tests {
     fn threat_space_search_finds_a_two_turn_win() {
         let pos = two_turn_threat_win();
         let abort = AtomicBool::new(false);
-        let mut search = Search {
-            board: Board::from_position(&pos),
-            to_move: Side::First.index(),
-            width: DEFAULT_WIDTH,
-            inner_pairs: DEFAULT_WIDTH,
-            abort: &abort,
-            deadline: Instant::now() + Duration::from_secs(60),
-            nodes: 0,
-            stopped: false,
-            marks: vec![0; CELLS],
-            stamp: 0,
-        };
+        let mut search = wide_search(&pos, Side::First, &abort);
         assert_eq!(search.threat_win(1), None);
         let pair = search.threat_win(2).unwrap();
         // The pair makes threats that take both of White's stones.
@@ -1180,6 +1169,43 @@ mod tests {
             pos = play(&pos, &mv);
         }
         assert_eq!(pos.outcome().and_then(|o| o.winner), Some(Side::First));
+    }
+
+    /// A search over `position` with generous limits, `side` to move.
+    fn wide_search<'a>(position: &Connect6, side: Side, abort: &'a AtomicBool) -> Search<'a> {
+        Search {
+            board: Board::from_position(position),
+            to_move: side.index(),
+            width: 60,
+            inner_pairs: 60,
+            abort,
+            deadline: Instant::now() + Duration::from_secs(60),
+            nodes: 0,
+            stopped: false,
+            marks: vec![0; CELLS],
+            stamp: 0,
+        }
+    }
+
+    #[test]
+    fn defends_against_a_threat_win() {
+        // Black (E10 F10, G12 G13, H13) would win by threats if it were to move; of all White
+        // pairs in the area only G10+F11 and G10+F13 stop that (found by brute force).
+        let black = ["E10", "F10", "G12", "G13", "H13"];
+        let white = ["A1", "C1", "A3", "S19", "S17", "Q19"];
+        let abort = AtomicBool::new(false);
+        let black_to_move = position(&black, &white, 'x');
+        assert!(wide_search(&black_to_move, Side::First, &abort)
+            .shortest_threat_win(3)
+            .is_some());
+        let pos = position(&black, &white, 'o');
+        let mv = think(&quick(), &pos);
+        let after = play(&pos, &mv);
+        assert_eq!(
+            wide_search(&after, Side::First, &abort).shortest_threat_win(3),
+            None,
+            "after {mv}"
+        );
     }
 
     #[test]
