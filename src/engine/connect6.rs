@@ -6,13 +6,20 @@
 //!    at once.
 //! 2. If the opponent threatens to win next turn, only pairs that block every threat window are
 //!    considered (the paper's "forced replies"); a threat set that needs three or more stones
-//!    is a loss, and a pair of ours that leaves the opponent such a set is a win, so double and
-//!    triple threats are recognised one ply early.
-//! 3. Otherwise iterative-deepening alpha-beta (negamax) where one ply is one two-stone turn.
-//!    Pairs come from the best `width` single points of the search window (the bounding box of
-//!    all stones grown by 2, clipped to the board, as in the paper) plus, for the second stone,
-//!    the points within two steps of the first along the four lines; pairs are ordered by the
-//!    evaluation gain of playing both stones and the best few are searched.
+//!    to block is a loss, and a pair of ours that leaves the opponent such a set is a win, so
+//!    double and triple threats are recognised one ply early.
+//! 3. Beyond the paper, a threat-space search (continuous double threats: each of our pairs
+//!    must take both of the opponent's stones to block, every blocking reply is tried) looks
+//!    for a forced win, in the first quarter of the time budget.
+//! 4. Iterative-deepening alpha-beta (negamax) where one ply is one two-stone turn, until three
+//!    quarters of the budget. Pairs come from the best `width` single points of the search
+//!    window (the bounding box of all stones grown by 2, clipped to the board, as in the paper)
+//!    plus, for the second stone, the points within two steps of the first along the four lines
+//!    (the window of the stones including the first); pairs are ordered by the evaluation gain
+//!    of playing both stones and the best few are searched.
+//! 5. In the rest of the budget, candidates (the alpha-beta order, then pairs on the points of
+//!    the opponent's own threat win if it had the move) are screened with the threat-space
+//!    search from the opponent's side; the first one that leaves it no threat win is played.
 //!
 //! The evaluation scores every window of six points in the four directions: a window holding
 //! only one colour's stones is worth `WINDOW_VALUE[count]` to that colour (the paper's live /
@@ -75,7 +82,7 @@ pub const INFO: EngineInfo = EngineInfo {
 const WINDOW_VALUE: [i32; 7] = [0, 1, 12, 60, 400, 500, 1_000_000];
 /// A score beyond any evaluation: a won position.
 const WIN: i32 = 100_000_000;
-/// Scores at least this far from zero are proven wins or losses.
+/// Scores at least this far from zero are forced wins or losses (within the pruned tree).
 const PROVEN: i32 = WIN - 1_000;
 /// Marks the unused slot of a threat window's empty points.
 const NO_POINT: u16 = u16::MAX;
@@ -554,6 +561,23 @@ impl Search<'_> {
         true
     }
 
+    /// The first of `candidates` after which the opponent has no threat win within `depth`
+    /// turns (`None` if all have one or time runs out).
+    fn first_unrefuted(&mut self, candidates: &[Pair], depth: u32) -> Option<Pair> {
+        for &pair in candidates {
+            let boxes = self.play_pair(pair);
+            let refuted = self.shortest_threat_win(depth).is_some();
+            self.undo_pair(pair, boxes);
+            if self.stopped {
+                return None;
+            }
+            if !refuted {
+                return Some(pair);
+            }
+        }
+        None
+    }
+
     /// Pairs that may stop the opponent's threat win: if the opponent, were it to move now,
     /// had a threat win within `depth` turns, pairs (best `limit` by gain) of the points of its
     /// first attacking pair and of the opponent's windows through them or holding three or
@@ -899,23 +923,17 @@ impl Connect6Engine {
             return Move::Two(to_point(best.a), to_point(best.b));
         }
         // In the rest of the budget: skip candidates after which the opponent has a win by
-        // continuous threats, best candidates first.
+        // continuous threats, best candidates first, then pairs aimed at that win.
         search.stopped = false;
         search.deadline = started + budget;
-        let mut candidates: Vec<Pair> = root.iter().take(self.width).copied().collect();
-        candidates.extend(search.defences(self.threat_depth, self.width));
-        for pair in &candidates {
-            let boxes = search.play_pair(*pair);
-            let refuted = search.shortest_threat_win(self.threat_depth).is_some();
-            search.undo_pair(*pair, boxes);
-            if search.stopped {
-                break;
-            }
-            if !refuted {
-                return Move::Two(to_point(pair.a), to_point(pair.b));
-            }
+        let first_batch: Vec<Pair> = root.iter().take(self.width).copied().collect();
+        let mut chosen = search.first_unrefuted(&first_batch, self.threat_depth);
+        if chosen.is_none() && !search.stopped {
+            let defences = search.defences(self.threat_depth, self.width);
+            chosen = search.first_unrefuted(&defences, self.threat_depth);
         }
-        Move::Two(to_point(best.a), to_point(best.b))
+        let pair = chosen.unwrap_or(best);
+        Move::Two(to_point(pair.a), to_point(pair.b))
     }
 }
 
