@@ -1311,6 +1311,33 @@ mod tests {
     }
 
     #[test]
+    fn bad_histories_and_finished_games_are_errors() {
+        let mut engine = quick();
+        let abort = AtomicBool::new(false);
+        for moves in [vec!["Z99"], vec!["J10", "J10,K10"], vec!["J10,K10"]] {
+            let moves: Vec<String> = moves.into_iter().map(String::from).collect();
+            assert!(
+                matches!(
+                    engine.choose_move(&request(&moves, &abort)),
+                    Err(EngineError::BadHistory(_))
+                ),
+                "{moves:?}"
+            );
+        }
+        // Black makes six on row 10 while White plays far away: the game is over.
+        let moves: Vec<String> = [
+            "J10", "A1,A3", "K10,L10", "C1,C3", "M10,N10", "E1,E3", "O10",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        assert_eq!(
+            engine.choose_move(&request(&moves, &abort)),
+            Err(EngineError::NoMove)
+        );
+    }
+
+    #[test]
     fn unknown_and_bad_options_are_refused() {
         for bad in [
             serde_json::json!({"colour": "red"}),
