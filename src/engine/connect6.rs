@@ -785,12 +785,13 @@ impl Connect6Engine {
     }
 
     /// The time to think about this move: the clock's budget (assuming at least ten more moves
-    /// of ours), kept under four fifths of the hard limit and capped by `time_ms`.
+    /// of ours), kept under two thirds of the hard limit (on a loaded machine the thread can be
+    /// descheduled for tens of milliseconds) and capped by `time_ms`.
     fn budget(&self, clock: &ClockView) -> Duration {
         let own_moves_left = 30u64.saturating_sub(clock.ply as u64 / 2).max(10);
         clock
             .budget(own_moves_left)
-            .min(clock.hard_limit() * 4 / 5)
+            .min(clock.hard_limit() * 2 / 3)
             .min(Duration::from_millis(self.time_ms))
     }
 
