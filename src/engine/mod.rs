@@ -4,6 +4,7 @@
 //! Engines run on a blocking thread (never on the async runtime). They keep their own time
 //! budget from the `ClockView` and return their best move promptly once `abort` is set.
 
+pub mod hex;
 pub mod random;
 
 use std::sync::atomic::AtomicBool;
@@ -113,7 +114,7 @@ pub struct EngineInfo {
 
 /// Every built-in engine. A game's own id names its strongest engine for that game.
 pub fn catalogue() -> Vec<EngineInfo> {
-    vec![random::INFO]
+    vec![random::INFO, hex::INFO]
 }
 
 /// Builds engine `id` for a match of `game` under `rules` (the match's rule options) with
@@ -139,6 +140,7 @@ pub fn new_engine(
         "random" => Ok(Box::new(random::RandomEngine::new(
             game, rules, options, seed,
         )?)),
+        "hex" => Ok(Box::new(hex::HexEngine::new(rules, options, seed)?)),
         _ => Err(EngineError::UnknownEngine(id.to_string())),
     }
 }
