@@ -4,5 +4,7 @@
 pub mod duel;
 pub mod engine;
 pub mod game;
+pub mod journal;
+pub mod league;
 pub mod protocol;
 pub mod tools;

@@ -79,7 +79,8 @@ pub fn replay_line(start: &dyn game::AnyGame, line: &str) -> String {
 
 /// Runs `answer` on each input line (trailing `\r` and surrounding blanks removed), flushing
 /// after each answer so that a pipe sees it at once. Lines that are not UTF-8 or are longer
-/// than `MAX_LINE_BYTES` get an error line. Blank lines are answered with a blank line.
+/// than `MAX_LINE_BYTES` get an error line. A blank line is passed on like any other: for
+/// `replay` it is a game with no moves (`none 0`), for `moves` an error line.
 fn for_each_line<R: BufRead, W: Write>(
     mut input: R,
     out: &mut W,

@@ -4,6 +4,7 @@
 //! Engines run on a blocking thread (never on the async runtime). They keep their own time
 //! budget from the `ClockView` and return their best move promptly once `abort` is set.
 
+pub mod greedy;
 pub mod hex;
 pub mod random;
 
@@ -114,7 +115,7 @@ pub struct EngineInfo {
 
 /// Every built-in engine. A game's own id names its strongest engine for that game.
 pub fn catalogue() -> Vec<EngineInfo> {
-    vec![random::INFO, hex::INFO]
+    vec![random::INFO, greedy::INFO, hex::INFO]
 }
 
 /// Builds engine `id` for a match of `game` under `rules` (the match's rule options) with
@@ -138,6 +139,9 @@ pub fn new_engine(
     }
     match id {
         "random" => Ok(Box::new(random::RandomEngine::new(
+            game, rules, options, seed,
+        )?)),
+        "greedy" => Ok(Box::new(greedy::GreedyEngine::new(
             game, rules, options, seed,
         )?)),
         "hex" => Ok(Box::new(hex::HexEngine::new(rules, options, seed)?)),
