@@ -199,6 +199,144 @@ fn bridge_reply(cells: &Cells, colour: usize, taken: u8) -> Option<u8> {
         .map(|t| t[1])
 }
 
+/// The two mirror images of edge template IIIa (the ziggurat) for a stone on the third row,
+/// as (column, row) offsets from the stone with the edge below: one cell beside the stone, three
+/// on the second row, then the four on the first row (last, so `carrier[4..]` touch the edge).
+const ZIGGURATS: [[(i32, i32); 8]; 2] = [
+    [
+        (1, 0),
+        (-1, -1),
+        (0, -1),
+        (1, -1),
+        (-2, -2),
+        (-1, -2),
+        (0, -2),
+        (1, -2),
+    ],
+    [
+        (-1, 0),
+        (-2, -1),
+        (-1, -1),
+        (0, -1),
+        (-3, -2),
+        (-2, -2),
+        (-1, -2),
+        (0, -2),
+    ],
+];
+
+/// The board cell at local (x, y) of `colour`'s edge number `edge` (0: its first edge, 1: its
+/// second), where y counts rows away from that edge (0 touches it). Red's first edge is row 1,
+/// Blue's is column A; the other three views are the symmetries of the board that keep
+/// adjacency (half-turn, transposition).
+fn edge_view(colour: usize, edge: usize, x: i32, y: i32) -> u8 {
+    let last = N as i32 - 1;
+    match (colour, edge) {
+        (0, 0) => cell_at(x, y),
+        (0, _) => cell_at(last - x, last - y),
+        (_, 0) => cell_at(y, x),
+        _ => cell_at(last - y, last - x),
+    }
+}
+
+/// Whether the group of `stone` reaches a cell of `carrier[4..]` through own stones inside
+/// `carrier`.
+fn reaches_edge_row(cells: &Cells, stone_cell: u8, carrier: &[u8; 8]) -> bool {
+    let own = cells[stone_cell as usize];
+    let mut seen = [false; 8];
+    let mut stack = [stone_cell; 9];
+    let mut top = 1;
+    while top > 0 {
+        top -= 1;
+        let c = stack[top];
+        for (k, &d) in carrier.iter().enumerate() {
+            if !seen[k] && cells[d as usize] == own && RING[c as usize].contains(&d) {
+                if k >= 4 {
+                    return true;
+                }
+                seen[k] = true;
+                stack[top] = d;
+                top += 1;
+            }
+        }
+    }
+    false
+}
+
+/// Whether the stone on `stone_cell` stays joined to the edge inside `carrier` when the
+/// opponent moves first there and its owner answers every move (a tiny exhaustive search).
+fn holds_to_edge(cells: &mut Cells, stone_cell: u8, carrier: &[u8; 8]) -> bool {
+    if reaches_edge_row(cells, stone_cell, carrier) {
+        return true;
+    }
+    let own = cells[stone_cell as usize];
+    let opponent = 3 - own;
+    let mut any_empty = false;
+    for &z in carrier {
+        if cells[z as usize] != EMPTY {
+            continue;
+        }
+        any_empty = true;
+        cells[z as usize] = opponent;
+        let answered = carrier.iter().any(|&w| {
+            if cells[w as usize] != EMPTY {
+                return false;
+            }
+            cells[w as usize] = own;
+            let ok = holds_to_edge(cells, stone_cell, carrier);
+            cells[w as usize] = EMPTY;
+            ok
+        });
+        cells[z as usize] = EMPTY;
+        if !answered {
+            return false;
+        }
+    }
+    any_empty
+}
+
+/// The reply that keeps a third-row stone of `colour` joined to its edge by template IIIa after
+/// the opponent took `taken` inside the template's otherwise empty carrier.
+fn template_reply(cells: &Cells, colour: usize, taken: u8) -> Option<u8> {
+    if taken as usize >= CELLS {
+        return None;
+    }
+    let own = stone(colour);
+    let mut board = *cells;
+    for edge in 0..2 {
+        for x in 0..N as i32 {
+            let s = edge_view(colour, edge, x, 2);
+            if s == NO || cells[s as usize] != own {
+                continue;
+            }
+            for shape in &ZIGGURATS {
+                let mut carrier = [NO; 8];
+                for (k, &(dx, dy)) in shape.iter().enumerate() {
+                    carrier[k] = edge_view(colour, edge, x + dx, 2 + dy);
+                }
+                let intact = carrier
+                    .iter()
+                    .all(|&c| c != NO && (c == taken || cells[c as usize] == EMPTY));
+                if !intact || !carrier.contains(&taken) {
+                    continue;
+                }
+                for &w in &carrier {
+                    if w == taken {
+                        continue;
+                    }
+                    board[w as usize] = own;
+                    let holds = holds_to_edge(&mut board, s, &carrier);
+                    board[w as usize] = EMPTY;
+                    if holds {
+                        return Some(w);
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
 fn on_source(colour: usize, cell: usize) -> bool {
     if colour == 0 {
         cell / N == 0
@@ -757,7 +895,7 @@ impl HexEngine {
         }
         let mut score = [0.0; CELLS];
         self.assess(cells, Some(&mut score));
-        let reply = bridge_reply(cells, mover, last);
+        let reply = bridge_reply(cells, mover, last).or_else(|| template_reply(cells, mover, last));
         let best_score = score.iter().copied().fold(0.0, f64::max);
         let mut candidates: Vec<u8> = (0..CELLS as u8)
             .filter(|&c| {
@@ -1044,7 +1182,7 @@ impl HexEngine {
             if self.settings.playouts > 0 && playouts >= self.settings.playouts {
                 break;
             }
-            if playouts.is_multiple_of(32) && limits.reached() {
+            if playouts.is_multiple_of(8) && limits.reached() {
                 break;
             }
             let mut board = *cells;
@@ -1263,6 +1401,38 @@ mod tests {
         blue[cell("J5") as usize] = stone(1);
         blue[cell("K5") as usize] = stone(0);
         assert_eq!(bridge_reply(&blue, 1, cell("K5")), Some(cell("K6")));
+    }
+
+    #[test]
+    fn ziggurat_intrusions_are_answered() {
+        for colour in 0..2 {
+            for edge in 0..2 {
+                let s = edge_view(colour, edge, 5, 2);
+                for shape in &ZIGGURATS {
+                    let carrier = shape.map(|(dx, dy)| edge_view(colour, edge, 5 + dx, 2 + dy));
+                    let mut cells = [EMPTY; CELLS];
+                    cells[s as usize] = stone(colour);
+                    // The template holds, and every single intrusion has an answer that keeps it.
+                    assert!(holds_to_edge(&mut cells, s, &carrier));
+                    for &z in &carrier {
+                        cells[z as usize] = stone(1 - colour);
+                        let w = template_reply(&cells, colour, z).expect("an answer");
+                        assert_eq!(cells[w as usize], EMPTY);
+                        // The answer may use the mirror-image ziggurat when z lies in both.
+                        cells[w as usize] = stone(colour);
+                        assert!(ZIGGURATS.iter().any(|other| {
+                            let k = other.map(|(dx, dy)| edge_view(colour, edge, 5 + dx, 2 + dy));
+                            holds_to_edge(&mut cells, s, &k)
+                        }));
+                        cells[w as usize] = EMPTY;
+                        cells[z as usize] = EMPTY;
+                    }
+                    // Without one of its edge cells the carrier does not hold.
+                    cells[carrier[7] as usize] = stone(1 - colour);
+                    assert!(!holds_to_edge(&mut cells, s, &carrier));
+                }
+            }
+        }
     }
 
     #[test]
