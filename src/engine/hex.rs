@@ -130,6 +130,32 @@ const fn pair_table() -> [(u8, u8); PAIR_COUNT] {
 
 static PAIRS: [(u8, u8); PAIR_COUNT] = pair_table();
 
+/// Every bridge once, as `[a, b, carrier, carrier]` with a < b; unused entries are all `NO`.
+const fn bridge_table() -> [[u8; 4]; 3 * CELLS] {
+    let mut out = [[NO; 4]; 3 * CELLS];
+    let mut k = 0;
+    let mut c = 0;
+    while c < CELLS {
+        let (col, row) = ((c % N) as i32, (c / N) as i32);
+        let mut i = 0;
+        while i < 6 {
+            let (o1, o2) = (RING_OFFSETS[i], RING_OFFSETS[(i + 1) % 6]);
+            let b = cell_at(col + o1.0 + o2.0, row + o1.1 + o2.1);
+            let x = cell_at(col + o1.0, row + o1.1);
+            let y = cell_at(col + o2.0, row + o2.1);
+            if b != NO && x != NO && y != NO && b as usize > c && k < 3 * CELLS {
+                out[k] = [c as u8, b, x, y];
+                k += 1;
+            }
+            i += 1;
+        }
+        c += 1;
+    }
+    out
+}
+
+static BRIDGES: [[u8; 4]; 3 * CELLS] = bridge_table();
+
 /// Whether off-board (col, row) is part of `colour`'s own edge (Red: below row 1 or above row
 /// 11; Blue: left of column A or right of column K).
 const fn is_own_edge(colour: usize, col: i32, row: i32) -> bool {
@@ -406,7 +432,10 @@ const NODES: usize = CELLS + 2;
 const SOURCE: u8 = CELLS as u8;
 const SINK: u8 = CELLS as u8 + 1;
 const BLOCKED: u8 = u8::MAX;
-const MAX_EDGES: usize = PAIR_COUNT + 2 * N;
+const MAX_EDGES: usize = PAIR_COUNT + 2 * N + 3 * CELLS + 2 * CELLS;
+/// Conductance added between the two ends of an intact bridge, and between a second-row stone
+/// and its edge through an intact edge template II (virtual connections, beyond the paper).
+const VIRTUAL_LINK: f64 = 3.0;
 /// Resistance reported when no current flows (the opponent has cut every path).
 pub const NO_PATH: f64 = 1e6;
 /// Conjugate-gradient stops at this relative squared residual or this many iterations.
@@ -438,6 +467,9 @@ struct Circuit {
     ap: [f64; NODES],
     /// Conjugate-gradient iterations of the last solve (for the tests and figures).
     last_iterations: usize,
+    /// Whether intact bridges and edge templates II add `VIRTUAL_LINK` (off: the paper's
+    /// plain circuit).
+    virtual_links: bool,
 }
 
 impl Circuit {
@@ -457,6 +489,7 @@ impl Circuit {
             p: [0.0; NODES],
             ap: [0.0; NODES],
             last_iterations: 0,
+            virtual_links: true,
         }
     }
 
@@ -466,6 +499,50 @@ impl Circuit {
             self.edge_b[self.edges] = b;
             self.edge_g[self.edges] = g;
             self.edges += 1;
+        }
+    }
+
+    /// Extra conductance for each intact bridge between two different nodes, and for each
+    /// second-row stone whose two edge cells are empty (edge template II).
+    fn add_virtual_links(&mut self, cells: &Cells, colour: usize) {
+        let own = stone(colour);
+        for &[a, b, x, y] in BRIDGES.iter() {
+            if a == NO {
+                break;
+            }
+            if cells[a as usize] == own
+                && cells[b as usize] == own
+                && cells[x as usize] == EMPTY
+                && cells[y as usize] == EMPTY
+            {
+                let (na, nb) = (self.node[a as usize], self.node[b as usize]);
+                if na != nb {
+                    self.push_edge(na, nb, VIRTUAL_LINK);
+                }
+            }
+        }
+        for c in 0..CELLS {
+            if cells[c] != own {
+                continue;
+            }
+            let n = self.node[c];
+            for (edge_test, terminal) in [
+                (on_source as fn(usize, usize) -> bool, SOURCE),
+                (on_sink, SINK),
+            ] {
+                if n == terminal || edge_test(colour, c) {
+                    continue;
+                }
+                let free = RING[c]
+                    .iter()
+                    .filter(|&&nb| {
+                        nb != NO && edge_test(colour, nb as usize) && cells[nb as usize] == EMPTY
+                    })
+                    .count();
+                if free == 2 {
+                    self.push_edge(n, terminal, VIRTUAL_LINK);
+                }
+            }
         }
     }
 
@@ -555,6 +632,9 @@ impl Circuit {
                     self.push_edge(c as u8, SINK, 1.0);
                 }
             }
+        }
+        if self.virtual_links {
+            self.add_virtual_links(cells, colour);
         }
         self.diag.fill(0.0);
         self.rhs.fill(0.0);
@@ -1462,6 +1542,32 @@ mod tests {
     }
 
     #[test]
+    fn virtual_links_make_bridges_and_edge_templates_conduct() {
+        let mut plain = Circuit::new();
+        plain.virtual_links = false;
+        let mut linked = Circuit::new();
+        let mut cells = [EMPTY; CELLS];
+        for text in ["F2", "G4", "H6", "I8", "J10"] {
+            cells[cell(text) as usize] = stone(0);
+        }
+        let (before_plain, before_linked) = (
+            plain.resistance(&cells, 0, None),
+            linked.resistance(&cells, 0, None),
+        );
+        assert!(
+            before_linked < before_plain,
+            "{before_linked} vs {before_plain}"
+        );
+        // Blue breaks one bridge (G4-H6 over G5/H5): the links there go, the resistance rises.
+        cells[cell("G5") as usize] = stone(1);
+        assert!(linked.resistance(&cells, 0, None) > before_linked);
+        // With neither sides' stones the two models agree.
+        let empty = [EMPTY; CELLS];
+        let gap = plain.resistance(&empty, 1, None) - linked.resistance(&empty, 1, None);
+        assert!(gap.abs() < 1e-9);
+    }
+
+    #[test]
     fn resistance_matches_a_hand_computed_circuit() {
         // Red stones fill rows 1-10 of column F except F5; Blue walls off everything else
         // around F5 so Red's only path runs through F5: source–(F1..F4 group)–F5–(F6..F10
@@ -1474,6 +1580,7 @@ mod tests {
             cells[cell(text) as usize] = EMPTY;
         }
         let mut circuit = Circuit::new();
+        circuit.virtual_links = false;
         // F5 joins both groups with conductance 1 each way: 2 ohms in series; then F11 and G11
         // in parallel, each group–cell 1 plus cell–edge 1: 2 ∥ 2 = 1. Total 3.
         let r = circuit.resistance(&cells, 0, None);
