@@ -884,13 +884,14 @@ impl std::fmt::Debug for HexEngine {
 
 /// Where the search must stop: the deadline or the abort flag.
 struct Limits<'a> {
-    deadline: Instant,
+    /// `None` when the budget reaches past what `Instant` can represent.
+    deadline: Option<Instant>,
     abort: &'a AtomicBool,
 }
 
 impl Limits<'_> {
     fn reached(&self) -> bool {
-        self.abort.load(Ordering::Relaxed) || Instant::now() >= self.deadline
+        self.abort.load(Ordering::Relaxed) || self.deadline.is_some_and(|d| Instant::now() >= d)
     }
 }
 
@@ -1297,7 +1298,7 @@ impl HexEngine {
                 let node_mover = if depth % 2 == 0 { mover } else { 1 - mover };
                 {
                     let node = &mut self.tree[index];
-                    node.visits += 1;
+                    node.visits = node.visits.saturating_add(1);
                     // The node was entered by the other side.
                     if depth > 0 && winner != node_mover {
                         node.wins += 1.0;
@@ -1368,7 +1369,7 @@ impl Engine for HexEngine {
             .budget(moves_left)
             .min(Duration::from_millis(self.settings.time_ms));
         let limits = Limits {
-            deadline: started + budget,
+            deadline: started.checked_add(budget),
             abort: request.abort,
         };
         let mut cell = self.search(&cells, mover, last, &limits);
@@ -1633,6 +1634,20 @@ mod tests {
             assert!(hex.last_stats.playouts <= 1, "{:?}", hex.last_stats);
             assert!(hex.last_stats.nodes <= 16, "{:?}", hex.last_stats);
         }
+        // A budget too far away for `Instant` means no deadline, not a crash.
+        let mut patient = engine(
+            serde_json::json!({ "time_ms": u64::MAX }),
+            serde_json::Value::Null,
+        );
+        let endless = ClockView {
+            you_ms: u64::MAX,
+            ..ClockView::unlimited()
+        };
+        let answer = ask(&mut patient, &moves, endless, true);
+        assert!(patient
+            .replay(&moves.map(String::from))
+            .unwrap()
+            .is_legal(&Hex::parse_move(&answer).unwrap()));
     }
 
     #[test]
