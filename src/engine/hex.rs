@@ -1,7 +1,9 @@
 //! The `hex` engine: the resistance-circuit evaluation of the BistuHex2 paper (each side's board
 //! as a circuit solved with Kirchhoff's laws), its staged search (alpha-beta over the resistance
 //! evaluation when few candidate cells carry current, UCT otherwise), and what goes beyond the
-//! paper: RAVE, bridge- and edge-template-saving playouts, forced replies, the swap decision.
+//! paper: virtual links for bridges and edge templates in the circuit, RAVE, bridge- and
+//! edge-template-saving playouts, answers to bridge / template II / ziggurat intrusions, forced
+//! replies (win or block in one) and the swap decision.
 //!
 //! Layout: the position is replayed with the typed [`Hex`] rules, then copied into a flat
 //! `[u8; 121]` board (row-major, row 1 first, like `Point::index`) that the search mutates.
