@@ -116,6 +116,33 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Play an existing engine in the arena: connect to the referee and run the engine (the
+    /// command after `--`) as a child process for each match, translating its protocol.
+    Connect {
+        /// The referee's address, HOST:PORT.
+        #[arg(long)]
+        server: String,
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        token: String,
+        /// What the engine speaks: json (protocol v1), gtp (Hex) or sau (Connect6).
+        #[arg(long)]
+        protocol: arena::bridge::EngineProtocol,
+        /// Games to offer, comma separated (default: hex for gtp, connect6 for sau, the
+        /// engine's own hello for json).
+        #[arg(long, value_delimiter = ',')]
+        games: Option<Vec<String>>,
+        /// A line sent to the engine right after it starts (repeatable).
+        #[arg(long)]
+        init: Vec<String>,
+        /// How long the engine may take to answer anything that is not a move, in ms.
+        #[arg(long, default_value_t = 10_000)]
+        setup_timeout_ms: u64,
+        /// The engine command and its arguments.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
 }
 
 /// Logs to stderr: info by default, debug with -v, trace with -vv; RUST_LOG overrides.
@@ -208,6 +235,31 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 arena::client::write_engine_table(&mut out)?;
             }
+        }
+        Command::Connect {
+            server,
+            name,
+            token,
+            protocol,
+            games,
+            init,
+            setup_timeout_ms,
+            command,
+        } => {
+            init_logging(cli.verbose);
+            let options = arena::bridge::ConnectOptions {
+                server,
+                name,
+                token,
+                protocol,
+                games,
+                init,
+                command,
+                setup_timeout: std::time::Duration::from_millis(setup_timeout_ms),
+            };
+            let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
+            let matches = runtime.block_on(arena::bridge::run(options))?;
+            tracing::info!("done after {matches} match(es)");
         }
         Command::Check { files, rules } => {
             let rules = rules.as_deref().map(parse_rules).transpose()?;

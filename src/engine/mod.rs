@@ -4,7 +4,9 @@
 //! Engines run on a blocking thread (never on the async runtime). They keep their own time
 //! budget from the `ClockView` and return their best move promptly once `abort` is set.
 
+pub mod connect6;
 pub mod greedy;
+pub mod hex;
 pub mod random;
 
 use std::sync::atomic::AtomicBool;
@@ -114,7 +116,7 @@ pub struct EngineInfo {
 
 /// Every built-in engine. A game's own id names its strongest engine for that game.
 pub fn catalogue() -> Vec<EngineInfo> {
-    vec![random::INFO, greedy::INFO]
+    vec![random::INFO, greedy::INFO, connect6::INFO, hex::INFO]
 }
 
 /// Builds engine `id` for a match of `game` under `rules` (the match's rule options) with
@@ -143,6 +145,10 @@ pub fn new_engine(
         "greedy" => Ok(Box::new(greedy::GreedyEngine::new(
             game, rules, options, seed,
         )?)),
+        "connect6" => Ok(Box::new(connect6::Connect6Engine::new(
+            rules, options, seed,
+        )?)),
+        "hex" => Ok(Box::new(hex::HexEngine::new(rules, options, seed)?)),
         _ => Err(EngineError::UnknownEngine(id.to_string())),
     }
 }

@@ -1,0 +1,334 @@
+//! The engine child process: spawning it in its own process group, reading its stdout as capped
+//! lines and writing its stdin without ever blocking the bridge, and killing the whole group
+//! (SIGTERM, a short grace, SIGKILL) and reaping it on every exit path, a panic included.
+
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::io::AsyncWriteExt;
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::mpsc;
+use tokio_util::codec::FramedRead;
+
+use crate::protocol::{CappedLineCodec, Frame};
+
+/// How long the engine may take to exit by itself after its stdin closes, and again after
+/// SIGTERM, before the next step.
+pub const EXIT_GRACE: Duration = Duration::from_millis(300);
+
+/// Something the engine printed, or why its output stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EngineOutput {
+    Line(String),
+    /// A line longer than the cap (skipped).
+    TooLong,
+    /// A line that is not UTF-8 (skipped).
+    NotUtf8,
+    /// The engine closed its stdout (it exited or crashed, usually).
+    Closed,
+    /// Reading failed.
+    ReadError(String),
+}
+
+/// What `next_event` reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EngineEvent {
+    Output(EngineOutput),
+    /// The engine process exited (the text describes its status).
+    Exited(String),
+}
+
+/// Why the engine could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    #[error("no engine command given (put it after `--`)")]
+    NoCommand,
+    #[error("cannot start engine {command:?}: {source}")]
+    Io {
+        command: String,
+        source: std::io::Error,
+    },
+}
+
+/// A running engine. Dropping it kills its process group; `shutdown` does it politely first.
+pub struct EngineProcess {
+    child: Child,
+    /// The process group id (the child's pid, as it leads its own group).
+    pgid: Option<i32>,
+    output: mpsc::Receiver<EngineOutput>,
+    input: Option<mpsc::UnboundedSender<String>>,
+    /// Set once `child.wait()` has returned: the child is reaped.
+    exit: Option<ExitStatus>,
+}
+
+impl EngineProcess {
+    /// Starts `command[0]` with the remaining arguments, stdin/stdout piped, stderr passed
+    /// through, in a new process group. Lines longer than `max_line` bytes are reported as
+    /// `TooLong`.
+    pub fn spawn(command: &[String], max_line: usize) -> Result<EngineProcess, SpawnError> {
+        let (program, args) = command.split_first().ok_or(SpawnError::NoCommand)?;
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .process_group(0);
+        let mut child = cmd.spawn().map_err(|source| SpawnError::Io {
+            command: command.join(" "),
+            source,
+        })?;
+        let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+        let (out_tx, output) = mpsc::channel(64);
+        if let Some(stdout) = child.stdout.take() {
+            tokio::spawn(read_lines(stdout, max_line, out_tx));
+        }
+        let input = child.stdin.take().map(|stdin| {
+            let (in_tx, in_rx) = mpsc::unbounded_channel();
+            tokio::spawn(write_lines(stdin, in_rx));
+            in_tx
+        });
+        tracing::debug!(?pgid, "started engine {:?}", command.join(" "));
+        Ok(EngineProcess {
+            child,
+            pgid,
+            output,
+            input,
+            exit: None,
+        })
+    }
+
+    /// The engine's pid (also its process group id).
+    pub fn pid(&self) -> Option<i32> {
+        self.pgid
+    }
+
+    /// Queues one line (a `\n` is added) for the engine's stdin. Never blocks: a writer task
+    /// does the writing. Returns false if the engine's stdin is already closed.
+    pub fn send(&self, line: &str) -> bool {
+        tracing::trace!("to engine: {line}");
+        match &self.input {
+            Some(tx) => tx.send(format!("{line}\n")).is_ok(),
+            None => false,
+        }
+    }
+
+    /// The next thing the engine printed. Cancel-safe. After `Closed` it keeps returning
+    /// `Closed`.
+    pub async fn next_output(&mut self) -> EngineOutput {
+        self.output.recv().await.unwrap_or(EngineOutput::Closed)
+    }
+
+    /// The next output line, or the engine's exit (reported once; output that is still
+    /// buffered keeps coming afterwards). Cancel-safe.
+    pub async fn next_event(&mut self) -> EngineEvent {
+        if self.exit.is_some() {
+            return EngineEvent::Output(self.next_output().await);
+        }
+        tokio::select! {
+            biased;
+            output = self.output.recv() => EngineEvent::Output(output.unwrap_or(EngineOutput::Closed)),
+            status = self.child.wait() => match status {
+                Ok(status) => {
+                    self.exit = Some(status);
+                    EngineEvent::Exited(status.to_string())
+                }
+                Err(e) => EngineEvent::Exited(e.to_string()),
+            },
+        }
+    }
+
+    /// Waits for the engine to exit (and reaps it). Cancel-safe.
+    pub async fn wait_exit(&mut self) -> std::io::Result<ExitStatus> {
+        if let Some(status) = self.exit {
+            return Ok(status);
+        }
+        let status = self.child.wait().await?;
+        self.exit = Some(status);
+        Ok(status)
+    }
+
+    /// Ends the engine: closes its stdin, gives it `EXIT_GRACE` to exit, sends SIGTERM to its
+    /// group, waits `EXIT_GRACE` again, then SIGKILLs the group, and reaps the child. Whatever
+    /// else is left in the group (grandchildren) is killed too. Bounded in time.
+    pub async fn shutdown(mut self) {
+        self.input = None;
+        if self.exit.is_none() {
+            if let Ok(Ok(status)) = tokio::time::timeout(EXIT_GRACE, self.child.wait()).await {
+                self.exit = Some(status);
+            }
+        }
+        if self.exit.is_none() {
+            self.signal_group(libc::SIGTERM);
+            if let Ok(Ok(status)) = tokio::time::timeout(EXIT_GRACE, self.child.wait()).await {
+                self.exit = Some(status);
+            }
+        }
+        // Even when the leader is gone, members it left behind are still in the group.
+        self.signal_group(libc::SIGKILL);
+        if self.exit.is_none() {
+            match tokio::time::timeout(EXIT_GRACE, self.child.wait()).await {
+                Ok(Ok(status)) => self.exit = Some(status),
+                Ok(Err(e)) => tracing::warn!("waiting for the engine failed: {e}"),
+                Err(_) => tracing::warn!("the engine did not exit even after SIGKILL"),
+            }
+        }
+        tracing::debug!(pgid = ?self.pgid, status = ?self.exit, "engine stopped");
+        // Reaped: nothing left for Drop to do.
+        self.pgid = None;
+    }
+
+    fn signal_group(&self, signal: libc::c_int) {
+        if let Some(pgid) = self.pgid {
+            if pgid > 1 {
+                // SAFETY: killpg only sends a signal; a group that no longer exists gives ESRCH,
+                // which is fine to ignore.
+                unsafe {
+                    libc::killpg(pgid, signal);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for EngineProcess {
+    /// The guard for every path that does not call `shutdown` (errors, panics): SIGKILL the
+    /// whole group at once. `kill_on_drop` kills the child too, and tokio reaps it in the
+    /// background.
+    fn drop(&mut self) {
+        self.signal_group(libc::SIGKILL);
+        if self.exit.is_none() {
+            let _ = self.child.start_kill();
+            // Reap right away if it is already gone; otherwise tokio's orphan reaper does.
+            if let Ok(Some(status)) = self.child.try_wait() {
+                self.exit = Some(status);
+            }
+        }
+    }
+}
+
+async fn read_lines(
+    stdout: tokio::process::ChildStdout,
+    max_line: usize,
+    tx: mpsc::Sender<EngineOutput>,
+) {
+    let mut frames = FramedRead::new(stdout, CappedLineCodec::new(max_line));
+    loop {
+        let item = match frames.next().await {
+            Some(Ok(Frame::Line(line))) => EngineOutput::Line(line),
+            Some(Ok(Frame::TooLong)) => EngineOutput::TooLong,
+            Some(Ok(Frame::NotUtf8)) => EngineOutput::NotUtf8,
+            Some(Err(e)) => EngineOutput::ReadError(e.to_string()),
+            None => EngineOutput::Closed,
+        };
+        let last = matches!(item, EngineOutput::Closed | EngineOutput::ReadError(_));
+        if tx.send(item).await.is_err() || last {
+            return;
+        }
+    }
+}
+
+async fn write_lines(mut stdin: ChildStdin, mut rx: mpsc::UnboundedReceiver<String>) {
+    while let Some(line) = rx.recv().await {
+        if let Err(e) = stdin.write_all(line.as_bytes()).await {
+            tracing::debug!("writing to the engine failed: {e}");
+            return;
+        }
+        if stdin.flush().await.is_err() {
+            return;
+        }
+    }
+    // Channel closed: dropping stdin closes the engine's input.
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alive(pid: i32) -> bool {
+        // SAFETY: signal 0 only checks that the process exists.
+        unsafe { libc::kill(pid, 0) == 0 }
+    }
+
+    #[tokio::test]
+    async fn lines_round_trip_and_shutdown_kills_the_group() {
+        let cmd: Vec<String> = [
+            "sh",
+            "-c",
+            "sleep 1000 & echo $!; while read l; do echo \"got $l\"; done; sleep 1000",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut engine = EngineProcess::spawn(&cmd, 1024).unwrap();
+        let pid = engine.pid().unwrap();
+        let EngineOutput::Line(grandchild) = engine.next_output().await else {
+            panic!("expected the grandchild's pid");
+        };
+        let grandchild: i32 = grandchild.trim().parse().unwrap();
+        assert!(engine.send("hi"));
+        assert_eq!(
+            engine.next_output().await,
+            EngineOutput::Line("got hi".into())
+        );
+        assert!(alive(pid) && alive(grandchild));
+        engine.shutdown().await;
+        assert!(!alive(pid), "engine still there");
+        // The grandchild is not our child: once killed, it is init's to reap (and init may
+        // take its time), so a zombie counts as gone.
+        let running = |pid: i32| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            alive(pid) && !stat.is_empty() && !stat.contains(") Z ")
+        };
+        for _ in 0..50 {
+            if !running(grandchild) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(!running(grandchild), "grandchild still running");
+    }
+
+    #[tokio::test]
+    async fn dropping_kills_the_group() {
+        let cmd: Vec<String> = ["sh", "-c", "echo ready; sleep 1000"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let mut engine = EngineProcess::spawn(&cmd, 1024).unwrap();
+        let pid = engine.pid().unwrap();
+        assert_eq!(
+            engine.next_output().await,
+            EngineOutput::Line("ready".into())
+        );
+        drop(engine);
+        let mut gone = false;
+        for _ in 0..100 {
+            // After SIGKILL the child is a zombie until reaped; waitpid here would race tokio's
+            // reaper, so accept either "gone" or "zombie" via /proc.
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            if state.is_empty() || state.contains(") Z ") {
+                gone = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(gone, "engine survived its drop");
+    }
+
+    #[tokio::test]
+    async fn oversized_and_closed_output_is_reported() {
+        let cmd: Vec<String> = ["sh", "-c", "printf '%0100d\\nok\\n' 0"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let mut engine = EngineProcess::spawn(&cmd, 10).unwrap();
+        assert_eq!(engine.next_output().await, EngineOutput::TooLong);
+        assert_eq!(engine.next_output().await, EngineOutput::Line("ok".into()));
+        assert_eq!(engine.next_output().await, EngineOutput::Closed);
+        assert_eq!(engine.next_output().await, EngineOutput::Closed);
+        assert!(engine.wait_exit().await.unwrap().success());
+        engine.shutdown().await;
+    }
+}

@@ -1,0 +1,348 @@
+//! Connect6 engines speaking the contest's common text protocol ("sau"): the point mapping and
+//! the adapter. The engine gets `new black` or `new white`, then `move XY` (one stone) or
+//! `move XYXY` (two stones) for each opponent turn, and answers with its own `move ...` line
+//! whenever it is its turn (Black answers `new black` with its opening stone).
+//!
+//! A point is two letters A–S, column then row, row A at the bottom: contest `J10` is `JJ`
+//! (column letters are the contest's, row number r is letter 'A' + r − 1).
+
+use std::collections::VecDeque;
+
+use tokio::time::Instant;
+
+use super::{move_budget, Action, Adapter, Fault};
+use crate::game::coord::parse_point;
+use crate::game::Point;
+use crate::protocol::{BotMessage, ClockSpec, RefereeMessage};
+
+/// Connect6 board size.
+const SIZE: u8 = 19;
+
+/// The sau name of a point: contest `J10` is `JJ`, `A1` is `AA`, `S19` is `SS`.
+pub fn point_to_sau(p: Point) -> String {
+    format!("{}{}", (b'A' + p.col) as char, (b'A' + p.row) as char)
+}
+
+/// The point named by two sau letters (case-insensitive), if on the board.
+pub fn point_from_sau(letters: &[u8]) -> Option<Point> {
+    let [col, row] = letters else {
+        return None;
+    };
+    let index = |b: u8| {
+        let b = b.to_ascii_uppercase();
+        (b.is_ascii_uppercase() && b - b'A' < SIZE).then(|| b - b'A')
+    };
+    Some(Point::new(index(*col)?, index(*row)?))
+}
+
+/// A contest Connect6 move (`J10` or `J10,K11`) as sau letters (`JJ`, `JJKK`).
+pub fn move_to_sau(text: &str) -> Result<String, Fault> {
+    let mut letters = String::new();
+    let stones: Vec<&str> = text.split(',').collect();
+    if stones.is_empty() || stones.len() > 2 {
+        return Err(Fault(format!(
+            "the referee sent {text:?}, not a Connect6 move of one or two stones"
+        )));
+    }
+    for stone in stones {
+        let p = parse_point(stone.trim(), SIZE).map_err(|e| {
+            Fault(format!(
+                "the referee sent a move the bridge cannot map: {e}"
+            ))
+        })?;
+        letters.push_str(&point_to_sau(p));
+    }
+    Ok(letters)
+}
+
+/// Sau letters (`JJ`, `JJKK`) as a contest move (`J10`, `J10,K11`).
+pub fn move_from_sau(letters: &str) -> Option<String> {
+    let bytes = letters.trim().as_bytes();
+    match bytes.len() {
+        2 => point_from_sau(bytes).map(|p| p.to_string()),
+        4 => {
+            let a = point_from_sau(bytes.get(..2)?)?;
+            let b = point_from_sau(bytes.get(2..)?)?;
+            Some(format!("{a},{b}"))
+        }
+        _ => None,
+    }
+}
+
+/// Drives one sau engine through one Connect6 match.
+pub struct SauAdapter {
+    match_id: Option<String>,
+    clock: Option<ClockSpec>,
+    /// Engine moves owed: one after `new black`, one after each opponent move sent.
+    owed: u32,
+    /// Engine moves that arrived before the referee's `turn` asked for them.
+    early: VecDeque<String>,
+    /// A `turn` is waiting for the engine's move.
+    awaiting: bool,
+    move_deadline: Option<Instant>,
+}
+
+impl SauAdapter {
+    pub fn new() -> SauAdapter {
+        SauAdapter {
+            match_id: None,
+            clock: None,
+            owed: 0,
+            early: VecDeque::new(),
+            awaiting: false,
+            move_deadline: None,
+        }
+    }
+
+    fn send_move(&mut self, mv: String, out: &mut Vec<Action>) {
+        self.awaiting = false;
+        self.move_deadline = None;
+        out.push(Action::Server(BotMessage::Move {
+            match_id: self.match_id.clone().unwrap_or_default(),
+            mv,
+        }));
+    }
+}
+
+impl Default for SauAdapter {
+    fn default() -> Self {
+        SauAdapter::new()
+    }
+}
+
+impl Adapter for SauAdapter {
+    fn on_spawn(&mut self, init: &[String], _now: Instant, out: &mut Vec<Action>) {
+        out.extend(init.iter().cloned().map(Action::Engine));
+    }
+
+    fn on_referee(
+        &mut self,
+        msg: &RefereeMessage,
+        _raw: &str,
+        now: Instant,
+        out: &mut Vec<Action>,
+    ) -> Result<(), Fault> {
+        match msg {
+            RefereeMessage::Start {
+                match_id,
+                game,
+                side,
+                clock,
+                moves,
+                ..
+            } => {
+                if game != "connect6" {
+                    return Err(Fault(format!(
+                        "a sau engine plays connect6 only, not {game:?}"
+                    )));
+                }
+                self.match_id = Some(match_id.clone());
+                self.clock = Some(*clock);
+                if !moves.is_empty() {
+                    // The protocol has no way to set up a position without the engine
+                    // answering moves it did not choose.
+                    return Err(Fault(format!(
+                        "cannot resume a game already {} moves in with a sau engine",
+                        moves.len()
+                    )));
+                }
+                if side == "second" {
+                    out.push(Action::Engine("new white".to_string()));
+                } else {
+                    out.push(Action::Engine("new black".to_string()));
+                    self.owed += 1;
+                }
+            }
+            RefereeMessage::Turn { moves, clock, .. } => {
+                for mv in moves {
+                    out.push(Action::Engine(format!("move {}", move_to_sau(mv)?)));
+                    self.owed += 1;
+                }
+                if let Some(mv) = self.early.pop_front() {
+                    self.send_move(mv, out);
+                } else {
+                    self.awaiting = true;
+                    self.move_deadline = Some(now + move_budget(clock, self.clock.as_ref()));
+                }
+            }
+            RefereeMessage::End { .. } => {
+                self.awaiting = false;
+                self.move_deadline = None;
+                out.push(Action::Engine("end".to_string()));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn on_engine_line(
+        &mut self,
+        line: &str,
+        _now: Instant,
+        out: &mut Vec<Action>,
+    ) -> Result<(), Fault> {
+        let line = line.trim();
+        if line.is_empty() {
+            return Ok(());
+        }
+        let mut words = line.split_whitespace();
+        let (Some(word), Some(letters), None) = (words.next(), words.next(), words.next()) else {
+            return Err(Fault(format!(
+                "the engine printed {line:?}, expected `move XY` or `move XYXY`"
+            )));
+        };
+        if !word.eq_ignore_ascii_case("move") {
+            return Err(Fault(format!(
+                "the engine printed {line:?}, expected `move XY` or `move XYXY`"
+            )));
+        }
+        let Some(mv) = move_from_sau(letters) else {
+            return Err(Fault(format!(
+                "the engine printed {line:?}: {letters:?} is not one or two points A-S"
+            )));
+        };
+        if self.owed == 0 {
+            return Err(Fault(format!(
+                "the engine printed {line:?} when it was not its turn"
+            )));
+        }
+        self.owed -= 1;
+        if self.awaiting {
+            self.send_move(mv, out);
+        } else {
+            self.early.push_back(mv);
+        }
+        Ok(())
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        if self.awaiting {
+            self.move_deadline
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::TurnClock;
+
+    #[test]
+    fn points_map_as_the_protocol_says() {
+        assert_eq!(point_to_sau(Point::new(9, 9)), "JJ");
+        assert_eq!(move_to_sau("J10").unwrap(), "JJ");
+        assert_eq!(move_to_sau("a1,s19").unwrap(), "AASS");
+        assert_eq!(move_to_sau("K3").unwrap(), "KC");
+        assert_eq!(move_from_sau("kc"), Some("K3".to_string()));
+        assert_eq!(move_from_sau("JJKK"), Some("J10,K11".to_string()));
+        for bad in ["", "J", "JT", "TJ", "JJK", "JJKKL", "J1", "é"] {
+            assert_eq!(move_from_sau(bad), None, "{bad:?}");
+        }
+        assert!(move_to_sau("T1").is_err());
+        assert!(move_to_sau("A1,B2,C3").is_err());
+    }
+
+    #[test]
+    fn every_point_round_trips() {
+        let mut seen = std::collections::HashSet::new();
+        for col in 0..SIZE {
+            for row in 0..SIZE {
+                let p = Point::new(col, row);
+                let sau = point_to_sau(p);
+                assert!(seen.insert(sau.clone()));
+                assert_eq!(point_from_sau(sau.as_bytes()), Some(p));
+                assert_eq!(move_from_sau(&sau), Some(p.to_string()));
+                assert_eq!(move_to_sau(&p.to_string()).unwrap(), sau);
+            }
+        }
+        assert_eq!(seen.len(), 361);
+    }
+
+    fn turn(moves: &[&str]) -> RefereeMessage {
+        RefereeMessage::Turn {
+            match_id: "m".into(),
+            moves: moves.iter().map(|m| m.to_string()).collect(),
+            ply: 0,
+            clock: TurnClock {
+                you_ms: 1000,
+                opponent_ms: 1000,
+            },
+        }
+    }
+
+    #[test]
+    fn black_answers_new_black_and_early_moves_wait_for_the_turn() {
+        let now = Instant::now();
+        let mut sau = SauAdapter::new();
+        let mut out = Vec::new();
+        let start = RefereeMessage::Start {
+            match_id: "m".into(),
+            game: "connect6".into(),
+            side: "first".into(),
+            colour: "B".into(),
+            opponent: "o".into(),
+            rules: serde_json::json!({}),
+            clock: ClockSpec {
+                initial_ms: 1000,
+                increment_ms: 0,
+                move_limit_ms: None,
+            },
+            moves: vec![],
+        };
+        sau.on_referee(&start, "", now, &mut out).unwrap();
+        assert_eq!(out, [Action::Engine("new black".into())]);
+        out.clear();
+        sau.on_engine_line("move JJ", now, &mut out).unwrap();
+        assert!(out.is_empty());
+        sau.on_referee(&turn(&[]), "", now, &mut out).unwrap();
+        assert_eq!(
+            out,
+            [Action::Server(BotMessage::Move {
+                match_id: "m".into(),
+                mv: "J10".into()
+            })]
+        );
+        out.clear();
+        sau.on_referee(&turn(&["K10,K11"]), "", now, &mut out)
+            .unwrap();
+        assert_eq!(out, [Action::Engine("move KJKK".into())]);
+        assert!(sau.deadline().is_some());
+        out.clear();
+        sau.on_engine_line("move LLMM", now, &mut out).unwrap();
+        assert_eq!(
+            out,
+            [Action::Server(BotMessage::Move {
+                match_id: "m".into(),
+                mv: "L12,M13".into()
+            })]
+        );
+        assert_eq!(sau.deadline(), None);
+        // A move nobody asked for, or garbage, is a fault.
+        assert!(sau.on_engine_line("move AA", now, &mut out).is_err());
+        assert!(sau.on_engine_line("hello", now, &mut out).is_err());
+    }
+
+    #[test]
+    fn resuming_a_started_game_is_refused() {
+        let mut sau = SauAdapter::new();
+        let start = RefereeMessage::Start {
+            match_id: "m".into(),
+            game: "connect6".into(),
+            side: "second".into(),
+            colour: "W".into(),
+            opponent: "o".into(),
+            rules: serde_json::json!({}),
+            clock: ClockSpec {
+                initial_ms: 1000,
+                increment_ms: 0,
+                move_limit_ms: None,
+            },
+            moves: vec!["J10".into()],
+        };
+        assert!(sau
+            .on_referee(&start, "", Instant::now(), &mut Vec::new())
+            .is_err());
+    }
+}

@@ -1,0 +1,1367 @@
+//! The `connect6` engine: threat-first alpha-beta over stone pairs with a six-point window
+//! ("shape code") evaluation, after the seed paper 张颖 2008 (六子棋启发式搜索算法的优化与设计).
+//!
+//! What it does, in order, for each turn:
+//! 1. A win this turn (a window of six with 4 or 5 of our stones and none of theirs) is played
+//!    at once.
+//! 2. If the opponent threatens to win next turn, only pairs that block every threat window are
+//!    considered (the paper's "forced replies"); a threat set that needs three or more stones
+//!    to block is a loss, and a pair of ours that leaves the opponent such a set is a win, so
+//!    double and triple threats are recognised one ply early.
+//! 3. Beyond the paper, a threat-space search (continuous double threats: each of our pairs
+//!    must take both of the opponent's stones to block, every blocking reply is tried) looks
+//!    for a forced win, in the first quarter of the time budget.
+//! 4. Iterative-deepening alpha-beta (negamax) where one ply is one two-stone turn, until three
+//!    quarters of the budget. Pairs come from the best `width` single points of the search
+//!    window (the bounding box of all stones grown by 2, clipped to the board, as in the paper)
+//!    plus, for the second stone, the points within two steps of the first along the four lines
+//!    (the window of the stones including the first); pairs are ordered by the evaluation gain
+//!    of playing both stones and the best few are searched.
+//! 5. In the rest of the budget, candidates (the alpha-beta order, then pairs on the points of
+//!    the opponent's own threat win if it had the move) are screened with the threat-space
+//!    search from the opponent's side; the first one that leaves it no threat win is played.
+//!
+//! The evaluation scores every window of six points in the four directions: a window holding
+//! only one colour's stones is worth `WINDOW_VALUE[count]` to that colour (the paper's live /
+//! sleeping twos to fives), a window holding both colours is dead. The board keeps the per-window
+//! counts and the score incrementally as stones are placed and removed.
+//!
+//! Internal indices (points, windows) come from tables built here and are always in range; the
+//! only outside input, the move history, is replayed and checked with the rules module first.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use super::{
+    check_option_names, ClockView, Engine, EngineError, EngineInfo, EngineOption, SearchRequest,
+};
+use crate::game::connect6::{Connect6, Move, Options, CELLS, SIZE};
+use crate::game::{parse_options, GameId, PlayError, Point, Rules};
+
+/// Default maximum search depth, in two-stone turns.
+const DEFAULT_DEPTH: u32 = 6;
+/// Default number of candidate single points a pair is built from.
+const DEFAULT_WIDTH: usize = 12;
+/// Default depth of the threat-space search, in attacker turns (0 turns it off).
+const DEFAULT_THREAT_DEPTH: u32 = 5;
+/// Default cap on think time per move, in milliseconds.
+const DEFAULT_TIME_MS: u64 = 10_000;
+
+pub const INFO: EngineInfo = EngineInfo {
+    id: "connect6",
+    games: &[GameId::Connect6],
+    about: "threat-first alpha-beta over stone pairs with a six-point window evaluation \
+            (after the seed paper 张颖 2008)",
+    options: &[
+        EngineOption {
+            name: "depth",
+            default: "6",
+            about: "maximum search depth in two-stone turns (1-20)",
+        },
+        EngineOption {
+            name: "width",
+            default: "12",
+            about: "candidate single points pairs are built from (2-60); the root searches 2×width pairs, inner nodes width pairs",
+        },
+        EngineOption {
+            name: "threat_depth",
+            default: "5",
+            about: "attacker turns of the threat-space search for continuous double threats, for us and against each candidate (0-20, 0 = off)",
+        },
+        EngineOption {
+            name: "time_ms",
+            default: "10000",
+            about: "cap on think time per move in milliseconds (the clock budget may be lower)",
+        },
+    ],
+};
+
+/// Value of a six-point window to the colour whose `count` stones are the only ones in it.
+/// Index 6 (six in a row) never occurs in a search: wins are taken before.
+const WINDOW_VALUE: [i32; 7] = [0, 1, 12, 60, 400, 500, 1_000_000];
+/// A score beyond any evaluation: a won position.
+const WIN: i32 = 100_000_000;
+/// Scores at least this far from zero are forced wins or losses (within the pruned tree).
+const PROVEN: i32 = WIN - 1_000;
+/// Marks the unused slot of a threat window's empty points.
+const NO_POINT: u16 = u16::MAX;
+/// The four line directions: along a row, along a column and both diagonals.
+const DIRECTIONS: [(i32, i32); 4] = [(1, 0), (0, 1), (1, 1), (1, -1)];
+
+/// Board geometry shared by every search: the six-point windows and which windows and line
+/// neighbours each point has.
+struct Tables {
+    windows: Vec<[u16; 6]>,
+    point_windows: Vec<Vec<u16>>,
+    /// Points one or two steps away along the four lines.
+    near: Vec<Vec<u16>>,
+}
+
+fn tables() -> &'static Tables {
+    static TABLES: OnceLock<Tables> = OnceLock::new();
+    TABLES.get_or_init(build_tables)
+}
+
+fn on_board(col: i32, row: i32) -> Option<u16> {
+    let size = SIZE as i32;
+    ((0..size).contains(&col) && (0..size).contains(&row)).then(|| (row * size + col) as u16)
+}
+
+fn build_tables() -> Tables {
+    let size = SIZE as i32;
+    let mut windows = Vec::new();
+    let mut point_windows = vec![Vec::new(); CELLS];
+    let mut near = vec![Vec::new(); CELLS];
+    for row in 0..size {
+        for col in 0..size {
+            for &(dc, dr) in &DIRECTIONS {
+                let cells: Option<Vec<u16>> = (0..6)
+                    .map(|k| on_board(col + dc * k, row + dr * k))
+                    .collect();
+                if let Some(cells) = cells {
+                    let id = windows.len() as u16;
+                    let mut window = [0u16; 6];
+                    for (slot, &cell) in window.iter_mut().zip(&cells) {
+                        *slot = cell;
+                        point_windows[cell as usize].push(id);
+                    }
+                    windows.push(window);
+                }
+                for step in [-2, -1, 1, 2] {
+                    if let (Some(here), Some(there)) = (
+                        on_board(col, row),
+                        on_board(col + dc * step, row + dr * step),
+                    ) {
+                        near[here as usize].push(there);
+                    }
+                }
+            }
+        }
+    }
+    Tables {
+        windows,
+        point_windows,
+        near,
+    }
+}
+
+/// The board as the search sees it, with incrementally kept window counts and scores.
+#[derive(Clone)]
+struct Board {
+    tables: &'static Tables,
+    /// 0 empty, 1 first player (black), 2 second player (white).
+    cells: [u8; CELLS],
+    /// Stones of each colour in each window.
+    counts: Vec<[u8; 2]>,
+    /// Sum of `WINDOW_VALUE` over each colour's windows.
+    score: [i32; 2],
+    /// Windows with at least four stones of a colour and none of the other: threats to win.
+    threats: [u32; 2],
+    stones: u32,
+    /// Bounding box of the stones: min column, max column, min row, max row.
+    bbox: [i8; 4],
+}
+
+impl Board {
+    fn from_position(position: &Connect6) -> Board {
+        let tables = tables();
+        let mut board = Board {
+            tables,
+            cells: [0; CELLS],
+            counts: vec![[0; 2]; tables.windows.len()],
+            score: [0; 2],
+            threats: [0; 2],
+            stones: 0,
+            bbox: [i8::MAX, i8::MIN, i8::MAX, i8::MIN],
+        };
+        for index in 0..CELLS {
+            if let Some(side) = position.stone_at(Point::from_index(index, SIZE)) {
+                board.place(index as u16, side.index());
+            }
+        }
+        board
+    }
+
+    fn is_empty(&self, p: u16) -> bool {
+        self.cells[p as usize] == 0
+    }
+
+    /// Places a stone of colour `side` (0 or 1) on empty point `p`; returns the old bounding
+    /// box for `remove`.
+    fn place(&mut self, p: u16, side: usize) -> [i8; 4] {
+        let other = 1 - side;
+        for &w in &self.tables.point_windows[p as usize] {
+            let count = &mut self.counts[w as usize];
+            let (own, theirs) = (count[side] as usize, count[other] as usize);
+            if theirs == 0 {
+                self.score[side] += WINDOW_VALUE[own + 1] - WINDOW_VALUE[own];
+                if own == 3 {
+                    self.threats[side] += 1;
+                }
+            } else if own == 0 {
+                self.score[other] -= WINDOW_VALUE[theirs];
+                if theirs >= 4 {
+                    self.threats[other] -= 1;
+                }
+            }
+            count[side] += 1;
+        }
+        self.cells[p as usize] = side as u8 + 1;
+        self.stones += 1;
+        let old = self.bbox;
+        let (col, row) = ((p % SIZE as u16) as i8, (p / SIZE as u16) as i8);
+        self.bbox = [
+            old[0].min(col),
+            old[1].max(col),
+            old[2].min(row),
+            old[3].max(row),
+        ];
+        old
+    }
+
+    /// Undoes `place(p, side)`, restoring the bounding box it returned.
+    fn remove(&mut self, p: u16, side: usize, old_bbox: [i8; 4]) {
+        let other = 1 - side;
+        for &w in &self.tables.point_windows[p as usize] {
+            let count = &mut self.counts[w as usize];
+            count[side] -= 1;
+            let (own, theirs) = (count[side] as usize, count[other] as usize);
+            if theirs == 0 {
+                self.score[side] -= WINDOW_VALUE[own + 1] - WINDOW_VALUE[own];
+                if own == 3 {
+                    self.threats[side] -= 1;
+                }
+            } else if own == 0 {
+                self.score[other] += WINDOW_VALUE[theirs];
+                if theirs >= 4 {
+                    self.threats[other] += 1;
+                }
+            }
+        }
+        self.cells[p as usize] = 0;
+        self.stones -= 1;
+        self.bbox = old_bbox;
+    }
+
+    /// How much a `side` stone on empty `p` would raise `side`'s score minus the other's.
+    fn gain(&self, p: u16, side: usize) -> i32 {
+        let other = 1 - side;
+        let mut gain = 0;
+        for &w in &self.tables.point_windows[p as usize] {
+            let count = self.counts[w as usize];
+            let (own, theirs) = (count[side] as usize, count[other] as usize);
+            if theirs == 0 {
+                gain += WINDOW_VALUE[own + 1] - WINDOW_VALUE[own];
+            } else if own == 0 {
+                gain += WINDOW_VALUE[theirs];
+            }
+        }
+        gain
+    }
+
+    /// The empty points of every window where `side` threatens to win (4 or 5 of its stones,
+    /// none of the other colour's); `NO_POINT` fills the second slot of a five.
+    fn threat_windows(&self, side: usize) -> Vec<[u16; 2]> {
+        let mut out = Vec::new();
+        if self.threats[side] == 0 {
+            return out;
+        }
+        let other = 1 - side;
+        for (w, count) in self.counts.iter().enumerate() {
+            if count[side] >= 4 && count[other] == 0 {
+                out.push(self.window_empties(w as u16));
+            }
+        }
+        out
+    }
+
+    /// The first two empty points of window `w` (`NO_POINT` where there are fewer).
+    fn window_empties(&self, w: u16) -> [u16; 2] {
+        let mut empties = [NO_POINT; 2];
+        let mut n = 0;
+        for &p in &self.tables.windows[w as usize] {
+            if self.is_empty(p) && n < 2 {
+                empties[n] = p;
+                n += 1;
+            }
+        }
+        empties
+    }
+
+    /// The empty points of the search window: the stones' bounding box grown by 2, clipped.
+    fn window_points(&self) -> impl Iterator<Item = u16> + '_ {
+        let size = SIZE as i8;
+        let (c0, c1, r0, r1) = if self.stones == 0 {
+            (size / 2, size / 2, size / 2, size / 2)
+        } else {
+            (
+                (self.bbox[0] - 2).max(0),
+                (self.bbox[1] + 2).min(size - 1),
+                (self.bbox[2] - 2).max(0),
+                (self.bbox[3] + 2).min(size - 1),
+            )
+        };
+        (r0..=r1)
+            .flat_map(move |r| (c0..=c1).map(move |c| r as u16 * SIZE as u16 + c as u16))
+            .filter(|&p| self.is_empty(p))
+    }
+}
+
+/// Whether the pair `a`, `b` hits every threat window.
+fn blocks_all(threats: &[[u16; 2]], a: u16, b: u16) -> bool {
+    threats
+        .iter()
+        .all(|w| w.contains(&a) || (b != NO_POINT && w.contains(&b)))
+}
+
+/// The fewest stones that hit every threat window: 0, 1, 2, or 3 meaning "more than two".
+fn stones_to_block(threats: &[[u16; 2]]) -> u8 {
+    let Some(first) = threats.first() else {
+        return 0;
+    };
+    let mut best = 3;
+    for &a in first.iter().filter(|&&p| p != NO_POINT) {
+        let rest: Vec<&[u16; 2]> = threats.iter().filter(|w| !w.contains(&a)).collect();
+        let Some(next) = rest.first() else {
+            return 1;
+        };
+        for &b in next.iter().filter(|&&p| p != NO_POINT) {
+            if rest.iter().all(|w| w.contains(&b)) {
+                best = 2;
+            }
+        }
+    }
+    best
+}
+
+/// A two-stone move under consideration with its ordering (or search) score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Pair {
+    score: i32,
+    a: u16,
+    b: u16,
+}
+
+/// One search: the board, the side to move, limits and counters.
+struct Search<'a> {
+    board: Board,
+    to_move: usize,
+    width: usize,
+    inner_pairs: usize,
+    abort: &'a AtomicBool,
+    deadline: Instant,
+    nodes: u64,
+    stopped: bool,
+    /// Membership marks for pair generation (`stamp` is the current mark).
+    marks: Vec<u32>,
+    stamp: u32,
+}
+
+impl Search<'_> {
+    fn should_stop(&mut self) -> bool {
+        if !self.stopped {
+            self.nodes += 1;
+            if self.abort.load(Ordering::Relaxed)
+                || (self.nodes.is_multiple_of(16) && Instant::now() >= self.deadline)
+            {
+                self.stopped = true;
+            }
+        }
+        self.stopped
+    }
+
+    fn play_pair(&mut self, pair: Pair) -> [[i8; 4]; 2] {
+        let side = self.to_move;
+        let first = self.board.place(pair.a, side);
+        let second = self.board.place(pair.b, side);
+        self.to_move = 1 - side;
+        [first, second]
+    }
+
+    fn undo_pair(&mut self, pair: Pair, boxes: [[i8; 4]; 2]) {
+        let side = 1 - self.to_move;
+        self.board.remove(pair.b, side, boxes[1]);
+        self.board.remove(pair.a, side, boxes[0]);
+        self.to_move = side;
+    }
+
+    /// The best `width` single points for `side` by gain, best first.
+    fn top_points(&self, side: usize, width: usize) -> Vec<(i32, u16)> {
+        let mut points: Vec<(i32, u16)> = self
+            .board
+            .window_points()
+            .map(|p| (self.board.gain(p, side), p))
+            .collect();
+        points.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
+        points.truncate(width);
+        points
+    }
+
+    /// Candidate pairs for `side`, best first, at most `limit`. With `threats` non-empty only
+    /// pairs that block every threat window are generated.
+    fn pairs(&mut self, side: usize, threats: &[[u16; 2]], limit: usize) -> Vec<Pair> {
+        let mut points = self.top_points(side, self.width);
+        for &p in threats.iter().flatten() {
+            if p != NO_POINT && !points.iter().any(|&(_, q)| q == p) {
+                points.push((self.board.gain(p, side), p));
+            }
+        }
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.marks.iter_mut().for_each(|m| *m = 0);
+            self.stamp = 1;
+        }
+        for &(_, p) in &points {
+            self.marks[p as usize] = self.stamp;
+        }
+        let tables = self.board.tables;
+        let mut pairs = Vec::new();
+        for (i, &(gain_a, a)) in points.iter().enumerate() {
+            let old = self.board.place(a, side);
+            let seconds = points[i + 1..].iter().map(|&(_, p)| p).chain(
+                tables.near[a as usize]
+                    .iter()
+                    .copied()
+                    .filter(|&p| self.marks[p as usize] != self.stamp && self.board.is_empty(p)),
+            );
+            for b in seconds {
+                if !threats.is_empty() && !blocks_all(threats, a, b) {
+                    continue;
+                }
+                pairs.push(Pair {
+                    score: gain_a + self.board.gain(b, side),
+                    a,
+                    b,
+                });
+            }
+            self.board.remove(a, side, old);
+        }
+        pairs.sort_unstable_by(|x, y| {
+            y.score
+                .cmp(&x.score)
+                .then(x.a.cmp(&y.a))
+                .then(x.b.cmp(&y.b))
+        });
+        pairs.truncate(limit);
+        pairs
+    }
+
+    /// Static evaluation for the side to move.
+    fn evaluate(&self) -> i32 {
+        let me = self.to_move;
+        self.board.score[me] - self.board.score[1 - me]
+    }
+
+    /// Negamax with alpha-beta; `depth` in two-stone turns, `ply` from the root.
+    fn negamax(&mut self, depth: u32, ply: u32, mut alpha: i32, beta: i32) -> i32 {
+        if self.should_stop() {
+            return 0;
+        }
+        let me = self.to_move;
+        if self.board.threats[me] > 0 {
+            return WIN - ply as i32;
+        }
+        let threats = self.board.threat_windows(1 - me);
+        let need = stones_to_block(&threats);
+        if need > 2 {
+            return -(WIN - ply as i32 - 1);
+        }
+        let empties = CELLS as u32 - self.board.stones;
+        if depth == 0 || empties < 2 {
+            return self.evaluate();
+        }
+        let limit = self.inner_pairs;
+        let pairs = self.pairs(me, &threats, limit);
+        if pairs.is_empty() {
+            return self.evaluate();
+        }
+        let mut best = -WIN;
+        for pair in pairs {
+            let boxes = self.play_pair(pair);
+            let value = -self.negamax(depth - 1, ply + 1, -beta, -alpha);
+            self.undo_pair(pair, boxes);
+            if self.stopped {
+                return 0;
+            }
+            if value > best {
+                best = value;
+                if value > alpha {
+                    alpha = value;
+                    if alpha >= beta {
+                        break;
+                    }
+                }
+            }
+        }
+        best
+    }
+}
+
+/// Threat-space search ("victory by continuous double threats"): the attacker (the side to
+/// move) plays only pairs that block every threat against it and leave the defender at least
+/// two stones to block; the defender plays every pair that blocks all the attacker's threats.
+/// The attacker wins when a pair leaves threats that two stones cannot block.
+impl Search<'_> {
+    /// The first pair of the shortest threat-sequence win of at most `depth` attacker turns,
+    /// deepening one turn at a time.
+    fn shortest_threat_win(&mut self, depth: u32) -> Option<Pair> {
+        (1..=depth)
+            .map_while(|d| {
+                let found = self.threat_win(d);
+                (!self.stopped).then_some(found)
+            })
+            .flatten()
+            .next()
+    }
+
+    /// The winning first pair of a threat sequence of at most `depth` attacker turns, if any.
+    fn threat_win(&mut self, depth: u32) -> Option<Pair> {
+        if depth == 0 || self.should_stop() {
+            return None;
+        }
+        let attacker = self.to_move;
+        if self.board.threats[attacker] > 0 {
+            return None; // an immediate win is taken before this search
+        }
+        let against = self.board.threat_windows(1 - attacker);
+        if stones_to_block(&against) > 2 {
+            return None;
+        }
+        for pair in self.double_threats(&against) {
+            let boxes = self.play_pair(pair);
+            let wins = self.defender_is_lost(depth);
+            self.undo_pair(pair, boxes);
+            if self.stopped {
+                return None;
+            }
+            if wins {
+                return Some(pair);
+            }
+        }
+        None
+    }
+
+    /// After an attacker's pair: whether every blocking reply leaves the attacker a threat win
+    /// within `depth - 1` more turns (or no reply blocks at all).
+    fn defender_is_lost(&mut self, depth: u32) -> bool {
+        let attacker = 1 - self.to_move;
+        let windows = self.board.threat_windows(attacker);
+        if stones_to_block(&windows) > 2 {
+            return true;
+        }
+        for reply in blocking_pairs(&windows) {
+            let boxes = self.play_pair(reply);
+            let wins = self.threat_win(depth - 1).is_some();
+            self.undo_pair(reply, boxes);
+            if !wins || self.stopped {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The first of `candidates` after which the opponent has no threat win within `depth`
+    /// turns (`None` if all have one or time runs out).
+    fn first_unrefuted(&mut self, candidates: &[Pair], depth: u32) -> Option<Pair> {
+        for &pair in candidates {
+            let boxes = self.play_pair(pair);
+            let refuted = self.shortest_threat_win(depth).is_some();
+            self.undo_pair(pair, boxes);
+            if self.stopped {
+                return None;
+            }
+            if !refuted {
+                return Some(pair);
+            }
+        }
+        None
+    }
+
+    /// Pairs that may stop the opponent's threat win: if the opponent, were it to move now,
+    /// had a threat win within `depth` turns, pairs (best `limit` by gain) of the points of its
+    /// first attacking pair and of the opponent's windows through them or holding three or
+    /// more of its stones. Empty when there is no such win (or no time to look).
+    fn defences(&mut self, depth: u32, limit: usize) -> Vec<Pair> {
+        let me = self.to_move;
+        let opponent = 1 - me;
+        self.to_move = opponent;
+        let attack = self.shortest_threat_win(depth);
+        self.to_move = me;
+        let Some(attack) = attack else {
+            return Vec::new();
+        };
+        let mut points = vec![attack.a, attack.b];
+        for (w, count) in self.board.counts.iter().enumerate() {
+            let cells = &self.board.tables.windows[w];
+            let through_attack = cells.contains(&attack.a) || cells.contains(&attack.b);
+            if count[me] == 0 && (count[opponent] >= 3 || (through_attack && count[opponent] >= 2))
+            {
+                points.extend(cells.iter().copied().filter(|&p| self.board.is_empty(p)));
+            }
+        }
+        points.sort_unstable();
+        points.dedup();
+        let mut pairs = Vec::new();
+        for (i, &a) in points.iter().enumerate() {
+            let gain_a = self.board.gain(a, me);
+            let old = self.board.place(a, me);
+            for &b in &points[i + 1..] {
+                pairs.push(Pair {
+                    score: gain_a + self.board.gain(b, me),
+                    a,
+                    b,
+                });
+            }
+            self.board.remove(a, me, old);
+        }
+        pairs.sort_unstable_by(|x, y| y.score.cmp(&x.score).then((x.a, x.b).cmp(&(y.a, y.b))));
+        pairs.truncate(limit);
+        pairs
+    }
+
+    /// The attacker's pairs that block every window of `against` and leave threats needing two
+    /// or more stones, most forcing and best evaluated first (at most `self.width`).
+    fn double_threats(&mut self, against: &[[u16; 2]]) -> Vec<Pair> {
+        let attacker = self.to_move;
+        let defender = 1 - attacker;
+        let tables = self.board.tables;
+        // First stones: points in windows the attacker can bring to four with two stones,
+        // and the points that block the defender's threats.
+        let mut firsts = self.points_in_windows(attacker, 2);
+        firsts.extend(against.iter().flatten().filter(|&&p| p != NO_POINT));
+        firsts.sort_unstable();
+        firsts.dedup();
+        let mut found: Vec<Pair> = Vec::new();
+        for &a in &firsts {
+            if self.should_stop() {
+                break;
+            }
+            let old_a = self.board.place(a, attacker);
+            let mut seconds = self.points_in_windows(attacker, 3);
+            seconds.extend(against.iter().flatten().filter(|&&p| p != NO_POINT));
+            seconds.sort_unstable();
+            seconds.dedup();
+            for &b in &seconds {
+                if b == a
+                    || !self.board.is_empty(b)
+                    || (!against.is_empty() && !blocks_all(against, a, b))
+                {
+                    continue;
+                }
+                let old_b = self.board.place(b, attacker);
+                if self.board.threats[defender] == 0 {
+                    let mut ids: Vec<u16> = tables.point_windows[a as usize]
+                        .iter()
+                        .chain(&tables.point_windows[b as usize])
+                        .copied()
+                        .filter(|&w| {
+                            let count = self.board.counts[w as usize];
+                            count[attacker] >= 4 && count[defender] == 0
+                        })
+                        .collect();
+                    ids.sort_unstable();
+                    ids.dedup();
+                    let windows: Vec<[u16; 2]> =
+                        ids.iter().map(|&w| self.board.window_empties(w)).collect();
+                    let need = stones_to_block(&windows);
+                    if need >= 2 {
+                        let value = self.board.score[attacker] - self.board.score[defender];
+                        found.push(Pair {
+                            score: need as i32 * (WIN / 10) + value,
+                            a: a.min(b),
+                            b: a.max(b),
+                        });
+                    }
+                }
+                self.board.remove(b, attacker, old_b);
+            }
+            self.board.remove(a, attacker, old_a);
+        }
+        found.sort_unstable_by(|x, y| (x.a, x.b).cmp(&(y.a, y.b)).then(y.score.cmp(&x.score)));
+        found.dedup_by_key(|p| (p.a, p.b));
+        found.sort_unstable_by(|x, y| y.score.cmp(&x.score).then((x.a, x.b).cmp(&(y.a, y.b))));
+        found.truncate(self.width);
+        found
+    }
+
+    /// Empty points of the windows holding at least `min` stones of `side` and none of the
+    /// other colour's (may repeat).
+    fn points_in_windows(&self, side: usize, min: u8) -> Vec<u16> {
+        let other = 1 - side;
+        let mut points = Vec::new();
+        for (w, count) in self.board.counts.iter().enumerate() {
+            if count[side] >= min && count[other] == 0 {
+                points.extend(
+                    self.board.tables.windows[w]
+                        .iter()
+                        .copied()
+                        .filter(|&p| self.board.is_empty(p)),
+                );
+            }
+        }
+        points
+    }
+}
+
+/// Every pair of the windows' empty points that hits all the windows (each pair once).
+fn blocking_pairs(windows: &[[u16; 2]]) -> Vec<Pair> {
+    let mut points: Vec<u16> = windows
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|&p| p != NO_POINT)
+        .collect();
+    points.sort_unstable();
+    points.dedup();
+    let mut pairs = Vec::new();
+    for (i, &a) in points.iter().enumerate() {
+        for &b in &points[i + 1..] {
+            if blocks_all(windows, a, b) {
+                pairs.push(Pair { score: 0, a, b });
+            }
+        }
+    }
+    pairs
+}
+
+/// The `connect6` engine with its options.
+#[derive(Debug, Clone)]
+pub struct Connect6Engine {
+    rules: Options,
+    seed: u64,
+    max_depth: u32,
+    width: usize,
+    time_ms: u64,
+    threat_depth: u32,
+}
+
+/// Reads integer option `name` within `range`, or `default` when absent.
+fn integer_option(
+    options: &serde_json::Value,
+    name: &str,
+    range: std::ops::RangeInclusive<u64>,
+    default: u64,
+) -> Result<u64, EngineError> {
+    let Some(value) = options.get(name) else {
+        return Ok(default);
+    };
+    match value.as_u64() {
+        Some(n) if range.contains(&n) => Ok(n),
+        _ => Err(EngineError::BadOption {
+            name: name.to_string(),
+            why: format!(
+                "must be an integer from {} to {}, found {value}",
+                range.start(),
+                range.end()
+            ),
+        }),
+    }
+}
+
+impl Connect6Engine {
+    /// The engine for a match under `rules` with engine `options`; `seed` picks the opening
+    /// stone among the nine centre points.
+    pub fn new(
+        rules: &serde_json::Value,
+        options: &serde_json::Value,
+        seed: u64,
+    ) -> Result<Connect6Engine, EngineError> {
+        check_option_names(options, INFO.options)?;
+        let rules = parse_options::<Connect6>(rules)?;
+        Ok(Connect6Engine {
+            rules,
+            seed,
+            max_depth: integer_option(options, "depth", 1..=20, DEFAULT_DEPTH as u64)? as u32,
+            width: integer_option(options, "width", 2..=60, DEFAULT_WIDTH as u64)? as usize,
+            time_ms: integer_option(options, "time_ms", 1..=3_600_000, DEFAULT_TIME_MS)?,
+            threat_depth: integer_option(
+                options,
+                "threat_depth",
+                0..=20,
+                DEFAULT_THREAT_DEPTH as u64,
+            )? as u32,
+        })
+    }
+
+    /// The time to think about this move: the clock's budget (assuming at least ten more moves
+    /// of ours), kept under two thirds of the hard limit (on a loaded machine the thread can be
+    /// descheduled for tens of milliseconds) and capped by `time_ms`.
+    fn budget(&self, clock: &ClockView) -> Duration {
+        let own_moves_left = 30u64.saturating_sub(clock.ply as u64 / 2).max(10);
+        clock
+            .budget(own_moves_left)
+            .min(clock.hard_limit() * 2 / 3)
+            .min(Duration::from_millis(self.time_ms))
+    }
+
+    /// Chooses a move in `position` (not over). Always returns a legal move.
+    fn choose(&self, position: &Connect6, clock: &ClockView, abort: &AtomicBool) -> Move {
+        let started = Instant::now();
+        let budget = self.budget(clock);
+        let me = position.turn().index();
+        let board = Board::from_position(position);
+        let chosen = self.choose_on_board(board, me, position, started, budget, abort);
+        if position.check_move(&chosen).is_ok() {
+            chosen
+        } else {
+            any_legal_move(position)
+        }
+    }
+
+    fn choose_on_board(
+        &self,
+        board: Board,
+        me: usize,
+        position: &Connect6,
+        started: Instant,
+        budget: Duration,
+        abort: &AtomicBool,
+    ) -> Move {
+        let to_point = |p: u16| Point::from_index(p as usize, SIZE);
+        // A win this turn.
+        for window in board.threat_windows(me) {
+            match window {
+                [a, NO_POINT] => return Move::One(to_point(a)),
+                [a, b] if position.stones_due() == 2 => return Move::Two(to_point(a), to_point(b)),
+                _ => {}
+            }
+        }
+        let mut search = Search {
+            board,
+            to_move: me,
+            width: self.width,
+            inner_pairs: self.width,
+            abort,
+            deadline: started + budget,
+            nodes: 0,
+            stopped: false,
+            marks: vec![0; CELLS],
+            stamp: 0,
+        };
+        // The opening stone: a point of the 3×3 centre chosen by the seed, so that seeded
+        // matches (`arena duel`) do not all replay one game.
+        if search.board.stones == 0 {
+            let pick = (self.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % 9;
+            let centre = SIZE / 2;
+            return Move::One(Point::new(
+                centre - 1 + (pick % 3) as u8,
+                centre - 1 + (pick / 3) as u8,
+            ));
+        }
+        // One stone due otherwise (a position set up that way) or the last empty point.
+        if position.stones_due() == 1 || position.empty_count() < 2 {
+            return match search.top_points(me, 1).first() {
+                Some(&(_, p)) => Move::One(to_point(p)),
+                None => any_legal_move(position),
+            };
+        }
+        let threats = search.board.threat_windows(1 - me);
+        let mut root = search.pairs(me, &threats, self.width * 2);
+        if root.is_empty() {
+            // The opponent's threats cannot all be blocked: block as many as we can.
+            let mut all = search.pairs(me, &[], self.width * 2);
+            all.sort_by_key(|p| {
+                std::cmp::Reverse(
+                    threats
+                        .iter()
+                        .filter(|w| w.contains(&p.a) || w.contains(&p.b))
+                        .count(),
+                )
+            });
+            return match all.first() {
+                Some(p) => Move::Two(to_point(p.a), to_point(p.b)),
+                None => any_legal_move(position),
+            };
+        }
+        // A win by continuous threats, looked for in the first quarter of the budget.
+        if self.threat_depth > 0 {
+            search.deadline = started + budget / 4;
+            let win = search.shortest_threat_win(self.threat_depth);
+            search.stopped = false;
+            if let Some(pair) = win {
+                return Move::Two(to_point(pair.a), to_point(pair.b));
+            }
+        }
+        // Alpha-beta, by iterative deepening, up to three quarters of the budget (all of it
+        // without the threat-space search).
+        search.deadline = if self.threat_depth > 0 {
+            started + budget * 3 / 4
+        } else {
+            started + budget
+        };
+        let mut best = root[0];
+        for depth in 1..=self.max_depth {
+            let mut alpha = -WIN - 1;
+            let mut best_here = None;
+            for pair in root.iter_mut() {
+                let boxes = search.play_pair(*pair);
+                let value = -search.negamax(depth - 1, 1, -WIN - 1, -alpha);
+                search.undo_pair(*pair, boxes);
+                if search.stopped {
+                    break;
+                }
+                pair.score = value;
+                if value > alpha {
+                    alpha = value;
+                    best_here = Some(*pair);
+                }
+            }
+            if let Some(pair) = best_here {
+                best = pair;
+            }
+            // Best first, the rest by their latest scores.
+            root.sort_by(|x, y| {
+                ((y.a, y.b) == (best.a, best.b))
+                    .cmp(&((x.a, x.b) == (best.a, best.b)))
+                    .then(y.score.cmp(&x.score))
+            });
+            if search.stopped || alpha.abs() >= PROVEN || started.elapsed() * 5 > budget * 2 {
+                break;
+            }
+        }
+        if best.score.abs() >= PROVEN || self.threat_depth == 0 {
+            return Move::Two(to_point(best.a), to_point(best.b));
+        }
+        // In the rest of the budget: skip candidates after which the opponent has a win by
+        // continuous threats, best candidates first, then pairs aimed at that win.
+        search.stopped = false;
+        search.deadline = started + budget;
+        let first_batch: Vec<Pair> = root.iter().take(self.width).copied().collect();
+        let mut chosen = search.first_unrefuted(&first_batch, self.threat_depth);
+        if chosen.is_none() && !search.stopped {
+            let defences = search.defences(self.threat_depth, self.width);
+            chosen = search.first_unrefuted(&defences, self.threat_depth);
+        }
+        let pair = chosen.unwrap_or(best);
+        Move::Two(to_point(pair.a), to_point(pair.b))
+    }
+}
+
+/// The first legal move in board order: the fallback if anything goes wrong.
+fn any_legal_move(position: &Connect6) -> Move {
+    let empties: Vec<Point> = (0..CELLS)
+        .map(|i| Point::from_index(i, SIZE))
+        .filter(|&p| position.stone_at(p).is_none())
+        .collect();
+    match (empties.first(), empties.get(1)) {
+        (Some(&a), Some(&b)) if position.stones_due() == 2 => Move::Two(a, b),
+        (Some(&a), _) => Move::One(a),
+        (None, _) => Move::One(Point::new(0, 0)),
+    }
+}
+
+/// Replays move texts from the start position under `rules`.
+fn replay_moves(rules: &Options, moves: &[String]) -> Result<Connect6, EngineError> {
+    let mut position = Connect6::start(rules);
+    for text in moves {
+        let mv = Connect6::parse_move(text).map_err(PlayError::from)?;
+        position.check_move(&mv).map_err(|e| PlayError::Illegal {
+            text: text.clone(),
+            why: e.to_string(),
+        })?;
+        position.play_unchecked(&mv);
+    }
+    Ok(position)
+}
+
+impl Engine for Connect6Engine {
+    fn choose_move(&mut self, request: &SearchRequest<'_>) -> Result<String, EngineError> {
+        let position = replay_moves(&self.rules, request.moves)?;
+        if position.outcome().is_some() {
+            return Err(EngineError::NoMove);
+        }
+        Ok(self
+            .choose(&position, &request.clock, request.abort)
+            .to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::duel::{self, DuelConfig};
+    use crate::game::{EndReason, Side};
+
+    fn pt(text: &str) -> Point {
+        crate::game::coord::parse_point(text, SIZE).unwrap()
+    }
+
+    /// A position with the given stones, `turn` (`x` or `o`) to place two stones.
+    fn position(black: &[&str], white: &[&str], turn: char) -> Connect6 {
+        let mut grid = [['.'; SIZE as usize]; SIZE as usize];
+        for (list, ch) in [(black, 'x'), (white, 'o')] {
+            for s in list {
+                let p = pt(s);
+                grid[p.row as usize][p.col as usize] = ch;
+            }
+        }
+        let rows: Vec<String> = grid.iter().rev().map(|r| r.iter().collect()).collect();
+        let text = format!("{} {turn}", rows.join("/"));
+        Connect6::from_position_text(&text, &Options::default()).unwrap()
+    }
+
+    fn engine(options: serde_json::Value) -> Connect6Engine {
+        Connect6Engine::new(&serde_json::Value::Null, &options, 1).unwrap()
+    }
+
+    fn quick() -> Connect6Engine {
+        engine(serde_json::json!({"depth": 2, "time_ms": 200}))
+    }
+
+    fn think(engine: &Connect6Engine, position: &Connect6) -> Move {
+        let abort = AtomicBool::new(false);
+        engine.choose(position, &ClockView::unlimited(), &abort)
+    }
+
+    /// Whether `side` could make six with one more turn of two stones (checked by brute force
+    /// over every line segment, independently of the engine's tables).
+    fn can_win_next_turn(position: &Connect6, side: Side) -> bool {
+        let size = SIZE as i32;
+        for row in 0..size {
+            for col in 0..size {
+                for (dc, dr) in DIRECTIONS {
+                    let (own, other, off) = (0..6).fold((0, 0, false), |(own, other, off), k| {
+                        let (c, r) = (col + dc * k, row + dr * k);
+                        if !(0..size).contains(&c) || !(0..size).contains(&r) {
+                            return (own, other, true);
+                        }
+                        match position.stone_at(Point::new(c as u8, r as u8)) {
+                            Some(s) if s == side => (own + 1, other, off),
+                            Some(_) => (own, other + 1, off),
+                            None => (own, other, off),
+                        }
+                    });
+                    if !off && other == 0 && own >= 4 {
+                        return true;
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    fn play(position: &Connect6, mv: &Move) -> Connect6 {
+        let mut next = position.clone();
+        next.play(mv).unwrap();
+        next
+    }
+
+    #[test]
+    fn takes_a_win_needing_two_stones() {
+        // Black has an open four on row 10 (E-H) and White threatens nothing.
+        let pos = position(
+            &["E10", "F10", "G10", "H10", "K3"],
+            &["A1", "C1", "A3", "C5", "E5", "Q17"],
+            'x',
+        );
+        let mv = think(&quick(), &pos);
+        let after = play(&pos, &mv);
+        assert_eq!(
+            after.outcome().map(|o| (o.winner, o.reason)),
+            Some((Some(Side::First), EndReason::SixInRow)),
+            "{mv}"
+        );
+    }
+
+    #[test]
+    fn takes_a_win_with_one_stone_before_blocking() {
+        // White has five on column C (blocked below); Black has an open four of its own
+        // threatening too, but White to move simply wins.
+        let pos = position(
+            &["C2", "E10", "F10", "G10", "H10", "K3", "K4"],
+            &["C3", "C4", "C5", "C6", "C7", "A1"],
+            'o',
+        );
+        let mv = think(&quick(), &pos);
+        assert_eq!(mv, Move::One(pt("C8")));
+        let after = play(&pos, &mv);
+        assert_eq!(after.outcome().and_then(|o| o.winner), Some(Side::Second));
+    }
+
+    #[test]
+    fn blocks_an_open_four_with_both_stones() {
+        // Black's open four E10-H10 needs two stones to stop: D10+I10, D10+J10 or C10+I10.
+        let pos = position(
+            &["E10", "F10", "G10", "H10", "K3"],
+            &["A1", "C1", "A3", "C5"],
+            'o',
+        );
+        let mv = think(&quick(), &pos);
+        let after = play(&pos, &mv);
+        assert!(after.outcome().is_none());
+        assert!(!can_win_next_turn(&after, Side::First), "{mv} leaves a win");
+    }
+
+    #[test]
+    fn blocks_a_five_and_a_separate_four() {
+        // Black threatens on row 10 (five, one end blocked) and on column P (four, one end
+        // at the edge): one stone each.
+        let pos = position(
+            &[
+                "E10", "F10", "G10", "H10", "I10", "P1", "P2", "P3", "P4", "B17",
+            ],
+            &["D10", "A1", "C1", "A3", "C5", "R7"],
+            'o',
+        );
+        let mv = think(&quick(), &pos);
+        let after = play(&pos, &mv);
+        assert!(!can_win_next_turn(&after, Side::First), "{mv} leaves a win");
+    }
+
+    #[test]
+    fn blocks_a_five_and_keeps_one_stone_free() {
+        let pos = position(
+            &["E10", "F10", "G10", "H10", "I10", "B17"],
+            &["D10", "A1", "C1", "A3"],
+            'o',
+        );
+        let mv = think(&quick(), &pos);
+        assert!(mv.stones().any(|p| p == pt("J10")), "{mv}");
+        let after = play(&pos, &mv);
+        assert!(!can_win_next_turn(&after, Side::First), "{mv} leaves a win");
+    }
+
+    #[test]
+    fn makes_a_triple_threat_when_it_wins() {
+        // Black (to move) has three on row 10 and three on column J sharing nothing; two
+        // stones give a four on each line with both ends open: the opponent cannot block all.
+        let pos = position(
+            &["E10", "F10", "G10", "J3", "J4", "J5"],
+            &["A1", "C1", "A3", "S19", "S17"],
+            'x',
+        );
+        let mv = think(&engine(serde_json::json!({"depth": 1})), &pos);
+        let after = play(&pos, &mv);
+        let mut board = Board::from_position(&after);
+        let need = stones_to_block(&board.threat_windows(Side::First.index()));
+        assert!(need > 2, "{mv} needs only {need} to block");
+        // And the board kept incrementally matches a fresh one after undoing.
+        let fresh = Board::from_position(&pos);
+        let placed: Vec<u16> = mv.stones().map(|p| p.index(SIZE) as u16).collect();
+        for &p in placed.iter().rev() {
+            let unchanged = board.bbox;
+            board.remove(p, Side::First.index(), unchanged);
+        }
+        assert_eq!(board.counts, fresh.counts);
+        assert_eq!(board.score, fresh.score);
+        assert_eq!(board.threats, fresh.threats);
+    }
+
+    /// Black to move: two on row 10 (E, F), twos on columns G and H (rows 12-13). No pair wins
+    /// at once, but G10+H10 makes an open four that takes both White stones, and then G11+H11
+    /// makes two open fours.
+    fn two_turn_threat_win() -> Connect6 {
+        position(
+            &["E10", "F10", "G12", "G13", "H12", "H13"],
+            &["A1", "C1", "A3", "S19", "S17", "Q19"],
+            'x',
+        )
+    }
+
+    #[test]
+    fn threat_space_search_finds_a_two_turn_win() {
+        let pos = two_turn_threat_win();
+        let abort = AtomicBool::new(false);
+        let mut search = wide_search(&pos, Side::First, &abort);
+        assert_eq!(search.threat_win(1), None);
+        let pair = search.threat_win(2).unwrap();
+        // The pair makes threats that take both of White's stones.
+        search.play_pair(pair);
+        let need = stones_to_block(&search.board.threat_windows(Side::First.index()));
+        assert_eq!(need, 2, "{pair:?}");
+    }
+
+    #[test]
+    fn wins_a_threat_sequence_against_its_own_defence() {
+        // Only the threat-space search (no alpha-beta beyond one turn) on the attacking side;
+        // Black's third turn (turn 4) makes six.
+        let attacker = engine(serde_json::json!({"depth": 1, "threat_depth": 3}));
+        let defender = quick();
+        let mut pos = two_turn_threat_win();
+        for turn in 0..5 {
+            if pos.outcome().is_some() {
+                break;
+            }
+            let player = if turn % 2 == 0 { &attacker } else { &defender };
+            let mv = think(player, &pos);
+            pos = play(&pos, &mv);
+        }
+        assert_eq!(pos.outcome().and_then(|o| o.winner), Some(Side::First));
+    }
+
+    /// A search over `position` with generous limits, `side` to move.
+    fn wide_search<'a>(position: &Connect6, side: Side, abort: &'a AtomicBool) -> Search<'a> {
+        Search {
+            board: Board::from_position(position),
+            to_move: side.index(),
+            width: 60,
+            inner_pairs: 60,
+            abort,
+            deadline: Instant::now() + Duration::from_secs(60),
+            nodes: 0,
+            stopped: false,
+            marks: vec![0; CELLS],
+            stamp: 0,
+        }
+    }
+
+    #[test]
+    fn defends_against_a_threat_win() {
+        // Black (E10 F10, G12 G13, H13) would win by threats if it were to move; of all White
+        // pairs in the area only G10+F11 and G10+F13 stop that (found by brute force).
+        let black = ["E10", "F10", "G12", "G13", "H13"];
+        let white = ["A1", "C1", "A3", "S19", "S17", "Q19"];
+        let abort = AtomicBool::new(false);
+        let black_to_move = position(&black, &white, 'x');
+        assert!(wide_search(&black_to_move, Side::First, &abort)
+            .shortest_threat_win(3)
+            .is_some());
+        let pos = position(&black, &white, 'o');
+        let mv = think(&quick(), &pos);
+        let after = play(&pos, &mv);
+        assert_eq!(
+            wide_search(&after, Side::First, &abort).shortest_threat_win(3),
+            None,
+            "after {mv}"
+        );
+    }
+
+    #[test]
+    fn stones_to_block_counts_hitting_sets() {
+        assert_eq!(stones_to_block(&[]), 0);
+        assert_eq!(stones_to_block(&[[1, 2], [2, 3]]), 1);
+        assert_eq!(stones_to_block(&[[1, 2], [3, 4]]), 2);
+        assert_eq!(stones_to_block(&[[1, NO_POINT], [3, 4], [4, 5]]), 2);
+        assert_eq!(stones_to_block(&[[1, 2], [3, 4], [5, 6]]), 3);
+        assert_eq!(stones_to_block(&[[1, NO_POINT], [2, NO_POINT], [3, 4]]), 3);
+    }
+
+    #[test]
+    fn returns_a_legal_move_when_abort_is_already_set() {
+        let deep = engine(serde_json::json!({"depth": 20, "width": 60, "time_ms": 3_600_000}));
+        let abort = AtomicBool::new(true);
+        let pos = position(&["J10", "K11", "K9"], &["J11", "L10"], 'o');
+        let mv = deep.choose(&pos, &ClockView::unlimited(), &abort);
+        assert!(pos.check_move(&mv).is_ok(), "{mv}");
+    }
+
+    #[test]
+    fn opens_in_the_centre_and_answers_in_the_window() {
+        let mut engine = quick();
+        let abort = AtomicBool::new(false);
+        let first = engine.choose_move(&request(&[], &abort)).unwrap();
+        let Ok(Move::One(opening)) = Connect6::parse_move(&first) else {
+            panic!("expected one stone, got {first}");
+        };
+        assert!((8..=10).contains(&opening.col) && (8..=10).contains(&opening.row));
+        let reply = engine
+            .choose_move(&request(std::slice::from_ref(&first), &abort))
+            .unwrap();
+        let Ok(Move::Two(a, b)) = Connect6::parse_move(&reply) else {
+            panic!("expected two stones, got {reply}");
+        };
+        // Inside the window around the opening stone, or (the second stone) within two of the
+        // first stone.
+        let near =
+            |p: Point, q: Point, d: u8| p.col.abs_diff(q.col) <= d && p.row.abs_diff(q.row) <= d;
+        assert!(
+            near(a, opening, 2) || near(b, opening, 2),
+            "{first} {reply}"
+        );
+        assert!(
+            near(a, opening, 4) && near(b, opening, 4),
+            "{first} {reply}"
+        );
+    }
+
+    fn request<'a>(moves: &'a [String], abort: &'a AtomicBool) -> SearchRequest<'a> {
+        SearchRequest {
+            moves,
+            clock: ClockView::unlimited(),
+            abort,
+        }
+    }
+
+    #[test]
+    fn plays_only_legal_moves_against_random() {
+        let config = DuelConfig {
+            game: GameId::Connect6,
+            rules: serde_json::Value::Null,
+            engines: [
+                (
+                    "connect6".into(),
+                    serde_json::json!({"depth": 2, "width": 8, "time_ms": 30}),
+                ),
+                ("random".into(), serde_json::Value::Null),
+            ],
+            games: 4,
+            move_ms: 5_000,
+            seed: 11,
+        };
+        let results = duel::run(&config, |_| {}).unwrap();
+        assert_eq!(results.len(), 4);
+        for game in &results {
+            assert_eq!(game.outcome.reason, EndReason::SixInRow, "{:?}", game.moves);
+            let mut replayed = Connect6::start(&Options::default());
+            for text in &game.moves {
+                replayed.play(&Connect6::parse_move(text).unwrap()).unwrap();
+            }
+            assert_eq!(replayed.outcome(), Some(game.outcome));
+        }
+    }
+
+    #[test]
+    fn bad_histories_and_finished_games_are_errors() {
+        let mut engine = quick();
+        let abort = AtomicBool::new(false);
+        for moves in [vec!["Z99"], vec!["J10", "J10,K10"], vec!["J10,K10"]] {
+            let moves: Vec<String> = moves.into_iter().map(String::from).collect();
+            assert!(
+                matches!(
+                    engine.choose_move(&request(&moves, &abort)),
+                    Err(EngineError::BadHistory(_))
+                ),
+                "{moves:?}"
+            );
+        }
+        // Black makes six on row 10 while White plays far away: the game is over.
+        let moves: Vec<String> = [
+            "J10", "A1,A3", "K10,L10", "C1,C3", "M10,N10", "E1,E3", "O10",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        assert_eq!(
+            engine.choose_move(&request(&moves, &abort)),
+            Err(EngineError::NoMove)
+        );
+    }
+
+    #[test]
+    fn unknown_and_bad_options_are_refused() {
+        for bad in [
+            serde_json::json!({"colour": "red"}),
+            serde_json::json!({"depth": 0}),
+            serde_json::json!({"width": "wide"}),
+            serde_json::json!({"time_ms": -5}),
+            serde_json::json!([1, 2]),
+        ] {
+            assert!(
+                matches!(
+                    Connect6Engine::new(&serde_json::Value::Null, &bad, 1),
+                    Err(EngineError::BadOption { .. })
+                ),
+                "{bad}"
+            );
+        }
+        assert!(Connect6Engine::new(
+            &serde_json::json!({"swap": true}),
+            &serde_json::Value::Null,
+            1
+        )
+        .is_err());
+        let ok = serde_json::json!({"depth": 3, "width": 10, "time_ms": 100});
+        assert!(Connect6Engine::new(&serde_json::Value::Null, &ok, 1).is_ok());
+    }
+}

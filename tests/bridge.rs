@@ -1,0 +1,927 @@
+//! `arena connect` through the real binary: a fake referee on 127.0.0.1:0 (using the library's
+//! rules to check every move) plays scripted matches with the bridge and fake engines from
+//! `tests/fixtures/bridge/` (json, GTP) or the example C engine (sau); engines that crash, print
+//! garbage or hang must lose their game at once by `resign`, and leave no process behind.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use arena::game::{new_game, AnyGame, GameId, Side};
+use arena::protocol::{
+    parse_bot_line, BotMessage, CappedLineCodec, ClockSpec, Frame, RefereeMessage, TurnClock,
+    MAX_LINE_BYTES,
+};
+use futures_util::{SinkExt, StreamExt};
+use tokio::io::AsyncBufReadExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::process::{Child, Command};
+use tokio_util::codec::Framed;
+
+/// Upper bound for anything the bridge should do "at once"; far below the clocks used when a
+/// test checks that a failure is noticed without waiting for the clock.
+const WAIT: Duration = Duration::from_secs(20);
+/// A clock so long that only a real failure can end a game in a test.
+const LONG_CLOCK_MS: u64 = 600_000;
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/bridge")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+struct Referee {
+    link: Framed<TcpStream, CappedLineCodec>,
+    hello: BotMessage,
+}
+
+impl Referee {
+    async fn recv(&mut self) -> BotMessage {
+        loop {
+            let frame = tokio::time::timeout(WAIT, self.link.next())
+                .await
+                .expect("the bridge said nothing in time")
+                .expect("the bridge closed the connection")
+                .expect("reading from the bridge failed");
+            let Frame::Line(line) = frame else {
+                panic!("bad frame from the bridge: {frame:?}");
+            };
+            match parse_bot_line(&line).unwrap_or_else(|e| panic!("bad line {line:?}: {e}")) {
+                BotMessage::Pong { .. } => continue,
+                msg => return msg,
+            }
+        }
+    }
+
+    async fn send(&mut self, msg: RefereeMessage) {
+        self.link.send(msg.to_line()).await.unwrap();
+    }
+}
+
+/// Starts `arena connect` against a fresh listener, takes its hello and welcomes it.
+async fn start_bridge(protocol: &str, extra: &[&str], engine: &[String]) -> (Child, Referee) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let bridge = Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args([
+            "connect", "--server", &addr, "--name", "bridged", "--token", "tok",
+        ])
+        .args(["--protocol", protocol])
+        .args(extra)
+        .arg("--")
+        .args(engine)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (stream, _) = tokio::time::timeout(WAIT, listener.accept())
+        .await
+        .expect("the bridge did not connect")
+        .unwrap();
+    let mut link = Framed::new(stream, CappedLineCodec::new(MAX_LINE_BYTES));
+    let Some(Ok(Frame::Line(line))) = tokio::time::timeout(WAIT, link.next()).await.unwrap() else {
+        panic!("no hello");
+    };
+    let hello = parse_bot_line(&line).unwrap();
+    let mut referee = Referee { link, hello };
+    referee
+        .send(RefereeMessage::Welcome {
+            protocol: 1,
+            name: "bridged".into(),
+            server: "fake referee".into(),
+        })
+        .await;
+    (bridge, referee)
+}
+
+/// Closes the connection and waits for the bridge to exit; returns its stderr.
+async fn finish(bridge: Child, referee: Referee) -> String {
+    drop(referee);
+    let output = tokio::time::timeout(WAIT, bridge.wait_with_output())
+        .await
+        .expect("the bridge did not exit after the referee closed")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "bridge failed: {stderr}");
+    stderr
+}
+
+fn gone_or_zombie(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks whether the process exists.
+    if unsafe { libc::kill(pid, 0) } != 0 {
+        return true;
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.is_empty() || stat.contains(") Z ")
+}
+
+/// Waits until `pid` no longer exists at all (killed and reaped: no zombie).
+async fn assert_reaped(pid: i32) {
+    for _ in 0..100 {
+        // SAFETY: as above.
+        if unsafe { libc::kill(pid, 0) } != 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("process {pid} still exists (alive or a zombie)");
+}
+
+/// Waits until `pid` is gone; a zombie counts as gone (an orphan is reaped by init, not us).
+async fn assert_killed(pid: i32) {
+    for _ in 0..100 {
+        if gone_or_zombie(pid) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("process {pid} is still running");
+}
+
+async fn read_pid(path: &Path) -> i32 {
+    for _ in 0..200 {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if let Ok(pid) = text.trim().parse() {
+                return pid;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("no pid in {}", path.display());
+}
+
+/// How a refereed game ended.
+#[derive(Debug)]
+struct Played {
+    moves: Vec<String>,
+    /// The bridged side's moves.
+    bridge_moves: Vec<String>,
+    /// The game's own result, `None` if the bridge resigned.
+    outcome: Option<arena::game::Outcome>,
+}
+
+/// A small deterministic generator for the referee's own moves.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 33) % n as u64) as usize
+    }
+}
+
+/// The referee's move: random empty point(s) for Connect6 and Hex.
+fn opponent_move(game: &dyn AnyGame, rng: &mut Lcg) -> String {
+    let mut empty = game.move_listing();
+    let stones = if game.game() == GameId::Connect6 && !game.position_text().contains("stones=1") {
+        2
+    } else {
+        1
+    };
+    let mut picked = Vec::new();
+    for _ in 0..stones.min(empty.len()) {
+        picked.push(empty.swap_remove(rng.below(empty.len())));
+    }
+    picked.join(",")
+}
+
+/// Plays one match with the bridge: `start` (after `initial` moves), then `turn`s for the
+/// bridged side and the referee's own moves for the other, until the game ends or the bridge
+/// resigns; then `end`.
+async fn play_match(
+    referee: &mut Referee,
+    match_id: &str,
+    game_id: GameId,
+    rules: serde_json::Value,
+    bridge_side: Side,
+    initial: &[&str],
+    you_ms: u64,
+) -> Played {
+    let mut game = new_game(game_id, &rules).unwrap();
+    let mut moves: Vec<String> = Vec::new();
+    for mv in initial {
+        moves.push(game.play_text(mv).unwrap());
+    }
+    referee
+        .send(RefereeMessage::Start {
+            match_id: match_id.into(),
+            game: game_id.as_str().into(),
+            side: bridge_side.as_str().into(),
+            colour: game_id.colour_letter(bridge_side).to_string(),
+            opponent: "referee".into(),
+            rules: game.rules_json(),
+            clock: ClockSpec {
+                initial_ms: you_ms,
+                increment_ms: 0,
+                move_limit_ms: None,
+            },
+            moves: moves.clone(),
+        })
+        .await;
+    let mut rng = Lcg(match_id.len() as u64 * 7919 + 17);
+    let mut since_turn: Vec<String> = Vec::new();
+    let mut bridge_moves = Vec::new();
+    let outcome = loop {
+        if let Some(outcome) = game.outcome() {
+            break Some(outcome);
+        }
+        if game.turn() == bridge_side {
+            referee
+                .send(RefereeMessage::Turn {
+                    match_id: match_id.into(),
+                    moves: std::mem::take(&mut since_turn),
+                    ply: moves.len() as u32,
+                    clock: TurnClock {
+                        you_ms,
+                        opponent_ms: you_ms,
+                    },
+                })
+                .await;
+            match referee.recv().await {
+                BotMessage::Move { match_id: m, mv } => {
+                    assert_eq!(m, match_id);
+                    let played = game.play_text(&mv).unwrap_or_else(|e| {
+                        panic!("illegal move from the bridge after {moves:?}: {e}")
+                    });
+                    bridge_moves.push(played.clone());
+                    moves.push(played);
+                }
+                BotMessage::Resign { match_id: m } => {
+                    assert_eq!(m, match_id);
+                    break None;
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        } else {
+            let mv = opponent_move(game.as_ref(), &mut rng);
+            let played = game.play_text(&mv).unwrap();
+            since_turn.push(played.clone());
+            moves.push(played);
+        }
+    };
+    let (result, reason) = match outcome {
+        None => ("loss", "resign".to_string()),
+        Some(o) => (
+            match o.winner {
+                None => "draw",
+                Some(w) if w == bridge_side => "win",
+                Some(_) => "loss",
+            },
+            o.reason.to_string(),
+        ),
+    };
+    referee
+        .send(RefereeMessage::End {
+            match_id: match_id.into(),
+            result: result.into(),
+            reason,
+            moves: moves.clone(),
+        })
+        .await;
+    Played {
+        moves,
+        bridge_moves,
+        outcome,
+    }
+}
+
+fn python(script: &str, args: &[&str]) -> Vec<String> {
+    let mut v = vec!["python3".to_string(), fixture(script)];
+    v.extend(args.iter().map(|s| s.to_string()));
+    v
+}
+
+fn dir_arg(dir: &tempfile::TempDir) -> String {
+    dir.path().to_string_lossy().into_owned()
+}
+
+#[tokio::test]
+async fn json_engine_is_relayed_for_whole_games_with_a_fresh_engine_each_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bridge, mut referee) = start_bridge(
+        "json",
+        &[],
+        &python("json_engine.py", &[&dir_arg(&dir), "ok"]),
+    )
+    .await;
+    // The games come from the engine's own hello; name and token from the command line.
+    let BotMessage::Hello {
+        name,
+        token,
+        games,
+        max_games,
+        ..
+    } = &referee.hello
+    else {
+        panic!("{:?}", referee.hello)
+    };
+    assert_eq!((name.as_str(), token.as_str()), ("bridged", "tok"));
+    assert_eq!(games, &["hex".to_string()]);
+    assert_eq!(*max_games, 1);
+
+    let pid_file = dir.path().join("pid");
+    let first_pid = read_pid(&pid_file).await;
+    let played = play_match(
+        &mut referee,
+        "m1",
+        GameId::Hex,
+        serde_json::json!({}),
+        Side::First,
+        &[],
+        LONG_CLOCK_MS,
+    )
+    .await;
+    let outcome = played.outcome.expect("the json engine resigned");
+    assert_eq!(outcome.reason.as_str(), "connection");
+    assert_eq!(played.bridge_moves.first().map(String::as_str), Some("A1"));
+    assert_reaped(first_pid).await;
+
+    let log = std::fs::read_to_string(dir.path().join("log")).unwrap();
+    let first_line = log.lines().next().unwrap();
+    assert!(first_line.contains(r#""type":"welcome""#), "{first_line}");
+    assert!(first_line.contains(r#""name":"bridged""#), "{first_line}");
+    assert!(log.contains(r#""type":"start""#) && log.contains(r#""type":"end""#));
+    assert!(!log.contains("ping"));
+
+    // A second match gets a new engine process.
+    std::fs::remove_file(&pid_file).unwrap();
+    let played = play_match(
+        &mut referee,
+        "m2",
+        GameId::Hex,
+        serde_json::json!({}),
+        Side::Second,
+        &[],
+        LONG_CLOCK_MS,
+    )
+    .await;
+    assert!(played.outcome.is_some());
+    let second_pid = read_pid(&pid_file).await;
+    assert_ne!(first_pid, second_pid);
+    assert_reaped(second_pid).await;
+    let stderr = finish(bridge, referee).await;
+    assert!(stderr.contains("match m2 over"), "{stderr}");
+}
+
+#[tokio::test]
+async fn pings_are_answered_by_the_bridge() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bridge, mut referee) = start_bridge(
+        "json",
+        &[],
+        &python("json_engine.py", &[&dir_arg(&dir), "ok"]),
+    )
+    .await;
+    referee.send(RefereeMessage::Ping { id: 42 }).await;
+    let frame = tokio::time::timeout(WAIT, referee.link.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let Frame::Line(line) = frame else {
+        panic!("{frame:?}")
+    };
+    assert_eq!(parse_bot_line(&line).unwrap(), BotMessage::Pong { id: 42 });
+    let pid = read_pid(&dir.path().join("pid")).await;
+    finish(bridge, referee).await;
+    assert_killed(pid).await;
+}
+
+/// The mapping the test expects, written independently of the bridge: contest (c, r) is GTP
+/// (c, 12 − r), lower-case letters.
+fn gtp_cell(contest: &str) -> String {
+    let col = contest[..1].to_ascii_lowercase();
+    let row: u32 = contest[1..].parse().unwrap();
+    format!("{col}{}", 12 - row)
+}
+
+#[tokio::test]
+async fn gtp_engine_gets_mapped_commands_and_its_moves_are_mapped_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bridge, mut referee) = start_bridge(
+        "gtp",
+        &["--init", "name", "--init", "no_such_command"],
+        &python("gtp_engine.py", &[&dir_arg(&dir)]),
+    )
+    .await;
+    let BotMessage::Hello { games, .. } = &referee.hello else {
+        panic!()
+    };
+    assert_eq!(games, &["hex".to_string()]);
+
+    // Bridge second (GTP white): the referee's Red moves arrive as `play b`.
+    let pid_file = dir.path().join("pid");
+    let played = play_match(
+        &mut referee,
+        "g1",
+        GameId::Hex,
+        serde_json::json!({}),
+        Side::Second,
+        &[],
+        LONG_CLOCK_MS,
+    )
+    .await;
+    assert!(played.outcome.is_some(), "the GTP engine resigned");
+    assert_reaped(read_pid(&pid_file).await).await;
+    std::fs::remove_file(&pid_file).unwrap();
+    let log = std::fs::read_to_string(dir.path().join("log")).unwrap();
+    let commands: Vec<&str> = log.lines().collect();
+    assert_eq!(
+        &commands[..4],
+        ["name", "no_such_command", "boardsize 11", "clear_board"]
+    );
+    // GTP genmove order starts at a1, the top-left corner: contest A11.
+    assert_eq!(played.bridge_moves[0], "A11");
+    assert_eq!(played.bridge_moves.get(1).map(String::as_str), Some("B11"));
+    let plays: Vec<String> = commands
+        .iter()
+        .filter(|c| c.starts_with("play "))
+        .map(|c| c.to_string())
+        .collect();
+    let expected: Vec<String> = played
+        .moves
+        .iter()
+        .step_by(2)
+        .map(|m| format!("play b {}", gtp_cell(m)))
+        .collect();
+    // The referee's last move is never sent when it ends the game.
+    assert!(plays.len() + 1 >= expected.len(), "{plays:?}");
+    assert_eq!(plays[..], expected[..plays.len()]);
+    assert!(
+        commands
+            .iter()
+            .filter(|c| c.starts_with("genmove w"))
+            .count()
+            >= 5
+    );
+    assert_eq!(commands.last(), Some(&"quit"));
+
+    // Resuming after a swap: the position is replayed, the swap as swap-pieces.
+    let played = play_match(
+        &mut referee,
+        "g2",
+        GameId::Hex,
+        serde_json::json!({"swap": true}),
+        Side::First,
+        &["C2", "swap"],
+        LONG_CLOCK_MS,
+    )
+    .await;
+    assert!(played.outcome.is_some(), "the GTP engine resigned");
+    let log = std::fs::read_to_string(dir.path().join("log")).unwrap();
+    assert!(
+        log.contains("play b c10\nplay w swap-pieces\ngenmove b\n"),
+        "{log}"
+    );
+    finish(bridge, referee).await;
+}
+
+fn build_sau_engine(dir: &Path) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("bots/c/connect6_sau.c");
+    let binary = dir.join("connect6_sau");
+    let status = std::process::Command::new("cc")
+        .args(["-O2", "-std=c99", "-Wall", "-Werror", "-o"])
+        .arg(&binary)
+        .arg(&source)
+        .status()
+        .expect("cc is needed to build bots/c/connect6_sau.c");
+    assert!(status.success(), "connect6_sau.c does not compile");
+    binary
+}
+
+#[tokio::test]
+async fn sau_engine_plays_whole_connect6_games_as_black_and_white() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = build_sau_engine(dir.path());
+    let (bridge, mut referee) =
+        start_bridge("sau", &[], &[engine.to_string_lossy().into_owned()]).await;
+    let BotMessage::Hello { games, .. } = &referee.hello else {
+        panic!()
+    };
+    assert_eq!(games, &["connect6".to_string()]);
+    for (id, side) in [("c1", Side::First), ("c2", Side::Second)] {
+        let played = play_match(
+            &mut referee,
+            id,
+            GameId::Connect6,
+            serde_json::json!({}),
+            side,
+            &[],
+            LONG_CLOCK_MS,
+        )
+        .await;
+        let outcome = played.outcome.expect("the sau engine resigned");
+        assert!(outcome.reason.is_board_result(), "{outcome:?}");
+        if side == Side::First {
+            // Black's opening is one stone, the engine's centre: J10 (sau `JJ`).
+            assert_eq!(played.bridge_moves[0], "J10");
+        }
+        println!("{id}: {} moves, {outcome:?}", played.moves.len());
+    }
+    finish(bridge, referee).await;
+}
+
+/// A json engine that fails on its first turn: the bridge resigns at once, kills the engine
+/// (and what it started), says why, and keeps serving the connection.
+async fn failing_engine_resigns(mode: &str, you_ms: u64, why: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let (bridge, mut referee) = start_bridge(
+        "json",
+        &[],
+        &python("json_engine.py", &[&dir_arg(&dir), mode]),
+    )
+    .await;
+    let pid = read_pid(&dir.path().join("pid")).await;
+    let played = play_match(
+        &mut referee,
+        "f1",
+        GameId::Hex,
+        serde_json::json!({}),
+        Side::First,
+        &[],
+        you_ms,
+    )
+    .await;
+    assert!(played.outcome.is_none(), "expected a resignation");
+    assert_reaped(pid).await;
+    if mode == "hang" {
+        let grandchild = read_pid(&dir.path().join("grandchild")).await;
+        assert_killed(grandchild).await;
+    }
+    // Still connected and answering.
+    referee.send(RefereeMessage::Ping { id: 7 }).await;
+    let frame = tokio::time::timeout(WAIT, referee.link.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(frame, Frame::Line(r#"{"type":"pong","id":7}"#.into()));
+    let stderr = finish(bridge, referee).await;
+    assert!(stderr.contains(why), "stderr lacks {why:?}: {stderr}");
+}
+
+#[tokio::test]
+async fn crashing_engine_resigns_without_waiting_for_the_clock() {
+    failing_engine_resigns("crash", LONG_CLOCK_MS, "engine failed in match f1").await;
+}
+
+#[tokio::test]
+async fn garbage_printing_engine_resigns() {
+    failing_engine_resigns("garbage", LONG_CLOCK_MS, "this is not json").await;
+}
+
+#[tokio::test]
+async fn hanging_engine_resigns_when_its_clock_runs_out_and_its_group_is_killed() {
+    failing_engine_resigns("hang", 1_000, "did not answer in time").await;
+}
+
+#[tokio::test]
+async fn an_engine_that_cannot_start_loses_its_game() {
+    let (bridge, mut referee) =
+        start_bridge("gtp", &[], &["/nonexistent/engine-binary".to_string()]).await;
+    let played = play_match(
+        &mut referee,
+        "x1",
+        GameId::Hex,
+        serde_json::json!({}),
+        Side::First,
+        &[],
+        LONG_CLOCK_MS,
+    )
+    .await;
+    assert!(played.outcome.is_none());
+    let stderr = finish(bridge, referee).await;
+    assert!(stderr.contains("cannot start engine"), "{stderr}");
+}
+
+/// The example Python bot (`bots/python/arena_random_bot.py`) against itself through a fake
+/// referee that checks every move with the library's rules: a whole game of each game.
+#[tokio::test]
+async fn example_python_bot_plays_whole_legal_games_of_all_four() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bots/python/arena_random_bot.py");
+    for game_id in GameId::ALL {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port().to_string();
+        let mut bots = Vec::new();
+        let mut links = Vec::new();
+        for (i, name) in ["alpha", "beta"].iter().enumerate() {
+            let seed = (i + 1).to_string();
+            bots.push(
+                Command::new("python3")
+                    .arg(&script)
+                    .args(["--port", &port, "--name", name, "--token", "t"])
+                    .args(["--games", game_id.as_str(), "--seed", &seed])
+                    .stderr(std::process::Stdio::null())
+                    .kill_on_drop(true)
+                    .spawn()
+                    .unwrap(),
+            );
+            // Accept in order so that links[i] is bots[i].
+            let (stream, _) = tokio::time::timeout(WAIT, listener.accept())
+                .await
+                .unwrap()
+                .unwrap();
+            let mut link = Framed::new(stream, CappedLineCodec::new(MAX_LINE_BYTES));
+            let Some(Ok(Frame::Line(line))) = link.next().await else {
+                panic!("no hello");
+            };
+            let hello = parse_bot_line(&line).unwrap();
+            let BotMessage::Hello { name: n, games, .. } = &hello else {
+                panic!("{hello:?}")
+            };
+            assert_eq!(
+                (n.as_str(), games.as_slice()),
+                (*name, &[game_id.as_str().to_string()][..])
+            );
+            let mut referee = Referee { link, hello };
+            referee
+                .send(RefereeMessage::Welcome {
+                    protocol: 1,
+                    name: name.to_string(),
+                    server: "fake referee".into(),
+                })
+                .await;
+            // A ping before the game: answered with a pong (which `recv` skips).
+            referee.send(RefereeMessage::Ping { id: 1 }).await;
+            links.push(referee);
+        }
+        let mut game = new_game(game_id, &serde_json::json!({})).unwrap();
+        let match_id = format!("py-{game_id}");
+        for (i, link) in links.iter_mut().enumerate() {
+            let side = if i == 0 { Side::First } else { Side::Second };
+            link.send(RefereeMessage::Start {
+                match_id: match_id.clone(),
+                game: game_id.as_str().into(),
+                side: side.as_str().into(),
+                colour: game_id.colour_letter(side).to_string(),
+                opponent: "other".into(),
+                rules: game.rules_json(),
+                clock: ClockSpec {
+                    initial_ms: LONG_CLOCK_MS,
+                    increment_ms: 0,
+                    move_limit_ms: None,
+                },
+                moves: vec![],
+            })
+            .await;
+        }
+        let mut moves: Vec<String> = Vec::new();
+        let mut since: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+        let outcome = loop {
+            if let Some(outcome) = game.outcome() {
+                break outcome;
+            }
+            let side = game.turn();
+            let link = &mut links[side.index()];
+            link.send(RefereeMessage::Turn {
+                match_id: match_id.clone(),
+                moves: std::mem::take(&mut since[side.index()]),
+                ply: moves.len() as u32,
+                clock: TurnClock {
+                    you_ms: LONG_CLOCK_MS,
+                    opponent_ms: LONG_CLOCK_MS,
+                },
+            })
+            .await;
+            let BotMessage::Move { mv, .. } = link.recv().await else {
+                panic!("{game_id}: the bot resigned after {moves:?}");
+            };
+            let played = game
+                .play_text(&mv)
+                .unwrap_or_else(|e| panic!("{game_id}: illegal {mv} after {moves:?}: {e}"));
+            since[side.opponent().index()].push(played.clone());
+            moves.push(played);
+        };
+        println!("{game_id}: {} moves, {outcome:?}", moves.len());
+        for (i, link) in links.iter_mut().enumerate() {
+            let side = if i == 0 { Side::First } else { Side::Second };
+            let result = match outcome.winner {
+                None => "draw",
+                Some(w) if w == side => "win",
+                Some(_) => "loss",
+            };
+            link.send(RefereeMessage::End {
+                match_id: match_id.clone(),
+                result: result.into(),
+                reason: outcome.reason.to_string(),
+                moves: moves.clone(),
+            })
+            .await;
+        }
+        drop(links);
+        for bot in bots {
+            let status = tokio::time::timeout(WAIT, bot.wait_with_output())
+                .await
+                .expect("the bot did not exit when the referee closed")
+                .unwrap()
+                .status;
+            assert!(status.success(), "{game_id}: bot exited with {status}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn ctrl_c_stops_the_bridge_and_its_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bridge, mut referee) = start_bridge(
+        "json",
+        &[],
+        &python("json_engine.py", &[&dir_arg(&dir), "hang"]),
+    )
+    .await;
+    let pid = read_pid(&dir.path().join("pid")).await;
+    // Mid-match, with the engine thinking (it ignores SIGTERM and has a grandchild).
+    referee
+        .send(RefereeMessage::Start {
+            match_id: "s1".into(),
+            game: "hex".into(),
+            side: "first".into(),
+            colour: "R".into(),
+            opponent: "referee".into(),
+            rules: serde_json::json!({"swap": false}),
+            clock: ClockSpec {
+                initial_ms: LONG_CLOCK_MS,
+                increment_ms: 0,
+                move_limit_ms: None,
+            },
+            moves: vec![],
+        })
+        .await;
+    referee
+        .send(RefereeMessage::Turn {
+            match_id: "s1".into(),
+            moves: vec![],
+            ply: 0,
+            clock: TurnClock {
+                you_ms: LONG_CLOCK_MS,
+                opponent_ms: LONG_CLOCK_MS,
+            },
+        })
+        .await;
+    let grandchild = read_pid(&dir.path().join("grandchild")).await;
+    let bridge_pid = bridge.id().unwrap() as i32;
+    // SAFETY: sends SIGINT to the bridge process this test started.
+    assert_eq!(unsafe { libc::kill(bridge_pid, libc::SIGINT) }, 0);
+    let output = tokio::time::timeout(WAIT, bridge.wait_with_output())
+        .await
+        .expect("the bridge did not stop on SIGINT")
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("interrupted by SIGINT"), "{stderr}");
+    // The bridge reaped its engine before exiting; the grandchild was killed with the group.
+    assert!(gone_or_zombie(pid), "engine {pid} survived");
+    assert_killed(grandchild).await;
+    drop(referee);
+}
+
+/// End to end through `arena serve`: two example Python bots play a whole game of each of the
+/// four games, and the example C engine, bridged by `arena connect --protocol sau`, plays two
+/// Connect6 games against one of them. Every game must end on the board (no forfeit, timeout,
+/// illegal move or resignation).
+#[tokio::test]
+async fn served_tournaments_with_the_example_bots_and_a_bridged_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let sau_engine = build_sau_engine(dir.path());
+    let out_dir = dir.path().join("out");
+    let mut config = format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\nout_dir = {:?}\nevent = \"bridge e2e\"\nplace = \"test\"\n\
+         reconnect_grace_ms = 2000\nexit_when_done = true\n\n\
+         [[bot]]\nname = \"alpha\"\ntoken = \"ta\"\n\n[[bot]]\nname = \"beta\"\ntoken = \"tb\"\n\n\
+         [[bot]]\nname = \"sau\"\ntoken = \"ts\"\n",
+        out_dir.to_string_lossy()
+    );
+    let clock = "clock = { initial_ms = 600000, increment_ms = 0, move_limit_ms = 0 }";
+    for game in GameId::ALL {
+        config.push_str(&format!(
+            "\n[[tournament]]\nname = \"t-{game}\"\ngame = \"{game}\"\nformat = \"round-robin\"\n\
+             bots = [\"alpha\", \"beta\"]\ngames_per_pairing = 1\nconcurrency = 1\n{clock}\n"
+        ));
+    }
+    config.push_str(&format!(
+        "\n[[tournament]]\nname = \"t-bridge\"\ngame = \"connect6\"\nformat = \"round-robin\"\n\
+         bots = [\"sau\", \"alpha\"]\ngames_per_pairing = 2\nconcurrency = 1\n{clock}\n"
+    ));
+    let config_path = dir.path().join("arena.toml");
+    std::fs::write(&config_path, config).unwrap();
+
+    let mut server = Command::new(env!("CARGO_BIN_EXE_arena"))
+        .arg("serve")
+        .arg("--config")
+        .arg(&config_path)
+        .args(["--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(dir.path().join("server.log")).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdout = server.stdout.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let first = tokio::time::timeout(WAIT, lines.next_line())
+        .await
+        .expect("the server printed nothing")
+        .unwrap()
+        .expect("the server closed its stdout");
+    let addr = first
+        .strip_prefix("arena listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+        .trim()
+        .to_string();
+    let port = addr.rsplit(':').next().unwrap().to_string();
+
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bots/python/arena_random_bot.py");
+    let mut players = Vec::new();
+    for (name, token, seed) in [("alpha", "ta", "1"), ("beta", "tb", "2")] {
+        players.push(
+            Command::new("python3")
+                .arg(&script)
+                .args([
+                    "--port", &port, "--name", name, "--token", token, "--seed", seed,
+                ])
+                .args(["--games", "connect6,hex,surakarta,jiu", "--max-games", "4"])
+                .stderr(std::process::Stdio::null())
+                .kill_on_drop(true)
+                .spawn()
+                .unwrap(),
+        );
+    }
+    let bridge = Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args([
+            "connect", "--server", &addr, "--name", "sau", "--token", "ts",
+        ])
+        .args(["--protocol", "sau", "--"])
+        .arg(&sau_engine)
+        .stderr(std::fs::File::create(dir.path().join("bridge.log")).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+
+    // Keep reading the server's stdout so it never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let status = tokio::time::timeout(Duration::from_secs(600), server.wait())
+        .await
+        .expect("the tournaments did not finish")
+        .unwrap();
+    let server_log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+    assert!(status.success(), "server failed: {server_log}");
+
+    let games: Vec<serde_json::Value> = std::fs::read_to_string(out_dir.join("games.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(games.len(), 6, "{games:#?}\n{server_log}");
+    for game in &games {
+        let reason: arena::game::EndReason = game["reason"].as_str().unwrap().parse().unwrap();
+        assert!(reason.is_board_result(), "{game}");
+        println!(
+            "{} {}: {} vs {}, {} by {} after {} moves",
+            game["tournament"],
+            game["game"],
+            game["first"],
+            game["second"],
+            game["result"],
+            game["reason"],
+            game["moves"].as_array().map_or(0, Vec::len)
+        );
+    }
+    for tournament in ["t-connect6", "t-hex", "t-surakarta", "t-jiu"] {
+        assert_eq!(
+            games
+                .iter()
+                .filter(|g| g["tournament"] == tournament)
+                .count(),
+            1,
+            "{tournament}"
+        );
+    }
+    let bridged: Vec<_> = games
+        .iter()
+        .filter(|g| g["tournament"] == "t-bridge")
+        .collect();
+    assert_eq!(bridged.len(), 2);
+    assert!(bridged
+        .iter()
+        .all(|g| g["first"] == "sau" || g["second"] == "sau"));
+
+    // The server is gone: every client exits by itself.
+    let output = tokio::time::timeout(WAIT, bridge.wait_with_output())
+        .await
+        .expect("the bridge did not exit")
+        .unwrap();
+    let bridge_log = std::fs::read_to_string(dir.path().join("bridge.log")).unwrap_or_default();
+    assert!(output.status.success(), "{bridge_log}");
+    for player in players {
+        let status = tokio::time::timeout(WAIT, player.wait_with_output())
+            .await
+            .expect("a Python bot did not exit")
+            .unwrap()
+            .status;
+        assert!(status.success());
+    }
+}
