@@ -764,3 +764,142 @@ pub fn progress_line(
         game.moves.len()
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::RecordEncoding;
+    use std::path::Path;
+
+    fn swiss_config(out_dir: &Path) -> Config {
+        let mut text = String::new();
+        for b in ["a", "b", "c", "d"] {
+            text.push_str(&format!("[[bot]]\nname = \"{b}\"\ntoken = \"t\"\n"));
+        }
+        text.push_str(
+            "[[tournament]]\nname = \"s\"\ngame = \"hex\"\nformat = \"swiss\"\n\
+             bots = [\"a\", \"b\", \"c\", \"d\"]\nrounds = 3\ngames_per_pairing = 1\n",
+        );
+        let mut config = Config::from_toml(&text).unwrap();
+        config.server.out_dir = out_dir.to_path_buf();
+        config
+    }
+
+    fn output(out_dir: &Path) -> Output {
+        Output::new(
+            out_dir.to_path_buf(),
+            RecordEncoding::Utf8,
+            "ev".into(),
+            "pl".into(),
+        )
+    }
+
+    /// A games.jsonl object in which the first side wins without a move.
+    fn line(g: &ScheduledGame) -> Value {
+        serde_json::json!({
+            "match": g.id, "tournament": "s", "game": "hex", "first": g.first,
+            "second": g.second, "result": "first", "reason": "resign", "moves": [],
+            "think_ms": [], "lag_ms": [], "rules": {"swap": false},
+            "clock": {"initial_ms": 600000, "increment_ms": 0, "move_limit_ms": null},
+            "started": "2026-11-22T21:00:00+00:00", "finished": "2026-11-22T21:01:00+00:00",
+            "record": format!("{}.txt", g.id),
+        })
+    }
+
+    fn round_games(ts: &TournamentState, round: u32) -> Vec<ScheduledGame> {
+        ts.games
+            .iter()
+            .filter(|g| g.round == round)
+            .cloned()
+            .collect()
+    }
+
+    #[test]
+    fn a_swiss_round_cut_off_while_being_journaled_is_completed_identically() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = swiss_config(dir.path());
+        let out = output(dir.path());
+        let (journal, mut tournaments, _) = prepare_league(&config, &out).unwrap();
+        let round1 = round_games(&tournaments[0], 1);
+        assert_eq!(round1.len(), 2);
+        assert_eq!(tournaments[0].round, 1);
+        // Round 1 is played: game 1 finishes through the journal only (a crash before its
+        // games.jsonl line and record), game 2 through games.jsonl only (a crash before its
+        // journal entry, as if the journal were older).
+        journal
+            .append_blocking(&[JournalEntry::Finished {
+                id: round1[0].id.clone(),
+                record: line(&round1[0]),
+            }])
+            .unwrap();
+        std::fs::write(out.games_path(), format!("{}\n", line(&round1[1]))).unwrap();
+        drop((journal, tournaments));
+
+        let (journal, tournaments_after, report) = prepare_league(&config, &out).unwrap();
+        assert_eq!(report.finished, 2);
+        assert_eq!(
+            report.repaired, 3,
+            "game 1's record file and games.jsonl line, game 2's record file"
+        );
+        let ids: Vec<String> = out
+            .read_games()
+            .iter()
+            .map(|l| l["match"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(ids, [round1[1].id.clone(), round1[0].id.clone()]);
+        for g in &round1 {
+            assert!(out.records_dir().join(format!("{}.txt", g.id)).exists());
+        }
+        let round2 = round_games(&tournaments_after[0], 2);
+        assert_eq!(round2.len(), 2);
+        let pairs = |games: &[ScheduledGame]| -> HashSet<(String, String)> {
+            games
+                .iter()
+                .map(|g| {
+                    (
+                        g.first.clone().min(g.second.clone()),
+                        g.first.clone().max(g.second.clone()),
+                    )
+                })
+                .collect()
+        };
+        assert!(pairs(&round1).is_disjoint(&pairs(&round2)), "no repeats");
+        drop((journal, tournaments_after));
+
+        // Cut the journal after round 2's first game: the restart pairs round 2 again and
+        // journals the missing game, the same as before.
+        let path = dir.path().join(JOURNAL_FILE);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let cut: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.contains(&format!("\"id\":\"{}\"", round2[1].id)))
+            .collect();
+        std::fs::write(&path, cut.join("\n") + "\n").unwrap();
+        let (_, again, _) = prepare_league(&config, &out).unwrap();
+        assert_eq!(round_games(&again[0], 2), round2);
+        let (_, state) = Journal::open(&path).unwrap();
+        assert!(state.game(&round2[1].id).is_some(), "journaled again");
+        tournaments = again;
+        assert!(!tournaments[0].is_finished());
+        assert_eq!(tournaments[0].planned(), 6);
+        assert_eq!(tournaments[0].done(), 2);
+        assert_eq!(tournaments[0].pending.len(), 2);
+    }
+
+    #[test]
+    fn a_changed_config_is_refused_naming_the_difference() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = swiss_config(dir.path());
+        prepare_league(&config, &output(dir.path())).unwrap();
+        let mut changed = config.clone();
+        changed.tournaments[0].rounds = 4;
+        let err = prepare_league(&changed, &output(dir.path()))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("tournament s: rounds differs: journal has 3, config has 4"),
+            "{err}"
+        );
+    }
+}
