@@ -517,3 +517,119 @@ async fn a_league_killed_mid_game_resumes_from_the_journal_and_plays_every_game_
     );
     assert!(stderr.contains("config has initial_ms=30000"), "{stderr}");
 }
+
+/// The unfinished game with the most journaled moves: (id, move texts).
+fn running_game(out_dir: &Path) -> Option<(String, Vec<String>)> {
+    let entries = journal_lines(out_dir);
+    let finished: HashSet<&str> = entries
+        .iter()
+        .filter(|e| e["kind"] == "finished")
+        .filter_map(|e| e["id"].as_str())
+        .collect();
+    let mut moves: HashMap<String, Vec<String>> = HashMap::new();
+    for e in entries.iter().filter(|e| e["kind"] == "move") {
+        let id = e["id"].as_str().unwrap();
+        if finished.contains(id) {
+            continue;
+        }
+        let list = moves.entry(id.to_string()).or_default();
+        let ply = usize::try_from(e["ply"].as_u64().unwrap()).unwrap();
+        list.truncate(ply - 1);
+        list.push(e["text"].as_str().unwrap().to_string());
+    }
+    moves.into_iter().max_by_key(|(_, m)| m.len())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn built_in_engines_killed_mid_league_resume_and_finish_every_game_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out: PathBuf = dir.path().join("out");
+    let config_path = dir.path().join("arena.toml");
+    let config = format!(
+        r#"
+[server]
+out_dir = {out:?}
+ping_interval_ms = 1000
+
+[[bot]]
+name = "hex-engine"
+builtin = "hex"
+options = {{ time_ms = 100 }}
+
+[[bot]]
+name = "greedy"
+builtin = "greedy"
+
+[[tournament]]
+name = "h"
+game = "hex"
+bots = ["hex-engine", "greedy"]
+games_per_pairing = 3
+concurrency = 1
+clock = {{ initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }}
+rules = {{ swap = false }}
+"#,
+        out = out.to_str().unwrap()
+    );
+    std::fs::write(&config_path, config).unwrap();
+
+    let mut server = spawn_server(&config_path).await;
+    // Kill it once a game is under way with a few moves on the journal.
+    let mut cut_off = None;
+    wait_until("a game has four journaled moves", || {
+        cut_off = running_game(&out).filter(|(_, moves)| moves.len() >= 4);
+        cut_off.is_some()
+    })
+    .await;
+    let pid = i32::try_from(server.child.id().unwrap()).unwrap();
+    // SAFETY: kill(2) on the child this test spawned; no memory is involved.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    assert!(!server.child.wait().await.unwrap().success());
+    // What the journal holds after the kill is what the resumed game starts from.
+    let (id, journaled) = running_game(&out).expect("a game was cut off");
+    assert!(cut_off.is_some_and(|(first_id, _)| first_id == id));
+
+    let ServerProcess {
+        mut child, stdout, ..
+    } = spawn_server(&config_path).await;
+    let status = tokio::time::timeout(Duration::from_secs(300), child.wait())
+        .await
+        .expect("the resumed league finishes")
+        .unwrap();
+    assert!(status.success());
+    let printed = stdout.await.unwrap().join("\n");
+    assert!(
+        printed.contains("1 continue from their last journaled move"),
+        "{printed}"
+    );
+
+    let games = read_games(&out);
+    let mut ids: Vec<&str> = games.iter().map(|g| g["match"].as_str().unwrap()).collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        ["h-r1-p1-g1", "h-r1-p1-g2", "h-r1-p1-g3"],
+        "each game once"
+    );
+    let records = std::fs::read_dir(out.join("records")).unwrap().count();
+    assert_eq!(records, 3);
+    let resumed = games.iter().find(|g| g["match"] == id.as_str()).unwrap();
+    let moves: Vec<&str> = resumed["moves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    assert!(
+        moves.len() >= journaled.len() && moves[..journaled.len()] == journaled[..],
+        "{moves:?} starts with {journaled:?}"
+    );
+    for g in &games {
+        let record = out.join("records").join(g["record"].as_str().unwrap());
+        match arena::record::check_file(&record) {
+            arena::record::CheckVerdict::Ok { .. } => {}
+            other => panic!("{}: {other:?}", record.display()),
+        }
+    }
+    assert_standings_match_games(&out, "h");
+}
