@@ -6,6 +6,7 @@
 
 pub mod greedy;
 pub mod random;
+pub mod surakarta;
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -114,7 +115,7 @@ pub struct EngineInfo {
 
 /// Every built-in engine. A game's own id names its strongest engine for that game.
 pub fn catalogue() -> Vec<EngineInfo> {
-    vec![random::INFO, greedy::INFO]
+    vec![random::INFO, greedy::INFO, surakarta::INFO]
 }
 
 /// Builds engine `id` for a match of `game` under `rules` (the match's rule options) with
@@ -143,6 +144,7 @@ pub fn new_engine(
         "greedy" => Ok(Box::new(greedy::GreedyEngine::new(
             game, rules, options, seed,
         )?)),
+        "surakarta" => Ok(Box::new(surakarta::SurakartaEngine::new(rules, options)?)),
         _ => Err(EngineError::UnknownEngine(id.to_string())),
     }
 }
