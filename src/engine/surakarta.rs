@@ -528,7 +528,8 @@ struct Search<'a> {
 
 impl Search<'_> {
     fn poll(&mut self) -> bool {
-        if !self.stopped && self.nodes & 1023 == 0 {
+        // The first node checks at once, then every 1024th.
+        if !self.stopped && self.nodes & 1023 == 1 {
             self.stopped = self.abort.load(Ordering::Relaxed) || Instant::now() >= self.stop_at;
         }
         self.stopped
@@ -870,5 +871,199 @@ impl Engine for SurakartaEngine {
         let position = self.replay(request.moves)?;
         let mv = self.best_move(&position, &request.clock, request.abort)?;
         Ok(mv.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{new_engine, ClockView};
+    use crate::game::surakarta::Options;
+    use crate::game::{EndReason, Side};
+
+    fn position(text: &str) -> Surakarta {
+        Surakarta::from_position_text(text, &Options::default()).unwrap()
+    }
+
+    fn engine(options: serde_json::Value) -> SurakartaEngine {
+        SurakartaEngine::new(&serde_json::Value::Null, &options).unwrap()
+    }
+
+    fn think(engine: &mut SurakartaEngine, position: &Surakarta) -> Move {
+        let abort = AtomicBool::new(false);
+        engine
+            .best_move(position, &ClockView::unlimited(), &abort)
+            .unwrap()
+    }
+
+    /// Own pieces minus enemy pieces for `side`.
+    fn balance(position: &Surakarta, side: Side) -> i64 {
+        i64::from(position.piece_count(side)) - i64::from(position.piece_count(side.opponent()))
+    }
+
+    /// The worst balance for `side` (who just moved) over every reply of the opponent.
+    fn worst_after_reply(position: &Surakarta, side: Side) -> i64 {
+        let mut replies = Vec::new();
+        position.legal_moves(&mut replies);
+        replies
+            .iter()
+            .map(|r| {
+                let mut next = position.clone();
+                next.play(r).unwrap();
+                balance(&next, side)
+            })
+            .min()
+            .unwrap_or_else(|| balance(position, side))
+    }
+
+    #[test]
+    fn takes_the_last_enemy_piece() {
+        // x B2 captures B5 through the A2-B1 loop; x F1 and E6 are distractions.
+        let start = position("....x./.o..../....../....../.x..../.....x x");
+        let mut engine = engine(serde_json::json!({"time_ms": 2000}));
+        let mv = think(&mut engine, &start);
+        let mut after = start.clone();
+        after.play(&mv).unwrap();
+        let outcome = after.outcome().unwrap();
+        assert_eq!(outcome.winner, Some(Side::First), "{mv}");
+        assert_eq!(outcome.reason, EndReason::NoPieces);
+    }
+
+    #[test]
+    fn meets_a_threat_to_a_piece() {
+        // o E6 attacks x A2 along row 5 / column B and along column E / row 2.
+        let start = position("o...oo/....../....../....../x...../x....x x");
+        let mut moves = Vec::new();
+        start.legal_moves(&mut moves);
+        // The threat is real: some x moves lose a piece.
+        assert!(moves.iter().any(|m| {
+            let mut next = start.clone();
+            next.play(m).unwrap();
+            worst_after_reply(&next, Side::First) < balance(&start, Side::First)
+        }));
+        let mut engine = engine(serde_json::json!({"time_ms": 2000}));
+        let mv = think(&mut engine, &start);
+        let mut next = start.clone();
+        next.play(&mv).unwrap();
+        assert!(
+            worst_after_reply(&next, Side::First) >= balance(&start, Side::First),
+            "{mv} loses material"
+        );
+    }
+
+    #[test]
+    fn returns_a_legal_move_at_once_when_aborted() {
+        let start = Surakarta::start(&Options::default());
+        let mut engine = engine(serde_json::Value::Null);
+        let abort = AtomicBool::new(true);
+        let mv = engine
+            .best_move(&start, &ClockView::unlimited(), &abort)
+            .unwrap();
+        assert!(start.is_legal(&mv), "{mv}");
+        // The first node already sees the flag.
+        assert!(engine.last_stats().nodes <= 1, "{:?}", engine.last_stats());
+    }
+
+    #[test]
+    fn depth_option_caps_the_search() {
+        let start = Surakarta::start(&Options::default());
+        let mut engine = engine(serde_json::json!({"depth": 2}));
+        let mv = think(&mut engine, &start);
+        assert!(start.is_legal(&mv));
+        assert_eq!(engine.last_stats().depth, 2);
+    }
+
+    #[test]
+    fn unknown_and_bad_options_are_refused() {
+        for bad in [
+            serde_json::json!({"colour": "red"}),
+            serde_json::json!({"depth": 0}),
+            serde_json::json!({"depth": "deep"}),
+            serde_json::json!({"tt_mb": 0}),
+            serde_json::json!({"time_ms": -5}),
+        ] {
+            let result = new_engine(
+                "surakarta",
+                GameId::Surakarta,
+                &serde_json::Value::Null,
+                &bad,
+                1,
+            );
+            assert!(
+                matches!(result, Err(EngineError::BadOption { .. })),
+                "{bad} was accepted"
+            );
+        }
+        assert!(matches!(
+            new_engine(
+                "surakarta",
+                GameId::Hex,
+                &serde_json::Value::Null,
+                &serde_json::Value::Null,
+                1
+            ),
+            Err(EngineError::UnsupportedGame { .. })
+        ));
+    }
+
+    #[test]
+    fn incremental_hash_matches_the_hash_recomputed_after_play() {
+        let mut rules_position = Surakarta::start(&Options::default());
+        let mut node = node_of(&rules_position);
+        let mut ply = 0usize;
+        while rules_position.outcome().is_none() && ply < 300 {
+            let (list, _) = MoveList::generate(&node.board, false);
+            assert!(list.len > 0);
+            // Prefer captures so that both kinds of update are exercised.
+            let captures: Vec<Mv> = list.moves[..list.len]
+                .iter()
+                .copied()
+                .filter(|&m| mv_capture(m))
+                .collect();
+            let mv = if !captures.is_empty() && ply % 3 == 0 {
+                captures[ply % captures.len()]
+            } else {
+                list.moves[(ply * 7 + 3) % list.len]
+            };
+            rules_position.play(&to_move(mv)).unwrap();
+            node = node.after(mv);
+            let fresh = node_of(&rules_position);
+            assert_eq!(node, fresh, "after ply {ply}");
+            ply += 1;
+        }
+        assert!(ply > 20);
+    }
+
+    #[test]
+    fn plays_only_legal_moves_through_full_games_against_random() {
+        let config = crate::duel::DuelConfig {
+            game: GameId::Surakarta,
+            rules: serde_json::Value::Null,
+            engines: [
+                ("surakarta".into(), serde_json::json!({"time_ms": 20})),
+                ("random".into(), serde_json::Value::Null),
+            ],
+            games: 2,
+            move_ms: 2_000,
+            seed: 5,
+        };
+        let results = crate::duel::run(&config, |_| {}).unwrap();
+        for game in &results {
+            assert!(
+                !matches!(
+                    game.outcome.reason,
+                    EndReason::IllegalMove | EndReason::Timeout | EndReason::Resign
+                ),
+                "{:?}",
+                game.outcome
+            );
+            let mut replayed = Surakarta::start(&Options::default());
+            for text in &game.moves {
+                replayed
+                    .play(&Surakarta::parse_move(text).unwrap())
+                    .unwrap();
+            }
+            assert_eq!(replayed.outcome(), Some(game.outcome));
+        }
     }
 }
