@@ -1020,7 +1020,7 @@ mod tests {
                 .copied()
                 .filter(|&m| mv_capture(m))
                 .collect();
-            let mv = if !captures.is_empty() && ply % 3 == 0 {
+            let mv = if !captures.is_empty() && ply.is_multiple_of(3) {
                 captures[ply % captures.len()]
             } else {
                 list.moves[(ply * 7 + 3) % list.len]
