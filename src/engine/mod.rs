@@ -144,7 +144,9 @@ pub fn new_engine(
         "greedy" => Ok(Box::new(greedy::GreedyEngine::new(
             game, rules, options, seed,
         )?)),
-        "surakarta" => Ok(Box::new(surakarta::SurakartaEngine::new(rules, options)?)),
+        "surakarta" => Ok(Box::new(surakarta::SurakartaEngine::new(
+            rules, options, seed,
+        )?)),
         _ => Err(EngineError::UnknownEngine(id.to_string())),
     }
 }

@@ -12,6 +12,8 @@
 //! - "Arc occupation" (占弧): a side occupies a corner loop when one of its pieces is the
 //!   nearest piece to that loop along the circuit on either side (it can run through the loop).
 
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -37,6 +39,23 @@ pub const INFO: EngineInfo = EngineInfo {
             about: "cap on the time per move in milliseconds (0: only the clock decides)",
         },
         EngineOption {
+            name: "nodes",
+            default: "0",
+            about: "cap on the nodes searched per move, for reproducible tests (0: none)",
+        },
+        EngineOption {
+            name: "opening_random",
+            default: "0",
+            about: "game plies (from the start) in which a seeded random move is played among \
+                    those scored within 30 of the best, to vary test games",
+        },
+        EngineOption {
+            name: "null_move",
+            default: "0",
+            about: "1: null-move pruning in the middlegame (weaker here: passing is often the \
+                    best move, since a step can open a circuit), 0: off",
+        },
+        EngineOption {
             name: "tt_mb",
             default: "16",
             about: "transposition table size in MiB (1..=1024), allocated once per engine",
@@ -56,6 +75,8 @@ const MAX_DEPTH: u32 = 64;
 const MOVE_CAP: usize = 256;
 /// Own moves assumed left in the game when sharing out the clock.
 const MOVES_LEFT: u64 = 45;
+/// How far below the best a randomised opening move may score.
+const OPENING_MARGIN: i32 = 30;
 
 // ---------------------------------------------------------------------------------------------
 // Moves: `from | to << 6 | capture << 12`; 0 is "no move" (a move never starts and ends on A1).
@@ -524,13 +545,20 @@ struct Search<'a> {
     stopped: bool,
     nodes: u64,
     limit: u32,
+    null_move: bool,
+    /// Node budget of the whole move (checked with the clock).
+    max_nodes: u64,
+    /// The ply of the node just reached by a null move (none: `usize::MAX`).
+    null_child: usize,
 }
 
 impl Search<'_> {
     fn poll(&mut self) -> bool {
-        // The first node checks at once, then every 1024th.
-        if !self.stopped && self.nodes & 1023 == 1 {
-            self.stopped = self.abort.load(Ordering::Relaxed) || Instant::now() >= self.stop_at;
+        // The first node checks at once, then every 256th.
+        if !self.stopped && self.nodes & 255 == 1 {
+            self.stopped = self.abort.load(Ordering::Relaxed)
+                || Instant::now() >= self.stop_at
+                || self.nodes >= self.max_nodes;
         }
         self.stopped
     }
@@ -602,6 +630,38 @@ impl Search<'_> {
         let (mut list, all) = MoveList::generate(board, false);
         if all == 0 {
             return count_result(board, ply);
+        }
+        // Null move: if passing still holds beta, so will a real move. Not in the endgame,
+        // where blockades make passing a real advantage, and never twice in a row.
+        if self.null_move
+            && !pv
+            && depth >= 3
+            && self.null_child != ply
+            && board.us.count_ones() >= 4
+            && board.us.count_ones() + board.them.count_ones() > ENDGAME_PIECES
+            && beta.abs() < WIN_BOUND
+            && evaluate(board, self.limit) >= beta
+        {
+            let quiet = board.quiet.saturating_add(1);
+            let passed = Node {
+                board: Board {
+                    us: board.them,
+                    them: board.us,
+                    quiet,
+                },
+                side: 1 - node.side,
+                hash: node.hash ^ SIDE_KEY ^ quiet_key(board.quiet) ^ quiet_key(quiet),
+            };
+            let reduction = 2 + i32::from(depth >= 6);
+            self.null_child = ply + 1;
+            let score = -self.negamax(&passed, depth - 1 - reduction, -beta, -beta + 1, ply + 1);
+            self.null_child = usize::MAX;
+            if self.stopped {
+                return 0;
+            }
+            if score >= beta {
+                return if score > WIN_BOUND { beta } else { score };
+            }
         }
         self.order(&mut list, tt_move, ply);
         let original_alpha = alpha;
@@ -706,6 +766,11 @@ pub struct SurakartaEngine {
     options: crate::game::surakarta::Options,
     max_depth: u32,
     time_cap_ms: Option<u64>,
+    null_move: bool,
+    max_nodes: u64,
+    /// Plies at the start of the game played at random among near-best moves.
+    opening_random: u32,
+    rng: SmallRng,
     table: Table,
     heuristics: Box<Heuristics>,
     last: SearchStats,
@@ -737,6 +802,7 @@ impl SurakartaEngine {
     pub fn new(
         rules: &serde_json::Value,
         options: &serde_json::Value,
+        seed: u64,
     ) -> Result<SurakartaEngine, EngineError> {
         check_option_names(options, INFO.options)?;
         let max_depth = number_option(options, "depth", 1..=u64::from(MAX_DEPTH))?
@@ -748,6 +814,12 @@ impl SurakartaEngine {
             options: parse_options::<Surakarta>(rules)?,
             max_depth,
             time_cap_ms,
+            null_move: number_option(options, "null_move", 0..=1)?.unwrap_or(0) == 1,
+            max_nodes: number_option(options, "nodes", 0..=u64::MAX)?
+                .filter(|&n| n > 0)
+                .unwrap_or(u64::MAX),
+            opening_random: number_option(options, "opening_random", 0..=1000)?.unwrap_or(0) as u32,
+            rng: SmallRng::seed_from_u64(seed),
             table: Table::with_mib(tt_mb),
             heuristics: Box::new(Heuristics::new()),
             last: SearchStats::default(),
@@ -798,6 +870,9 @@ impl SurakartaEngine {
             stopped: false,
             nodes: 0,
             limit: self.options.no_capture_limit.get(),
+            null_move: self.null_move,
+            max_nodes: self.max_nodes,
+            null_child: usize::MAX,
         };
         let tt_move = search.table.probe(root.hash).map_or(NO_MOVE, |e| e.mv);
         search.order(&mut list, tt_move, 0);
@@ -809,7 +884,9 @@ impl SurakartaEngine {
         }
 
         let mut budget = clock.budget(MOVES_LEFT);
-        let mut stop_after = (budget * 2).min(clock.hard_limit() * 9 / 10);
+        // An iteration may run past the budget, but stops well before the hard limit: a busy
+        // machine can delay the thread by tens of milliseconds.
+        let mut stop_after = (budget * 3 / 2).min(clock.hard_limit() * 8 / 10);
         if let Some(cap) = self.time_cap_ms {
             budget = budget.min(Duration::from_millis(cap));
             stop_after = stop_after.min(Duration::from_millis(cap));
@@ -819,13 +896,16 @@ impl SurakartaEngine {
         // Root moves with their last scores; the best so far stays first.
         let mut root_moves: Vec<(Mv, i32)> =
             (0..list.len).map(|i| (list.pick(i), -INFINITY)).collect();
+        // While the opening is randomised every root move gets an exact score.
+        let exact_root = clock.ply < self.opening_random;
+        let mut completed: Vec<(Mv, i32)> = Vec::new();
         for depth in 1..=self.max_depth as i32 {
             let mut alpha = -INFINITY;
             let mut iteration_best = NO_MOVE;
             for (i, entry) in root_moves.iter_mut().enumerate() {
                 let mv = entry.0;
                 let child = root.after(mv);
-                let score = if i == 0 {
+                let score = if i == 0 || exact_root {
                     -search.negamax(&child, depth - 1, -INFINITY, INFINITY, 1)
                 } else {
                     let mut s = -search.negamax(&child, depth - 1, -alpha - 1, -alpha, 1);
@@ -857,11 +937,31 @@ impl SurakartaEngine {
                 nodes: search.nodes,
             };
             root_moves.sort_by_key(|&(mv, score)| (mv != best, -score));
+            if exact_root {
+                completed.clone_from(&root_moves);
+            }
             if alpha.abs() > WIN_BOUND || started.elapsed() >= budget / 2 {
                 break;
             }
         }
         self.last.nodes = search.nodes;
+        if let Some(&(_, top)) = completed.first() {
+            let near: Vec<Mv> = completed
+                .iter()
+                .filter(|&&(_, score)| score >= top - OPENING_MARGIN)
+                .map(|&(mv, _)| mv)
+                .collect();
+            if !near.is_empty() {
+                best = near[self.rng.gen_range(0..near.len())];
+            }
+        }
+        tracing::debug!(
+            depth = self.last.depth,
+            score = self.last.score,
+            nodes = self.last.nodes,
+            ms = started.elapsed().as_millis() as u64,
+            "surakarta search"
+        );
         Ok(to_move(best))
     }
 }
@@ -886,7 +986,7 @@ mod tests {
     }
 
     fn engine(options: serde_json::Value) -> SurakartaEngine {
-        SurakartaEngine::new(&serde_json::Value::Null, &options).unwrap()
+        SurakartaEngine::new(&serde_json::Value::Null, &options, 1).unwrap()
     }
 
     fn think(engine: &mut SurakartaEngine, position: &Surakarta) -> Move {
