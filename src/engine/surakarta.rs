@@ -373,7 +373,7 @@ const ENDGAME_PIECES: u32 = 8;
 const ARC: i32 = 10;
 const MOBILITY: i32 = 2;
 /// Per distinct enemy piece the mover can capture, and per own piece the opponent can capture.
-const ATTACKS: i32 = 12;
+const ATTACKS: i32 = 20;
 const ATTACKED: i32 = 25;
 const TEMPO: i32 = 8;
 /// Plies before the no-capture limit from which the side ahead gets a rising bonus.
@@ -886,7 +886,7 @@ impl SurakartaEngine {
         let mut budget = clock.budget(MOVES_LEFT);
         // An iteration may run past the budget, but stops well before the hard limit: a busy
         // machine can delay the thread by tens of milliseconds.
-        let mut stop_after = (budget * 3 / 2).min(clock.hard_limit() * 8 / 10);
+        let mut stop_after = (budget * 3 / 2).min(clock.hard_limit() * 7 / 10);
         if let Some(cap) = self.time_cap_ms {
             budget = budget.min(Duration::from_millis(cap));
             stop_after = stop_after.min(Duration::from_millis(cap));
