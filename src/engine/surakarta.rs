@@ -1052,6 +1052,16 @@ mod tests {
     }
 
     #[test]
+    fn captures_when_behind_at_the_no_capture_limit() {
+        // x is a piece down two plies before the limit: only a capture now avoids a loss by
+        // count (A2xE6 is the one capture).
+        let start = position("o...oo/....../....../....../x...../x..... x quiet=78");
+        let mut engine = engine(serde_json::json!({"depth": 4}));
+        let mv = think(&mut engine, &start);
+        assert_eq!(mv.to_string(), "A2xE6");
+    }
+
+    #[test]
     fn returns_a_legal_move_at_once_when_aborted() {
         let start = Surakarta::start(&Options::default());
         let mut engine = engine(serde_json::Value::Null);
