@@ -8,6 +8,7 @@ pub mod connect6;
 pub mod greedy;
 pub mod hex;
 pub mod random;
+pub mod surakarta;
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -116,7 +117,13 @@ pub struct EngineInfo {
 
 /// Every built-in engine. A game's own id names its strongest engine for that game.
 pub fn catalogue() -> Vec<EngineInfo> {
-    vec![random::INFO, greedy::INFO, connect6::INFO, hex::INFO]
+    vec![
+        random::INFO,
+        greedy::INFO,
+        connect6::INFO,
+        hex::INFO,
+        surakarta::INFO,
+    ]
 }
 
 /// Builds engine `id` for a match of `game` under `rules` (the match's rule options) with
@@ -149,6 +156,9 @@ pub fn new_engine(
             rules, options, seed,
         )?)),
         "hex" => Ok(Box::new(hex::HexEngine::new(rules, options, seed)?)),
+        "surakarta" => Ok(Box::new(surakarta::SurakartaEngine::new(
+            rules, options, seed,
+        )?)),
         _ => Err(EngineError::UnknownEngine(id.to_string())),
     }
 }
