@@ -336,6 +336,9 @@ mod tests {
         };
         let results = crate::duel::run(&config, |_| {}).unwrap();
         let (wins, _, _) = crate::duel::score(&results);
-        assert_eq!(wins, 2, "greedy lost to random (seeded, so this is reproducible)");
+        assert_eq!(
+            wins, 2,
+            "greedy lost to random (seeded, so this is reproducible)"
+        );
     }
 }

@@ -5,6 +5,7 @@
 //! budget from the `ClockView` and return their best move promptly once `abort` is set.
 
 pub mod greedy;
+pub mod jiu;
 pub mod random;
 
 use std::sync::atomic::AtomicBool;
@@ -114,7 +115,7 @@ pub struct EngineInfo {
 
 /// Every built-in engine. A game's own id names its strongest engine for that game.
 pub fn catalogue() -> Vec<EngineInfo> {
-    vec![random::INFO, greedy::INFO]
+    vec![random::INFO, greedy::INFO, jiu::INFO]
 }
 
 /// Builds engine `id` for a match of `game` under `rules` (the match's rule options) with
@@ -143,6 +144,7 @@ pub fn new_engine(
         "greedy" => Ok(Box::new(greedy::GreedyEngine::new(
             game, rules, options, seed,
         )?)),
+        "jiu" => Ok(Box::new(jiu::JiuEngine::new(rules, options, seed)?)),
         _ => Err(EngineError::UnknownEngine(id.to_string())),
     }
 }
