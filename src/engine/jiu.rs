@@ -57,7 +57,9 @@ const MAX_JUMPS: usize = 400;
 const WIN: i32 = 1_000_000;
 const INF: i32 = 2_000_000;
 /// Plies of captures-only search at the leaves.
-const QUIESCENCE_PLIES: u32 = 6;
+const QUIESCENCE_PLIES: u32 = 4;
+/// Captures tried per quiescence node, best ordered first.
+const QUIESCENCE_WIDTH: usize = 6;
 
 fn colour(side: Side) -> u8 {
     match side {
@@ -163,8 +165,9 @@ impl State {
             || (self.count(1) > FLYING_STONES && self.count(2) > FLYING_STONES)
     }
 
-    /// Plays `m` (generated for this position).
-    fn apply(&mut self, m: &BMove) {
+    /// Plays `m` (generated for this position), choosing its square victims now if the
+    /// generator left them to be chosen. Returns the victims removed.
+    fn apply(&mut self, m: &BMove) -> Vec<u8> {
         let me = self.to_move;
         let op = 3 - me;
         let mut captured = 0;
@@ -179,7 +182,12 @@ impl State {
             here = land;
         }
         set(&mut self.cells, m.to, me);
-        for &v in &m.victims {
+        let victims = if m.victims.len() == usize::from(m.need) {
+            m.victims.clone()
+        } else {
+            choose_victims(&self.cells, me, usize::from(m.need))
+        };
+        for &v in &victims {
             if at(&self.cells, v) == op {
                 set(&mut self.cells, v, EMPTY);
                 captured += 1;
@@ -189,6 +197,7 @@ impl State {
         self.counts[oi] = self.counts[oi].saturating_sub(captured);
         self.quiet = if captured > 0 { 0 } else { self.quiet + 1 };
         self.to_move = op;
+        victims
     }
 
     /// The game result for the side to move if the game is over (few stones, then the
@@ -217,15 +226,18 @@ struct BMove {
     from: u8,
     to: u8,
     jumps: Vec<u8>,
+    /// The square victims; left empty by the search's generator and chosen when the move is
+    /// played (most generated moves are never played).
     victims: Vec<u8>,
+    /// How many victims the move must name: min(squares formed, enemy stones left).
+    need: u8,
     /// Move-ordering score: captures first.
     order: i32,
 }
 
 impl BMove {
-    #[cfg(test)]
     fn captures(&self) -> usize {
-        self.jumps.len() + self.victims.len()
+        self.jumps.len() + usize::from(self.need)
     }
 
     fn to_move(&self) -> Move {
@@ -310,6 +322,16 @@ fn choose_victims(cells: &Cells, me: u8, need: usize) -> Vec<u8> {
 // ---------------------------------------------------------------------------------------------
 // Move generation
 
+/// The victims as generated: chosen at once for `GenMode::All` (complete moves), left for
+/// `State::apply` to choose otherwise.
+fn eager_victims(cells: &Cells, me: u8, need: usize, mode: GenMode) -> Vec<u8> {
+    if mode == GenMode::All {
+        choose_victims(cells, me, need)
+    } else {
+        Vec::new()
+    }
+}
+
 /// Which moves to generate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum GenMode {
@@ -349,6 +371,7 @@ fn generate(st: &State, limits: &Limits, mode: GenMode, out: &mut Vec<BMove>) {
             enemies,
             min_chain,
             cap: jump_cap,
+            mode,
         };
         chain.search(s, out);
         set(&mut cells, s, me);
@@ -385,13 +408,13 @@ fn push_shift(
     set(cells, t, me);
     let need = squares_at(cells, t, me).min(enemies);
     if need > 0 || mode != GenMode::Captures {
-        let victims = choose_victims(cells, me, need);
         out.push(BMove {
             from: s,
             to: t,
             jumps: Vec::new(),
-            order: 1000 * victims.len() as i32,
-            victims,
+            victims: eager_victims(cells, me, need, mode),
+            need: need as u8,
+            order: 1000 * need as i32,
         });
     }
     set(cells, t, EMPTY);
@@ -519,6 +542,7 @@ struct JumpChain<'a> {
     enemies: usize,
     min_chain: usize,
     cap: usize,
+    mode: GenMode,
 }
 
 impl JumpChain<'_> {
@@ -543,13 +567,13 @@ impl JumpChain<'_> {
                 set(self.cells, land, self.me);
                 let left = self.enemies.saturating_sub(self.landings.len());
                 let need = squares_at(self.cells, land, self.me).min(left);
-                let victims = choose_victims(self.cells, self.me, need);
                 out.push(BMove {
                     from: self.from,
                     to: land,
                     jumps: self.landings.clone(),
-                    order: 1000 * (self.landings.len() + victims.len()) as i32,
-                    victims,
+                    victims: eager_victims(self.cells, self.me, need, self.mode),
+                    need: need as u8,
+                    order: 1000 * (self.landings.len() + need) as i32,
                 });
                 set(self.cells, land, EMPTY);
             }
@@ -656,7 +680,7 @@ impl Searcher<'_> {
         }
         self.nodes += 1;
         if self.abort.load(Ordering::Relaxed)
-            || (self.nodes.is_multiple_of(128) && Instant::now() >= self.deadline)
+            || (self.nodes.is_multiple_of(16) && Instant::now() >= self.deadline)
         {
             self.stopped = true;
         }
@@ -723,7 +747,11 @@ impl Searcher<'_> {
         alpha = alpha.max(stand);
         let moves = self.ordered_moves(st, GenMode::Captures);
         let mut best = stand;
-        for m in &moves {
+        for m in moves.iter().take(QUIESCENCE_WIDTH) {
+            // Delta pruning: even winning every stone it takes cannot lift this above alpha.
+            if stand + 100 * m.captures() as i32 + 200 <= alpha {
+                continue;
+            }
             let mut child = *st;
             child.apply(m);
             let score = -self.quiesce(&child, -beta, -alpha, ply + 1, left - 1);
@@ -745,6 +773,8 @@ impl Searcher<'_> {
         let mut moves = self.ordered_moves(st, GenMode::Search);
         let mut best = moves.first()?.clone();
         if moves.len() == 1 {
+            let mut after = *st;
+            best.victims = after.apply(&best);
             return Some((best, 0));
         }
         let mut completed = 0;
@@ -781,6 +811,10 @@ impl Searcher<'_> {
             if alpha.abs() >= WIN - 1000 || Instant::now() >= soft {
                 break;
             }
+        }
+        if best.victims.len() != usize::from(best.need) {
+            let mut after = *st;
+            best.victims = after.apply(&best);
         }
         Some((best, completed))
     }

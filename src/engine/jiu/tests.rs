@@ -84,7 +84,8 @@ fn our_listing(position: &Jiu) -> Vec<String> {
         .iter()
         .map(|m| {
             let mut shape = m.clone();
-            let n = shape.victims.len();
+            let n = usize::from(shape.need);
+            assert_eq!(shape.victims.len(), n);
             shape.victims.clear();
             format!("{}{}", shape.to_move(), "+?".repeat(n))
         })
@@ -274,7 +275,7 @@ fn square_victims_are_the_dangerous_stones() {
             no_capture_limit: 100,
             flying_single_jump: false,
         },
-        GenMode::Search,
+        GenMode::All,
         &mut moves,
     );
     let closing = moves
