@@ -116,6 +116,38 @@ fn squares_at(cells: &Cells, p: u8, who: u8) -> usize {
         .count()
 }
 
+/// Zobrist keys per cell and colour (1 and 2), from a fixed splitmix64 stream.
+const ZOBRIST: [[u64; 2]; 256] = zobrist_keys();
+const SIDE_KEY: u64 = 0x9e37_79b9_7f4a_7c15;
+/// Mixed in, times the plies left, when the no-capture limit is this close.
+const QUIET_KEY: u64 = 0xd6e8_feb8_6659_fd93;
+const QUIET_HORIZON: u32 = 16;
+
+const fn zobrist_keys() -> [[u64; 2]; 256] {
+    let mut keys = [[0u64; 2]; 256];
+    let mut state: u64 = 0x243f_6a88_85a3_08d3;
+    let mut i = 0;
+    while i < 512 {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        keys[i / 2][i % 2] = z ^ (z >> 31);
+        i += 1;
+    }
+    keys
+}
+
+/// The key of `who`'s stone on `cell`.
+fn stone_key(cell: u8, who: u8) -> u64 {
+    let keys = &ZOBRIST[usize::from(cell)];
+    if who == 1 {
+        keys[0]
+    } else {
+        keys[1]
+    }
+}
+
 /// The rule options the search needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Limits {
@@ -131,6 +163,8 @@ struct State {
     counts: [u32; 3],
     to_move: u8,
     quiet: u32,
+    /// Zobrist hash of the stones and the side to move.
+    hash: u64,
 }
 
 impl State {
@@ -144,11 +178,31 @@ impl State {
                 counts[usize::from(value).min(2)] += 1;
             }
         }
+        let to_move = colour(position.turn());
+        let mut hash = if to_move == 2 { SIDE_KEY } else { 0 };
+        for cell in points() {
+            let who = at(&cells, cell);
+            if who != EMPTY {
+                hash ^= stone_key(cell, who);
+            }
+        }
         State {
             cells,
             counts,
-            to_move: colour(position.turn()),
+            to_move,
             quiet: position.quiet_plies(),
+            hash,
+        }
+    }
+
+    /// The transposition key: the hash, plus the plies left before the no-capture limit when
+    /// that is near (it changes the result).
+    fn key(&self, limits: &Limits) -> u64 {
+        let left = limits.no_capture_limit.saturating_sub(self.quiet);
+        if left <= QUIET_HORIZON {
+            self.hash ^ QUIET_KEY.wrapping_mul(u64::from(left) + 1)
+        } else {
+            self.hash
         }
     }
 
@@ -172,11 +226,13 @@ impl State {
         let op = 3 - me;
         let mut captured = 0;
         set(&mut self.cells, m.from, EMPTY);
+        self.hash ^= stone_key(m.from, me) ^ stone_key(m.to, me) ^ SIDE_KEY;
         let mut here = m.from;
         for &land in &m.jumps {
             let over = ((u16::from(here) + u16::from(land)) / 2) as u8;
             if at(&self.cells, over) == op {
                 set(&mut self.cells, over, EMPTY);
+                self.hash ^= stone_key(over, op);
                 captured += 1;
             }
             here = land;
@@ -190,6 +246,7 @@ impl State {
         for &v in &victims {
             if at(&self.cells, v) == op {
                 set(&mut self.cells, v, EMPTY);
+                self.hash ^= stone_key(v, op);
                 captured += 1;
             }
         }
@@ -238,6 +295,14 @@ struct BMove {
 impl BMove {
     fn captures(&self) -> usize {
         self.jumps.len() + usize::from(self.need)
+    }
+
+    /// A compact identity for the transposition table and killer slots (never 0).
+    fn id(&self) -> u32 {
+        u32::from(self.from)
+            | u32::from(self.to) << 8
+            | (self.jumps.len().min(127) as u32) << 16
+            | 1 << 24
     }
 
     fn to_move(&self) -> Move {
@@ -665,12 +730,78 @@ fn evaluate(st: &State, limits: &Limits) -> i32 {
 // ---------------------------------------------------------------------------------------------
 // Search
 
+/// What a transposition-table entry says about its score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Bound {
+    #[default]
+    Exact,
+    Lower,
+    Upper,
+}
+
+/// One transposition-table slot.
+#[derive(Debug, Clone, Copy, Default)]
+struct TtEntry {
+    key: u64,
+    score: i32,
+    best: u32,
+    depth: u8,
+    bound: Bound,
+}
+
+/// Slots in the transposition table (a power of two; 16 bytes each).
+const TT_SLOTS: usize = 1 << 18;
+/// Killer-move slots are kept for this many plies.
+const KILLER_PLIES: usize = 64;
+
+/// The search's memory, kept by the engine across moves.
+#[derive(Debug)]
+struct Tables {
+    tt: Vec<TtEntry>,
+    killers: [[u32; 2]; KILLER_PLIES],
+}
+
+impl Tables {
+    fn new() -> Tables {
+        Tables {
+            tt: vec![TtEntry::default(); TT_SLOTS],
+            killers: [[0; 2]; KILLER_PLIES],
+        }
+    }
+
+    fn slot(&mut self, key: u64) -> Option<&mut TtEntry> {
+        self.tt.get_mut((key as usize) & (TT_SLOTS - 1))
+    }
+}
+
+/// Mate scores are stored relative to the node, not the root.
+fn score_to_tt(score: i32, ply: i32) -> i32 {
+    if score >= WIN - 1000 {
+        score + ply
+    } else if score <= -(WIN - 1000) {
+        score - ply
+    } else {
+        score
+    }
+}
+
+fn score_from_tt(score: i32, ply: i32) -> i32 {
+    if score >= WIN - 1000 {
+        score - ply
+    } else if score <= -(WIN - 1000) {
+        score + ply
+    } else {
+        score
+    }
+}
+
 struct Searcher<'a> {
     limits: Limits,
     abort: &'a AtomicBool,
     deadline: Instant,
     nodes: u64,
     stopped: bool,
+    tables: &'a mut Tables,
 }
 
 impl Searcher<'_> {
@@ -708,11 +839,50 @@ impl Searcher<'_> {
         if depth == 0 {
             return self.quiesce(st, alpha, beta, ply, QUIESCENCE_PLIES);
         }
-        let moves = self.ordered_moves(st, GenMode::Search);
+        let key = st.key(&self.limits);
+        let mut hash_move = 0;
+        if let Some(entry) = self.tables.slot(key).copied() {
+            if entry.key == key {
+                hash_move = entry.best;
+                if u32::from(entry.depth) >= depth {
+                    let score = score_from_tt(entry.score, ply);
+                    let usable = match entry.bound {
+                        Bound::Exact => true,
+                        Bound::Lower => score >= beta,
+                        Bound::Upper => score <= alpha,
+                    };
+                    if usable {
+                        return score;
+                    }
+                }
+            }
+        }
+        let mut moves = Vec::new();
+        generate(st, &self.limits, GenMode::Search, &mut moves);
+        if moves.is_empty() {
+            // Pruning must never make a side look stuck.
+            generate(st, &self.limits, GenMode::All, &mut moves);
+        }
         if moves.is_empty() {
             return -(WIN - ply);
         }
+        let killers = usize::try_from(ply)
+            .ok()
+            .and_then(|p| self.tables.killers.get(p))
+            .copied()
+            .unwrap_or([0; 2]);
+        for m in &mut moves {
+            let id = m.id();
+            if id == hash_move {
+                m.order += 1_000_000;
+            } else if m.captures() == 0 && killers.contains(&id) {
+                m.order += 500;
+            }
+        }
+        moves.sort_by_key(|m| std::cmp::Reverse(m.order));
+        let alpha_in = alpha;
         let mut best = -INF;
+        let mut best_id = 0;
         for m in &moves {
             let mut child = *st;
             child.apply(m);
@@ -722,12 +892,42 @@ impl Searcher<'_> {
             }
             if score > best {
                 best = score;
+                best_id = m.id();
             }
             if score > alpha {
                 alpha = score;
             }
             if alpha >= beta {
+                if m.captures() == 0 {
+                    if let Some(slot) = usize::try_from(ply)
+                        .ok()
+                        .and_then(|p| self.tables.killers.get_mut(p))
+                    {
+                        if slot[0] != m.id() {
+                            slot[1] = slot[0];
+                            slot[0] = m.id();
+                        }
+                    }
+                }
                 break;
+            }
+        }
+        let bound = if best >= beta {
+            Bound::Lower
+        } else if best > alpha_in {
+            Bound::Exact
+        } else {
+            Bound::Upper
+        };
+        if let Some(slot) = self.tables.slot(key) {
+            if slot.key != key || u32::from(slot.depth) <= depth {
+                *slot = TtEntry {
+                    key,
+                    score: score_to_tt(best, ply),
+                    best: best_id,
+                    depth: depth.min(255) as u8,
+                    bound,
+                };
             }
         }
         best
@@ -948,6 +1148,8 @@ pub struct JiuEngine {
     time_ms: u64,
     depth: u32,
     rng: SmallRng,
+    /// Transposition table and killers, allocated at the first battle move.
+    tables: Option<Box<Tables>>,
 }
 
 fn number_option(
@@ -997,6 +1199,7 @@ impl JiuEngine {
             time_ms,
             depth: depth as u32,
             rng: SmallRng::seed_from_u64(seed),
+            tables: None,
         })
     }
 
@@ -1039,6 +1242,7 @@ impl JiuEngine {
             deadline,
             nodes: 0,
             stopped: false,
+            tables: self.tables.get_or_insert_with(|| Box::new(Tables::new())),
         };
         let chosen = searcher
             .root(&st, self.depth, soft)

@@ -347,6 +347,7 @@ fn answers_at_once_when_already_aborted() {
         deadline: Instant::now() + Duration::from_secs(600),
         nodes: 0,
         stopped: false,
+        tables: &mut Tables::new(),
     };
     let st = State::from_jiu(&p);
     let (best, depth) = searcher
