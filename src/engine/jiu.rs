@@ -58,6 +58,8 @@ const WIN: i32 = 1_000_000;
 const INF: i32 = 2_000_000;
 /// Plies of captures-only search at the leaves.
 const QUIESCENCE_PLIES: u32 = 4;
+/// Victim choices the root search compares for each move forming squares.
+const ROOT_VICTIM_CHOICES: usize = 3;
 /// Captures tried per quiescence node, best ordered first.
 const QUIESCENCE_WIDTH: usize = 6;
 
@@ -382,6 +384,47 @@ fn choose_victims(cells: &Cells, me: u8, need: usize) -> Vec<u8> {
         .collect();
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     scored.into_iter().take(need).map(|(_, p)| p).collect()
+}
+
+/// `m` with its victims named: the most dangerous enemy stones, and (when `choices` > 1) the
+/// same move with the last victim replaced by each of the next most dangerous, so that the
+/// root search, not only the heuristic, picks among them.
+fn victim_alternatives(st: &State, m: &BMove, choices: usize) -> Vec<BMove> {
+    let need = usize::from(m.need);
+    if need == 0 {
+        return vec![m.clone()];
+    }
+    let me = st.to_move;
+    let mut cells = st.cells;
+    set(&mut cells, m.from, EMPTY);
+    let mut here = m.from;
+    for &land in &m.jumps {
+        set(
+            &mut cells,
+            ((u16::from(here) + u16::from(land)) / 2) as u8,
+            EMPTY,
+        );
+        here = land;
+    }
+    set(&mut cells, m.to, me);
+    let ranked = choose_victims(&cells, me, need + choices.saturating_sub(1));
+    let base: Vec<u8> = ranked.iter().copied().take(need).collect();
+    let mut out = vec![BMove {
+        victims: base.clone(),
+        ..m.clone()
+    }];
+    for (i, &other) in ranked.iter().enumerate().skip(need) {
+        let mut victims = base.clone();
+        if let Some(last) = victims.last_mut() {
+            *last = other;
+        }
+        out.push(BMove {
+            victims,
+            order: m.order - i as i32,
+            ..m.clone()
+        });
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -970,7 +1013,11 @@ impl Searcher<'_> {
     /// Iterative deepening at the root. Returns the best move (the first generated if time runs
     /// out at once) and the depth completed.
     fn root(&mut self, st: &State, max_depth: u32, soft: Instant) -> Option<(BMove, u32)> {
-        let mut moves = self.ordered_moves(st, GenMode::Search);
+        let mut moves: Vec<BMove> = self
+            .ordered_moves(st, GenMode::Search)
+            .iter()
+            .flat_map(|m| victim_alternatives(st, m, ROOT_VICTIM_CHOICES))
+            .collect();
         let mut best = moves.first()?.clone();
         if moves.len() == 1 {
             let mut after = *st;
@@ -1268,7 +1315,9 @@ impl Engine for JiuEngine {
             Phase::Placement => 40,
             Phase::Battle => 30,
         };
-        let mut think = request.clock.budget(moves_left);
+        // Three quarters of the budget: on a loaded machine a thread can lose tens of
+        // milliseconds to the scheduler between two clock checks.
+        let mut think = request.clock.budget(moves_left) * 3 / 4;
         if self.time_ms > 0 {
             think = think.min(Duration::from_millis(self.time_ms));
         }

@@ -236,24 +236,57 @@ fn can_form_square(position: &Jiu) -> bool {
     moves.iter().any(|m| !m.victims.is_empty())
 }
 
+/// Filler far from the action that keeps a side above 14 stones (no flying, single jumps
+/// allowed) without forming anything: a full row and every other point of a row two away, so
+/// that no single step makes even a triangle.
+fn filler(full_row: u32, sparse_row: u32) -> String {
+    let sparse: Vec<String> = (b'A'..=b'N')
+        .step_by(2)
+        .map(|c| format!("{}{sparse_row}", c as char))
+        .collect();
+    format!("{} {}", row(full_row), sparse.join(" "))
+}
+
 #[test]
 fn stops_the_opponents_square() {
     // o's F6 G6 F7 wait for H7 to step into G7 and capture. x (to move) can jump H7 from I7,
-    // landing on G7. Both sides are large: steps only, single jumps allowed.
-    let x = format!("{} {} I7", row(12), row(14));
-    let o = format!("{} {} F6 G6 F7 H7", row(1), row(3));
+    // landing on G7 (and go on over F7). Both sides are large: steps only, single jumps allowed.
+    let x = format!("{} I7", filler(14, 12));
+    let o = format!("{} F6 G6 F7 H7", filler(1, 3));
     let p = position(&x, &o, 'x', "battle");
     assert!(can_form_square(&played(
         &p,
-        &Jiu::parse_move("A12-A13").unwrap()
+        &Jiu::parse_move("A14-A13").unwrap()
     )));
-    let mv = choose(&p);
-    let after = played(&p, &mv);
-    assert!(
-        !can_form_square(&after),
-        "after {mv} o can still form a square: {}",
-        after.position_text()
-    );
+    for depth in 1..=5 {
+        let abort = AtomicBool::new(false);
+        let mut tables = Tables::new();
+        let mut searcher = Searcher {
+            limits: Limits {
+                no_capture_limit: 100,
+                flying_single_jump: false,
+            },
+            abort: &abort,
+            deadline: Instant::now() + Duration::from_secs(600),
+            nodes: 0,
+            stopped: false,
+            tables: &mut tables,
+        };
+        let (best, _) = searcher
+            .root(
+                &State::from_jiu(&p),
+                depth,
+                Instant::now() + Duration::from_secs(600),
+            )
+            .unwrap();
+        let mv = best.to_move();
+        let after = played(&p, &mv);
+        assert!(
+            !can_form_square(&after),
+            "depth {depth}: after {mv} o can still form a square: {}",
+            after.position_text()
+        );
+    }
 }
 
 #[test]
