@@ -254,7 +254,11 @@ impl State {
         }
         let oi = usize::from(op);
         self.counts[oi] = self.counts[oi].saturating_sub(captured);
-        self.quiet = if captured > 0 { 0 } else { self.quiet + 1 };
+        self.quiet = if captured > 0 {
+            0
+        } else {
+            self.quiet.saturating_add(1)
+        };
         self.to_move = op;
         victims
     }
@@ -1195,8 +1199,8 @@ pub struct JiuEngine {
     time_ms: u64,
     depth: u32,
     rng: SmallRng,
-    /// Transposition table and killers, allocated at the first battle move.
-    tables: Option<Box<Tables>>,
+    /// Transposition table and killers, allocated with the engine (not on the clock).
+    tables: Box<Tables>,
 }
 
 fn number_option(
@@ -1246,7 +1250,7 @@ impl JiuEngine {
             time_ms,
             depth: depth as u32,
             rng: SmallRng::seed_from_u64(seed),
-            tables: None,
+            tables: Box::new(Tables::new()),
         })
     }
 
@@ -1289,7 +1293,7 @@ impl JiuEngine {
             deadline,
             nodes: 0,
             stopped: false,
-            tables: self.tables.get_or_insert_with(|| Box::new(Tables::new())),
+            tables: &mut self.tables,
         };
         let chosen = searcher
             .root(&st, self.depth, soft)
