@@ -7,6 +7,7 @@
 pub mod connect6;
 pub mod greedy;
 pub mod hex;
+pub mod jiu;
 pub mod random;
 pub mod surakarta;
 
@@ -123,6 +124,7 @@ pub fn catalogue() -> Vec<EngineInfo> {
         connect6::INFO,
         hex::INFO,
         surakarta::INFO,
+        jiu::INFO,
     ]
 }
 
@@ -159,6 +161,7 @@ pub fn new_engine(
         "surakarta" => Ok(Box::new(surakarta::SurakartaEngine::new(
             rules, options, seed,
         )?)),
+        "jiu" => Ok(Box::new(jiu::JiuEngine::new(rules, options, seed)?)),
         _ => Err(EngineError::UnknownEngine(id.to_string())),
     }
 }
