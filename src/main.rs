@@ -187,6 +187,7 @@ fn parse_rules(text: &str) -> anyhow::Result<serde_json::Value> {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    init_logging(cli.verbose);
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let command = cli.command.unwrap_or(Command::Serve {
@@ -195,7 +196,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     });
     match command {
         Command::Serve { config, listen } => {
-            init_tracing(cli.verbose);
             return serve(&config, listen.as_deref());
         }
         Command::Perft { game, depth, rules } => {
@@ -216,7 +216,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             games,
             max_games,
         } => {
-            init_logging(cli.verbose);
             let engine_options = arena::client::parse_engine_options(&options)?;
             run_bot_command(arena::client::BotClientConfig {
                 server,
@@ -246,7 +245,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             setup_timeout_ms,
             command,
         } => {
-            init_logging(cli.verbose);
             let options = arena::bridge::ConnectOptions {
                 server,
                 name,
@@ -314,20 +312,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 /// Logs to stderr; `RUST_LOG` wins over `-v` (info by default, -v debug, -vv trace).
-fn init_tracing(verbose: u8) {
-    let default = match verbose {
-        0 => "info",
-        1 => "debug",
-        _ => "trace",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(io::stderr)
-        .try_init();
-}
-
 fn serve(config_path: &std::path::Path, listen: Option<&str>) -> anyhow::Result<ExitCode> {
     let config = arena::config::Config::load(config_path)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;

@@ -7,7 +7,9 @@
 pub mod connect6;
 pub mod greedy;
 pub mod hex;
+pub mod jiu;
 pub mod random;
+pub mod surakarta;
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -116,7 +118,14 @@ pub struct EngineInfo {
 
 /// Every built-in engine. A game's own id names its strongest engine for that game.
 pub fn catalogue() -> Vec<EngineInfo> {
-    vec![random::INFO, greedy::INFO, connect6::INFO, hex::INFO]
+    vec![
+        random::INFO,
+        greedy::INFO,
+        connect6::INFO,
+        hex::INFO,
+        surakarta::INFO,
+        jiu::INFO,
+    ]
 }
 
 /// Builds engine `id` for a match of `game` under `rules` (the match's rule options) with
@@ -149,6 +158,10 @@ pub fn new_engine(
             rules, options, seed,
         )?)),
         "hex" => Ok(Box::new(hex::HexEngine::new(rules, options, seed)?)),
+        "surakarta" => Ok(Box::new(surakarta::SurakartaEngine::new(
+            rules, options, seed,
+        )?)),
+        "jiu" => Ok(Box::new(jiu::JiuEngine::new(rules, options, seed)?)),
         _ => Err(EngineError::UnknownEngine(id.to_string())),
     }
 }

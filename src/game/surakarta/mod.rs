@@ -11,7 +11,7 @@
 //!   side with more than 12 pieces, is refused.
 //! - A position text is checked for the three ends when read, in the order of RULES.md.
 
-mod board;
+pub mod board;
 #[cfg(test)]
 mod tests;
 

@@ -5,39 +5,10 @@
 //! after the board fills, a square-capture position, a finished game, junk), `replay.input` and
 //! `replay_limit2.input` (move lists, the latter replayed with `no_capture_limit` 2).
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use super::common::stdout_of as arena;
 
 fn fixture(name: &str) -> String {
-    let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "fixtures", "jiu", name]
-        .iter()
-        .collect();
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// Runs `arena ARGS` with `input` on stdin; returns stdout, asserting success.
-fn arena(args: &[&str], input: &str) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_arena"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start arena");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.as_bytes())
-        .expect("write stdin");
-    let output = child.wait_with_output().expect("wait for arena");
-    assert!(
-        output.status.success(),
-        "arena {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("UTF-8 output")
+    super::common::fixture(&format!("jiu/{name}"))
 }
 
 /// The words of a line, sorted: `arena moves` may list moves in any order.
@@ -93,7 +64,7 @@ fn perft_to_depth_three() {
 
 #[test]
 fn unknown_rule_options_are_refused() {
-    let output = Command::new(env!("CARGO_BIN_EXE_arena"))
+    let output = super::common::arena_command()
         .args(["perft", "jiu", "1", "--rules", r#"{"flying":true}"#])
         .output()
         .expect("run arena");

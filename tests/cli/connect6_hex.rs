@@ -2,40 +2,7 @@
 //! fixtures under `tests/fixtures/connect6/` and `tests/fixtures/hex/`, comparing with the
 //! expected-output files beside them.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-
-fn fixture(name: &str) -> String {
-    let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "fixtures", name]
-        .iter()
-        .collect();
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// Runs `arena ARGS` with `input` on stdin and returns stdout; the run must succeed.
-fn arena(args: &[&str], input: &str) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_arena"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start arena");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.as_bytes())
-        .expect("write stdin");
-    let output = child.wait_with_output().expect("run arena");
-    assert!(
-        output.status.success(),
-        "arena {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("UTF-8 output")
-}
+use super::common::{fixture, stdout_of as arena};
 
 /// Compares line by line so that a failure names the first differing input line.
 fn assert_same_lines(args: &[&str], input_name: &str, actual: &str, expected: &str) {
@@ -126,7 +93,7 @@ fn unknown_rule_options_are_refused() {
         ("hex", r#"{"swop":true}"#),
         ("connect6", r#"{"swap":true}"#),
     ] {
-        let output = Command::new(env!("CARGO_BIN_EXE_arena"))
+        let output = super::common::arena_command()
             .args(["perft", game, "1", "--rules", rules])
             .output()
             .expect("run arena");

@@ -1,48 +1,10 @@
 //! Runs the real `arena` binary on Surakarta: perft counts, `moves` and `replay` on the fixture
 //! inputs under `tests/fixtures/surakarta/` against their expected-output files, and option errors.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use super::common::{run as arena, stdout_of};
 
 fn fixture(name: &str) -> String {
-    let path: PathBuf = [
-        env!("CARGO_MANIFEST_DIR"),
-        "tests",
-        "fixtures",
-        "surakarta",
-        name,
-    ]
-    .iter()
-    .collect();
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn arena(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_arena"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start arena");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write stdin");
-    child.wait_with_output().expect("arena output")
-}
-
-fn stdout_of(args: &[&str], stdin: &str) -> String {
-    let out = arena(args, stdin);
-    assert!(
-        out.status.success(),
-        "arena {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8 output")
+    super::common::fixture(&format!("surakarta/{name}"))
 }
 
 #[test]

@@ -3,11 +3,9 @@
 //! error lines instead of stopping the tool.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-fn arena() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_arena"))
-}
+use super::common::arena_command as arena;
 
 #[test]
 fn moves_answers_each_line_before_stdin_closes() {
