@@ -782,9 +782,10 @@ async fn built_in_engines_play_a_league_of_all_four_games_through_the_listener()
     let server = TestServer::start(&shipped).await;
     let (summary, out_dir, _dir) = server.finished().await;
     assert!(summary.tournaments_finished);
-    assert_eq!(summary.games.len(), 8);
+    // connect6 2 + hex 2 + surakarta gauntlet 2×2 + jiu Swiss 2 rounds of one game.
+    assert_eq!(summary.games.len(), 10);
     let games = support::read_games(&out_dir);
-    assert_eq!(games.len(), 8);
+    assert_eq!(games.len(), 10);
     for g in &games {
         let reason = g["reason"].as_str().unwrap();
         let board = [
@@ -798,7 +799,7 @@ async fn built_in_engines_play_a_league_of_all_four_games_through_the_listener()
         ];
         assert!(
             board.contains(&reason),
-            "a random engine game ends on the board: {g}"
+            "a built-in engine game ends on the board: {g}"
         );
         let record = out_dir.join("records").join(g["record"].as_str().unwrap());
         match arena::record::check_file(&record) {
