@@ -1,6 +1,7 @@
 //! One referee task per match: sends `start`/`turn`/`end`, validates moves through `AnyGame`,
 //! runs both clocks (with lag credit and the per-move limit), and handles resignation,
-//! disconnection and reconnection within the grace period.
+//! disconnection and reconnection within the grace period. With journaling, every accepted move
+//! is on disk before the game goes on, and a match cut off by a crash resumes from its journal.
 
 use std::time::Duration;
 
