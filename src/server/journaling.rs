@@ -3,6 +3,8 @@
 //! on a blocking thread, never on the runtime's), and the per-match handle through which a
 //! referee journals each accepted move with both clocks.
 
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,6 +12,49 @@ use crate::config::{Config, Format};
 use crate::journal::{
     ClockSettings, ConfigFingerprint, Journal, JournalEntry, JournalError, TournamentFingerprint,
 };
+
+/// The lock file in `out_dir` that keeps a second server off a league's files.
+pub const LOCK_FILE: &str = "arena.lock";
+
+/// An exclusive lock on `out_dir/arena.lock`, held while a server runs on that folder: two
+/// servers writing one journal and one games.jsonl would play games twice. The operating system
+/// releases it when the process ends, however it ends (a `kill -9` included).
+#[derive(Debug)]
+pub struct OutDirLock {
+    _file: File,
+}
+
+/// Why the output folder cannot be locked.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("{path} is locked: another arena server is running on this out_dir")]
+    InUse { path: PathBuf },
+    #[error("cannot lock {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Takes the lock of `out_dir` without waiting.
+pub fn lock_out_dir(out_dir: &Path) -> Result<OutDirLock, LockError> {
+    let path = out_dir.join(LOCK_FILE);
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|source| LockError::Io {
+            path: path.clone(),
+            source,
+        })?;
+    match file.try_lock() {
+        Ok(()) => Ok(OutDirLock { _file: file }),
+        Err(std::fs::TryLockError::WouldBlock) => Err(LockError::InUse { path }),
+        Err(std::fs::TryLockError::Error(source)) => Err(LockError::Io { path, source }),
+    }
+}
 
 /// The fingerprint of what a league's schedule and games depend on (per tournament: name, game,
 /// format, bots, games_per_pairing, rounds for Swiss, clock and every rule option).

@@ -48,6 +48,8 @@ pub enum ServerError {
     Unsupported(String),
     #[error(transparent)]
     Journal(#[from] crate::journal::JournalError),
+    #[error(transparent)]
+    Locked(#[from] journaling::LockError),
     #[error("output: {0}")]
     Output(String),
     #[error("cannot create output folder {path}: {source}")]
@@ -136,6 +138,7 @@ pub async fn run(
         config.server.event.clone(),
         config.server.place.clone(),
     ));
+    let _lock = journaling::lock_out_dir(&config.server.out_dir)?;
     let registry = Arc::new(Registry::default());
     let (journal, tournaments, report) = {
         let config = config.clone();
