@@ -727,14 +727,6 @@ impl Scheduler {
         }
         next_forfeit
     }
-
-    /// Games done and planned, per tournament: `(name, done, planned)`.
-    pub fn progress(&self) -> Vec<(String, usize, usize)> {
-        self.tournaments
-            .iter()
-            .map(|t| (t.config.name.clone(), t.done(), t.planned()))
-            .collect()
-    }
 }
 
 /// The line printed when a game ends, e.g.
