@@ -6,7 +6,9 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::Ordering;
 
-use super::{check_option_names, replay, Engine, EngineError, EngineInfo, SearchRequest};
+use super::{
+    candidate_moves, check_option_names, replay, Engine, EngineError, EngineInfo, SearchRequest,
+};
 use crate::game::{AnyGame, GameId, Side};
 
 pub const INFO: EngineInfo = EngineInfo {
@@ -46,7 +48,8 @@ impl Engine for GreedyEngine {
     fn choose_move(&mut self, request: &SearchRequest<'_>) -> Result<String, EngineError> {
         let position = replay(self.game, &self.rules, request.moves)?;
         let me = position.turn();
-        let mut moves = position.legal_move_texts();
+        let rng = &mut self.rng;
+        let mut moves = candidate_moves(&*position, &mut |n| rng.gen_range(0..n.max(1)));
         if self.game == GameId::Connect6 {
             // Only stones within two points of a stone already down, as every Connect6 program
             // does: the full list has ~65,000 pairs, too many to score within a short limit.
