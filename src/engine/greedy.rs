@@ -6,7 +6,9 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::Ordering;
 
-use super::{check_option_names, replay, Engine, EngineError, EngineInfo, SearchRequest};
+use super::{
+    candidate_moves, check_option_names, replay, Engine, EngineError, EngineInfo, SearchRequest,
+};
 use crate::game::{AnyGame, GameId, Side};
 
 pub const INFO: EngineInfo = EngineInfo {
@@ -46,7 +48,21 @@ impl Engine for GreedyEngine {
     fn choose_move(&mut self, request: &SearchRequest<'_>) -> Result<String, EngineError> {
         let position = replay(self.game, &self.rules, request.moves)?;
         let me = position.turn();
-        let moves = position.legal_move_texts();
+        let rng = &mut self.rng;
+        let mut moves = candidate_moves(&*position, &mut |n| rng.gen_range(0..n.max(1)));
+        if self.game == GameId::Connect6 {
+            // Only stones within two points of a stone already down, as every Connect6 program
+            // does: the full list has ~65,000 pairs, too many to score within a short limit.
+            let board = Board::read(&position.position_text());
+            let near: Vec<String> = moves
+                .iter()
+                .filter(|m| m.split(',').all(|p| board.near_a_stone(p)))
+                .cloned()
+                .collect();
+            if !near.is_empty() {
+                moves = near;
+            }
+        }
         let mut best: Vec<&String> = Vec::new();
         let mut best_score = i64::MIN;
         for mv in &moves {
@@ -138,6 +154,22 @@ impl Board {
             .and_then(|r| r.get(col))
             .copied()
             .unwrap_or(b'.')
+    }
+
+    /// Whether the point named `text` (e.g. `J10`) lies within two points (in both directions)
+    /// of a stone; on an empty board, whether it is the centre point.
+    fn near_a_stone(&self, text: &str) -> bool {
+        let n = self.size();
+        let Ok(point) = crate::game::coord::parse_point(text, n as u8) else {
+            return false;
+        };
+        let (t, col) = (n - 1 - point.row as usize, point.col as usize);
+        if self.rows.iter().flatten().all(|&b| b == b'.') {
+            return t == n / 2 && col == n / 2;
+        }
+        let lo = |v: usize| v.saturating_sub(2);
+        (lo(t)..=(t + 2).min(n - 1))
+            .any(|r| (lo(col)..=(col + 2).min(n - 1)).any(|c| self.at(r, c) != b'.'))
     }
 
     fn count(&self, c: u8) -> i64 {

@@ -3,7 +3,9 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::{check_option_names, replay, Engine, EngineError, EngineInfo, SearchRequest};
+use super::{
+    candidate_moves, check_option_names, replay, Engine, EngineError, EngineInfo, SearchRequest,
+};
 use crate::game::GameId;
 
 pub const INFO: EngineInfo = EngineInfo {
@@ -42,11 +44,12 @@ impl RandomEngine {
 impl Engine for RandomEngine {
     fn choose_move(&mut self, request: &SearchRequest<'_>) -> Result<String, EngineError> {
         let position = replay(self.game, &self.rules, request.moves)?;
-        let count = position.legal_move_count();
-        if count == 0 {
+        let rng = &mut self.rng;
+        let mut moves = candidate_moves(&*position, &mut |n| rng.gen_range(0..n.max(1)));
+        if moves.is_empty() {
             return Err(EngineError::NoMove);
         }
-        let index = self.rng.gen_range(0..count);
-        position.legal_move_text(index).ok_or(EngineError::NoMove)
+        let index = self.rng.gen_range(0..moves.len());
+        Ok(moves.swap_remove(index))
     }
 }
