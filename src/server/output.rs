@@ -208,12 +208,15 @@ impl Output {
     /// Completes what a crash cut short for the finished games `finished` (games.jsonl
     /// objects as the journal holds them): a missing record file is written again from the
     /// object, a missing games.jsonl line appended, and games.jsonl rewritten (atomically)
-    /// without repeated lines of one match. Returns how many things were repaired. Blocking.
+    /// without repeated lines of one match or lines a crash cut short. Returns how many things were repaired. Blocking.
     pub fn repair(&self, finished: &[Value]) -> Result<usize, OutputError> {
         let mut repaired = 0;
         let mut lines = self.read_games();
         let mut seen = HashSet::new();
-        let before = lines.len();
+        // Lines that are not game objects (a line a crash cut short) are dropped too.
+        let before = fs::read_to_string(self.games_path())
+            .map(|text| text.lines().filter(|l| !l.trim().is_empty()).count())
+            .unwrap_or(0);
         lines.retain(|l| {
             l.get("match")
                 .and_then(Value::as_str)
@@ -400,10 +403,11 @@ mod tests {
         // A crash after the journal entry: no record file, no games.jsonl line for game 2,
         // and (as if appended twice) game 1's line repeated.
         fs::remove_file(&record).unwrap();
+        // And a torn last line.
         let one = format!("{first}\n");
-        fs::write(output.games_path(), format!("{one}{one}")).unwrap();
+        fs::write(output.games_path(), format!("{one}{one}{{\"match\":\"t-r")).unwrap();
         let repaired = output.repair(&[first.clone(), second.clone()]).unwrap();
-        assert_eq!(repaired, 3);
+        assert_eq!(repaired, 4);
         assert_eq!(output.read_games(), vec![first.clone(), second.clone()]);
         assert_eq!(fs::read_to_string(&record).unwrap(), record_text);
         // Nothing left to repair.
