@@ -208,7 +208,8 @@ impl Output {
     /// Completes what a crash cut short for the finished games `finished` (games.jsonl
     /// objects as the journal holds them): a missing record file is written again from the
     /// object, a missing games.jsonl line appended, and games.jsonl rewritten (atomically)
-    /// without repeated lines of one match or lines a crash cut short. Returns how many things were repaired. Blocking.
+    /// without repeated lines of one match or lines a crash cut short. Returns how many things
+    /// were repaired. Blocking.
     pub fn repair(&self, finished: &[Value]) -> Result<usize, OutputError> {
         let mut repaired = 0;
         let mut lines = self.read_games();
