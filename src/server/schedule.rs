@@ -894,4 +894,24 @@ mod tests {
             "{err}"
         );
     }
+
+    #[test]
+    fn a_progress_line_names_the_tournament_count_players_and_result() {
+        let spec = MatchSpec {
+            match_id: "hex-demo-r2-p1-g1".into(),
+            tournament: "hex-demo".into(),
+            game: crate::game::GameId::Hex,
+            rules: serde_json::json!({}),
+            clock: crate::config::ClockConfig::default(),
+            players: ["greedy".into(), "hex-engine".into()],
+        };
+        let mut game = FinishedGame::forfeit(spec, Some(Side::Second));
+        assert_eq!(
+            progress_line(2, 2, &game, 7, 10),
+            "hex-demo 2/2  hex-demo-r2-p1-g1  greedy vs hex-engine: hex-engine wins by forfeit \
+             after 0 moves  [all: 7/10]"
+        );
+        game.outcome.winner = None;
+        assert!(progress_line(1, 2, &game, 1, 2).contains(": draw by forfeit after 0 moves"));
+    }
 }
