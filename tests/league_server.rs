@@ -353,20 +353,6 @@ async fn a_league_killed_mid_game_resumes_from_the_journal_and_plays_every_game_
     std::fs::write(&config_path, scripted_config(&out, 60_000)).unwrap();
 
     let mut server = spawn_server(&config_path).await;
-    // A second server on the same out_dir is refused while the first runs.
-    let second = Command::new(env!("CARGO_BIN_EXE_arena"))
-        .args(["serve", "--config"])
-        .arg(&config_path)
-        .args(["--listen", "127.0.0.1:0"])
-        .output()
-        .await
-        .unwrap();
-    assert!(!second.status.success());
-    let stderr = String::from_utf8_lossy(&second.stderr);
-    assert!(
-        stderr.contains("another arena server is running"),
-        "{stderr}"
-    );
     let mut a = Client::login(server.addr, "a", "ta", &["hex"]).await;
     let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
     // Game 1: a is first; b resigns.
@@ -395,6 +381,21 @@ async fn a_league_killed_mid_game_resumes_from_the_journal_and_plays_every_game_
     );
     assert_eq!(after_one["a"]["points"], 1.0);
 
+    // A second server on the same out_dir is refused while the first runs
+    // (it has played a game, so it surely holds the lock).
+    let second = Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(["serve", "--config"])
+        .arg(&config_path)
+        .args(["--listen", "127.0.0.1:0"])
+        .output()
+        .await
+        .unwrap();
+    assert!(!second.status.success());
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        stderr.contains("another arena server is running"),
+        "{stderr}"
+    );
     // Game 2: b is first; four moves, then the server is killed mid-game.
     let g2 = "t-r1-p1-g2";
     assert_eq!(b.expect("start").await["match"], g2);
