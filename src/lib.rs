@@ -3,6 +3,7 @@
 
 pub mod atomic_file;
 pub mod client;
+pub mod config;
 pub mod duel;
 pub mod engine;
 pub mod game;
@@ -10,4 +11,5 @@ pub mod journal;
 pub mod league;
 pub mod protocol;
 pub mod record;
+pub mod server;
 pub mod tools;

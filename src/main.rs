@@ -19,11 +19,21 @@ struct Cli {
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
     #[command(subcommand)]
-    command: Command,
+    /// Without a subcommand: `serve` with ./arena.toml.
+    command: Option<Command>,
 }
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the referee server: bots connect over TCP and play the configured tournaments.
+    Serve {
+        /// The arena configuration.
+        #[arg(long, default_value = "arena.toml")]
+        config: std::path::PathBuf,
+        /// Listen on this address instead of the config's `server.listen` (e.g. 127.0.0.1:0).
+        #[arg(long)]
+        listen: Option<String>,
+    },
     /// Count leaf positions for each depth 1..=DEPTH from the start position.
     Perft {
         game: GameId,
@@ -152,7 +162,15 @@ fn parse_rules(text: &str) -> anyhow::Result<serde_json::Value> {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    match cli.command {
+    let command = cli.command.unwrap_or(Command::Serve {
+        config: std::path::PathBuf::from("arena.toml"),
+        listen: None,
+    });
+    match command {
+        Command::Serve { config, listen } => {
+            init_tracing(cli.verbose);
+            return serve(&config, listen.as_deref());
+        }
         Command::Perft { game, depth, rules } => {
             arena::tools::perft(game, &parse_rules(&rules)?, depth, &mut out)?;
         }
@@ -240,6 +258,50 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             );
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Logs to stderr; `RUST_LOG` wins over `-v` (info by default, -v debug, -vv trace).
+fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "info",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(io::stderr)
+        .try_init();
+}
+
+fn serve(config_path: &std::path::Path, listen: Option<&str>) -> anyhow::Result<ExitCode> {
+    let config = arena::config::Config::load(config_path)?;
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let summary = runtime.block_on(async move {
+        let listener = arena::server::bind(&config, listen).await?;
+        let address = listener.local_addr().context("listener address")?;
+        println!("arena listening on {address}");
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let on_signal = shutdown.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                tracing::info!("interrupted: shutting down");
+                on_signal.cancel();
+            }
+        });
+        anyhow::Ok(arena::server::run(config, listener, shutdown).await?)
+    })?;
+    println!(
+        "{} games played{}",
+        summary.games.len(),
+        if summary.tournaments_finished {
+            "; every tournament finished"
+        } else {
+            ""
+        }
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,0 +1,555 @@
+//! The arena configuration (`arena.toml`, CONFIG.md): reading it, filling in defaults, and
+//! refusing a bad one at start with a message that names the offending key.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::game::{normalize_rules, GameId};
+use crate::protocol::ClockSpec;
+
+/// Why a configuration was refused. Every message names the key it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{key}: {message}")]
+    Syntax { key: String, message: String },
+    #[error("{key}: {message}")]
+    Invalid { key: String, message: String },
+}
+
+impl ConfigError {
+    fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The key the error is about (`server.listen`, `tournament[0].bots`, ...), if any.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            ConfigError::Read { .. } => None,
+            ConfigError::Syntax { key, .. } | ConfigError::Invalid { key, .. } => Some(key),
+        }
+    }
+}
+
+/// The text encoding of record files (`utf-8` or `gb2312`).
+pub use crate::record::RecordEncoding;
+
+/// The `[server]` table.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// Where bots connect (an IP address and port, e.g. `127.0.0.1:7878`).
+    pub listen: String,
+    pub out_dir: PathBuf,
+    pub event: String,
+    pub place: String,
+    pub reconnect_grace_ms: u64,
+    pub max_lag_ms: u64,
+    pub exit_when_done: bool,
+    pub record_encoding: RecordEncoding,
+    /// Our addition: most simultaneous connections (others wait in the accept queue).
+    pub max_connections: usize,
+    /// Our addition: a connection that has not sent `hello` this long after connecting is closed.
+    pub hello_timeout_ms: u64,
+    /// Our addition: how often each connection is pinged (round-trip time for lag credit).
+    pub ping_interval_ms: u64,
+    /// Our addition: a connection that has not answered a ping for this long is closed
+    /// (0, the default: never; bots are not obliged to answer pings).
+    pub pong_timeout_ms: u64,
+    /// Our addition: consecutive refused lines after which a connection is closed.
+    pub max_bad_lines: u32,
+    /// Our addition: lines queued for a bot that is not reading its socket before it is dropped.
+    pub write_queue_lines: usize,
+    /// Our addition: highest `max_games` a bot may ask for in `hello` (larger values are capped).
+    pub max_games_cap: u32,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: "127.0.0.1:7878".into(),
+            out_dir: PathBuf::from("out"),
+            event: "arena".into(),
+            place: String::new(),
+            reconnect_grace_ms: 30_000,
+            max_lag_ms: 500,
+            exit_when_done: true,
+            record_encoding: RecordEncoding::Utf8,
+            max_connections: 1024,
+            hello_timeout_ms: 10_000,
+            ping_interval_ms: 5_000,
+            pong_timeout_ms: 0,
+            max_bad_lines: 10,
+            write_queue_lines: 1024,
+            max_games_cap: 64,
+        }
+    }
+}
+
+/// One `[[bot]]`: a third-party bot (with `token`) or a built-in engine (with `builtin`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BotConfig {
+    pub name: String,
+    #[serde(default)]
+    pub token: Option<String>,
+    #[serde(default)]
+    pub builtin: Option<String>,
+    /// Engine options (built-in engines only).
+    #[serde(default)]
+    pub options: serde_json::Value,
+    /// Our addition: matches a built-in engine plays at once (its `max_games`).
+    #[serde(default = "one")]
+    pub max_games: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Tournament formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    RoundRobin,
+    DoubleRoundRobin,
+    Swiss,
+    Gauntlet,
+}
+
+/// A tournament's clock table; `move_limit_ms = 0` means no per-move limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClockConfig {
+    pub initial_ms: u64,
+    pub increment_ms: u64,
+    pub move_limit_ms: u64,
+}
+
+impl Default for ClockConfig {
+    fn default() -> Self {
+        ClockConfig {
+            initial_ms: 600_000,
+            increment_ms: 0,
+            move_limit_ms: 0,
+        }
+    }
+}
+
+impl ClockConfig {
+    /// The clock as `start` carries it (`move_limit_ms` null when there is none).
+    pub fn spec(&self) -> ClockSpec {
+        ClockSpec {
+            initial_ms: self.initial_ms,
+            increment_ms: self.increment_ms,
+            move_limit_ms: (self.move_limit_ms > 0).then_some(self.move_limit_ms),
+        }
+    }
+}
+
+/// Points for each result.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PointsConfig {
+    pub win: f64,
+    pub draw: f64,
+    pub loss: f64,
+}
+
+impl Default for PointsConfig {
+    fn default() -> Self {
+        PointsConfig {
+            win: 1.0,
+            draw: 0.5,
+            loss: 0.0,
+        }
+    }
+}
+
+/// One `[[tournament]]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TournamentConfig {
+    pub name: String,
+    #[serde(deserialize_with = "game_id")]
+    pub game: GameId,
+    #[serde(default = "default_format")]
+    pub format: Format,
+    pub bots: Vec<String>,
+    #[serde(default = "default_games_per_pairing")]
+    pub games_per_pairing: u32,
+    #[serde(default = "default_rounds")]
+    pub rounds: u32,
+    #[serde(default = "default_concurrency")]
+    pub concurrency: u32,
+    #[serde(default)]
+    pub clock: ClockConfig,
+    /// Every rule option in force (defaults filled in once the config is loaded).
+    #[serde(default)]
+    pub rules: serde_json::Value,
+    #[serde(default)]
+    pub points: PointsConfig,
+    #[serde(default = "default_absent_forfeit_ms")]
+    pub absent_forfeit_ms: u64,
+}
+
+fn default_format() -> Format {
+    Format::RoundRobin
+}
+fn default_games_per_pairing() -> u32 {
+    2
+}
+fn default_rounds() -> u32 {
+    5
+}
+fn default_concurrency() -> u32 {
+    4
+}
+fn default_absent_forfeit_ms() -> u64 {
+    60_000
+}
+
+fn game_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<GameId, D::Error> {
+    let text = String::deserialize(d)?;
+    text.parse().map_err(serde::de::Error::custom)
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub server: ServerConfig,
+    #[serde(default, rename = "bot")]
+    pub bots: Vec<BotConfig>,
+    #[serde(default, rename = "tournament")]
+    pub tournaments: Vec<TournamentConfig>,
+}
+
+impl Config {
+    /// Reads and checks a configuration file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Config::from_toml(&text)
+    }
+
+    /// Parses and checks configuration text.
+    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+        let deserializer = toml::Deserializer::new(text);
+        let mut config: Config = serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            let key = e.path().to_string();
+            ConfigError::Syntax {
+                key: if key == "." { "arena.toml".into() } else { key },
+                message: e.into_inner().message().trim().to_string(),
+            }
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The listen address, parsed.
+    pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
+        self.server.listen.parse().map_err(|_| {
+            ConfigError::invalid(
+                "server.listen",
+                format!(
+                    "{:?} is not an address such as 127.0.0.1:7878",
+                    self.server.listen
+                ),
+            )
+        })
+    }
+
+    /// The bot called `name`.
+    pub fn bot(&self, name: &str) -> Option<&BotConfig> {
+        self.bots.iter().find(|b| b.name == name)
+    }
+
+    /// Checks every cross-key rule and fills in every rule option's default.
+    pub fn validate(&mut self) -> Result<(), ConfigError> {
+        self.listen_addr()?;
+        let s = &self.server;
+        for (key, value) in [
+            ("server.max_connections", s.max_connections as u64),
+            ("server.hello_timeout_ms", s.hello_timeout_ms),
+            ("server.ping_interval_ms", s.ping_interval_ms),
+            ("server.max_bad_lines", u64::from(s.max_bad_lines)),
+            ("server.write_queue_lines", s.write_queue_lines as u64),
+            ("server.max_games_cap", u64::from(s.max_games_cap)),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::invalid(key, "must be at least 1"));
+            }
+        }
+        if s.out_dir.as_os_str().is_empty() {
+            return Err(ConfigError::invalid("server.out_dir", "must not be empty"));
+        }
+        let engines = crate::engine::catalogue();
+        let mut names = HashSet::new();
+        for (i, bot) in self.bots.iter().enumerate() {
+            let key = |field: &str| format!("bot[{i}].{field}");
+            if bot.name.trim().is_empty() || bot.name.chars().any(char::is_control) {
+                return Err(ConfigError::invalid(
+                    key("name"),
+                    "a bot needs a non-empty name without control characters",
+                ));
+            }
+            if !names.insert(bot.name.as_str()) {
+                return Err(ConfigError::invalid(
+                    key("name"),
+                    format!("duplicate bot name {:?}", bot.name),
+                ));
+            }
+            match (&bot.token, &bot.builtin) {
+                (None, None) => {
+                    return Err(ConfigError::invalid(
+                        key("token"),
+                        format!(
+                            "bot {:?} needs either `token` (a bot that connects) or `builtin` (an engine id)",
+                            bot.name
+                        ),
+                    ))
+                }
+                (Some(_), Some(_)) => {
+                    return Err(ConfigError::invalid(
+                        key("builtin"),
+                        format!("bot {:?} has both `token` and `builtin`; give one", bot.name),
+                    ))
+                }
+                (Some(token), None) if token.is_empty() => {
+                    return Err(ConfigError::invalid(key("token"), "must not be empty"))
+                }
+                (None, Some(id)) if !engines.iter().any(|e| e.id == id) => {
+                    return Err(ConfigError::invalid(
+                        key("builtin"),
+                        format!(
+                            "unknown engine {id:?} (known: {})",
+                            engines.iter().map(|e| e.id).collect::<Vec<_>>().join(", ")
+                        ),
+                    ))
+                }
+                _ => {}
+            }
+            if bot.builtin.is_none() && !bot.options.is_null() {
+                return Err(ConfigError::invalid(
+                    key("options"),
+                    "engine options are only for built-in bots",
+                ));
+            }
+            if !bot.options.is_null() && !bot.options.is_object() {
+                return Err(ConfigError::invalid(key("options"), "must be a table"));
+            }
+            if bot.max_games == 0 {
+                return Err(ConfigError::invalid(key("max_games"), "must be at least 1"));
+            }
+        }
+        let mut tournament_names = HashSet::new();
+        for (i, t) in self.tournaments.iter_mut().enumerate() {
+            let key = |field: &str| format!("tournament[{i}].{field}");
+            if t.name.trim().is_empty()
+                || !t
+                    .name
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '-' || c == '_' || c == '.')
+            {
+                return Err(ConfigError::invalid(
+                    key("name"),
+                    format!(
+                        "{:?}: a tournament name is letters, digits, '-', '_' or '.' (it is part of match ids)",
+                        t.name
+                    ),
+                ));
+            }
+            if !tournament_names.insert(t.name.clone()) {
+                return Err(ConfigError::invalid(
+                    key("name"),
+                    format!("duplicate tournament name {:?}", t.name),
+                ));
+            }
+            if t.bots.len() < 2 {
+                return Err(ConfigError::invalid(
+                    key("bots"),
+                    format!("tournament {:?} needs at least two bots", t.name),
+                ));
+            }
+            let mut seen = HashSet::new();
+            for name in &t.bots {
+                let Some(bot) = self.bots.iter().find(|b| &b.name == name) else {
+                    return Err(ConfigError::invalid(
+                        key("bots"),
+                        format!("tournament {:?} names unknown bot {name:?}", t.name),
+                    ));
+                };
+                if !seen.insert(name.as_str()) {
+                    return Err(ConfigError::invalid(
+                        key("bots"),
+                        format!("tournament {:?} names bot {name:?} twice", t.name),
+                    ));
+                }
+                if let Some(id) = &bot.builtin {
+                    if let Some(info) = engines.iter().find(|e| e.id == id) {
+                        if !info.games.contains(&t.game) {
+                            return Err(ConfigError::invalid(
+                                key("bots"),
+                                format!("bot {name:?} (engine {id}) does not play {}", t.game),
+                            ));
+                        }
+                    }
+                }
+            }
+            if t.games_per_pairing == 0 {
+                return Err(ConfigError::invalid(
+                    key("games_per_pairing"),
+                    "must be at least 1",
+                ));
+            }
+            if t.concurrency == 0 {
+                return Err(ConfigError::invalid(
+                    key("concurrency"),
+                    "must be at least 1",
+                ));
+            }
+            if t.rounds == 0 {
+                return Err(ConfigError::invalid(key("rounds"), "must be at least 1"));
+            }
+            if t.clock.initial_ms == 0 {
+                return Err(ConfigError::invalid(
+                    key("clock.initial_ms"),
+                    "must be at least 1",
+                ));
+            }
+            for (field, value) in [
+                ("win", t.points.win),
+                ("draw", t.points.draw),
+                ("loss", t.points.loss),
+            ] {
+                if !value.is_finite() {
+                    return Err(ConfigError::invalid(
+                        key(&format!("points.{field}")),
+                        "must be a finite number",
+                    ));
+                }
+            }
+            t.rules = normalize_rules(t.game, &t.rules).map_err(|e| {
+                ConfigError::invalid(
+                    format!("{}.{}", key("rules"), option_name(&e.message)),
+                    e.message.clone(),
+                )
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// The option an `OptionsError` message names (the text before its first `:`), or `?`.
+fn option_name(message: &str) -> String {
+    match message.split_once(':') {
+        Some((name, _)) if !name.contains(' ') => name.to_string(),
+        _ => "?".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/config")
+            .join(name)
+    }
+
+    fn key_of(name: &str) -> String {
+        let err = Config::load(&fixture(name)).unwrap_err();
+        let text = err.to_string();
+        let key = err.key().unwrap_or_default().to_string();
+        assert!(text.contains(&key), "{text} should name {key}");
+        key
+    }
+
+    #[test]
+    fn the_full_example_loads_with_every_value() {
+        let config = Config::load(&fixture("full.toml")).unwrap();
+        assert_eq!(config.server.listen, "127.0.0.1:7878");
+        assert_eq!(config.server.event, "CCGC practice league");
+        assert_eq!(config.server.record_encoding, RecordEncoding::Gb2312);
+        assert_eq!(config.bots.len(), 2);
+        assert_eq!(config.bots[1].builtin.as_deref(), Some("random"));
+        let t = &config.tournaments[0];
+        assert_eq!(t.game, GameId::Hex);
+        assert_eq!(t.format, Format::DoubleRoundRobin);
+        assert_eq!(t.concurrency, 8);
+        assert_eq!(t.clock.spec().move_limit_ms, None);
+        assert_eq!(t.points.draw, 0.5);
+        assert!(t.rules.is_object());
+    }
+
+    #[test]
+    fn an_empty_config_takes_every_default() {
+        let config = Config::from_toml("").unwrap();
+        assert_eq!(config.server, ServerConfig::default());
+        assert_eq!(config.server.max_connections, 1024);
+        assert_eq!(config.server.hello_timeout_ms, 10_000);
+        assert!(config.bots.is_empty());
+    }
+
+    #[test]
+    fn move_limit_zero_means_none_and_other_values_carry() {
+        let clock = ClockConfig {
+            initial_ms: 1000,
+            increment_ms: 10,
+            move_limit_ms: 300,
+        };
+        assert_eq!(clock.spec().move_limit_ms, Some(300));
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        assert_eq!(key_of("typo_server_key.toml"), "server.listn");
+        assert_eq!(key_of("bad_listen.toml"), "server.listen");
+        assert_eq!(key_of("unknown_game.toml"), "tournament[0].game");
+        assert_eq!(key_of("duplicate_bot.toml"), "bot[1].name");
+        assert_eq!(
+            key_of("unknown_bot_in_tournament.toml"),
+            "tournament[0].bots"
+        );
+        assert_eq!(key_of("bot_without_token.toml"), "bot[0].token");
+        assert_eq!(key_of("bot_with_token_and_builtin.toml"), "bot[0].builtin");
+        assert_eq!(key_of("zero_concurrency.toml"), "tournament[0].concurrency");
+        assert_eq!(key_of("bad_encoding.toml"), "server.record_encoding");
+        assert_eq!(key_of("unknown_engine.toml"), "bot[0].builtin");
+        assert_eq!(
+            key_of("bad_rule_option.toml"),
+            "tournament[0].rules.nonsense"
+        );
+        assert_eq!(key_of("typo_clock_key.toml"), "tournament[0].clock.initial");
+    }
+
+    #[test]
+    fn the_shipped_demo_config_loads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("arena.toml");
+        let config = Config::load(&path).unwrap();
+        assert_eq!(config.tournaments.len(), 4);
+        assert!(config.bots.iter().all(|b| b.builtin.is_some()));
+    }
+
+    #[test]
+    fn a_missing_file_is_a_read_error() {
+        let err = Config::load(&fixture("no-such-file.toml")).unwrap_err();
+        assert!(matches!(err, ConfigError::Read { .. }));
+    }
+}

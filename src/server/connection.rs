@@ -1,0 +1,401 @@
+//! One TCP connection: line framing with the 64 KiB cap, `hello` and authentication, routing
+//! `move`/`resign` to referees, ping/pong round-trip measurement, refusing garbage, and a writer
+//! task fed by a bounded queue so that a bot that does not read never blocks anyone.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::{SinkExt, StreamExt};
+use subtle::ConstantTimeEq;
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio::time::{interval_at, sleep_until, timeout, Instant, MissedTickBehavior};
+use tokio_util::codec::Framed;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::game::GameId;
+use crate::protocol::{
+    parse_bot_line, BotMessage, CappedLineCodec, ErrorCode, Frame, RefereeMessage, MAX_LINE_BYTES,
+    PROTOCOL_VERSION,
+};
+
+use super::referee::RefereeInput;
+use super::registry::{BotLink, Registry, Session};
+
+/// The server's name in `welcome`.
+pub const SERVER_NAME: &str = concat!("arena ", env!("CARGO_PKG_VERSION"));
+
+/// What every connection shares.
+#[derive(Debug)]
+pub struct ConnectionContext {
+    pub config: Arc<Config>,
+    pub registry: Arc<Registry>,
+    /// Bot name → token (third-party tokens from the config, generated ones for built-ins).
+    pub tokens: HashMap<String, String>,
+    pub shutdown: CancellationToken,
+}
+
+type LineSink = SplitSink<Framed<TcpStream, CappedLineCodec>, String>;
+type LineStream = SplitStream<Framed<TcpStream, CappedLineCodec>>;
+
+/// Serves one connection until it closes; logs why it closed.
+pub async fn serve_connection(
+    ctx: Arc<ConnectionContext>,
+    socket: TcpStream,
+    peer: SocketAddr,
+    conn_id: u64,
+) {
+    tracing::info!(conn = conn_id, %peer, "connection accepted");
+    let _ = socket.set_nodelay(true);
+    let framed = Framed::new(socket, CappedLineCodec::new(MAX_LINE_BYTES));
+    let (sink, lines) = framed.split();
+    let (tx, rx) = mpsc::channel(ctx.config.server.write_queue_lines);
+    let close = ctx.shutdown.child_token();
+    let writer = tokio::spawn(write_lines(sink, rx, close.clone()));
+    let link = BotLink::new(conn_id, tx, close.clone());
+    let mut connection = Connection {
+        ctx: ctx.clone(),
+        link,
+        name: None,
+        bad_lines: 0,
+        close: close.clone(),
+    };
+    let why = connection.read_loop(lines).await;
+    if let Some(name) = &connection.name {
+        for (side, inbox) in ctx.registry.unregister(name, conn_id) {
+            let _ = inbox
+                .send(RefereeInput::Disconnected { side, conn_id })
+                .await;
+        }
+    }
+    close.cancel();
+    drop(connection);
+    let _ = writer.await;
+    tracing::info!(
+        conn = conn_id,
+        %peer,
+        bot = connection_name(&why),
+        why = %why.reason,
+        "connection closed"
+    );
+}
+
+fn connection_name(why: &Closed) -> &str {
+    why.name.as_deref().unwrap_or("-")
+}
+
+/// Why a connection ended.
+struct Closed {
+    name: Option<String>,
+    reason: String,
+}
+
+/// Writes queued lines until the queue closes or the connection is dropped; then flushes what is
+/// already queued (e.g. a final `error`) for a short while.
+async fn write_lines(mut sink: LineSink, mut rx: mpsc::Receiver<String>, close: CancellationToken) {
+    loop {
+        tokio::select! {
+            biased;
+            _ = close.cancelled() => break,
+            line = rx.recv() => {
+                let Some(line) = line else { break };
+                tokio::select! {
+                    result = sink.send(line) => {
+                        if result.is_err() {
+                            close.cancel();
+                            return;
+                        }
+                    }
+                    _ = close.cancelled() => return,
+                }
+            }
+        }
+    }
+    let _ = timeout(Duration::from_millis(500), async {
+        while let Ok(line) = rx.try_recv() {
+            if sink.feed(line).await.is_err() {
+                return;
+            }
+        }
+        let _ = sink.flush().await;
+    })
+    .await;
+    let _ = sink.close().await;
+}
+
+struct Connection {
+    ctx: Arc<ConnectionContext>,
+    link: BotLink,
+    /// The bot's name once authenticated.
+    name: Option<String>,
+    bad_lines: u32,
+    /// Cancelled to drop this connection (a child of the shutdown token).
+    close: CancellationToken,
+}
+
+/// What the reader does after handling a line.
+enum Next {
+    Continue,
+    Close(String),
+}
+
+impl Connection {
+    fn error(&self, code: ErrorCode, message: impl Into<String>, match_id: Option<String>) {
+        self.link.send(&RefereeMessage::Error {
+            code,
+            message: message.into(),
+            match_id,
+        });
+    }
+
+    /// Answers a refused line; too many in a row closes the connection.
+    fn refuse(&mut self, code: ErrorCode, message: String) -> Next {
+        self.error(code, message, None);
+        self.bad_lines += 1;
+        if self.bad_lines >= self.ctx.config.server.max_bad_lines {
+            Next::Close(format!("{} refused lines in a row", self.bad_lines))
+        } else {
+            Next::Continue
+        }
+    }
+
+    async fn read_loop(&mut self, mut lines: LineStream) -> Closed {
+        let ctx = self.ctx.clone();
+        let server = &ctx.config.server;
+        let hello_deadline = Instant::now() + Duration::from_millis(server.hello_timeout_ms);
+        let ping_every = Duration::from_millis(server.ping_interval_ms);
+        let pong_timeout = Duration::from_millis(server.pong_timeout_ms);
+        let mut ping_timer = interval_at(Instant::now() + ping_every, ping_every);
+        ping_timer.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut ping_id: u64 = 0;
+        let mut ping_out: Option<(u64, Instant)> = None;
+        let close = self.ctx.shutdown.clone();
+        let link_close = self.close.clone();
+        let reason = loop {
+            let authed = self.name.is_some();
+            let frame = tokio::select! {
+                _ = close.cancelled() => break "server shutting down".to_string(),
+                _ = link_close.cancelled() => break "dropped by the server (not reading, or write failed)".to_string(),
+                _ = sleep_until(hello_deadline), if !authed => break "no hello in time".to_string(),
+                _ = ping_timer.tick(), if authed => {
+                    match ping_out {
+                        Some((_, sent)) if server.pong_timeout_ms > 0 && sent.elapsed() > pong_timeout => {
+                            break "no pong in time".to_string();
+                        }
+                        Some(_) => {}
+                        None => {
+                            ping_id += 1;
+                            ping_out = Some((ping_id, Instant::now()));
+                            self.link.send(&RefereeMessage::Ping { id: ping_id });
+                        }
+                    }
+                    continue;
+                }
+                frame = lines.next() => frame,
+            };
+            let received = Instant::now();
+            let next = match frame {
+                None => Next::Close("closed by the bot".into()),
+                Some(Err(e)) => Next::Close(format!("read error: {e}")),
+                Some(Ok(Frame::TooLong)) => self.refuse(
+                    ErrorCode::LineTooLong,
+                    format!("line longer than {MAX_LINE_BYTES} bytes; skipped"),
+                ),
+                Some(Ok(Frame::NotUtf8)) => {
+                    self.refuse(ErrorCode::BadJson, "line is not valid UTF-8".into())
+                }
+                Some(Ok(Frame::Line(line))) if line.trim().is_empty() => Next::Continue,
+                Some(Ok(Frame::Line(line))) => match parse_bot_line(&line) {
+                    Err(e) => self.refuse(e.code, e.message),
+                    Ok(BotMessage::Pong { id }) => {
+                        self.bad_lines = 0;
+                        if let Some((expected, sent)) = ping_out {
+                            if expected == id {
+                                self.link.set_rtt(received.saturating_duration_since(sent));
+                                ping_out = None;
+                            }
+                        }
+                        Next::Continue
+                    }
+                    Ok(message) => {
+                        self.bad_lines = 0;
+                        self.handle(message, received).await
+                    }
+                },
+            };
+            if let Next::Close(reason) = next {
+                break reason;
+            }
+        };
+        Closed {
+            name: self.name.clone(),
+            reason,
+        }
+    }
+
+    async fn handle(&mut self, message: BotMessage, received: Instant) -> Next {
+        let Some(name) = self.name.clone() else {
+            return match message {
+                BotMessage::Hello {
+                    protocol,
+                    name,
+                    token,
+                    games,
+                    max_games,
+                    engine,
+                } => {
+                    self.hello(protocol, name, token, games, max_games, engine)
+                        .await
+                }
+                _ => {
+                    self.error(
+                        ErrorCode::AuthFailed,
+                        "the first message must be hello",
+                        None,
+                    );
+                    Next::Close("spoke before hello".into())
+                }
+            };
+        };
+        match message {
+            BotMessage::Hello { .. } => {
+                self.error(
+                    ErrorCode::AlreadyConnected,
+                    "this connection has already said hello",
+                    None,
+                );
+                Next::Continue
+            }
+            BotMessage::Move { match_id, mv } => {
+                let conn_id = self.link.conn_id;
+                self.forward_to_referee(&name, match_id, |side| RefereeInput::Move {
+                    side,
+                    conn_id,
+                    text: mv,
+                    received,
+                })
+                .await
+            }
+            BotMessage::Resign { match_id } => {
+                let conn_id = self.link.conn_id;
+                self.forward_to_referee(&name, match_id, |side| RefereeInput::Resign {
+                    side,
+                    conn_id,
+                })
+                .await
+            }
+            BotMessage::Pong { .. } => Next::Continue,
+        }
+    }
+
+    async fn forward_to_referee(
+        &mut self,
+        name: &str,
+        match_id: String,
+        input: impl FnOnce(crate::game::Side) -> RefereeInput,
+    ) -> Next {
+        match self.ctx.registry.match_for(&match_id, name) {
+            Some((side, inbox)) => {
+                if inbox.send(input(side)).await.is_err() {
+                    self.error(
+                        ErrorCode::UnknownMatch,
+                        format!("match {match_id:?} is over"),
+                        Some(match_id),
+                    );
+                }
+            }
+            None => self.error(
+                ErrorCode::UnknownMatch,
+                format!("you are not playing a match {match_id:?}"),
+                Some(match_id),
+            ),
+        }
+        Next::Continue
+    }
+
+    async fn hello(
+        &mut self,
+        protocol: u32,
+        name: String,
+        token: String,
+        games: Vec<String>,
+        max_games: u32,
+        engine: Option<String>,
+    ) -> Next {
+        if protocol != PROTOCOL_VERSION {
+            self.error(
+                ErrorCode::AuthFailed,
+                format!("protocol version {protocol} is not supported (this server speaks {PROTOCOL_VERSION})"),
+                None,
+            );
+            return Next::Close(format!("unsupported protocol {protocol}"));
+        }
+        let token_ok = match self.ctx.tokens.get(&name) {
+            Some(expected) => bool::from(expected.as_bytes().ct_eq(token.as_bytes())),
+            None => {
+                // Same work for unknown names, so timing does not tell which names exist.
+                let _ = b"no-such-bot-token".ct_eq(token.as_bytes());
+                false
+            }
+        };
+        if !token_ok {
+            self.error(ErrorCode::AuthFailed, "unknown name or wrong token", None);
+            return Next::Close(format!("authentication failed for {name:?}"));
+        }
+        let mut played = std::collections::HashSet::new();
+        for g in &games {
+            match g.parse::<GameId>() {
+                Ok(id) => {
+                    played.insert(id);
+                }
+                Err(_) => {
+                    tracing::debug!(bot = %name, game = %g, "ignoring unknown game id in hello")
+                }
+            }
+        }
+        let max_games = max_games.clamp(1, self.ctx.config.server.max_games_cap);
+        let session = Session {
+            link: self.link.clone(),
+            games: played.clone(),
+            max_games,
+        };
+        let welcome = RefereeMessage::Welcome {
+            protocol: PROTOCOL_VERSION,
+            name: name.clone(),
+            server: SERVER_NAME.to_string(),
+        };
+        let resumed = match self.ctx.registry.register(&name, session, &welcome) {
+            Ok(resumed) => resumed,
+            Err(_) => {
+                self.error(
+                    ErrorCode::AlreadyConnected,
+                    format!("bot {name:?} is already connected"),
+                    None,
+                );
+                return Next::Close(format!("{name:?} already connected"));
+            }
+        };
+        tracing::info!(
+            conn = self.link.conn_id,
+            bot = %name,
+            engine = engine.as_deref().unwrap_or("-"),
+            max_games,
+            games = ?played,
+            "authenticated"
+        );
+        self.name = Some(name);
+        for (side, inbox) in resumed {
+            let _ = inbox
+                .send(RefereeInput::Connected {
+                    side,
+                    link: self.link.clone(),
+                })
+                .await;
+        }
+        Next::Continue
+    }
+}

@@ -1,0 +1,221 @@
+//! `arena serve`: the referee server. This file owns the listener (accept loop with the
+//! connection cap), the shutdown token that reaches every task, the built-in engines' start, and
+//! `run`, the library entry point.
+//!
+//! Tasks: one accept loop; per connection a reader and a writer task (`connection`); per match a
+//! referee task (`referee`); one scheduler (`schedule`). They share the `registry`.
+
+mod builtin;
+pub mod connection;
+pub mod output;
+pub mod referee;
+pub mod registry;
+pub mod schedule;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+
+use connection::{serve_connection, ConnectionContext};
+use output::Output;
+use referee::FinishedGame;
+use registry::Registry;
+use schedule::Scheduler;
+
+/// Why the server could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("listener: {0}")]
+    Listener(#[source] std::io::Error),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("cannot create output folder {path}: {source}")]
+    OutDir {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One finished game, as `run` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GameSummary {
+    pub match_id: String,
+    pub tournament: String,
+    pub first: String,
+    pub second: String,
+    /// `first`, `second` or `draw`.
+    pub result: String,
+    pub reason: String,
+    pub moves: usize,
+}
+
+impl GameSummary {
+    fn of(game: &FinishedGame) -> GameSummary {
+        GameSummary {
+            match_id: game.spec.match_id.clone(),
+            tournament: game.spec.tournament.clone(),
+            first: game.spec.players[0].clone(),
+            second: game.spec.players[1].clone(),
+            result: game.outcome.result_str().to_string(),
+            reason: game.outcome.reason.as_str().to_string(),
+            moves: game.moves.len(),
+        }
+    }
+}
+
+/// What a server run did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSummary {
+    pub address: SocketAddr,
+    /// Games finished during this run, in the order they finished.
+    pub games: Vec<GameSummary>,
+    /// Whether every tournament was finished.
+    pub tournaments_finished: bool,
+}
+
+/// Binds the configured listen address (or `listen` when given).
+pub async fn bind(config: &Config, listen: Option<&str>) -> Result<TcpListener, ServerError> {
+    let addr = match listen {
+        Some(a) => a.to_string(),
+        None => config.listen_addr()?.to_string(),
+    };
+    TcpListener::bind(&addr)
+        .await
+        .map_err(|source| ServerError::Bind { addr, source })
+}
+
+/// A random token for a built-in bot (it never leaves the process).
+fn random_token() -> String {
+    use rand::Rng;
+    let mut rng = rand::thread_rng();
+    (0..32)
+        .map(|_| char::from(b"0123456789abcdef"[rng.gen_range(0..16)]))
+        .collect()
+}
+
+/// Runs the server on `listener` until every tournament is finished (when `exit_when_done`) or
+/// `shutdown` is cancelled.
+pub async fn run(
+    config: Config,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<ServerSummary, ServerError> {
+    let address = listener.local_addr().map_err(ServerError::Listener)?;
+    tracing::info!(%address, "arena server listening");
+    let config = Arc::new(config);
+    let out_dir = config.server.out_dir.clone();
+    std::fs::create_dir_all(&out_dir).map_err(|source| ServerError::OutDir {
+        path: out_dir.clone(),
+        source,
+    })?;
+    let output = Arc::new(Output::new(
+        out_dir,
+        config.server.record_encoding,
+        config.server.event.clone(),
+        config.server.place.clone(),
+    ));
+    let registry = Arc::new(Registry::default());
+    let mut scheduler = Scheduler::new(config.clone(), registry.clone(), output)?;
+
+    let mut tokens = HashMap::new();
+    let mut builtins = Vec::new();
+    for bot in &config.bots {
+        match (&bot.token, &bot.builtin) {
+            (Some(token), _) => {
+                tokens.insert(bot.name.clone(), token.clone());
+            }
+            (None, Some(engine)) => {
+                let token = random_token();
+                tokens.insert(bot.name.clone(), token.clone());
+                builtins.push((bot.clone(), engine.clone(), token));
+            }
+            (None, None) => {}
+        }
+    }
+
+    let stop = shutdown.child_token();
+    let ctx = Arc::new(ConnectionContext {
+        config: config.clone(),
+        registry: registry.clone(),
+        tokens,
+        shutdown: stop.clone(),
+    });
+    let accept = tokio::spawn(accept_loop(listener, ctx, stop.clone()));
+    let engines = builtin::start_builtins(&config, address, builtins, stop.clone());
+
+    let finished = scheduler.run(stop.clone()).await;
+    if finished {
+        tracing::info!(
+            games = scheduler.summary.len(),
+            "every tournament is finished"
+        );
+        if config.server.exit_when_done {
+            stop.cancel();
+        }
+    }
+    stop.cancelled().await;
+    let _ = accept.await;
+    builtin::stop_builtins(engines).await;
+    Ok(ServerSummary {
+        address,
+        games: std::mem::take(&mut scheduler.summary),
+        tournaments_finished: finished,
+    })
+}
+
+/// Accepts connections while fewer than `max_connections` are open (the rest wait in the
+/// listen queue), each served by its own task; on `stop`, waits for them to close.
+async fn accept_loop(listener: TcpListener, ctx: Arc<ConnectionContext>, stop: CancellationToken) {
+    let slots = Arc::new(Semaphore::new(ctx.config.server.max_connections));
+    let mut connections = JoinSet::new();
+    let mut next_id: u64 = 0;
+    loop {
+        let permit = tokio::select! {
+            _ = stop.cancelled() => break,
+            permit = slots.clone().acquire_owned() => match permit {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+        };
+        let accepted = tokio::select! {
+            _ = stop.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((socket, peer)) => {
+                next_id += 1;
+                let ctx = ctx.clone();
+                let conn_id = next_id;
+                connections.spawn(async move {
+                    serve_connection(ctx, socket, peer, conn_id).await;
+                    drop(permit);
+                });
+            }
+            Err(e) => {
+                // E.g. out of file descriptors: back off instead of spinning.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        while connections.try_join_next().is_some() {}
+    }
+    drop(listener);
+    while connections.join_next().await.is_some() {}
+}

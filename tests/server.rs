@@ -1,0 +1,830 @@
+//! The referee server through real TCP on port 0: full games, every end reason, reconnection,
+//! every error code, hostile input, the connection cap, and games.jsonl.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::{two_bot_config, Client, TestServer};
+
+const MATCH: &str = "t-r1-g1";
+
+/// Both bots log in and read their `start`; returns (first, second).
+async fn two_players(server: &TestServer, game: &str) -> (Client, Client) {
+    let mut a = Client::login(server.addr, "a", "ta", &[game]).await;
+    let mut b = Client::login(server.addr, "b", "tb", &[game]).await;
+    let sa = a.expect("start").await;
+    let sb = b.expect("start").await;
+    assert_eq!(sa["match"], MATCH);
+    assert_eq!(sa["side"], "first");
+    assert_eq!(sb["side"], "second");
+    assert_eq!(sa["opponent"], "b");
+    assert_eq!(sb["opponent"], "a");
+    assert_eq!(sa["game"], game);
+    assert_eq!(sa["moves"], json!([]));
+    (a, b)
+}
+
+/// Plays `moves` alternately (first side first), each after reading that side's `turn` and
+/// checking it carries the opponent's last move; returns both `end` messages.
+async fn play_alternately(a: &mut Client, b: &mut Client, moves: &[&str]) -> (Value, Value) {
+    for (i, mv) in moves.iter().enumerate() {
+        let mover = if i % 2 == 0 { &mut *a } else { &mut *b };
+        let turn = mover.expect("turn").await;
+        assert_eq!(turn["ply"], i, "{turn}");
+        let expected: Vec<&str> = if i == 0 { vec![] } else { vec![moves[i - 1]] };
+        assert_eq!(turn["moves"], json!(expected), "{turn}");
+        mover.play(MATCH, mv).await;
+    }
+    (a.expect("end").await, b.expect("end").await)
+}
+
+/// Plays `moves` with `mover(i)` (0 first, 1 second) making move `i`; checks each `turn` carries
+/// exactly the moves its bot has not seen (the opponent's, since its previous turn).
+async fn play_sequence(
+    a: &mut Client,
+    b: &mut Client,
+    moves: &[String],
+    mover: impl Fn(usize) -> usize,
+) -> (Value, Value) {
+    let mut seen = [0usize; 2];
+    for (i, mv) in moves.iter().enumerate() {
+        let side = mover(i);
+        let client = if side == 0 { &mut *a } else { &mut *b };
+        let turn = client.expect("turn").await;
+        assert_eq!(turn["ply"], i, "{turn}");
+        assert_eq!(
+            turn["moves"],
+            json!(moves[seen[side]..i]),
+            "ply {i}: {turn}"
+        );
+        client.play(MATCH, mv).await;
+        seen[side] = i + 1;
+    }
+    (a.expect("end").await, b.expect("end").await)
+}
+
+fn hex_red_wins() -> Vec<&'static str> {
+    // Red fills column A bottom to top; Blue plays column C out of the way.
+    let red = [
+        "A1", "A2", "A3", "A4", "A5", "A6", "A7", "A8", "A9", "A10", "A11",
+    ];
+    let blue = ["C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10"];
+    let mut moves = Vec::new();
+    for i in 0..11 {
+        moves.push(red[i]);
+        if i < 10 {
+            moves.push(blue[i]);
+        }
+    }
+    moves
+}
+
+#[tokio::test]
+async fn a_full_hex_game_ends_by_connection_and_is_written() {
+    let server = TestServer::start(&two_bot_config("hex", "", "")).await;
+    let (mut a, mut b) = two_players(&server, "hex").await;
+    let moves = hex_red_wins();
+    let (ea, eb) = play_alternately(&mut a, &mut b, &moves).await;
+    assert_eq!(ea["result"], "win");
+    assert_eq!(eb["result"], "loss");
+    assert_eq!(ea["reason"], "connection");
+    assert_eq!(ea["moves"].as_array().unwrap().len(), moves.len());
+    let (summary, out_dir, _dir) = server.finished().await;
+    assert!(summary.tournaments_finished);
+    assert_eq!(summary.games.len(), 1);
+    assert_eq!(summary.games[0].reason, "connection");
+
+    let games = support::read_games(&out_dir);
+    assert_eq!(games.len(), 1);
+    let g = &games[0];
+    assert_eq!(g["match"], MATCH);
+    assert_eq!(g["tournament"], "t");
+    assert_eq!(g["game"], "hex");
+    assert_eq!(g["first"], "a");
+    assert_eq!(g["second"], "b");
+    assert_eq!(g["result"], "first");
+    assert_eq!(g["reason"], "connection");
+    assert_eq!(g["moves"], json!(moves));
+    assert_eq!(g["think_ms"].as_array().unwrap().len(), moves.len());
+    assert_eq!(g["lag_ms"].as_array().unwrap().len(), moves.len());
+    assert_eq!(g["rules"], json!({"swap": false}));
+    assert_eq!(
+        g["clock"],
+        json!({"initial_ms": 60000, "increment_ms": 0, "move_limit_ms": null})
+    );
+    for key in ["started", "finished"] {
+        let text = g[key].as_str().unwrap();
+        assert!(
+            chrono::DateTime::parse_from_rfc3339(text).is_ok(),
+            "{key}: {text}"
+        );
+    }
+    let record = g["record"].as_str().unwrap();
+    assert!(record.starts_with("HEX-a R vs b B-先手胜-"), "{record}");
+    let text = std::fs::read_to_string(out_dir.join("records").join(record)).unwrap();
+    assert!(text.starts_with("{[HEX][a R][b B][先手胜]"), "{text}");
+    assert!(text.contains(";R(A,1);B(C,1);R(A,2)"), "{text}");
+}
+
+#[tokio::test]
+async fn a_full_connect6_game_ends_by_six_in_row() {
+    let server = TestServer::start(&two_bot_config("connect6", "", "")).await;
+    let (mut a, mut b) = two_players(&server, "connect6").await;
+    let moves = [
+        "J10", "A1,C1", "K10,L10", "E1,G1", "M10,N10", "A3,C3", "O10,P10",
+    ];
+    let (ea, eb) = play_alternately(&mut a, &mut b, &moves).await;
+    assert_eq!(ea["result"], "win");
+    assert_eq!(eb["result"], "loss");
+    assert_eq!(eb["reason"], "six_in_row");
+    // The pair's second stone is not recorded once the first already made six.
+    assert_eq!(ea["moves"].as_array().unwrap().last().unwrap(), "O10");
+    let (_, out_dir, _dir) = server.finished().await;
+    let games = support::read_games(&out_dir);
+    assert_eq!(games[0]["result"], "first");
+    assert_eq!(games[0]["reason"], "six_in_row");
+    let record = games[0]["record"].as_str().unwrap();
+    let text = std::fs::read_to_string(out_dir.join("records").join(record)).unwrap();
+    assert!(
+        text.contains(";B(J,10);W(A,1);W(C,1);B(K,10);B(L,10)"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn an_illegal_move_loses_and_is_reported() {
+    let server = TestServer::start(&two_bot_config("hex", "", "")).await;
+    let (mut a, mut b) = two_players(&server, "hex").await;
+    a.expect("turn").await;
+    a.play(MATCH, "A1").await;
+    b.expect("turn").await;
+    b.play(MATCH, "A1").await; // occupied
+    let err = b.expect_error("illegal_move").await;
+    assert_eq!(err["match"], MATCH);
+    let eb = b.expect("end").await;
+    assert_eq!(eb["result"], "loss");
+    assert_eq!(eb["reason"], "illegal_move");
+    let ea = a.expect("end").await;
+    assert_eq!(ea["result"], "win");
+    let (summary, _, _dir) = server.finished().await;
+    assert_eq!(summary.games[0].result, "first");
+}
+
+#[tokio::test]
+async fn unparsable_move_text_loses_by_illegal_move() {
+    let server = TestServer::start(&two_bot_config("connect6", "", "")).await;
+    let (mut a, mut b) = two_players(&server, "connect6").await;
+    a.expect("turn").await;
+    a.play(MATCH, "Z99!").await;
+    a.expect_error("illegal_move").await;
+    assert_eq!(a.expect("end").await["reason"], "illegal_move");
+    assert_eq!(b.expect("end").await["result"], "win");
+    server.finished().await;
+}
+
+#[tokio::test]
+async fn resigning_ends_the_match_at_any_time() {
+    let server = TestServer::start(&two_bot_config("hex", "", "")).await;
+    let (mut a, mut b) = two_players(&server, "hex").await;
+    a.expect("turn").await;
+    // b resigns while it is a's move.
+    b.send(json!({"type":"resign","match":MATCH})).await;
+    let eb = b.expect("end").await;
+    assert_eq!(
+        (eb["result"].as_str(), eb["reason"].as_str()),
+        (Some("loss"), Some("resign"))
+    );
+    assert_eq!(a.expect("end").await["result"], "win");
+    let (_, out_dir, _dir) = server.finished().await;
+    assert_eq!(support::read_games(&out_dir)[0]["reason"], "resign");
+}
+
+#[tokio::test(start_paused = true)]
+async fn running_out_of_time_loses_at_the_exact_moment() {
+    let config = two_bot_config(
+        "hex",
+        "",
+        "clock = { initial_ms = 1000, increment_ms = 250, move_limit_ms = 0 }",
+    );
+    let config = config.replace(
+        "clock = { initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }\n",
+        "",
+    );
+    let server = TestServer::start(&config).await;
+    let (mut a, mut b) = two_players(&server, "hex").await;
+    let t = a.expect("turn").await;
+    assert_eq!(t["clock"], json!({"you_ms": 1000, "opponent_ms": 1000}));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    a.play(MATCH, "A1").await;
+    let t = b.expect("turn").await;
+    assert_eq!(t["clock"], json!({"you_ms": 1000, "opponent_ms": 850}));
+    // b never answers: it loses when its 1000 ms are gone, not later.
+    let before = tokio::time::Instant::now();
+    let eb = b.expect("end").await;
+    let waited = before.elapsed();
+    assert_eq!(eb["reason"], "timeout");
+    assert_eq!(eb["result"], "loss");
+    assert!(
+        waited >= Duration::from_millis(999) && waited <= Duration::from_millis(1001),
+        "{waited:?}"
+    );
+    assert_eq!(a.expect("end").await["result"], "win");
+    let (_, out_dir, _dir) = server.finished().await;
+    let g = &support::read_games(&out_dir)[0];
+    assert_eq!(g["think_ms"], json!([400]));
+    assert_eq!(g["lag_ms"], json!([0]));
+    assert_eq!(g["reason"], "timeout");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_per_move_limit_is_enforced() {
+    let config = two_bot_config("hex", "", "").replace("move_limit_ms = 0", "move_limit_ms = 500");
+    let server = TestServer::start(&config).await;
+    let (mut a, mut b) = two_players(&server, "hex").await;
+    let start_clock = {
+        // The limit is announced in `start` (already read); check it via games.jsonl below.
+        a.expect("turn").await
+    };
+    assert_eq!(start_clock["clock"]["you_ms"], 60000);
+    tokio::time::sleep(Duration::from_millis(499)).await;
+    a.play(MATCH, "A1").await;
+    b.expect("turn").await;
+    tokio::time::sleep(Duration::from_millis(501)).await;
+    b.play(MATCH, "B1").await;
+    let eb = b.expect("end").await;
+    assert_eq!(eb["reason"], "timeout");
+    assert_eq!(a.expect("end").await["result"], "win");
+    let (_, out_dir, _dir) = server.finished().await;
+    let g = &support::read_games(&out_dir)[0];
+    assert_eq!(g["clock"]["move_limit_ms"], 500);
+    assert_eq!(g["moves"], json!(["A1"]));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_bot_that_stays_away_past_the_grace_loses_by_disconnect() {
+    let server = TestServer::start(&two_bot_config("hex", "reconnect_grace_ms = 2000", "")).await;
+    let (mut a, b) = two_players(&server, "hex").await;
+    a.expect("turn").await;
+    a.play(MATCH, "A1").await;
+    drop(b);
+    let before = tokio::time::Instant::now();
+    let ea = a.expect("end").await;
+    assert_eq!(ea["result"], "win");
+    assert_eq!(ea["reason"], "disconnect");
+    let waited = before.elapsed();
+    assert!(waited >= Duration::from_millis(1990), "{waited:?}");
+    let (summary, _, _dir) = server.finished().await;
+    assert_eq!(summary.games[0].reason, "disconnect");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_clock_running_out_during_the_grace_loses_by_timeout() {
+    let config = two_bot_config("hex", "reconnect_grace_ms = 30000", "")
+        .replace("initial_ms = 60000", "initial_ms = 3000");
+    let server = TestServer::start(&config).await;
+    let (mut a, b) = two_players(&server, "hex").await;
+    a.expect("turn").await;
+    a.play(MATCH, "A1").await;
+    drop(b);
+    let ea = a.expect("end").await;
+    assert_eq!(ea["reason"], "timeout");
+    server.finished().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_bot_that_returns_within_the_grace_resumes_with_its_clock_run_down() {
+    let server = TestServer::start(&two_bot_config("hex", "reconnect_grace_ms = 5000", "")).await;
+    let (mut a, b) = two_players(&server, "hex").await;
+    a.expect("turn").await;
+    a.play(MATCH, "A1").await;
+    drop(b);
+    tokio::time::sleep(Duration::from_millis(3000)).await;
+    let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
+    let start = b.expect("start").await;
+    assert_eq!(start["moves"], json!(["A1"]));
+    assert_eq!(start["side"], "second");
+    let turn = b.expect("turn").await;
+    assert_eq!(turn["ply"], 1);
+    let you = turn["clock"]["you_ms"].as_u64().unwrap();
+    assert!(
+        (56_900..=57_000).contains(&you),
+        "clock kept running: {you}"
+    );
+    b.play(MATCH, "C1").await;
+    let turn = a.expect("turn").await;
+    assert_eq!(turn["moves"], json!(["C1"]));
+    a.send(json!({"type":"resign","match":MATCH})).await;
+    assert_eq!(b.expect("end").await["result"], "win");
+    let (summary, _, _dir) = server.finished().await;
+    assert_eq!(summary.games[0].reason, "resign");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reconnect_after_the_grace_finds_the_match_lost() {
+    let server = TestServer::start(
+        &two_bot_config(
+            "hex",
+            "reconnect_grace_ms = 1000\nexit_when_done = false",
+            "",
+        )
+        .replace("exit_when_done = true\n", ""),
+    )
+    .await;
+    let (mut a, b) = two_players(&server, "hex").await;
+    a.expect("turn").await;
+    drop(b);
+    assert_eq!(a.expect("end").await["reason"], "disconnect");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
+    b.send(json!({"type":"move","match":MATCH,"move":"A1"}))
+        .await;
+    b.expect_error("unknown_match").await;
+    let (summary, _, _dir) = server.stop().await;
+    assert_eq!(summary.games.len(), 1);
+}
+
+#[tokio::test]
+async fn every_error_code_is_sent_where_it_applies() {
+    let server = TestServer::start(&two_bot_config("hex", "", "")).await;
+    // auth_failed: wrong token, then the connection closes.
+    let mut bad = Client::connect(server.addr).await;
+    bad.send(json!({"type":"hello","protocol":1,"name":"a","token":"nope","games":["hex"]}))
+        .await;
+    bad.expect_error("auth_failed").await;
+    assert!(bad.until_closed().await.is_empty());
+    // auth_failed: unknown name; and a wrong protocol version.
+    let mut bad = Client::connect(server.addr).await;
+    bad.send(json!({"type":"hello","protocol":1,"name":"mallory","token":"ta","games":["hex"]}))
+        .await;
+    bad.expect_error("auth_failed").await;
+    let mut bad = Client::connect(server.addr).await;
+    bad.send(json!({"type":"hello","protocol":2,"name":"a","token":"ta","games":["hex"]}))
+        .await;
+    bad.expect_error("auth_failed").await;
+
+    let (mut a, mut b) = two_players(&server, "hex").await;
+    // already_connected: a second live connection with the same name.
+    let mut dup = Client::connect(server.addr).await;
+    dup.send(json!({"type":"hello","protocol":1,"name":"a","token":"ta","games":["hex"]}))
+        .await;
+    dup.expect_error("already_connected").await;
+    assert!(dup.until_closed().await.is_empty());
+
+    a.expect("turn").await;
+    a.send_raw(b"this is not json\n").await;
+    a.expect_error("bad_json").await;
+    a.send_raw(b"[1,2,3]\n").await;
+    a.expect_error("bad_json").await;
+    a.send_raw(&[b'{'; 70_000]).await;
+    a.send_raw(b"\n").await;
+    a.expect_error("line_too_long").await;
+    a.send(json!({"type":"dance"})).await;
+    a.expect_error("unknown_type").await;
+    a.send(json!({"type":"move","match":MATCH})).await;
+    a.expect_error("missing_field").await;
+    a.send(json!({"type":"move","match":"other-match","move":"A1"}))
+        .await;
+    let e = a.expect_error("unknown_match").await;
+    assert_eq!(e["match"], "other-match");
+    b.play(MATCH, "A1").await;
+    let e = b.expect_error("not_your_turn").await;
+    assert_eq!(e["match"], MATCH);
+    // None of that cost a anything: its move still counts.
+    a.play(MATCH, "A1").await;
+    let turn = b.expect("turn").await;
+    assert_eq!(turn["moves"], json!(["A1"]));
+    b.play(MATCH, "A1").await;
+    b.expect_error("illegal_move").await;
+    assert_eq!(b.expect("end").await["reason"], "illegal_move");
+    assert_eq!(a.expect("end").await["result"], "win");
+    server.finished().await;
+}
+
+#[tokio::test]
+async fn speaking_before_hello_is_refused_and_closed() {
+    let server = TestServer::start(&two_bot_config("hex", "", "")).await;
+    let mut c = Client::connect(server.addr).await;
+    c.send(json!({"type":"move","match":MATCH,"move":"A1"}))
+        .await;
+    c.expect_error("auth_failed").await;
+    assert!(c.until_closed().await.is_empty());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_connection_that_keeps_sending_garbage_is_closed() {
+    let server = TestServer::start(&two_bot_config("hex", "", "")).await;
+    let mut c = Client::login(server.addr, "a", "ta", &["hex"]).await;
+    c.send_raw(&b"garbage\n".repeat(12)).await;
+    let seen = c.until_closed().await;
+    let errors = seen.iter().filter(|v| v["code"] == "bad_json").count();
+    assert_eq!(errors, 10, "{seen:?}");
+    server.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_hello_in_time_closes_the_connection() {
+    let server = TestServer::start(&two_bot_config("hex", "hello_timeout_ms = 10000", "")).await;
+    let mut c = Client::connect(server.addr).await;
+    let before = tokio::time::Instant::now();
+    assert!(c.until_closed().await.is_empty());
+    let waited = before.elapsed();
+    assert!(waited >= Duration::from_millis(9_990), "{waited:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn hostile_input_never_disturbs_a_running_match() {
+    let server = TestServer::start(&two_bot_config("hex", "max_connections = 1024", "")).await;
+    let (mut a, mut b) = two_players(&server, "hex").await;
+    // 300 idle sockets, and noisy ones sending garbage, an oversized line, invalid UTF-8 and
+    // a half-sent line.
+    let mut idle = Vec::new();
+    for _ in 0..300 {
+        idle.push(tokio::net::TcpStream::connect(server.addr).await.unwrap());
+    }
+    let mut noisy = Vec::new();
+    for i in 0..5 {
+        let mut c = Client::connect(server.addr).await;
+        match i {
+            0 => c.send_raw(&[0u8, 1, 2, 255, 254, b'\n', 7, 7]).await,
+            1 => c.send_raw(&vec![b'x'; 200_000]).await,
+            2 => c.send_raw(b"\xc3\x28\xa0\xa1\n").await,
+            3 => c.send_raw(b"{\"type\":\"hello\",\"proto").await,
+            _ => c.send_raw(b"\n\n\n{}\n").await,
+        }
+        noisy.push(c);
+    }
+    let moves = hex_red_wins();
+    let (ea, _) = play_alternately(&mut a, &mut b, &moves).await;
+    assert_eq!(ea["reason"], "connection");
+    drop(idle);
+    drop(noisy);
+    let (summary, _, _dir) = server.finished().await;
+    assert_eq!(summary.games.len(), 1);
+}
+
+#[tokio::test]
+async fn the_connection_cap_holds_extra_connections_back() {
+    let server = TestServer::start(
+        &two_bot_config("hex", "max_connections = 1\nexit_when_done = false", "")
+            .replace("exit_when_done = true\n", ""),
+    )
+    .await;
+    let first = Client::login(server.addr, "a", "ta", &["connect6"]).await;
+    let mut second = Client::connect(server.addr).await;
+    second
+        .send(json!({"type":"hello","protocol":1,"name":"b","token":"tb","games":["connect6"]}))
+        .await;
+    // Not served while the only slot is taken...
+    let waited = tokio::time::timeout(Duration::from_millis(300), second.try_recv()).await;
+    assert!(waited.is_err(), "served beyond the cap: {waited:?}");
+    // ...and served as soon as it frees.
+    drop(first);
+    let w = second.expect("welcome").await;
+    assert_eq!(w["name"], "b");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_bot_with_max_games_two_plays_two_matches_at_once() {
+    let config = r#"
+[server]
+ping_interval_ms = 1000
+[[bot]]
+name = "a"
+token = "ta"
+[[bot]]
+name = "b"
+token = "tb"
+[[bot]]
+name = "c"
+token = "tc"
+[[tournament]]
+name = "t"
+game = "hex"
+format = "gauntlet"
+bots = ["a", "b", "c"]
+games_per_pairing = 1
+concurrency = 2
+"#;
+    let server = TestServer::start(config).await;
+    let mut a = Client::login_with(server.addr, "a", "ta", &["hex"], 2).await;
+    let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
+    let mut c = Client::login(server.addr, "c", "tc", &["hex"]).await;
+    let mut starts = Vec::new();
+    while starts.len() < 2 {
+        let v = a.recv().await;
+        if v["type"] == "start" {
+            starts.push(v["match"].as_str().unwrap().to_string());
+        } else {
+            assert_eq!(v["type"], "turn", "{v}");
+        }
+    }
+    starts.sort();
+    assert_eq!(starts, ["t-r1-g1", "t-r2-g1"]);
+    let sb = b.expect("start").await;
+    let sc = c.expect("start").await;
+    // b's match runs while c's waits on a; both independent.
+    b.send(json!({"type":"resign","match":sb["match"]})).await;
+    assert_eq!(b.expect("end").await["reason"], "resign");
+    c.send(json!({"type":"resign","match":sc["match"]})).await;
+    assert_eq!(c.expect("end").await["reason"], "resign");
+    let (summary, _, _dir) = server.finished().await;
+    assert_eq!(summary.games.len(), 2);
+    assert!(summary.games.iter().all(|g| g.result == "first"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_bot_that_never_shows_up_forfeits() {
+    let server = TestServer::start(&two_bot_config("hex", "", "absent_forfeit_ms = 5000")).await;
+    let _a = Client::login(server.addr, "a", "ta", &["hex"]).await;
+    let (summary, out_dir, _dir) = server.finished().await;
+    assert_eq!(summary.games.len(), 1);
+    assert_eq!(summary.games[0].reason, "forfeit");
+    assert_eq!(summary.games[0].result, "first");
+    let g = &support::read_games(&out_dir)[0];
+    assert_eq!(g["moves"], json!([]));
+}
+
+#[tokio::test]
+async fn finished_matches_are_not_replayed_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(
+        out.join("games.jsonl"),
+        format!("{}\n", json!({"match": MATCH, "result": "draw"})),
+    )
+    .unwrap();
+    let mut config = arena::config::Config::from_toml(&two_bot_config("hex", "", "")).unwrap();
+    config.server.out_dir = out;
+    let listener = arena::server::bind(&config, Some("127.0.0.1:0"))
+        .await
+        .unwrap();
+    let summary = arena::server::run(config, listener, Default::default())
+        .await
+        .unwrap();
+    assert!(summary.tournaments_finished);
+    assert!(summary.games.is_empty());
+}
+
+#[tokio::test]
+async fn a_full_surakarta_game_ends_by_the_no_capture_limit() {
+    let server = TestServer::start(&two_bot_config(
+        "surakarta",
+        "",
+        "rules = { no_capture_limit = 4 }",
+    ))
+    .await;
+    let (mut a, mut b) = two_players(&server, "surakarta").await;
+    let moves: Vec<String> = ["A2-A3", "A5-A4", "B2-B3", "B5-B4"]
+        .map(String::from)
+        .to_vec();
+    let (ea, eb) = play_sequence(&mut a, &mut b, &moves, |i| i % 2).await;
+    assert_eq!(ea["result"], "draw");
+    assert_eq!(eb["result"], "draw");
+    assert_eq!(ea["reason"], "move_limit");
+    let (_, out_dir, _dir) = server.finished().await;
+    let g = &support::read_games(&out_dir)[0];
+    assert_eq!(g["result"], "draw");
+    assert_eq!(g["rules"]["no_capture_limit"], 4);
+    let text = std::fs::read_to_string(out_dir.join("records").join(g["record"].as_str().unwrap()))
+        .unwrap();
+    assert!(
+        text.contains("[平局]") && text.contains(";B(A,2)-(A,3);W(A,5)-(A,4)"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_full_jiu_game_tells_white_both_of_blacks_moves_when_the_battle_begins() {
+    let fixture = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/jiu/replay_limit2.input"),
+    )
+    .unwrap();
+    let moves: Vec<String> = fixture
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .map(|m| m.to_uppercase())
+        .collect();
+    assert_eq!(moves.len(), 198);
+    let server = TestServer::start(&two_bot_config(
+        "jiu",
+        "",
+        "rules = { no_capture_limit = 2 }",
+    ))
+    .await;
+    let (mut a, mut b) = two_players(&server, "jiu").await;
+    // Placement alternates White, Black; Black makes the last placement and the first battle
+    // move, so White's next turn carries both.
+    let mover = |i: usize| if i < 196 { i % 2 } else { 1 - (i - 196) % 2 };
+    let (ea, eb) = play_sequence(&mut a, &mut b, &moves, mover).await;
+    assert_eq!(ea["reason"], "move_limit");
+    assert_eq!(ea["result"], "draw");
+    assert_eq!(eb["result"], "draw");
+    let (_, out_dir, _dir) = server.finished().await;
+    let g = &support::read_games(&out_dir)[0];
+    assert_eq!(g["moves"].as_array().unwrap().len(), 198);
+    assert_eq!(g["game"], "jiu");
+}
+
+#[tokio::test(start_paused = true)]
+async fn measured_round_trip_time_is_credited_back_up_to_max_lag() {
+    let config = two_bot_config("hex", "max_lag_ms = 500", "");
+    let server = TestServer::start(&config).await;
+    let (mut a, mut b) = two_players(&server, "hex").await;
+    a.answer_pings = false;
+    b.answer_pings = false;
+    a.expect("turn").await;
+    let ping = a.expect("ping").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    a.send(json!({"type":"pong","id":ping["id"]})).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    a.play(MATCH, "A1").await;
+    // b was pinged while a thought and answers only after its turn came: a round trip of
+    // 1400 ms, credited at most 500.
+    let ping = b.expect("ping").await;
+    b.expect("turn").await;
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    b.send(json!({"type":"pong","id":ping["id"]})).await;
+    b.play(MATCH, "C1").await;
+    a.answer_pings = true;
+    a.expect("turn").await;
+    a.send(json!({"type":"resign","match":MATCH})).await;
+    let (_, out_dir, _dir) = server.finished().await;
+    let g = &support::read_games(&out_dir)[0];
+    // a: 1000 ms to the first ping + 200 + 300 = 1500 elapsed, 200 credited.
+    assert_eq!(g["lag_ms"], json!([200, 500]));
+    assert_eq!(g["think_ms"][0], 1300);
+}
+
+#[tokio::test]
+async fn a_bot_that_does_not_read_is_dropped_without_holding_up_its_opponent() {
+    let server = TestServer::start(&two_bot_config(
+        "hex",
+        "write_queue_lines = 16\nreconnect_grace_ms = 300",
+        "",
+    ))
+    .await;
+    let (mut a, b) = two_players(&server, "hex").await;
+    // b floods out-of-turn moves (each answered by an error line) and never reads a byte.
+    let flood = tokio::spawn(async move {
+        let mut b = b;
+        let line = format!("{}\n", json!({"type":"move","match":MATCH,"move":"K11"}));
+        let chunk = line.repeat(1000);
+        for _ in 0..400 {
+            if tokio::io::AsyncWriteExt::write_all(b.writer_mut(), chunk.as_bytes())
+                .await
+                .is_err()
+            {
+                return true;
+            }
+        }
+        false
+    });
+    a.expect("turn").await;
+    // b's connection is dropped once its queue is full; it then loses after the grace.
+    let end = a.expect("end").await;
+    assert_eq!(end["reason"], "disconnect");
+    assert_eq!(end["result"], "win");
+    assert!(
+        flood.await.unwrap(),
+        "the server closed the flooding connection"
+    );
+    server.finished().await;
+}
+
+/// Runs the real binary: `arena serve --config FILE --listen 127.0.0.1:0`, reads the bound
+/// address it prints, plays a game through it, and checks it exits by itself.
+#[tokio::test]
+async fn the_binary_serves_a_config_and_exits_when_done() {
+    use tokio::io::AsyncBufReadExt;
+    let dir = tempfile::tempdir().unwrap();
+    let config_path = dir.path().join("arena.toml");
+    let out = dir.path().join("out");
+    let config = two_bot_config("hex", &format!("out_dir = {:?}", out.to_str().unwrap()), "");
+    std::fs::write(&config_path, config).unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(["serve", "--config"])
+        .arg(&config_path)
+        .args(["--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let first = lines.next_line().await.unwrap().unwrap();
+    let addr: std::net::SocketAddr = first
+        .strip_prefix("arena listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+        .parse()
+        .unwrap();
+    let mut a = Client::login(addr, "a", "ta", &["hex"]).await;
+    let mut b = Client::login(addr, "b", "tb", &["hex"]).await;
+    a.expect("start").await;
+    b.expect("start").await;
+    a.expect("turn").await;
+    b.send(json!({"type":"resign","match":MATCH})).await;
+    assert_eq!(a.expect("end").await["result"], "win");
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(support::read_games(&out).len(), 1);
+}
+
+#[tokio::test]
+async fn the_binary_refuses_a_bad_config_naming_the_key() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/config/unknown_bot_in_tournament.toml");
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(["serve", "--config"])
+        .arg(&fixture)
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("tournament[0].bots"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn built_in_engines_play_a_league_of_all_four_games_through_the_listener() {
+    let shipped = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("arena.toml"),
+    )
+    .unwrap();
+    let server = TestServer::start(&shipped).await;
+    let (summary, out_dir, _dir) = server.finished().await;
+    assert!(summary.tournaments_finished);
+    assert_eq!(summary.games.len(), 8);
+    let games = support::read_games(&out_dir);
+    assert_eq!(games.len(), 8);
+    for g in &games {
+        let reason = g["reason"].as_str().unwrap();
+        let board = [
+            "six_in_row",
+            "board_full",
+            "connection",
+            "no_pieces",
+            "move_limit",
+            "no_moves",
+            "few_stones",
+        ];
+        assert!(
+            board.contains(&reason),
+            "a random engine game ends on the board: {g}"
+        );
+        let record = out_dir.join("records").join(g["record"].as_str().unwrap());
+        match arena::record::check_file(&record) {
+            arena::record::CheckVerdict::Ok {
+                reached: Some(outcome),
+            } => {
+                assert_eq!(outcome.reason.as_str(), reason);
+            }
+            other => panic!("{}: {other:?}", record.display()),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_scripted_bot_plays_a_built_in_engine() {
+    let config = r#"
+[server]
+ping_interval_ms = 1000
+[[bot]]
+name = "a"
+token = "ta"
+[[bot]]
+name = "engine"
+builtin = "random"
+[[tournament]]
+name = "t"
+game = "hex"
+bots = ["a", "engine"]
+games_per_pairing = 1
+clock = { initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }
+"#;
+    let server = TestServer::start(config).await;
+    let mut a = Client::login(server.addr, "a", "ta", &["hex"]).await;
+    let start = a.expect("start").await;
+    assert_eq!(start["opponent"], "engine");
+    a.expect("turn").await;
+    a.play(MATCH, "F6").await;
+    let turn = a.expect("turn").await;
+    assert_eq!(turn["ply"], 2);
+    assert_eq!(turn["moves"].as_array().unwrap().len(), 1);
+    a.send(json!({"type":"resign","match":MATCH})).await;
+    assert_eq!(a.expect("end").await["reason"], "resign");
+    let (summary, _, _dir) = server.finished().await;
+    assert_eq!(summary.games[0].result, "second");
+}

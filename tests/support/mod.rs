@@ -1,0 +1,228 @@
+//! Test helpers for the server: start an in-process server on port 0 from config text, and a
+//! scripted bot client that sends JSON lines and reads answers with a timeout.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use arena::config::Config;
+use arena::server::{ServerError, ServerSummary};
+
+/// A server running in this test's runtime.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub shutdown: CancellationToken,
+    pub handle: JoinHandle<Result<ServerSummary, ServerError>>,
+    pub out_dir: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    /// Starts a server from config text; `server.out_dir` is set to a fresh temporary folder and
+    /// the listener is bound to 127.0.0.1:0.
+    pub async fn start(config_text: &str) -> TestServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut config = Config::from_toml(config_text).expect("test config is valid");
+        config.server.out_dir = dir.path().join("out");
+        let listener = arena::server::bind(&config, Some("127.0.0.1:0"))
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let shutdown = CancellationToken::new();
+        let handle = tokio::spawn(arena::server::run(config, listener, shutdown.clone()));
+        TestServer {
+            addr,
+            shutdown,
+            handle,
+            out_dir: dir.path().join("out"),
+            _dir: dir,
+        }
+    }
+
+    /// Waits for the server to exit by itself (every tournament done).
+    pub async fn finished(self) -> (ServerSummary, PathBuf, tempfile::TempDir) {
+        let summary = tokio::time::timeout(Duration::from_secs(600), self.handle)
+            .await
+            .expect("server exits")
+            .expect("server task")
+            .expect("server ok");
+        (summary, self.out_dir, self._dir)
+    }
+
+    /// Stops the server and returns its summary.
+    pub async fn stop(self) -> (ServerSummary, PathBuf, tempfile::TempDir) {
+        self.shutdown.cancel();
+        self.finished().await
+    }
+
+    pub fn games_jsonl(&self) -> Vec<Value> {
+        read_games(&self.out_dir)
+    }
+}
+
+pub fn read_games(out_dir: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(out_dir.join("games.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("games.jsonl lines are JSON"))
+        .collect()
+}
+
+/// How long a scripted client waits for a line before failing the test.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A bot driven line by line by the test.
+pub struct Client {
+    reader: BufReader<OwnedReadHalf>,
+    writer: OwnedWriteHalf,
+    /// Answer pings automatically (and skip them when reading).
+    pub answer_pings: bool,
+}
+
+impl Client {
+    pub async fn connect(addr: SocketAddr) -> Client {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        // Without this, Nagle's algorithm holds a small line back until the previous one is
+        // acknowledged, which under paused time lets the clock jump ahead meanwhile.
+        stream.set_nodelay(true).expect("nodelay");
+        let (r, w) = stream.into_split();
+        Client {
+            reader: BufReader::new(r),
+            writer: w,
+            answer_pings: true,
+        }
+    }
+
+    /// Connects and says hello; expects `welcome`.
+    pub async fn login(addr: SocketAddr, name: &str, token: &str, games: &[&str]) -> Client {
+        Client::login_with(addr, name, token, games, 1).await
+    }
+
+    pub async fn login_with(
+        addr: SocketAddr,
+        name: &str,
+        token: &str,
+        games: &[&str],
+        max_games: u32,
+    ) -> Client {
+        let mut c = Client::connect(addr).await;
+        c.send(json!({"type":"hello","protocol":1,"name":name,"token":token,"games":games,"max_games":max_games}))
+            .await;
+        let w = c.recv().await;
+        assert_eq!(w["type"], "welcome", "expected welcome, got {w}");
+        assert_eq!(w["name"], name);
+        c
+    }
+
+    /// The raw write half, for tests that write without the helper's pacing.
+    pub fn writer_mut(&mut self) -> &mut OwnedWriteHalf {
+        &mut self.writer
+    }
+
+    pub async fn send(&mut self, value: Value) {
+        self.send_raw(format!("{value}\n").as_bytes()).await;
+    }
+
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).await.expect("write");
+        // With paused time, a parked runtime jumps the clock to the next timer if the server's
+        // socket is not readable yet; yielding polls I/O without advancing the clock, so the
+        // server reads the line at the (paused) time it was sent.
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// Sends a move for a match.
+    pub async fn play(&mut self, match_id: &str, mv: &str) {
+        self.send(json!({"type":"move","match":match_id,"move":mv}))
+            .await;
+    }
+
+    /// The next message that is not a ping, or `None` when the server closed the connection.
+    pub async fn try_recv(&mut self) -> Option<Value> {
+        loop {
+            let mut line = String::new();
+            let n = tokio::time::timeout(READ_TIMEOUT, self.reader.read_line(&mut line))
+                .await
+                .expect("timed out waiting for a line from the server")
+                .unwrap_or(0);
+            if n == 0 {
+                return None;
+            }
+            let v: Value = serde_json::from_str(&line).expect("server lines are JSON");
+            if v["type"] == "ping" && self.answer_pings {
+                let id = v["id"].clone();
+                self.send(json!({"type":"pong","id":id})).await;
+                continue;
+            }
+            return Some(v);
+        }
+    }
+
+    pub async fn recv(&mut self) -> Value {
+        self.try_recv()
+            .await
+            .expect("connection closed unexpectedly")
+    }
+
+    /// The next message, which must be of `kind`.
+    pub async fn expect(&mut self, kind: &str) -> Value {
+        let v = self.recv().await;
+        assert_eq!(v["type"], kind, "expected {kind}, got {v}");
+        v
+    }
+
+    /// The next message, which must be an `error` with `code`.
+    pub async fn expect_error(&mut self, code: &str) -> Value {
+        let v = self.expect("error").await;
+        assert_eq!(v["code"], code, "expected error {code}, got {v}");
+        v
+    }
+
+    /// Reads until the server closes the connection; returns what came before.
+    pub async fn until_closed(&mut self) -> Vec<Value> {
+        let mut seen = Vec::new();
+        while let Some(v) = self.try_recv().await {
+            seen.push(v);
+        }
+        seen
+    }
+}
+
+/// Config text with two third-party bots `a` and `b` and one tournament of `game`.
+pub fn two_bot_config(game: &str, extra_server: &str, extra_tournament: &str) -> String {
+    format!(
+        r#"
+[server]
+exit_when_done = true
+ping_interval_ms = 1000
+{extra_server}
+
+[[bot]]
+name = "a"
+token = "ta"
+
+[[bot]]
+name = "b"
+token = "tb"
+
+[[tournament]]
+name = "t"
+game = "{game}"
+bots = ["a", "b"]
+games_per_pairing = 1
+concurrency = 1
+clock = {{ initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }}
+{extra_tournament}
+"#
+    )
+}
