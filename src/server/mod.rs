@@ -8,6 +8,7 @@
 mod builtin;
 pub mod connection;
 pub mod output;
+pub mod probe;
 pub mod referee;
 pub mod registry;
 pub mod schedule;

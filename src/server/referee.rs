@@ -14,6 +14,7 @@ use crate::config::ClockConfig;
 use crate::game::{new_game, AnyGame, EndReason, GameId, Outcome, Side};
 use crate::protocol::{ErrorCode, RefereeMessage, TurnClock};
 
+use super::probe;
 use super::registry::BotLink;
 
 /// What reaches a referee from the connections of its two players.
@@ -248,11 +249,28 @@ impl Referee {
                         self.remaining[side.index()] = left;
                         self.reported[side.index()] = self.moves.len();
                         self.turn_started = Instant::now();
+                        let ply = self.moves.len().saturating_sub(1);
                         if let Some(outcome) = self.game.outcome() {
+                            probe::move_accepted(
+                                &self.spec.match_id,
+                                ply,
+                                received,
+                                elapsed,
+                                think,
+                                false,
+                            );
                             return Some(outcome);
                         }
                         let next = self.game.turn();
                         self.send_turn(next);
+                        probe::move_accepted(
+                            &self.spec.match_id,
+                            ply,
+                            received,
+                            elapsed,
+                            think,
+                            true,
+                        );
                         None
                     }
                 }
@@ -306,6 +324,7 @@ pub async fn run_match(
     mut inbox: mpsc::Receiver<RefereeInput>,
     shutdown: CancellationToken,
 ) -> Option<FinishedGame> {
+    let _running = probe::RunningMatch::start();
     let game = match new_game(spec.game, &spec.rules) {
         Ok(g) => g,
         Err(e) => {
