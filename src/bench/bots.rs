@@ -106,7 +106,9 @@ pub fn connect6_draw_script() -> Result<Vec<String>, BenchError> {
         .map_err(|e| BenchError::Setup(e.to_string()))?;
     for (i, mv) in moves.iter().enumerate() {
         if game.outcome().is_some() {
-            return Err(BenchError::Setup(format!("script game ends early at move {i}")));
+            return Err(BenchError::Setup(format!(
+                "script game ends early at move {i}"
+            )));
         }
         game.play_text(mv)
             .map_err(|e| BenchError::Setup(format!("script move {i} {mv}: {e}")))?;
@@ -236,7 +238,8 @@ impl Bot {
                     permit.take();
                 }
                 "ping" => {
-                    let pong = format!(r#"{{"type":"pong","id":{}}}"#, message.id.unwrap_or(0)) + "\n";
+                    let pong =
+                        format!(r#"{{"type":"pong","id":{}}}"#, message.id.unwrap_or(0)) + "\n";
                     if write_half.write_all(pong.as_bytes()).await.is_err() {
                         break;
                     }
@@ -256,7 +259,10 @@ impl Bot {
                         }
                     }
                     if self.options.think_max_ms == 0 {
-                        if !self.send_move(&mut write_half, match_id, ply, &mut stats).await {
+                        if !self
+                            .send_move(&mut write_half, match_id, ply, &mut stats)
+                            .await
+                        {
                             break;
                         }
                     } else {
@@ -308,7 +314,9 @@ pub fn quantile<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
         return None;
     }
     let rank = (q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize;
-    sorted.get(rank.saturating_sub(1).min(sorted.len() - 1)).copied()
+    sorted
+        .get(rank.saturating_sub(1).min(sorted.len() - 1))
+        .copied()
 }
 
 /// Runs `options.bots` bots (bots `2k` and `2k+1` play each other) until the referee closes
@@ -353,7 +361,10 @@ pub fn run_bots(options: BotsOptions, out: &mut impl Write) -> Result<(), BenchE
         }
         all
     });
-    let mut relay: Vec<u32> = stats.iter().flat_map(|s| s.relay_us.iter().copied()).collect();
+    let mut relay: Vec<u32> = stats
+        .iter()
+        .flat_map(|s| s.relay_us.iter().copied())
+        .collect();
     relay.sort_unstable();
     let report = BotsReport {
         bots,
@@ -400,6 +411,9 @@ mod tests {
             r#"{"type":"turn","match":"m1-r1-g1","moves":["A1"],"ply":3,"clock":{"you_ms":5,"opponent_ms":6}}"#,
         )
         .unwrap();
-        assert_eq!((m.kind, m.match_id, m.ply), ("turn", Some("m1-r1-g1"), Some(3)));
+        assert_eq!(
+            (m.kind, m.match_id, m.ply),
+            ("turn", Some("m1-r1-g1"), Some(3))
+        );
     }
 }

@@ -50,6 +50,9 @@ pub struct LoadResult {
     pub rss_loaded_kib: u64,
     /// Matches running when `rss_loaded_kib` was read.
     pub matches_at_rss: u64,
+    /// CPU time used during the window by this process (the server) and by the load generator.
+    pub server_cpu_us: u64,
+    pub bots_cpu_us: u64,
     /// Games that ended on time, over the whole phase.
     pub timeouts: usize,
     pub games_finished: usize,
@@ -70,6 +73,43 @@ pub fn rss_kib() -> u64 {
     // SAFETY: sysconf only reads a system constant.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     pages * u64::try_from(page).unwrap_or(4096) / 1024
+}
+
+/// CPU time (user + system) this process has used, in microseconds.
+pub fn own_cpu_us() -> u64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given; it was zeroed, so it is initialised
+    // whatever happens.
+    let usage = unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
+        usage.assume_init()
+    };
+    let us = |t: libc::timeval| {
+        u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000 + u64::try_from(t.tv_usec).unwrap_or(0)
+    };
+    us(usage.ru_utime) + us(usage.ru_stime)
+}
+
+/// CPU time (user + system) process `pid` has used, in microseconds (`/proc/PID/stat`), 0 if
+/// unknown.
+pub fn process_cpu_us(pid: u32) -> u64 {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0;
+    };
+    // Fields after the command name (which may contain spaces) start at state (field 3);
+    // utime and stime are fields 14 and 15.
+    let Some((_, rest)) = text.rsplit_once(')') else {
+        return 0;
+    };
+    let fields: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    // SAFETY: sysconf only reads a system constant.
+    let ticks = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).unwrap_or(100);
+    fields.iter().sum::<u64>() * 1_000_000 / ticks.max(1)
 }
 
 /// The generated arena configuration of a phase.
@@ -199,13 +239,18 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         sleep(plan.warmup).await;
         let before = probe::snapshot();
         let started = Instant::now();
+        let cpu_before = (own_cpu_us(), process_cpu_us(child.id()));
         sleep(plan.window / 2).await;
         let rss_loaded_kib = rss_kib();
         let matches_at_rss = probe::snapshot().matches_running;
         sleep(plan.window.saturating_sub(plan.window / 2)).await;
         let after = probe::snapshot();
         let window_s = started.elapsed().as_secs_f64();
-        Ok((before, after, window_s, rss_loaded_kib, matches_at_rss))
+        let cpu = (
+            own_cpu_us().saturating_sub(cpu_before.0),
+            process_cpu_us(child.id()).saturating_sub(cpu_before.1),
+        );
+        Ok((before, after, window_s, rss_loaded_kib, matches_at_rss, cpu))
     }
     .await;
 
@@ -214,13 +259,13 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
     probe::disable();
     let think = probe::take_think_samples();
     let bots_text = finish_child(&mut child, reader).await;
-    let (before, after, window_s, rss_loaded_kib, matches_at_rss) = outcome?;
+    let (before, after, window_s, rss_loaded_kib, matches_at_rss, (server_cpu_us, bots_cpu_us)) =
+        outcome?;
     let summary = summary
         .map_err(|e| BenchError::Setup(format!("server task: {e}")))?
         .map_err(BenchError::Server)?;
-    let bots: BotsReport = serde_json::from_str(bots_text.trim()).map_err(|e| {
-        BenchError::Setup(format!("cannot read the load generator's report: {e}"))
-    })?;
+    let bots: BotsReport = serde_json::from_str(bots_text.trim())
+        .map_err(|e| BenchError::Setup(format!("cannot read the load generator's report: {e}")))?;
     Ok(LoadResult {
         window_s,
         moves_in_window: after.moves.saturating_sub(before.moves),
@@ -228,6 +273,8 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         rss_idle_kib,
         rss_loaded_kib,
         matches_at_rss,
+        server_cpu_us,
+        bots_cpu_us,
         timeouts: summary
             .games
             .iter()

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-pub use bots::{run_bots, BotsOptions};
 use bots::quantile;
+pub use bots::{run_bots, BotsOptions};
 use load::{run_phase, LoadPlan, LoadResult};
 
 /// Why the bench could not run.
@@ -65,6 +65,12 @@ pub struct BenchReport {
     pub move_overhead_us_p50: u64,
     pub move_overhead_us_p99: u64,
     pub move_overhead_samples: u64,
+    /// CPU time per move during the window: the server process, and the load generator.
+    pub server_cpu_us_per_move: f64,
+    pub bots_cpu_us_per_move: f64,
+    /// Share of all cores the two processes got during the window (the rest went to other work
+    /// or idled).
+    pub cpu_share: f64,
     pub relay_latency_us_p50: u64,
     pub relay_latency_us_p99: u64,
     pub rss_idle_mib: f64,
@@ -124,8 +130,16 @@ fn clock_errors(result: &LoadResult) -> (Vec<i64>, Vec<i64>) {
     for (match_id, ply, true_us) in &result.bots.think {
         if let Some(&(think_us, elapsed_us)) = server.get(&(match_id.as_str(), *ply)) {
             let t = i64::try_from(*true_us).unwrap_or(i64::MAX);
-            charged.push(i64::try_from(think_us).unwrap_or(i64::MAX).saturating_sub(t));
-            uncredited.push(i64::try_from(elapsed_us).unwrap_or(i64::MAX).saturating_sub(t));
+            charged.push(
+                i64::try_from(think_us)
+                    .unwrap_or(i64::MAX)
+                    .saturating_sub(t),
+            );
+            uncredited.push(
+                i64::try_from(elapsed_us)
+                    .unwrap_or(i64::MAX)
+                    .saturating_sub(t),
+            );
         }
     }
     charged.sort_unstable();
@@ -216,6 +230,13 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
     let (charged, uncredited) = clock_errors(&timed);
 
     let per_s = |n: u64, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
+    let per_move = |cpu_us: u64| {
+        if instant.moves_in_window > 0 {
+            cpu_us as f64 / instant.moves_in_window as f64
+        } else {
+            0.0
+        }
+    };
     let rss_growth = instant.rss_loaded_kib.saturating_sub(instant.rss_idle_kib);
     Ok(BenchReport {
         date,
@@ -240,6 +261,16 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         move_overhead_us_p50: instant.overhead_us.quantile(0.5).unwrap_or(0),
         move_overhead_us_p99: instant.overhead_us.quantile(0.99).unwrap_or(0),
         move_overhead_samples: instant.overhead_us.count(),
+        server_cpu_us_per_move: per_move(instant.server_cpu_us),
+        bots_cpu_us_per_move: per_move(instant.bots_cpu_us),
+        cpu_share: if instant.window_s > 0.0 {
+            (instant.server_cpu_us + instant.bots_cpu_us) as f64
+                / 1e6
+                / instant.window_s
+                / cores as f64
+        } else {
+            0.0
+        },
         relay_latency_us_p50: instant.bots.relay_us_p50,
         relay_latency_us_p99: instant.bots.relay_us_p99,
         rss_idle_mib: instant.rss_idle_kib as f64 / 1024.0,
@@ -277,7 +308,11 @@ impl BenchReport {
         writeln!(
             out,
             "arena bench{} — {} — {} cores, load average {} at start, open-files limit {}",
-            if self.quick { " --quick (smoke test, not a measurement)" } else { "" },
+            if self.quick {
+                " --quick (smoke test, not a measurement)"
+            } else {
+                ""
+            },
             self.date,
             self.cores,
             self.load_average,
@@ -325,6 +360,14 @@ impl BenchReport {
             format!("{} us", self.move_overhead_us_p99),
             "<= 1000 us",
             self.move_overhead_us_p99 <= 1000,
+        )?;
+        writeln!(
+            out,
+            "  CPU per move: server {:.1} us, bots {:.1} us; the two processes got {:.0}% of {} cores",
+            self.server_cpu_us_per_move,
+            self.bots_cpu_us_per_move,
+            self.cpu_share * 100.0,
+            self.cores
         )?;
         writeln!(
             out,

@@ -54,8 +54,7 @@ pub fn perft_speeds(target: Duration, cap: Duration) -> Result<Vec<PerftFigure>,
             // The next depth costs about this many times more (the average branching factor).
             let growth = (nodes as f64 / previous_nodes.max(1) as f64).max(1.0);
             let next_estimate = seconds * growth;
-            if seconds >= target.as_secs_f64() || next_estimate > cap.as_secs_f64() || depth >= 12
-            {
+            if seconds >= target.as_secs_f64() || next_estimate > cap.as_secs_f64() || depth >= 12 {
                 break (nodes, seconds);
             }
             previous_nodes = nodes;
