@@ -29,6 +29,9 @@ use super::registry::{BotLink, Registry, Session};
 /// The server's name in `welcome`.
 pub const SERVER_NAME: &str = concat!("arena ", env!("CARGO_PKG_VERSION"));
 
+/// Initial read and write buffer of a connection.
+const CONNECTION_BUFFER_BYTES: usize = 1024;
+
 /// What every connection shares.
 #[derive(Debug)]
 pub struct ConnectionContext {
@@ -51,7 +54,13 @@ pub async fn serve_connection(
 ) {
     tracing::info!(conn = conn_id, %peer, "connection accepted");
     let _ = socket.set_nodelay(true);
-    let framed = Framed::new(socket, CappedLineCodec::new(MAX_LINE_BYTES));
+    // Protocol lines are short: 1 KiB buffers (grown on demand up to the line cap) instead of
+    // the default 8 KiB each way, which reads and writes cycle through and so keep resident.
+    let framed = Framed::with_capacity(
+        socket,
+        CappedLineCodec::new(MAX_LINE_BYTES),
+        CONNECTION_BUFFER_BYTES,
+    );
     let (sink, lines) = framed.split();
     let (tx, rx) = mpsc::channel(ctx.config.server.write_queue_lines);
     let close = ctx.shutdown.child_token();
