@@ -23,6 +23,7 @@ use tokio_util::codec::FramedRead;
 use crate::game::connect6::SIZE;
 use crate::game::{new_game, EndReason, GameId, Point};
 use crate::protocol::{CappedLineCodec, Frame, MAX_LINE_BYTES};
+use crate::server::probe::monotonic_us;
 
 use super::BenchError;
 
@@ -62,8 +63,8 @@ pub struct BotsReport {
     pub timeouts_seen: u64,
     pub errors_seen: u64,
     /// Each timed move: match id, ply, true think time in microseconds (from reading `turn` to
-    /// writing the move).
-    pub think: Vec<(String, u32, u64)>,
+    /// writing the move), and when `turn` was read (machine-wide monotonic µs).
+    pub think: Vec<(String, u32, u64, u64)>,
 }
 
 /// The moves of a Connect6 game that fills the board without six in a row (a draw by full
@@ -145,13 +146,14 @@ struct BotStats {
     games_ended: u64,
     timeouts_seen: u64,
     errors_seen: u64,
-    think: Vec<(String, u32, u64)>,
+    think: Vec<(String, u32, u64, u64)>,
 }
 
 /// A move waiting for its think time to pass.
 struct Pending {
     due: Instant,
     read_at: Instant,
+    read_mono_us: u64,
     match_id: String,
     ply: u32,
 }
@@ -214,7 +216,7 @@ impl Bot {
                 _ = async { if let Some(at) = due { sleep_until(at).await } }, if due.is_some() => {
                     if let Some(p) = pending.take() {
                         let think = u64::try_from(p.read_at.elapsed().as_micros()).unwrap_or(u64::MAX);
-                        stats.think.push((p.match_id.clone(), p.ply, think));
+                        stats.think.push((p.match_id.clone(), p.ply, think, p.read_mono_us));
                         if !self.send_move(&mut write_half, &p.match_id, p.ply, &mut stats).await {
                             break;
                         }
@@ -223,6 +225,7 @@ impl Bot {
                 }
             };
             let read_at = Instant::now();
+            let read_mono_us = monotonic_us();
             let line = match frame {
                 Ok(Some(Ok(Frame::Line(line)))) => line,
                 Ok(Some(Ok(_))) => continue,
@@ -270,6 +273,7 @@ impl Bot {
                         pending = Some(Pending {
                             due: read_at + Duration::from_millis(think),
                             read_at,
+                            read_mono_us,
                             match_id: match_id.to_string(),
                             ply,
                         });

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::server::probe::ThinkSample;
 use bots::quantile;
 pub use bots::{run_bots, BotsOptions};
 use load::{run_phase, LoadPlan, LoadResult};
@@ -84,6 +85,10 @@ pub struct BenchReport {
     pub clock_error_ms_max: f64,
     /// Without the lag credit: read-move time minus `turn`-queued time, minus true think time.
     pub clock_error_uncredited_ms_p99: f64,
+    /// The two halves of the uncredited error: `turn` queued by the referee -> read by the bot,
+    /// and move written by the bot -> read by the server (machine-wide monotonic clock).
+    pub clock_turn_to_bot_ms_p99: f64,
+    pub clock_move_to_server_ms_p99: f64,
     pub false_timeouts: usize,
     pub bot_errors_seen: u64,
     pub total_s: f64,
@@ -117,34 +122,50 @@ fn ms(us: i64) -> f64 {
     us as f64 / 1000.0
 }
 
-/// Server-charged think time minus the bot's true think time, per move both sides saw:
-/// (charged errors, uncredited errors), each sorted, in microseconds.
-fn clock_errors(result: &LoadResult) -> (Vec<i64>, Vec<i64>) {
-    let server: HashMap<(&str, u32), (u64, u64)> = result
+/// Per move both sides saw, in microseconds, each list sorted: server-charged think time minus
+/// the bot's true think time; the same before lag credit; and the two halves of the latter, on
+/// the machine-wide monotonic clock: `turn` queued -> bot read it ("out") and bot wrote its
+/// move -> server read it ("in").
+struct ClockErrors {
+    charged: Vec<i64>,
+    uncredited: Vec<i64>,
+    out: Vec<i64>,
+    back: Vec<i64>,
+}
+
+fn signed(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn clock_errors(result: &LoadResult) -> ClockErrors {
+    let server: HashMap<(&str, u32), &ThinkSample> = result
         .think
         .iter()
-        .map(|s| ((s.match_id.as_str(), s.ply), (s.think_us, s.elapsed_us)))
+        .map(|s| ((s.match_id.as_str(), s.ply), s))
         .collect();
-    let mut charged = Vec::new();
-    let mut uncredited = Vec::new();
-    for (match_id, ply, true_us) in &result.bots.think {
-        if let Some(&(think_us, elapsed_us)) = server.get(&(match_id.as_str(), *ply)) {
-            let t = i64::try_from(*true_us).unwrap_or(i64::MAX);
-            charged.push(
-                i64::try_from(think_us)
-                    .unwrap_or(i64::MAX)
-                    .saturating_sub(t),
-            );
-            uncredited.push(
-                i64::try_from(elapsed_us)
-                    .unwrap_or(i64::MAX)
-                    .saturating_sub(t),
+    let mut e = ClockErrors {
+        charged: Vec::new(),
+        uncredited: Vec::new(),
+        out: Vec::new(),
+        back: Vec::new(),
+    };
+    for (match_id, ply, true_us, read_mono_us) in &result.bots.think {
+        if let Some(s) = server.get(&(match_id.as_str(), *ply)) {
+            let t = signed(*true_us);
+            e.charged.push(signed(s.think_us).saturating_sub(t));
+            e.uncredited.push(signed(s.elapsed_us).saturating_sub(t));
+            let turn_queued = signed(s.received_mono_us).saturating_sub(signed(s.elapsed_us));
+            e.out
+                .push(signed(*read_mono_us).saturating_sub(turn_queued));
+            e.back.push(
+                signed(s.received_mono_us).saturating_sub(signed(*read_mono_us).saturating_add(t)),
             );
         }
     }
-    charged.sort_unstable();
-    uncredited.sort_unstable();
-    (charged, uncredited)
+    for v in [&mut e.charged, &mut e.uncredited, &mut e.out, &mut e.back] {
+        v.sort_unstable();
+    }
+    e
 }
 
 /// Runs every measurement, telling `progress` what it is doing.
@@ -227,7 +248,12 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         timed_plan.think_max_ms, timed_plan.move_limit_ms
     ));
     let timed = run_phase("timed", &timed_plan, &options.exe)?;
-    let (charged, uncredited) = clock_errors(&timed);
+    let ClockErrors {
+        charged,
+        uncredited,
+        out,
+        back,
+    } = clock_errors(&timed);
 
     let per_s = |n: u64, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
     let per_move = |cpu_us: u64| {
@@ -287,6 +313,8 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         clock_error_ms_p99: quantile(&charged, 0.99).map_or(0.0, ms),
         clock_error_ms_max: charged.last().copied().map_or(0.0, ms),
         clock_error_uncredited_ms_p99: quantile(&uncredited, 0.99).map_or(0.0, ms),
+        clock_turn_to_bot_ms_p99: quantile(&out, 0.99).map_or(0.0, ms),
+        clock_move_to_server_ms_p99: quantile(&back, 0.99).map_or(0.0, ms),
         false_timeouts: timed.timeouts,
         bot_errors_seen: instant.bots.errors_seen + timed.bots.errors_seen,
         total_s: began.elapsed().as_secs_f64(),
@@ -402,6 +430,11 @@ impl BenchReport {
             out,
             "  clock error p50 {:.3} ms, max {:.3} ms; before lag credit p99 {:.3} ms",
             self.clock_error_ms_p50, self.clock_error_ms_max, self.clock_error_uncredited_ms_p99
+        )?;
+        writeln!(
+            out,
+            "  where it goes (p99): turn queued -> bot read it {:.3} ms; move written -> server read it {:.3} ms",
+            self.clock_turn_to_bot_ms_p99, self.clock_move_to_server_ms_p99
         )?;
         goal(
             out,

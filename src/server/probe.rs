@@ -126,6 +126,22 @@ pub struct ThinkSample {
     pub elapsed_us: u64,
     /// What the clock was charged (after lag credit).
     pub think_us: u64,
+    /// When the move was read, on the machine-wide monotonic clock (`monotonic_us`), so that
+    /// a load generator on the same machine can line its own times up with the referee's.
+    pub received_mono_us: u64,
+}
+
+/// Microseconds on the machine-wide CLOCK_MONOTONIC (the same clock in every process).
+pub fn monotonic_us() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the struct it is given.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t);
+    }
+    u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000 + u64::try_from(t.tv_nsec).unwrap_or(0) / 1000
 }
 
 /// Counters at one moment.
@@ -212,7 +228,9 @@ pub fn move_accepted(
             .record(micros(Instant::now().saturating_duration_since(received)));
     }
     if PROBE.keep_think.load(Ordering::Relaxed) {
+        let ago = micros(Instant::now().saturating_duration_since(received));
         let sample = ThinkSample {
+            received_mono_us: monotonic_us().saturating_sub(ago),
             match_id: match_id.to_string(),
             ply: u32::try_from(ply).unwrap_or(u32::MAX),
             elapsed_us: micros(elapsed),
