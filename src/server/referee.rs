@@ -370,6 +370,9 @@ pub async fn run_match(
         let first_mover = referee.game.turn();
         referee.turn_started = Instant::now();
         referee.send_turn(first_mover);
+        // One wait for the whole match rather than a fresh one per move (see connection.rs).
+        let shutting_down = shutdown.cancelled();
+        tokio::pin!(shutting_down);
         loop {
             let mover = referee.game.turn();
             let clock_end =
@@ -377,7 +380,7 @@ pub async fn run_match(
             let grace = referee.grace_end();
             tokio::select! {
                 biased;
-                _ = shutdown.cancelled() => return None,
+                _ = &mut shutting_down => return None,
                 input = inbox.recv() => {
                     let input = input?;
                     if let Some(outcome) = referee.handle(input) {
