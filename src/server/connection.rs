@@ -7,13 +7,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use subtle::ConstantTimeEq;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::time::{interval_at, sleep_until, timeout, Instant, MissedTickBehavior};
-use tokio_util::codec::Framed;
+use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
@@ -42,8 +42,8 @@ pub struct ConnectionContext {
     pub shutdown: CancellationToken,
 }
 
-type LineSink = SplitSink<Framed<TcpStream, CappedLineCodec>, String>;
-type LineStream = SplitStream<Framed<TcpStream, CappedLineCodec>>;
+type LineSink = FramedWrite<OwnedWriteHalf, CappedLineCodec>;
+type LineStream = FramedRead<OwnedReadHalf, CappedLineCodec>;
 
 /// Serves one connection until it closes; logs why it closed.
 pub async fn serve_connection(
@@ -56,12 +56,19 @@ pub async fn serve_connection(
     let _ = socket.set_nodelay(true);
     // Protocol lines are short: 1 KiB buffers (grown on demand up to the line cap) instead of
     // the default 8 KiB each way, which reads and writes cycle through and so keep resident.
-    let framed = Framed::with_capacity(
-        socket,
+    // The socket's own halves (not `Framed::split`) let the reader and the writer run without
+    // sharing a lock.
+    let (read_half, write_half) = socket.into_split();
+    let lines = FramedRead::with_capacity(
+        read_half,
         CappedLineCodec::new(MAX_LINE_BYTES),
         CONNECTION_BUFFER_BYTES,
     );
-    let (sink, lines) = framed.split();
+    let sink = FramedWrite::with_capacity(
+        write_half,
+        CappedLineCodec::new(MAX_LINE_BYTES),
+        CONNECTION_BUFFER_BYTES,
+    );
     let (tx, rx) = mpsc::channel(ctx.config.server.write_queue_lines);
     let close = ctx.shutdown.child_token();
     let writer = tokio::spawn(write_lines(sink, rx, close.clone()));
@@ -134,10 +141,10 @@ async fn write_lines(mut sink: LineSink, mut rx: mpsc::Receiver<String>, close: 
                 return;
             }
         }
-        let _ = sink.flush().await;
+        let _ = SinkExt::<String>::flush(&mut sink).await;
     })
     .await;
-    let _ = sink.close().await;
+    let _ = SinkExt::<String>::close(&mut sink).await;
 }
 
 struct Connection {
