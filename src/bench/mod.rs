@@ -450,3 +450,62 @@ impl BenchReport {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::probe::Histogram;
+
+    fn result_with(think: Vec<ThinkSample>, bots: Vec<(String, u32, u64, u64)>) -> LoadResult {
+        LoadResult {
+            window_s: 1.0,
+            moves_in_window: 0,
+            overhead_us: Histogram::new().snapshot(),
+            rss_idle_kib: 0,
+            rss_loaded_kib: 0,
+            matches_at_rss: 0,
+            server_cpu_us: 0,
+            bots_cpu_us: 0,
+            timeouts: 0,
+            games_finished: 0,
+            think,
+            bots: bots::BotsReport {
+                think: bots,
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn clock_errors_pair_moves_by_match_and_ply_and_split_into_halves() {
+        // The referee queued `turn` at 1_000 µs and read the move at 51_500 µs, charging 50_000
+        // after 500 of lag credit; the bot read `turn` at 1_300 and wrote its move 50_000 later.
+        let server = vec![
+            ThinkSample {
+                match_id: "m1-r1-g1".into(),
+                ply: 4,
+                elapsed_us: 50_500,
+                think_us: 50_000,
+                received_mono_us: 51_500,
+            },
+            ThinkSample {
+                match_id: "m2-r1-g1".into(),
+                ply: 4,
+                elapsed_us: 9_000,
+                think_us: 9_000,
+                received_mono_us: 99_000,
+            },
+        ];
+        let bots = vec![
+            ("m1-r1-g1".to_string(), 4, 50_000, 1_300),
+            // No server sample for this one: left out.
+            ("m1-r1-g1".to_string(), 5, 10_000, 60_000),
+        ];
+        let e = clock_errors(&result_with(server, bots));
+        assert_eq!(e.charged, vec![0]);
+        assert_eq!(e.uncredited, vec![500]);
+        assert_eq!(e.out, vec![300], "turn queued at 1_000, read at 1_300");
+        assert_eq!(e.back, vec![200], "written at 51_300, read at 51_500");
+        assert_eq!(e.out[0] + e.back[0], e.uncredited[0]);
+    }
+}
