@@ -323,10 +323,19 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
 
 /// A goal line: the figure, the goal, and whether it is met.
 fn goal(out: &mut impl Write, name: &str, value: String, goal: &str, met: bool) -> io::Result<()> {
+    let goal_text = if goal.is_empty() {
+        String::new()
+    } else {
+        format!("goal {goal}")
+    };
     writeln!(
         out,
-        "  {name:<34} {value:>14}   goal {goal:<12} {}",
-        if met { "met" } else { "MISSED" }
+        "  {name:<38} {value:>12}   {goal_text:<17} {}",
+        match (goal.is_empty(), met) {
+            (true, _) => "",
+            (false, true) => "met",
+            (false, false) => "MISSED",
+        }
     )
 }
 
