@@ -2,6 +2,7 @@
 //! The library does the work; `src/main.rs` only wires the command line to it.
 
 pub mod atomic_file;
+pub mod bench;
 pub mod bridge;
 pub mod client;
 pub mod config;

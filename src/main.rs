@@ -110,6 +110,27 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         max_games: u32,
     },
+    /// Measure the rules' speed and the referee under load (1,000 concurrent matches of bots
+    /// in a child process over loopback TCP); see docs/benchmarks.md. Takes about a minute.
+    Bench {
+        /// Print one JSON object instead of the readable report.
+        #[arg(long)]
+        json: bool,
+        /// Smaller counts (100 matches, short windows): a smoke test, not a measurement.
+        #[arg(long)]
+        quick: bool,
+        /// Internal: run only the load generator's bots against --server.
+        #[arg(long, hide = true)]
+        bots_only: bool,
+        #[arg(long, hide = true, default_value = "127.0.0.1:7878")]
+        server: String,
+        #[arg(long, hide = true, default_value_t = 2)]
+        bots: usize,
+        #[arg(long, hide = true, default_value_t = 0)]
+        think_max_ms: u64,
+        #[arg(long, hide = true, default_value_t = 1)]
+        seed: u64,
+    },
     /// List the built-in engines, the games they play and their options.
     Engines {
         /// Print the catalogue as JSON.
@@ -226,6 +247,39 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 games,
                 max_games,
             })?;
+        }
+        Command::Bench {
+            json,
+            quick,
+            bots_only,
+            server,
+            bots,
+            think_max_ms,
+            seed,
+        } => {
+            if bots_only {
+                arena::bench::run_bots(
+                    arena::bench::BotsOptions {
+                        server,
+                        bots,
+                        think_max_ms,
+                        seed,
+                    },
+                    &mut out,
+                )?;
+            } else {
+                let options = arena::bench::BenchOptions {
+                    quick,
+                    exe: std::env::current_exe().context("cannot find this executable")?,
+                };
+                let report = arena::bench::run(&options, &mut io::stderr())?;
+                if json {
+                    serde_json::to_writer(&mut out, &report)?;
+                    writeln!(out)?;
+                } else {
+                    report.write_text(&mut out)?;
+                }
+            }
         }
         Command::Engines { json } => {
             if json {

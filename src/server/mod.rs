@@ -9,6 +9,7 @@ mod builtin;
 pub mod connection;
 pub mod journaling;
 pub mod output;
+pub mod probe;
 pub mod referee;
 pub mod registry;
 pub mod schedule;

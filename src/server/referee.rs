@@ -17,6 +17,7 @@ use crate::journal::JournalMove;
 use crate::protocol::{ErrorCode, RefereeMessage, TurnClock};
 
 use super::journaling::MoveJournal;
+use super::probe;
 use super::registry::BotLink;
 
 /// What reaches a referee from the connections of its two players.
@@ -123,8 +124,13 @@ pub struct MatchJournaling {
 enum Handled {
     /// Nothing that changes whose move it is.
     Nothing,
-    /// The mover's move was accepted (it may have ended the game).
-    Moved,
+    /// The mover's move was accepted (it may have ended the game): when it was read, the time
+    /// since `turn` and the think time charged (for the bench probe).
+    Moved {
+        received: Instant,
+        elapsed: Duration,
+        think: Duration,
+    },
     Ended(Outcome),
 }
 
@@ -275,7 +281,11 @@ impl Referee {
                             + Duration::from_millis(self.spec.clock.increment_ms);
                         self.remaining[side.index()] = left;
                         self.reported[side.index()] = self.moves.len();
-                        Handled::Moved
+                        Handled::Moved {
+                            received,
+                            elapsed,
+                            think,
+                        }
                     }
                 }
             }
@@ -393,6 +403,7 @@ pub async fn run_journaled_match(
     shutdown: CancellationToken,
     journaling: MatchJournaling,
 ) -> Option<FinishedGame> {
+    let _running = probe::RunningMatch::start();
     let mut game = match new_game(spec.game, &spec.rules) {
         Ok(g) => g,
         Err(e) => {
@@ -448,6 +459,9 @@ pub async fn run_journaled_match(
         let first_mover = referee.game.turn();
         referee.turn_started = Instant::now();
         referee.send_turn(first_mover);
+        // One wait for the whole match rather than a fresh one per move (see connection.rs).
+        let shutting_down = shutdown.cancelled();
+        tokio::pin!(shutting_down);
         loop {
             let mover = referee.game.turn();
             let clock_end =
@@ -455,21 +469,26 @@ pub async fn run_journaled_match(
             let grace = referee.grace_end();
             tokio::select! {
                 biased;
-                _ = shutdown.cancelled() => return None,
+                _ = &mut shutting_down => return None,
                 input = inbox.recv() => {
                     match referee.handle(input?) {
                         Handled::Ended(outcome) => break 'play outcome,
-                        Handled::Moved => {
+                        Handled::Moved { received, elapsed, think } => {
                             if let Some(journal) = &journaling.journal {
                                 journal.record_last_move(&referee.moves, &referee.think_ms, &referee.lag_ms, referee.remaining).await;
                             }
                             // The journal write is not charged to the next mover.
                             referee.turn_started = Instant::now();
-                            if let Some(outcome) = referee.game.outcome() {
+                            let ply = referee.moves.len().saturating_sub(1);
+                            let game_over = referee.game.outcome();
+                            if game_over.is_none() {
+                                let next = referee.game.turn();
+                                referee.send_turn(next);
+                            }
+                            probe::move_accepted(&referee.spec.match_id, ply, received, elapsed, think, game_over.is_none());
+                            if let Some(outcome) = game_over {
                                 break 'play outcome;
                             }
-                            let next = referee.game.turn();
-                            referee.send_turn(next);
                         }
                         Handled::Nothing => {
                             // A stream of other input must not hold the mover's clock back.

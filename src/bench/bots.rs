@@ -1,0 +1,423 @@
+//! The load generator: `arena bench --bots-only` connects bots `b0..bN` to a referee and plays a
+//! precomputed Connect6 game that fills the board to a draw (181 moves, so games are long and
+//! moves cheap). Each bot replies to `turn` at once, or after a random sleep of up to
+//! `think_max_ms` while still answering pings at once. It runs in its own process so that bot
+//! work never shares the server's runtime, and prints one JSON object (`BotsReport`) when the
+//! referee has closed every connection.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
+use tokio::time::{sleep_until, timeout, Instant};
+use tokio_util::codec::FramedRead;
+
+use crate::game::connect6::SIZE;
+use crate::game::{new_game, EndReason, GameId, Point};
+use crate::protocol::{CappedLineCodec, Frame, MAX_LINE_BYTES};
+use crate::server::probe::monotonic_us;
+
+use super::BenchError;
+
+/// The token of bot `b{i}` in the generated configuration.
+pub fn bot_token(i: usize) -> String {
+    format!("bench-token-{i}")
+}
+
+/// A bot silent this long is given up (the referee pings every few seconds).
+const IDLE_LIMIT: Duration = Duration::from_secs(60);
+/// Connections opened at once while logging in (the listen queue is finite).
+const CONNECTING_AT_ONCE: usize = 64;
+
+/// What `--bots-only` is told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BotsOptions {
+    pub server: String,
+    pub bots: usize,
+    /// 0: reply at once; otherwise sleep a uniform random 0..=think_max_ms before replying.
+    pub think_max_ms: u64,
+    pub seed: u64,
+}
+
+/// What the load generator saw, printed as one JSON object.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BotsReport {
+    pub bots: usize,
+    pub logged_in: usize,
+    pub moves_sent: u64,
+    /// Bot-side time from a bot writing its move to its opponent reading the `turn` that relays
+    /// it (both in this process): server overhead plus both loopback hops plus this process's
+    /// own scheduling delays.
+    pub relay_us_p50: u64,
+    pub relay_us_p99: u64,
+    pub relay_samples: usize,
+    pub games_ended: u64,
+    pub timeouts_seen: u64,
+    pub errors_seen: u64,
+    /// Each timed move: match id, ply, true think time in microseconds (from reading `turn` to
+    /// writing the move), and when `turn` was read (machine-wide monotonic µs).
+    pub think: Vec<(String, u32, u64, u64)>,
+}
+
+/// The moves of a Connect6 game that fills the board without six in a row (a draw by full
+/// board): stone colours follow `((col + 2·row) / 2) mod 2`, which has runs of at most two in
+/// every direction. Checked against the rules before use.
+pub fn connect6_draw_script() -> Result<Vec<String>, BenchError> {
+    let mut colours: [Vec<Point>; 2] = [Vec::new(), Vec::new()];
+    for row in 0..SIZE {
+        for col in 0..SIZE {
+            let colour = ((usize::from(col) + 2 * usize::from(row)) / 2) % 2;
+            if let Some(points) = colours.get_mut(colour) {
+                points.push(Point::new(col, row));
+            }
+        }
+    }
+    // The first player places one stone more (its single opening stone).
+    let [a, b] = colours;
+    let (first, second) = if a.len() > b.len() { (a, b) } else { (b, a) };
+    let mut moves = Vec::new();
+    let mut firsts = first.iter();
+    let mut seconds = second.iter();
+    if let Some(p) = firsts.next() {
+        moves.push(p.to_string());
+    }
+    loop {
+        let mut progressed = false;
+        for stones in [&mut seconds, &mut firsts] {
+            match (stones.next(), stones.next()) {
+                (Some(p), Some(q)) => moves.push(format!("{p},{q}")),
+                (Some(p), None) => moves.push(p.to_string()),
+                _ => continue,
+            }
+            progressed = true;
+        }
+        if !progressed {
+            break;
+        }
+    }
+    let mut game = new_game(GameId::Connect6, &serde_json::Value::Null)
+        .map_err(|e| BenchError::Setup(e.to_string()))?;
+    for (i, mv) in moves.iter().enumerate() {
+        if game.outcome().is_some() {
+            return Err(BenchError::Setup(format!(
+                "script game ends early at move {i}"
+            )));
+        }
+        game.play_text(mv)
+            .map_err(|e| BenchError::Setup(format!("script move {i} {mv}: {e}")))?;
+    }
+    match game.outcome() {
+        Some(o) if o.reason == EndReason::BoardFull && o.winner.is_none() => Ok(moves),
+        other => Err(BenchError::Setup(format!(
+            "script game should end in a full-board draw, not {other:?}"
+        ))),
+    }
+}
+
+/// The fields of a referee line the bots look at (the rest is skipped unparsed).
+#[derive(Debug, Deserialize)]
+struct Incoming<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: &'a str,
+    #[serde(rename = "match", default, borrow)]
+    match_id: Option<&'a str>,
+    #[serde(default)]
+    ply: Option<u32>,
+    #[serde(default)]
+    id: Option<u64>,
+    #[serde(default, borrow)]
+    reason: Option<&'a str>,
+}
+
+/// One bot's own tallies.
+#[derive(Debug, Default)]
+struct BotStats {
+    logged_in: bool,
+    moves_sent: u64,
+    relay_us: Vec<u32>,
+    games_ended: u64,
+    timeouts_seen: u64,
+    errors_seen: u64,
+    think: Vec<(String, u32, u64, u64)>,
+}
+
+/// A move waiting for its think time to pass.
+struct Pending {
+    due: Instant,
+    read_at: Instant,
+    read_mono_us: u64,
+    match_id: String,
+    ply: u32,
+}
+
+/// Microseconds since `epoch`, never 0 (0 means "no move sent yet").
+fn stamp(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_micros())
+        .unwrap_or(u64::MAX)
+        .max(1)
+}
+
+struct Bot {
+    index: usize,
+    options: Arc<BotsOptions>,
+    script: Arc<Vec<String>>,
+    epoch: Instant,
+    /// When this bot's opponent last wrote a move (µs since `epoch`).
+    opponent_sent: Arc<AtomicU64>,
+    /// When this bot last wrote a move.
+    own_sent: Arc<AtomicU64>,
+}
+
+impl Bot {
+    async fn connect(&self) -> Option<TcpStream> {
+        for _ in 0..50 {
+            if let Ok(s) = TcpStream::connect(&self.options.server).await {
+                let _ = s.set_nodelay(true);
+                return Some(s);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        None
+    }
+
+    /// Logs in (holding a connection slot until `welcome`), then plays until the referee closes
+    /// the connection.
+    async fn run(self, slots: Arc<Semaphore>) -> BotStats {
+        let mut stats = BotStats::default();
+        let permit = slots.acquire_owned().await.ok();
+        let Some(stream) = self.connect().await else {
+            return stats;
+        };
+        let (read_half, mut write_half) = stream.into_split();
+        let mut lines = FramedRead::new(read_half, CappedLineCodec::new(MAX_LINE_BYTES));
+        let hello = format!(
+            r#"{{"type":"hello","protocol":1,"name":"b{}","token":"{}","games":["connect6"],"max_games":1,"engine":"arena bench"}}"#,
+            self.index,
+            bot_token(self.index)
+        ) + "\n";
+        if write_half.write_all(hello.as_bytes()).await.is_err() {
+            return stats;
+        }
+        let mut permit = permit;
+        let mut rng = SmallRng::seed_from_u64(self.options.seed ^ (self.index as u64) << 20);
+        let mut pending: Option<Pending> = None;
+        loop {
+            let due = pending.as_ref().map(|p| p.due);
+            let frame = tokio::select! {
+                frame = timeout(IDLE_LIMIT, lines.next()) => frame,
+                _ = async { if let Some(at) = due { sleep_until(at).await } }, if due.is_some() => {
+                    if let Some(p) = pending.take() {
+                        let think = u64::try_from(p.read_at.elapsed().as_micros()).unwrap_or(u64::MAX);
+                        stats.think.push((p.match_id.clone(), p.ply, think, p.read_mono_us));
+                        if !self.send_move(&mut write_half, &p.match_id, p.ply, &mut stats).await {
+                            break;
+                        }
+                    }
+                    continue;
+                }
+            };
+            let read_at = Instant::now();
+            let read_mono_us = monotonic_us();
+            let line = match frame {
+                Ok(Some(Ok(Frame::Line(line)))) => line,
+                Ok(Some(Ok(_))) => continue,
+                Ok(Some(Err(_))) | Ok(None) | Err(_) => break,
+            };
+            let Ok(message) = serde_json::from_str::<Incoming>(&line) else {
+                stats.errors_seen += 1;
+                continue;
+            };
+            match message.kind {
+                "welcome" => {
+                    stats.logged_in = true;
+                    permit.take();
+                }
+                "ping" => {
+                    let pong =
+                        format!(r#"{{"type":"pong","id":{}}}"#, message.id.unwrap_or(0)) + "\n";
+                    if write_half.write_all(pong.as_bytes()).await.is_err() {
+                        break;
+                    }
+                }
+                "turn" => {
+                    let (Some(match_id), Some(ply)) = (message.match_id, message.ply) else {
+                        stats.errors_seen += 1;
+                        continue;
+                    };
+                    if ply > 0 {
+                        let sent = self.opponent_sent.swap(0, Ordering::Relaxed);
+                        if sent > 0 {
+                            let now = stamp(self.epoch);
+                            stats
+                                .relay_us
+                                .push(u32::try_from(now.saturating_sub(sent)).unwrap_or(u32::MAX));
+                        }
+                    }
+                    if self.options.think_max_ms == 0 {
+                        if !self
+                            .send_move(&mut write_half, match_id, ply, &mut stats)
+                            .await
+                        {
+                            break;
+                        }
+                    } else {
+                        let think = rng.gen_range(0..=self.options.think_max_ms);
+                        pending = Some(Pending {
+                            due: read_at + Duration::from_millis(think),
+                            read_at,
+                            read_mono_us,
+                            match_id: match_id.to_string(),
+                            ply,
+                        });
+                    }
+                }
+                "end" => {
+                    pending = None;
+                    stats.games_ended += 1;
+                    if message.reason == Some(EndReason::Timeout.as_str()) {
+                        stats.timeouts_seen += 1;
+                    }
+                }
+                "error" => stats.errors_seen += 1,
+                _ => {}
+            }
+        }
+        stats
+    }
+
+    /// Writes the script's move for `ply`; false when the connection is gone.
+    async fn send_move(
+        &self,
+        write_half: &mut tokio::net::tcp::OwnedWriteHalf,
+        match_id: &str,
+        ply: u32,
+        stats: &mut BotStats,
+    ) -> bool {
+        let Some(mv) = usize::try_from(ply).ok().and_then(|p| self.script.get(p)) else {
+            stats.errors_seen += 1;
+            return true;
+        };
+        let line = format!(r#"{{"type":"move","match":"{match_id}","move":"{mv}"}}"#) + "\n";
+        self.own_sent.store(stamp(self.epoch), Ordering::Relaxed);
+        stats.moves_sent += 1;
+        write_half.write_all(line.as_bytes()).await.is_ok()
+    }
+}
+
+/// The value at quantile `q` of sorted samples.
+pub fn quantile<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize;
+    sorted
+        .get(rank.saturating_sub(1).min(sorted.len() - 1))
+        .copied()
+}
+
+/// Runs `options.bots` bots (bots `2k` and `2k+1` play each other) until the referee closes
+/// every connection; writes a `BotsReport` as one JSON line to `out`.
+pub fn run_bots(options: BotsOptions, out: &mut impl Write) -> Result<(), BenchError> {
+    let script = Arc::new(connect6_draw_script()?);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| BenchError::Setup(format!("bots runtime: {e}")))?;
+    let options = Arc::new(options);
+    let bots = options.bots;
+    let stats: Vec<BotStats> = runtime.block_on(async {
+        let epoch = Instant::now();
+        let slots = Arc::new(Semaphore::new(CONNECTING_AT_ONCE));
+        let mut tasks = Vec::with_capacity(bots);
+        let mut sent: Vec<Arc<AtomicU64>> = Vec::with_capacity(bots);
+        for _ in 0..bots {
+            sent.push(Arc::new(AtomicU64::new(0)));
+        }
+        for index in 0..bots {
+            let opponent = index ^ 1;
+            let (Some(own_sent), Some(opponent_sent)) = (sent.get(index), sent.get(opponent))
+            else {
+                continue;
+            };
+            let bot = Bot {
+                index,
+                options: options.clone(),
+                script: script.clone(),
+                epoch,
+                opponent_sent: opponent_sent.clone(),
+                own_sent: own_sent.clone(),
+            };
+            tasks.push(tokio::spawn(bot.run(slots.clone())));
+        }
+        let mut all = Vec::with_capacity(bots);
+        for task in tasks {
+            if let Ok(s) = task.await {
+                all.push(s);
+            }
+        }
+        all
+    });
+    let mut relay: Vec<u32> = stats
+        .iter()
+        .flat_map(|s| s.relay_us.iter().copied())
+        .collect();
+    relay.sort_unstable();
+    let report = BotsReport {
+        bots,
+        logged_in: stats.iter().filter(|s| s.logged_in).count(),
+        moves_sent: stats.iter().map(|s| s.moves_sent).sum(),
+        relay_us_p50: quantile(&relay, 0.5).map_or(0, u64::from),
+        relay_us_p99: quantile(&relay, 0.99).map_or(0, u64::from),
+        relay_samples: relay.len(),
+        games_ended: stats.iter().map(|s| s.games_ended).sum(),
+        timeouts_seen: stats.iter().map(|s| s.timeouts_seen).sum(),
+        errors_seen: stats.iter().map(|s| s.errors_seen).sum(),
+        think: stats.into_iter().flat_map(|s| s.think).collect(),
+    };
+    serde_json::to_writer(&mut *out, &report).map_err(|e| BenchError::Setup(e.to_string()))?;
+    writeln!(out).map_err(|e| BenchError::Setup(e.to_string()))?;
+    out.flush().map_err(|e| BenchError::Setup(e.to_string()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_script_fills_the_board_to_a_draw() {
+        let script = connect6_draw_script().unwrap();
+        assert_eq!(script.len(), 181);
+        assert!(!script[0].contains(','), "the opening move is one stone");
+        assert!(script[1].contains(','));
+    }
+
+    #[test]
+    fn quantiles_of_sorted_samples() {
+        let v: Vec<u32> = (1..=100).collect();
+        assert_eq!(quantile(&v, 0.5), Some(50));
+        assert_eq!(quantile(&v, 0.99), Some(99));
+        assert_eq!(quantile(&v, 0.0), Some(1));
+        assert_eq!(quantile::<u32>(&[], 0.5), None);
+    }
+
+    #[test]
+    fn referee_lines_are_read_without_their_bulky_fields() {
+        let m: Incoming = serde_json::from_str(
+            r#"{"type":"turn","match":"m1-r1-g1","moves":["A1"],"ply":3,"clock":{"you_ms":5,"opponent_ms":6}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (m.kind, m.match_id, m.ply),
+            ("turn", Some("m1-r1-g1"), Some(3))
+        );
+    }
+}

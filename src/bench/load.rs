@@ -1,0 +1,307 @@
+//! One load phase: an in-process referee server on 127.0.0.1:0 with a generated configuration
+//! (bots `b0..b{2N-1}`, N tournaments of two bots so that N Connect6 games run at once), driven by
+//! a child process `arena bench --bots-only` (the load generator, `bots.rs`), measured through
+//! `server::probe` over a fixed window, and its resident memory read from `/proc/self/statm`.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use tokio::time::{sleep, Instant};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{
+    BotConfig, ClockConfig, Config, Format, PointsConfig, ServerConfig, TournamentConfig,
+};
+use crate::game::GameId;
+use crate::server::probe::{self, HistogramSnapshot, ThinkSample};
+
+use super::bots::{bot_token, BotsReport};
+use super::BenchError;
+
+/// What one phase runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadPlan {
+    /// Matches at once (twice as many bots).
+    pub matches: usize,
+    /// 0: bots reply at once; otherwise a random sleep of 0..=think_max_ms.
+    pub think_max_ms: u64,
+    /// The per-move limit (0: none).
+    pub move_limit_ms: u64,
+    /// After every match has started, before measuring.
+    pub warmup: Duration,
+    pub window: Duration,
+    /// Keep every charged think time (for the clock error).
+    pub keep_think: bool,
+    pub seed: u64,
+}
+
+/// What one phase measured.
+#[derive(Debug, Clone)]
+pub struct LoadResult {
+    pub window_s: f64,
+    /// Moves accepted by referees during the window.
+    pub moves_in_window: u64,
+    pub overhead_us: HistogramSnapshot,
+    /// Resident memory of this process with the server idle (listening, no bot connected).
+    pub rss_idle_kib: u64,
+    /// Resident memory in the middle of the window.
+    pub rss_loaded_kib: u64,
+    /// Matches running when `rss_loaded_kib` was read.
+    pub matches_at_rss: u64,
+    /// CPU time used during the window by this process (the server) and by the load generator.
+    pub server_cpu_us: u64,
+    pub bots_cpu_us: u64,
+    /// Games that ended on time, over the whole phase.
+    pub timeouts: usize,
+    pub games_finished: usize,
+    pub think: Vec<ThinkSample>,
+    pub bots: BotsReport,
+}
+
+/// Resident memory of this process in KiB (Linux `/proc/self/statm`), 0 if unknown.
+pub fn rss_kib() -> u64 {
+    let Ok(text) = std::fs::read_to_string("/proc/self/statm") else {
+        return 0;
+    };
+    let pages: u64 = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf only reads a system constant.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    pages * u64::try_from(page).unwrap_or(4096) / 1024
+}
+
+/// CPU time (user + system) this process has used, in microseconds.
+pub fn own_cpu_us() -> u64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given; it was zeroed, so it is initialised
+    // whatever happens.
+    let usage = unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
+        usage.assume_init()
+    };
+    let us = |t: libc::timeval| {
+        u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000 + u64::try_from(t.tv_usec).unwrap_or(0)
+    };
+    us(usage.ru_utime) + us(usage.ru_stime)
+}
+
+/// CPU time (user + system) process `pid` has used, in microseconds (`/proc/PID/stat`), 0 if
+/// unknown.
+pub fn process_cpu_us(pid: u32) -> u64 {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0;
+    };
+    // Fields after the command name (which may contain spaces) start at state (field 3);
+    // utime and stime are fields 14 and 15.
+    let Some((_, rest)) = text.rsplit_once(')') else {
+        return 0;
+    };
+    let fields: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    // SAFETY: sysconf only reads a system constant.
+    let ticks = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).unwrap_or(100);
+    fields.iter().sum::<u64>() * 1_000_000 / ticks.max(1)
+}
+
+/// The generated arena configuration of a phase.
+pub fn bench_config(plan: &LoadPlan, out_dir: &Path) -> Result<Config, BenchError> {
+    let bots = 2 * plan.matches;
+    let mut config = Config {
+        server: ServerConfig {
+            listen: "127.0.0.1:0".into(),
+            out_dir: out_dir.to_path_buf(),
+            event: "arena bench".into(),
+            exit_when_done: false,
+            max_connections: bots + 100,
+            ..ServerConfig::default()
+        },
+        bots: (0..bots)
+            .map(|i| BotConfig {
+                name: format!("b{i}"),
+                token: Some(bot_token(i)),
+                builtin: None,
+                options: serde_json::Value::Null,
+                max_games: 1,
+            })
+            .collect(),
+        tournaments: (0..plan.matches)
+            .map(|k| TournamentConfig {
+                name: format!("m{k}"),
+                game: GameId::Connect6,
+                format: Format::RoundRobin,
+                bots: vec![format!("b{}", 2 * k), format!("b{}", 2 * k + 1)],
+                // Far more games than a phase lasts: the pair plays game after game.
+                games_per_pairing: 50,
+                rounds: 1,
+                concurrency: 1,
+                clock: ClockConfig {
+                    initial_ms: 3_600_000,
+                    increment_ms: 0,
+                    move_limit_ms: plan.move_limit_ms,
+                },
+                rules: serde_json::Value::Null,
+                points: PointsConfig::default(),
+                absent_forfeit_ms: 600_000,
+            })
+            .collect(),
+    };
+    config.validate()?;
+    Ok(config)
+}
+
+/// A fresh output folder for a phase's records.
+fn out_dir(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("arena-bench-{}-{name}", std::process::id()))
+}
+
+/// Starts the load generator: this same executable as `arena bench --bots-only`.
+fn spawn_bots(exe: &Path, addr: &str, plan: &LoadPlan) -> Result<Child, BenchError> {
+    Command::new(exe)
+        .args(["bench", "--bots-only", "--server", addr])
+        .arg("--bots")
+        .arg((2 * plan.matches).to_string())
+        .arg("--think-max-ms")
+        .arg(plan.think_max_ms.to_string())
+        .arg("--seed")
+        .arg(plan.seed.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| BenchError::Setup(format!("cannot start the load generator: {e}")))
+}
+
+/// Runs one phase: server up, load generator connected, every match running, warm-up, window.
+pub fn run_phase(name: &str, plan: &LoadPlan, exe: &Path) -> Result<LoadResult, BenchError> {
+    let dir = out_dir(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    let config = bench_config(plan, &dir)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| BenchError::Setup(format!("server runtime: {e}")))?;
+    let result = runtime.block_on(measure(config, plan, exe));
+    drop(runtime);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResult, BenchError> {
+    let listener = crate::server::bind(&config, Some("127.0.0.1:0")).await?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| BenchError::Setup(format!("listener: {e}")))?;
+    let shutdown = CancellationToken::new();
+    probe::enable(plan.keep_think);
+    let _ = probe::take_think_samples();
+    let server = tokio::spawn(crate::server::run(config, listener, shutdown.clone()));
+    // Let the server build its schedule before reading the idle footprint.
+    sleep(Duration::from_millis(300)).await;
+    let rss_idle_kib = rss_kib();
+
+    let mut child = spawn_bots(exe, &addr.to_string(), plan)?;
+    let mut child_out = child.stdout.take();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(out) = child_out.as_mut() {
+            let _ = out.read_to_string(&mut text);
+        }
+        text
+    });
+
+    let outcome = async {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let wanted = u64::try_from(plan.matches).unwrap_or(u64::MAX);
+        while probe::snapshot().matches_running < wanted {
+            if Instant::now() > deadline {
+                return Err(BenchError::Setup(format!(
+                    "only {} of {} matches started within 2 minutes",
+                    probe::snapshot().matches_running,
+                    plan.matches
+                )));
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(BenchError::Setup(format!(
+                    "the load generator stopped early ({status})"
+                )));
+            }
+            sleep(Duration::from_millis(50)).await;
+        }
+        sleep(plan.warmup).await;
+        let before = probe::snapshot();
+        let started = Instant::now();
+        let cpu_before = (own_cpu_us(), process_cpu_us(child.id()));
+        sleep(plan.window / 2).await;
+        let rss_loaded_kib = rss_kib();
+        let matches_at_rss = probe::snapshot().matches_running;
+        sleep(plan.window.saturating_sub(plan.window / 2)).await;
+        let after = probe::snapshot();
+        let window_s = started.elapsed().as_secs_f64();
+        let cpu = (
+            own_cpu_us().saturating_sub(cpu_before.0),
+            process_cpu_us(child.id()).saturating_sub(cpu_before.1),
+        );
+        Ok((before, after, window_s, rss_loaded_kib, matches_at_rss, cpu))
+    }
+    .await;
+
+    shutdown.cancel();
+    let summary = server.await;
+    probe::disable();
+    let think = probe::take_think_samples();
+    let bots_text = finish_child(&mut child, reader).await;
+    let (before, after, window_s, rss_loaded_kib, matches_at_rss, (server_cpu_us, bots_cpu_us)) =
+        outcome?;
+    let summary = summary
+        .map_err(|e| BenchError::Setup(format!("server task: {e}")))?
+        .map_err(BenchError::Server)?;
+    let bots: BotsReport = serde_json::from_str(bots_text.trim())
+        .map_err(|e| BenchError::Setup(format!("cannot read the load generator's report: {e}")))?;
+    Ok(LoadResult {
+        window_s,
+        moves_in_window: after.moves.saturating_sub(before.moves),
+        overhead_us: after.overhead_us.since(&before.overhead_us),
+        rss_idle_kib,
+        rss_loaded_kib,
+        matches_at_rss,
+        server_cpu_us,
+        bots_cpu_us,
+        timeouts: summary
+            .games
+            .iter()
+            .filter(|g| g.reason == crate::game::EndReason::Timeout.as_str())
+            .count(),
+        games_finished: summary.games.len(),
+        think,
+        bots,
+    })
+}
+
+/// Waits for the load generator to see every connection closed and print its report (killing it
+/// after 30 s); returns what it printed.
+async fn finish_child(child: &mut Child, reader: std::thread::JoinHandle<String>) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) | Err(_) => break,
+            Ok(None) if Instant::now() > deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break;
+            }
+            Ok(None) => sleep(Duration::from_millis(50)).await,
+        }
+    }
+    tokio::task::spawn_blocking(move || reader.join().unwrap_or_default())
+        .await
+        .unwrap_or_default()
+}

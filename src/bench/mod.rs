@@ -1,0 +1,520 @@
+//! `arena bench`: the figures that show the rules are fast and the referee fast and fair under
+//! load: perft speed, moves relayed per second and the referee's per-move overhead with 1,000
+//! concurrent matches of instant bots, memory per match, and clock error and false timeouts with
+//! 1,000 matches of bots that sleep known times. The bots run in a child process
+//! (`arena bench --bots-only`, `bots.rs`); the server runs in this one (`load.rs`).
+//! See docs/benchmarks.md.
+
+pub mod bots;
+pub mod load;
+pub mod perft;
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::server::probe::ThinkSample;
+use bots::quantile;
+pub use bots::{run_bots, BotsOptions};
+use load::{run_phase, LoadPlan, LoadResult};
+
+/// Why the bench could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("{0}")]
+    Setup(String),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error(transparent)]
+    Server(#[from] crate::server::ServerError),
+}
+
+/// What `arena bench` is asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BenchOptions {
+    /// Smaller counts (100 matches, short windows): a smoke test, not a measurement.
+    pub quick: bool,
+    /// This executable, re-run as the load generator.
+    pub exe: PathBuf,
+}
+
+/// Where the bots run, as the report says it.
+pub const BOTS_RUN_IN: &str = "another process: `arena bench` re-executes itself as `arena bench --bots-only` (its own tokio runtime), talking to the in-process server over loopback TCP";
+
+/// Every figure, as `--json` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    pub date: String,
+    pub quick: bool,
+    pub cores: usize,
+    /// /proc/loadavg when the bench started (other work on the machine skews every figure).
+    pub load_average: String,
+    pub open_files_limit: u64,
+    pub perft_surakarta_6_s: f64,
+    pub perft_surakarta_6_nodes: u64,
+    /// Game → leaf nodes per second.
+    pub perft_nps: BTreeMap<String, f64>,
+    /// Game → the depth timed.
+    pub perft_depth: BTreeMap<String, u32>,
+    pub bots_run_in: String,
+    pub matches: usize,
+    pub window_s: f64,
+    pub referee_moves_per_s: f64,
+    pub move_overhead_us_p50: u64,
+    pub move_overhead_us_p99: u64,
+    pub move_overhead_samples: u64,
+    /// CPU time per move during the window: the server process, and the load generator.
+    pub server_cpu_us_per_move: f64,
+    pub bots_cpu_us_per_move: f64,
+    /// Share of all cores the two processes got during the window (the rest went to other work
+    /// or idled).
+    pub cpu_share: f64,
+    pub relay_latency_us_p50: u64,
+    pub relay_latency_us_p99: u64,
+    pub rss_idle_mib: f64,
+    pub rss_loaded_mib: f64,
+    pub rss_per_match_kib: f64,
+    pub timed_think_max_ms: u64,
+    pub timed_move_limit_ms: u64,
+    pub timed_moves: usize,
+    pub clock_error_ms_p50: f64,
+    pub clock_error_ms_p99: f64,
+    pub clock_error_ms_max: f64,
+    /// Without the lag credit: read-move time minus `turn`-queued time, minus true think time.
+    pub clock_error_uncredited_ms_p99: f64,
+    /// The two halves of the uncredited error: `turn` queued by the referee -> read by the bot,
+    /// and move written by the bot -> read by the server (machine-wide monotonic clock).
+    pub clock_turn_to_bot_ms_p99: f64,
+    pub clock_move_to_server_ms_p99: f64,
+    pub false_timeouts: usize,
+    pub bot_errors_seen: u64,
+    pub total_s: f64,
+}
+
+/// Raises the soft open-files limit to the hard one; returns the limit now in force.
+pub fn raise_open_files_limit() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return 0;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                limit = raised;
+            }
+        }
+    }
+    limit.rlim_cur
+}
+
+fn ms(us: i64) -> f64 {
+    us as f64 / 1000.0
+}
+
+/// Per move both sides saw, in microseconds, each list sorted: server-charged think time minus
+/// the bot's true think time; the same before lag credit; and the two halves of the latter, on
+/// the machine-wide monotonic clock: `turn` queued -> bot read it ("out") and bot wrote its
+/// move -> server read it ("in").
+struct ClockErrors {
+    charged: Vec<i64>,
+    uncredited: Vec<i64>,
+    out: Vec<i64>,
+    back: Vec<i64>,
+}
+
+fn signed(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn clock_errors(result: &LoadResult) -> ClockErrors {
+    let server: HashMap<(&str, u32), &ThinkSample> = result
+        .think
+        .iter()
+        .map(|s| ((s.match_id.as_str(), s.ply), s))
+        .collect();
+    let mut e = ClockErrors {
+        charged: Vec::new(),
+        uncredited: Vec::new(),
+        out: Vec::new(),
+        back: Vec::new(),
+    };
+    for (match_id, ply, true_us, read_mono_us) in &result.bots.think {
+        if let Some(s) = server.get(&(match_id.as_str(), *ply)) {
+            let t = signed(*true_us);
+            e.charged.push(signed(s.think_us).saturating_sub(t));
+            e.uncredited.push(signed(s.elapsed_us).saturating_sub(t));
+            let turn_queued = signed(s.received_mono_us).saturating_sub(signed(s.elapsed_us));
+            e.out
+                .push(signed(*read_mono_us).saturating_sub(turn_queued));
+            e.back.push(
+                signed(s.received_mono_us).saturating_sub(signed(*read_mono_us).saturating_add(t)),
+            );
+        }
+    }
+    for v in [&mut e.charged, &mut e.uncredited, &mut e.out, &mut e.back] {
+        v.sort_unstable();
+    }
+    e
+}
+
+/// Runs every measurement, telling `progress` what it is doing.
+pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchReport, BenchError> {
+    let began = Instant::now();
+    let mut say = |text: &str| {
+        let _ = writeln!(progress, "bench: {text}");
+        let _ = progress.flush();
+    };
+    let date = chrono::Local::now().to_rfc3339();
+    let load_average = std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let open_files_limit = raise_open_files_limit();
+
+    let mut matches = if options.quick { 100 } else { 1000 };
+    // Each process holds two sockets per match plus a few files.
+    let needed = u64::try_from(2 * matches + 200).unwrap_or(u64::MAX);
+    if open_files_limit < needed {
+        let fit = usize::try_from(open_files_limit.saturating_sub(200) / 2).unwrap_or(0);
+        say(&format!(
+            "open-files limit {open_files_limit} is too low for {matches} matches (needs {needed}); running {fit}"
+        ));
+        matches = fit;
+        if matches == 0 {
+            return Err(BenchError::Setup(format!(
+                "open-files limit {open_files_limit} is too low; raise `ulimit -n`"
+            )));
+        }
+    }
+
+    say("timing Surakarta perft 6");
+    let (perft_surakarta_6_s, perft_surakarta_6_nodes) = perft::surakarta_perft_6();
+    say("timing perft of every game");
+    let (target, cap) = if options.quick {
+        (Duration::from_millis(50), Duration::from_millis(300))
+    } else {
+        (Duration::from_millis(300), Duration::from_millis(1500))
+    };
+    let figures = perft::perft_speeds(target, cap)?;
+
+    let (warmup, window) = if options.quick {
+        (Duration::from_millis(300), Duration::from_secs(2))
+    } else {
+        (Duration::from_secs(2), Duration::from_secs(10))
+    };
+    say(&format!(
+        "throughput: {matches} Connect6 matches of instant bots ({} s window)",
+        window.as_secs_f64()
+    ));
+    let instant = run_phase(
+        "instant",
+        &LoadPlan {
+            matches,
+            think_max_ms: 0,
+            move_limit_ms: 0,
+            warmup,
+            window,
+            keep_think: false,
+            seed: 1,
+        },
+        &options.exe,
+    )?;
+    let timed_plan = LoadPlan {
+        matches,
+        think_max_ms: 180,
+        move_limit_ms: 200,
+        warmup,
+        window: if options.quick {
+            window
+        } else {
+            Duration::from_secs(15)
+        },
+        keep_think: true,
+        seed: 2,
+    };
+    say(&format!(
+        "clocks: {matches} matches of bots sleeping 0-{} ms under a {} ms move limit",
+        timed_plan.think_max_ms, timed_plan.move_limit_ms
+    ));
+    let timed = run_phase("timed", &timed_plan, &options.exe)?;
+    let ClockErrors {
+        charged,
+        uncredited,
+        out,
+        back,
+    } = clock_errors(&timed);
+
+    let per_s = |n: u64, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
+    let per_move = |cpu_us: u64| {
+        if instant.moves_in_window > 0 {
+            cpu_us as f64 / instant.moves_in_window as f64
+        } else {
+            0.0
+        }
+    };
+    let rss_growth = instant.rss_loaded_kib.saturating_sub(instant.rss_idle_kib);
+    Ok(BenchReport {
+        date,
+        quick: options.quick,
+        cores,
+        load_average,
+        open_files_limit,
+        perft_surakarta_6_s,
+        perft_surakarta_6_nodes,
+        perft_nps: figures
+            .iter()
+            .map(|f| (f.game.as_str().to_string(), f.nodes_per_s().round()))
+            .collect(),
+        perft_depth: figures
+            .iter()
+            .map(|f| (f.game.as_str().to_string(), f.depth))
+            .collect(),
+        bots_run_in: BOTS_RUN_IN.to_string(),
+        matches,
+        window_s: instant.window_s,
+        referee_moves_per_s: per_s(instant.moves_in_window, instant.window_s).round(),
+        move_overhead_us_p50: instant.overhead_us.quantile(0.5).unwrap_or(0),
+        move_overhead_us_p99: instant.overhead_us.quantile(0.99).unwrap_or(0),
+        move_overhead_samples: instant.overhead_us.count(),
+        server_cpu_us_per_move: per_move(instant.server_cpu_us),
+        bots_cpu_us_per_move: per_move(instant.bots_cpu_us),
+        cpu_share: if instant.window_s > 0.0 {
+            (instant.server_cpu_us + instant.bots_cpu_us) as f64
+                / 1e6
+                / instant.window_s
+                / cores as f64
+        } else {
+            0.0
+        },
+        relay_latency_us_p50: instant.bots.relay_us_p50,
+        relay_latency_us_p99: instant.bots.relay_us_p99,
+        rss_idle_mib: instant.rss_idle_kib as f64 / 1024.0,
+        rss_loaded_mib: instant.rss_loaded_kib as f64 / 1024.0,
+        rss_per_match_kib: if instant.matches_at_rss > 0 {
+            rss_growth as f64 / instant.matches_at_rss as f64
+        } else {
+            0.0
+        },
+        timed_think_max_ms: timed_plan.think_max_ms,
+        timed_move_limit_ms: timed_plan.move_limit_ms,
+        timed_moves: charged.len(),
+        clock_error_ms_p50: quantile(&charged, 0.5).map_or(0.0, ms),
+        clock_error_ms_p99: quantile(&charged, 0.99).map_or(0.0, ms),
+        clock_error_ms_max: charged.last().copied().map_or(0.0, ms),
+        clock_error_uncredited_ms_p99: quantile(&uncredited, 0.99).map_or(0.0, ms),
+        clock_turn_to_bot_ms_p99: quantile(&out, 0.99).map_or(0.0, ms),
+        clock_move_to_server_ms_p99: quantile(&back, 0.99).map_or(0.0, ms),
+        false_timeouts: timed.timeouts,
+        bot_errors_seen: instant.bots.errors_seen + timed.bots.errors_seen,
+        total_s: began.elapsed().as_secs_f64(),
+    })
+}
+
+/// A goal line: the figure, the goal, and whether it is met.
+fn goal(out: &mut impl Write, name: &str, value: String, goal: &str, met: bool) -> io::Result<()> {
+    let goal_text = if goal.is_empty() {
+        String::new()
+    } else {
+        format!("goal {goal}")
+    };
+    writeln!(
+        out,
+        "  {name:<38} {value:>12}   {goal_text:<17} {}",
+        match (goal.is_empty(), met) {
+            (true, _) => "",
+            (false, true) => "met",
+            (false, false) => "MISSED",
+        }
+    )
+}
+
+impl BenchReport {
+    /// The readable report.
+    pub fn write_text(&self, out: &mut impl Write) -> io::Result<()> {
+        writeln!(
+            out,
+            "arena bench{} — {} — {} cores, load average {} at start, open-files limit {}",
+            if self.quick {
+                " --quick (smoke test, not a measurement)"
+            } else {
+                ""
+            },
+            self.date,
+            self.cores,
+            self.load_average,
+            self.open_files_limit
+        )?;
+        writeln!(out, "rules")?;
+        goal(
+            out,
+            "Surakarta perft 6",
+            format!("{:.3} s", self.perft_surakarta_6_s),
+            "<= 3 s",
+            self.perft_surakarta_6_s <= 3.0,
+        )?;
+        for (game, nps) in &self.perft_nps {
+            let depth = self.perft_depth.get(game).copied().unwrap_or(0);
+            writeln!(
+                out,
+                "  perft {game:<10} depth {depth}: {:>8.2} M leaf nodes/s",
+                nps / 1e6
+            )?;
+        }
+        writeln!(
+            out,
+            "referee under load: {} concurrent Connect6 matches over loopback TCP, {:.1} s window",
+            self.matches, self.window_s
+        )?;
+        writeln!(out, "  bots: {}", self.bots_run_in)?;
+        goal(
+            out,
+            "moves validated and relayed",
+            format!("{:.0} /s", self.referee_moves_per_s),
+            ">= 50000 /s",
+            self.referee_moves_per_s >= 50_000.0,
+        )?;
+        goal(
+            out,
+            "overhead read move -> turn queued p50",
+            format!("{} us", self.move_overhead_us_p50),
+            "",
+            true,
+        )?;
+        goal(
+            out,
+            "overhead read move -> turn queued p99",
+            format!("{} us", self.move_overhead_us_p99),
+            "<= 1000 us",
+            self.move_overhead_us_p99 <= 1000,
+        )?;
+        writeln!(
+            out,
+            "  CPU per move: server {:.1} us, bots {:.1} us; the two processes got {:.0}% of {} cores",
+            self.server_cpu_us_per_move,
+            self.bots_cpu_us_per_move,
+            self.cpu_share * 100.0,
+            self.cores
+        )?;
+        writeln!(
+            out,
+            "  bot-seen relay (move written -> turn read) p50 {} us, p99 {} us",
+            self.relay_latency_us_p50, self.relay_latency_us_p99
+        )?;
+        goal(
+            out,
+            "resident memory per match",
+            format!("{:.1} KiB", self.rss_per_match_kib),
+            "<= 64 KiB",
+            self.rss_per_match_kib <= 64.0,
+        )?;
+        writeln!(
+            out,
+            "  (server process {:.1} MiB idle, {:.1} MiB loaded)",
+            self.rss_idle_mib, self.rss_loaded_mib
+        )?;
+        writeln!(
+            out,
+            "clocks: {} matches of bots sleeping 0-{} ms, move limit {} ms, {} moves compared",
+            self.matches, self.timed_think_max_ms, self.timed_move_limit_ms, self.timed_moves
+        )?;
+        goal(
+            out,
+            "clock error (charged - true) p99",
+            format!("{:.3} ms", self.clock_error_ms_p99),
+            "<= 2 ms",
+            self.clock_error_ms_p99 <= 2.0,
+        )?;
+        writeln!(
+            out,
+            "  clock error p50 {:.3} ms, max {:.3} ms; before lag credit p99 {:.3} ms",
+            self.clock_error_ms_p50, self.clock_error_ms_max, self.clock_error_uncredited_ms_p99
+        )?;
+        writeln!(
+            out,
+            "  where it goes (p99): turn queued -> bot read it {:.3} ms; move written -> server read it {:.3} ms",
+            self.clock_turn_to_bot_ms_p99, self.clock_move_to_server_ms_p99
+        )?;
+        goal(
+            out,
+            "false timeouts",
+            self.false_timeouts.to_string(),
+            "0",
+            self.false_timeouts == 0,
+        )?;
+        writeln!(
+            out,
+            "total {:.0} s; the machine is shared, so every figure is noisy",
+            self.total_s
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::probe::Histogram;
+
+    fn result_with(think: Vec<ThinkSample>, bots: Vec<(String, u32, u64, u64)>) -> LoadResult {
+        LoadResult {
+            window_s: 1.0,
+            moves_in_window: 0,
+            overhead_us: Histogram::new().snapshot(),
+            rss_idle_kib: 0,
+            rss_loaded_kib: 0,
+            matches_at_rss: 0,
+            server_cpu_us: 0,
+            bots_cpu_us: 0,
+            timeouts: 0,
+            games_finished: 0,
+            think,
+            bots: bots::BotsReport {
+                think: bots,
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn clock_errors_pair_moves_by_match_and_ply_and_split_into_halves() {
+        // The referee queued `turn` at 1_000 µs and read the move at 51_500 µs, charging 50_000
+        // after 500 of lag credit; the bot read `turn` at 1_300 and wrote its move 50_000 later.
+        let server = vec![
+            ThinkSample {
+                match_id: "m1-r1-g1".into(),
+                ply: 4,
+                elapsed_us: 50_500,
+                think_us: 50_000,
+                received_mono_us: 51_500,
+            },
+            ThinkSample {
+                match_id: "m2-r1-g1".into(),
+                ply: 4,
+                elapsed_us: 9_000,
+                think_us: 9_000,
+                received_mono_us: 99_000,
+            },
+        ];
+        let bots = vec![
+            ("m1-r1-g1".to_string(), 4, 50_000, 1_300),
+            // No server sample for this one: left out.
+            ("m1-r1-g1".to_string(), 5, 10_000, 60_000),
+        ];
+        let e = clock_errors(&result_with(server, bots));
+        assert_eq!(e.charged, vec![0]);
+        assert_eq!(e.uncredited, vec![500]);
+        assert_eq!(e.out, vec![300], "turn queued at 1_000, read at 1_300");
+        assert_eq!(e.back, vec![200], "written at 51_300, read at 51_500");
+        assert_eq!(e.out[0] + e.back[0], e.uncredited[0]);
+    }
+}

@@ -1,0 +1,301 @@
+//! Measurement hooks the referee feeds for `arena bench`: moves relayed, matches running, the
+//! time from reading a move to queueing the opponent's `turn` (a lock-free histogram), and, when
+//! asked, every charged think time. Off unless the bench switches them on: then each hook costs
+//! one relaxed atomic load.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// Values below this many microseconds have a bucket each (exact).
+const LINEAR: usize = 1024;
+/// Above `LINEAR`, each power of two is split into `1 << SUB_BITS` buckets (under 1.6% wide).
+const SUB_BITS: u32 = 6;
+const SUB: usize = 1 << SUB_BITS;
+/// log2(LINEAR).
+const LINEAR_BITS: usize = 10;
+/// Buckets for every u64 value.
+const BUCKETS: usize = LINEAR + (64 - LINEAR_BITS) * SUB;
+
+/// A histogram of microsecond values, updated with relaxed atomic adds (no lock).
+pub struct Histogram {
+    counts: [AtomicU64; BUCKETS],
+}
+
+impl Histogram {
+    pub const fn new() -> Histogram {
+        Histogram {
+            counts: [const { AtomicU64::new(0) }; BUCKETS],
+        }
+    }
+
+    fn index(us: u64) -> usize {
+        if us < LINEAR as u64 {
+            return us as usize;
+        }
+        // `us >= 1024`, so `exp` is 10..=63 and the shift below is at least 4.
+        let exp = 63 - us.leading_zeros();
+        let sub = (us >> (exp - SUB_BITS)) as usize & (SUB - 1);
+        LINEAR + (exp as usize - LINEAR_BITS) * SUB + sub
+    }
+
+    /// The smallest value that lands in bucket `index`.
+    fn lower_bound(index: usize) -> u64 {
+        if index < LINEAR {
+            return index as u64;
+        }
+        let exp = (index - LINEAR) / SUB + LINEAR_BITS;
+        let sub = ((index - LINEAR) % SUB) as u64;
+        (1u64 << exp) | (sub << (exp - SUB_BITS as usize))
+    }
+
+    pub fn record(&self, us: u64) {
+        if let Some(c) = self.counts.get(Histogram::index(us)) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn snapshot(&self) -> HistogramSnapshot {
+        HistogramSnapshot {
+            counts: self
+                .counts
+                .iter()
+                .map(|c| c.load(Ordering::Relaxed))
+                .collect(),
+        }
+    }
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram::new()
+    }
+}
+
+/// The counts of a histogram at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistogramSnapshot {
+    counts: Vec<u64>,
+}
+
+impl HistogramSnapshot {
+    /// What was recorded after `earlier` was taken.
+    pub fn since(&self, earlier: &HistogramSnapshot) -> HistogramSnapshot {
+        HistogramSnapshot {
+            counts: self
+                .counts
+                .iter()
+                .zip(earlier.counts.iter().chain(std::iter::repeat(&0)))
+                .map(|(now, then)| now.saturating_sub(*then))
+                .collect(),
+        }
+    }
+
+    pub fn count(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// The value at quantile `q` (0..=1): exact below 1024 µs, the bucket's lower bound above.
+    /// `None` when nothing was recorded.
+    pub fn quantile(&self, q: f64) -> Option<u64> {
+        let total = self.count();
+        if total == 0 {
+            return None;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
+        let mut seen = 0u64;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return Some(Histogram::lower_bound(i));
+            }
+        }
+        None
+    }
+}
+
+/// One charged think time, kept when `enable(true)` asked for them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThinkSample {
+    pub match_id: String,
+    /// Index of the move in the game.
+    pub ply: u32,
+    /// From `turn` queued to the move read.
+    pub elapsed_us: u64,
+    /// What the clock was charged (after lag credit).
+    pub think_us: u64,
+    /// When the move was read, on the machine-wide monotonic clock (`monotonic_us`), so that
+    /// a load generator on the same machine can line its own times up with the referee's.
+    pub received_mono_us: u64,
+}
+
+/// Microseconds on the machine-wide CLOCK_MONOTONIC (the same clock in every process).
+pub fn monotonic_us() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the struct it is given.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t);
+    }
+    u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000 + u64::try_from(t.tv_nsec).unwrap_or(0) / 1000
+}
+
+/// Counters at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeSnapshot {
+    /// Moves accepted by referees while the probe was on.
+    pub moves: u64,
+    /// Referee tasks running now (counted whether or not the probe is on).
+    pub matches_running: u64,
+    /// Read-move-to-`turn`-queued times in microseconds.
+    pub overhead_us: HistogramSnapshot,
+}
+
+struct Probe {
+    enabled: AtomicBool,
+    keep_think: AtomicBool,
+    moves: AtomicU64,
+    started: AtomicU64,
+    ended: AtomicU64,
+    overhead_us: Histogram,
+    think: Mutex<Vec<ThinkSample>>,
+}
+
+static PROBE: Probe = Probe {
+    enabled: AtomicBool::new(false),
+    keep_think: AtomicBool::new(false),
+    moves: AtomicU64::new(0),
+    started: AtomicU64::new(0),
+    ended: AtomicU64::new(0),
+    overhead_us: Histogram::new(),
+    think: Mutex::new(Vec::new()),
+};
+
+/// Switches the hooks on; with `keep_think`, every charged think time is kept too (one short
+/// lock per move).
+pub fn enable(keep_think: bool) {
+    PROBE.keep_think.store(keep_think, Ordering::Relaxed);
+    PROBE.enabled.store(true, Ordering::Relaxed);
+}
+
+pub fn disable() {
+    PROBE.enabled.store(false, Ordering::Relaxed);
+    PROBE.keep_think.store(false, Ordering::Relaxed);
+}
+
+pub fn snapshot() -> ProbeSnapshot {
+    ProbeSnapshot {
+        moves: PROBE.moves.load(Ordering::Relaxed),
+        matches_running: PROBE
+            .started
+            .load(Ordering::Relaxed)
+            .saturating_sub(PROBE.ended.load(Ordering::Relaxed)),
+        overhead_us: PROBE.overhead_us.snapshot(),
+    }
+}
+
+/// The think times kept so far (and forgets them).
+pub fn take_think_samples() -> Vec<ThinkSample> {
+    let mut kept = PROBE.think.lock().unwrap_or_else(|e| e.into_inner());
+    std::mem::take(&mut *kept)
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// A referee accepted move `ply` of `match_id`, read at `received`; `turn_queued` says whether
+/// it has queued the opponent's `turn` (not when the move ended the game).
+pub fn move_accepted(
+    match_id: &str,
+    ply: usize,
+    received: Instant,
+    elapsed: Duration,
+    think: Duration,
+    turn_queued: bool,
+) {
+    if !PROBE.enabled.load(Ordering::Relaxed) {
+        return;
+    }
+    PROBE.moves.fetch_add(1, Ordering::Relaxed);
+    if turn_queued {
+        PROBE
+            .overhead_us
+            .record(micros(Instant::now().saturating_duration_since(received)));
+    }
+    if PROBE.keep_think.load(Ordering::Relaxed) {
+        let ago = micros(Instant::now().saturating_duration_since(received));
+        let sample = ThinkSample {
+            received_mono_us: monotonic_us().saturating_sub(ago),
+            match_id: match_id.to_string(),
+            ply: u32::try_from(ply).unwrap_or(u32::MAX),
+            elapsed_us: micros(elapsed),
+            think_us: micros(think),
+        };
+        PROBE
+            .think
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(sample);
+    }
+}
+
+/// Counts a referee task as running until it is dropped (however the task ends).
+pub struct RunningMatch(());
+
+impl RunningMatch {
+    pub fn start() -> RunningMatch {
+        PROBE.started.fetch_add(1, Ordering::Relaxed);
+        RunningMatch(())
+    }
+}
+
+impl Drop for RunningMatch {
+    fn drop(&mut self) {
+        PROBE.ended.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_exact_below_1024_and_within_two_percent_above() {
+        for us in [0u64, 1, 17, 999, 1023] {
+            assert_eq!(Histogram::lower_bound(Histogram::index(us)), us);
+        }
+        let mut previous = 0;
+        for us in [1024u64, 1500, 2047, 2048, 65_000, 1 << 40, u64::MAX] {
+            let i = Histogram::index(us);
+            assert!(i < BUCKETS, "{us} -> {i}");
+            assert!(i >= previous, "indexes grow with values");
+            previous = i;
+            let low = Histogram::lower_bound(i);
+            assert!(
+                low <= us && (us - low) as f64 <= us as f64 * 0.016,
+                "{us}: {low}"
+            );
+        }
+    }
+
+    #[test]
+    fn quantiles_of_a_snapshot_difference() {
+        let h = Histogram::new();
+        h.record(5_000);
+        let before = h.snapshot();
+        for us in 1..=100 {
+            h.record(us);
+        }
+        let window = h.snapshot().since(&before);
+        assert_eq!(window.count(), 100);
+        assert_eq!(window.quantile(0.5), Some(50));
+        assert_eq!(window.quantile(0.99), Some(99));
+        assert_eq!(window.quantile(1.0), Some(100));
+        assert_eq!(Histogram::new().snapshot().quantile(0.5), None);
+    }
+}

@@ -1,0 +1,76 @@
+//! `arena bench --quick --json` through the real binary: it runs to the end (the load generator
+//! re-executed as a child process included) and prints one JSON object with every figure, each
+//! of a sane type. Speed is never asserted here: figures are read by people, not tests.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn number(report: &Value, key: &str) -> f64 {
+    report
+        .get(key)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{key} should be a number in {report}"))
+}
+
+#[test]
+fn quick_bench_prints_every_figure_as_json() {
+    let output = Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(["bench", "--quick", "--json"])
+        .output()
+        .expect("run arena bench");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "arena bench failed: {stderr}");
+    let stdout = String::from_utf8(output.stdout).expect("UTF-8 output");
+    assert_eq!(stdout.lines().count(), 1, "one JSON line: {stdout}");
+    let report: Value = serde_json::from_str(&stdout).expect("the report is JSON");
+
+    for key in [
+        "perft_surakarta_6_s",
+        "referee_moves_per_s",
+        "rss_per_match_kib",
+        "clock_error_ms_p99",
+        "clock_error_ms_p50",
+        "server_cpu_us_per_move",
+        "window_s",
+    ] {
+        let v = number(&report, key);
+        assert!(v.is_finite(), "{key} = {v}");
+    }
+    assert!(number(&report, "perft_surakarta_6_s") > 0.0);
+    // Moves did flow: a referee that relayed nothing would report 0.
+    assert!(number(&report, "referee_moves_per_s") > 0.0, "{report}");
+    for key in [
+        "move_overhead_us_p50",
+        "move_overhead_us_p99",
+        "false_timeouts",
+        "matches",
+        "timed_moves",
+    ] {
+        assert!(
+            report.get(key).and_then(Value::as_u64).is_some(),
+            "{key} should be a whole number in {report}"
+        );
+    }
+    assert!(
+        report["move_overhead_us_p50"].as_u64() <= report["move_overhead_us_p99"].as_u64(),
+        "p50 <= p99: {report}"
+    );
+    assert_eq!(report["quick"], true);
+    assert_eq!(report["matches"], 100);
+    assert!(report["timed_moves"].as_u64().unwrap_or(0) > 0, "{report}");
+    assert!(report["bots_run_in"]
+        .as_str()
+        .is_some_and(|s| s.contains("--bots-only")));
+
+    let nps = report["perft_nps"]
+        .as_object()
+        .expect("perft_nps is an object");
+    for game in ["connect6", "hex", "surakarta", "jiu"] {
+        let v = nps
+            .get(game)
+            .and_then(Value::as_f64)
+            .unwrap_or_else(|| panic!("perft_nps.{game} in {report}"));
+        assert!(v > 0.0, "perft_nps.{game} = {v}");
+    }
+}
