@@ -209,8 +209,9 @@ fn parse_rules(text: &str) -> anyhow::Result<serde_json::Value> {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     init_logging(cli.verbose);
-    let stdout = io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
+    // Not `stdout().lock()`: the server prints progress lines from its own threads (in-process
+    // under `arena bench`), which would wait forever on a lock this thread holds.
+    let mut out = BufWriter::new(io::stdout());
     let command = cli.command.unwrap_or(Command::Serve {
         config: std::path::PathBuf::from("arena.toml"),
         listen: None,
