@@ -73,6 +73,9 @@ pub struct ServerConfig {
     pub write_queue_lines: usize,
     /// Our addition: highest `max_games` a bot may ask for in `hello` (larger values are capped).
     pub max_games_cap: u32,
+    /// Our addition: print a progress line per finished game and each tournament's table on
+    /// stdout (off for embedded servers such as `arena bench`'s).
+    pub progress: bool,
 }
 
 impl Default for ServerConfig {
@@ -93,6 +96,7 @@ impl Default for ServerConfig {
             max_bad_lines: 10,
             write_queue_lines: 1024,
             max_games_cap: 64,
+            progress: true,
         }
     }
 }

@@ -2,7 +2,9 @@
 //! re-executed as a child process included) and prints one JSON object with every figure, each
 //! of a sane type. Speed is never asserted here: figures are read by people, not tests.
 
-use std::process::Command;
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -15,13 +17,32 @@ fn number(report: &Value, key: &str) -> f64 {
 
 #[test]
 fn quick_bench_prints_every_figure_as_json() {
-    let output = Command::new(env!("CARGO_BIN_EXE_arena"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arena"))
         .args(["bench", "--quick", "--json"])
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
         .expect("run arena bench");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "arena bench failed: {stderr}");
-    let stdout = String::from_utf8(output.stdout).expect("UTF-8 output");
+    let mut out = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        out.read_to_string(&mut text).map(|_| text)
+    });
+    // A hang is a failure, not a stuck CI run.
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for arena bench") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("arena bench --quick did not finish within 3 minutes");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "arena bench failed: {status}");
+    let stdout = reader.join().expect("reader").expect("UTF-8 output");
     assert_eq!(stdout.lines().count(), 1, "one JSON line: {stdout}");
     let report: Value = serde_json::from_str(&stdout).expect("the report is JSON");
 

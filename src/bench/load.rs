@@ -122,6 +122,7 @@ pub fn bench_config(plan: &LoadPlan, out_dir: &Path) -> Result<Config, BenchErro
             event: "arena bench".into(),
             exit_when_done: false,
             max_connections: bots + 100,
+            progress: false,
             ..ServerConfig::default()
         },
         bots: (0..bots)

@@ -148,7 +148,8 @@ pub async fn run(
             .await
             .map_err(|e| ServerError::Output(format!("league setup task failed: {e}")))??
     };
-    if report.finished > 0 || report.resumed > 0 || report.repaired > 0 {
+    if config.server.progress && (report.finished > 0 || report.resumed > 0 || report.repaired > 0)
+    {
         println!(
             "resuming from the journal: {} games already played, {} continue from their last journaled move{}{}",
             report.finished,

@@ -543,7 +543,8 @@ impl Scheduler {
             .tournaments
             .iter()
             .fold((0, 0), |(d, p), t| (d + t.done(), p + t.planned()));
-        if let Some(t) = self.tournaments.get(tournament) {
+        let progress = self.config.server.progress;
+        if let Some(t) = self.tournaments.get(tournament).filter(|_| progress) {
             println!(
                 "{}",
                 progress_line(t.done(), t.planned(), &game, all_done, all_planned)
@@ -554,7 +555,7 @@ impl Scheduler {
             .get_mut(tournament)
             .map(TournamentState::next_swiss_round)
             .unwrap_or_default();
-        if let Some(t) = self.tournaments.get(tournament) {
+        if let Some(t) = self.tournaments.get(tournament).filter(|_| progress) {
             if let Some(round) = entries.iter().find_map(|e| match e {
                 JournalEntry::Scheduled { round, .. } => Some(*round),
                 _ => None,
@@ -587,10 +588,13 @@ impl Scheduler {
 
     /// Prints the final table of every tournament that has just finished.
     fn announce_finished_tournaments(&mut self) {
+        let progress = self.config.server.progress;
         for t in &mut self.tournaments {
             if !t.announced && t.is_finished() {
                 t.announced = true;
-                println!("\n{}", terminal_table(&t.standings()));
+                if progress {
+                    println!("\n{}", terminal_table(&t.standings()));
+                }
             }
         }
     }
