@@ -558,14 +558,29 @@ impl Journal {
 
     /// Appends one entry as one line, in one write, and waits until it is on disk.
     pub fn append(&mut self, entry: &JournalEntry) -> Result<(), JournalError> {
+        self.write_entry(entry)?;
+        self.sync()
+    }
+
+    /// Appends one entry as one line, in one write, without waiting for the disk (`sync`
+    /// makes every entry written so far durable: one fsync for a batch).
+    pub fn write_entry(&mut self, entry: &JournalEntry) -> Result<(), JournalError> {
         let mut line = serde_json::to_vec(entry)?;
         line.push(b'\n');
-        let io_error = |source| JournalError::Io {
+        self.file
+            .write_all(&line)
+            .map_err(|source| JournalError::Io {
+                path: self.path.clone(),
+                source,
+            })
+    }
+
+    /// Waits until every entry written so far is on disk.
+    pub fn sync(&mut self) -> Result<(), JournalError> {
+        self.file.sync_data().map_err(|source| JournalError::Io {
             path: self.path.clone(),
             source,
-        };
-        self.file.write_all(&line).map_err(io_error)?;
-        self.file.sync_data().map_err(io_error)
+        })
     }
 
     pub fn path(&self) -> &Path {

@@ -5,7 +5,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::config::{Config, Format};
@@ -81,30 +80,80 @@ pub fn fingerprint(config: &Config) -> ConfigFingerprint {
     )
 }
 
-/// The open journal, shared between the scheduler and the referees.
+/// The open journal, shared between the scheduler and the referees. One writer thread owns the
+/// file and commits in groups: it writes every entry queued since its last fsync, then syncs
+/// once for the whole batch, so a thousand referees journaling moves cost a few fsyncs a
+/// second, not a thousand. Entries reach the file in the order they were queued.
 #[derive(Debug, Clone)]
 pub struct SharedJournal {
-    inner: Arc<Mutex<Journal>>,
+    requests: std::sync::mpsc::Sender<Request>,
+    path: PathBuf,
 }
 
+/// A batch of entries for the writer, and who waits for it to be durable.
+#[derive(Debug)]
+struct Request {
+    entries: Vec<JournalEntry>,
+    ack: Ack,
+}
+
+#[derive(Debug)]
+enum Ack {
+    /// Write-behind: nobody waits (moves of a game in progress).
+    None,
+    Blocking(std::sync::mpsc::SyncSender<Result<(), String>>),
+}
+
+/// Most requests the writer takes into one group commit.
+const MAX_BATCH: usize = 4096;
+
 impl SharedJournal {
+    /// Hands `journal` to a new writer thread; the thread ends when the last handle is dropped,
+    /// after writing what was queued.
     pub fn new(journal: Journal) -> SharedJournal {
-        SharedJournal {
-            inner: Arc::new(Mutex::new(journal)),
+        let path = journal.path().to_path_buf();
+        let (requests, inbox) = std::sync::mpsc::channel::<Request>();
+        let spawned = std::thread::Builder::new()
+            .name("journal-writer".into())
+            .spawn(move || write_in_groups(journal, inbox));
+        if let Err(e) = spawned {
+            // Without the thread every request fails (its receiver is gone) and says so.
+            tracing::error!(error = %e, "cannot start the journal writer thread");
+        }
+        SharedJournal { requests, path }
+    }
+
+    fn send(&self, entries: Vec<JournalEntry>, ack: Ack) -> Result<(), String> {
+        self.requests
+            .send(Request { entries, ack })
+            .map_err(|_| "the journal writer has stopped".to_string())
+    }
+
+    fn error(&self, message: String) -> JournalError {
+        JournalError::Io {
+            path: self.path.clone(),
+            source: std::io::Error::other(message),
         }
     }
 
-    /// Appends entries, each durably, in order. Blocking: call from a blocking thread.
+    /// Appends entries in order and waits until they are on disk. Blocking: call from a
+    /// blocking thread.
     pub fn append_blocking(&self, entries: &[JournalEntry]) -> Result<(), JournalError> {
-        let mut journal = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        for entry in entries {
-            journal.append(entry)?;
+        if entries.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        let (done, wait) = std::sync::mpsc::sync_channel(1);
+        self.send(entries.to_vec(), Ack::Blocking(done))
+            .map_err(|e| self.error(e))?;
+        wait.recv()
+            .map_err(|_| self.error("the journal writer has stopped".into()))?
+            .map_err(|e| self.error(e))
     }
 
-    /// Appends entries on a blocking thread and waits until they are on disk. A failure is
-    /// logged: the league goes on, but a crash from now on may lose the entries.
+    /// Appends entries and waits (on a blocking thread, never the runtime's) until they are on
+    /// disk. A failure is logged: the league goes on, but a crash from now on may lose the
+    /// entries. (Waiting through `spawn_blocking` also keeps paused-time tests exact: the
+    /// runtime does not jump its clock while a blocking task is running.)
     pub async fn append(&self, entries: Vec<JournalEntry>) {
         if entries.is_empty() {
             return;
@@ -115,6 +164,48 @@ impl SharedJournal {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::error!(error = %e, "cannot append to the journal"),
             Err(e) => tracing::error!(error = %e, "journal task failed"),
+        }
+    }
+
+    /// Queues entries without waiting: they reach the disk with the writer's next group commit.
+    pub fn append_behind(&self, entries: Vec<JournalEntry>) {
+        if let Err(e) = self.send(entries, Ack::None) {
+            tracing::error!(error = %e, path = %self.path.display(), "cannot append to the journal");
+        }
+    }
+}
+
+/// The writer thread: takes every queued request (up to `MAX_BATCH`), writes their entries,
+/// syncs once, then tells each waiting requester the outcome.
+fn write_in_groups(mut journal: Journal, inbox: std::sync::mpsc::Receiver<Request>) {
+    while let Ok(first) = inbox.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match inbox.try_recv() {
+                Ok(more) => batch.push(more),
+                Err(_) => break,
+            }
+        }
+        let mut result = Ok(());
+        for entry in batch.iter().flat_map(|r| r.entries.iter()) {
+            if let Err(e) = journal.write_entry(entry) {
+                result = Err(e.to_string());
+                break;
+            }
+        }
+        if result.is_ok() {
+            result = journal.sync().map_err(|e| e.to_string());
+        }
+        if let Err(e) = &result {
+            tracing::error!(error = %e, "journal write failed");
+        }
+        for request in batch {
+            match request.ack {
+                Ack::None => {}
+                Ack::Blocking(done) => {
+                    let _ = done.send(result.clone());
+                }
+            }
         }
     }
 }
@@ -132,8 +223,10 @@ fn ms(d: Duration) -> u64 {
 
 impl MoveJournal {
     /// Journals the last of `moves` (ply = its number) with its think time and lag credit and
-    /// both clocks' time left after it; returns once it is on disk.
-    pub async fn record_last_move(
+    /// both clocks' time left after it. Write-behind: it reaches the disk with the writer's next
+    /// group commit (well under a second); a crash before that loses at most the last moves of a
+    /// game in progress, which then resumes from its last journaled move.
+    pub fn record_last_move(
         &self,
         moves: &[String],
         think_ms: &[u64],
@@ -152,6 +245,6 @@ impl MoveJournal {
             first_clock_ms: ms(remaining[0]),
             second_clock_ms: ms(remaining[1]),
         };
-        self.journal.append(vec![entry]).await;
+        self.journal.append_behind(vec![entry]);
     }
 }

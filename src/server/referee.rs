@@ -475,9 +475,8 @@ pub async fn run_journaled_match(
                         Handled::Ended(outcome) => break 'play outcome,
                         Handled::Moved { received, elapsed, think } => {
                             if let Some(journal) = &journaling.journal {
-                                journal.record_last_move(&referee.moves, &referee.think_ms, &referee.lag_ms, referee.remaining).await;
+                                journal.record_last_move(&referee.moves, &referee.think_ms, &referee.lag_ms, referee.remaining);
                             }
-                            // The journal write is not charged to the next mover.
                             referee.turn_started = Instant::now();
                             let ply = referee.moves.len().saturating_sub(1);
                             let game_over = referee.game.outcome();
