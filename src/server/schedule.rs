@@ -426,6 +426,25 @@ impl Drop for MatchGuard {
     }
 }
 
+/// Writes each standings snapshot it receives, skipping to the newest when several are waiting;
+/// ends when the sender is dropped and the last snapshot is written.
+async fn write_standings_as_they_come(
+    dir: std::path::PathBuf,
+    mut rx: mpsc::UnboundedReceiver<Arc<Vec<TournamentStandings>>>,
+) {
+    while let Some(mut latest) = rx.recv().await {
+        while let Ok(newer) = rx.try_recv() {
+            latest = newer;
+        }
+        let dir = dir.clone();
+        match tokio::task::spawn_blocking(move || write_standings(&dir, &latest)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!(error = %e, "cannot write the standings"),
+            Err(e) => tracing::error!(error = %e, "standings task failed"),
+        }
+    }
+}
+
 /// Starts games as bots become available and collects results until every tournament is
 /// finished or `stop` is cancelled.
 pub struct Scheduler {
@@ -436,6 +455,12 @@ pub struct Scheduler {
     tournaments: Vec<TournamentState>,
     running: JoinSet<MatchDone>,
     pub summary: Vec<GameSummary>,
+    /// Each tournament's standings as of its last finished game (recomputed only for the
+    /// tournament whose game finished).
+    standings: Vec<TournamentStandings>,
+    /// Snapshots for the standings writer task, which writes the newest one it has.
+    standings_tx: Option<mpsc::UnboundedSender<Arc<Vec<TournamentStandings>>>>,
+    standings_writer: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Scheduler {
@@ -451,9 +476,12 @@ impl Scheduler {
             registry,
             output,
             journal,
+            standings: tournaments.iter().map(TournamentState::standings).collect(),
             tournaments,
             running: JoinSet::new(),
             summary: Vec::new(),
+            standings_tx: None,
+            standings_writer: None,
         }
     }
 
@@ -462,7 +490,26 @@ impl Scheduler {
     }
 
     /// Runs until every tournament is finished (returns true) or `stop` is cancelled (false).
+    /// The standings files are written by a task of their own, so that a burst of finished
+    /// games costs one rewrite instead of one each; the last state is on disk when this returns.
     pub async fn run(&mut self, stop: CancellationToken) -> bool {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.standings_tx = Some(tx);
+        self.standings_writer = Some(tokio::spawn(write_standings_as_they_come(
+            self.config.server.out_dir.clone(),
+            rx,
+        )));
+        let finished = self.run_games(stop).await;
+        self.standings_tx = None;
+        if let Some(writer) = self.standings_writer.take() {
+            if let Err(e) = writer.await {
+                tracing::error!(error = %e, "standings writer failed");
+            }
+        }
+        finished
+    }
+
+    async fn run_games(&mut self, stop: CancellationToken) -> bool {
         self.write_standings().await;
         self.announce_finished_tournaments();
         loop {
@@ -567,22 +614,20 @@ impl Scheduler {
             }
         }
         self.journal.append(entries).await;
+        if let (Some(slot), Some(t)) = (
+            self.standings.get_mut(tournament),
+            self.tournaments.get(tournament),
+        ) {
+            *slot = t.standings();
+        }
         self.write_standings().await;
         self.announce_finished_tournaments();
     }
 
-    /// Rewrites the standings files of every tournament (atomically, off the runtime threads).
+    /// Hands the current standings to the writer task (atomic files, off the runtime threads).
     async fn write_standings(&self) {
-        let standings: Vec<TournamentStandings> = self
-            .tournaments
-            .iter()
-            .map(TournamentState::standings)
-            .collect();
-        let dir = self.config.server.out_dir.clone();
-        match tokio::task::spawn_blocking(move || write_standings(&dir, &standings)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::error!(error = %e, "cannot write the standings"),
-            Err(e) => tracing::error!(error = %e, "standings task failed"),
+        if let Some(tx) = &self.standings_tx {
+            let _ = tx.send(Arc::new(self.standings.clone()));
         }
     }
 
