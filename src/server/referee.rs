@@ -1,7 +1,8 @@
 //! One referee task per match: sends `start`/`turn`/`end`, validates moves through `AnyGame`,
 //! runs both clocks (with lag credit and the per-move limit), and handles resignation,
 //! disconnection and reconnection within the grace period. With journaling, every accepted move
-//! is on disk before the game goes on, and a match cut off by a crash resumes from its journal.
+//! is queued to the journal (group-committed, write-behind) before the opponent hears of it, and
+//! a match cut off by a crash resumes from its last journaled move.
 
 use std::time::Duration;
 
@@ -113,7 +114,7 @@ pub struct ResumePoint {
 }
 
 /// How a match is journaled: where it resumes from (if it was cut off by a crash) and the
-/// journal each accepted move goes to before the game goes on.
+/// journal each accepted move is queued to before the game goes on.
 #[derive(Debug, Default)]
 pub struct MatchJournaling {
     pub resume: Option<ResumePoint>,
@@ -390,8 +391,8 @@ fn replay(spec: &MatchSpec, game: &mut Box<dyn AnyGame>, resume: &ResumePoint) -
     out
 }
 
-/// [`run_match`] with journaling: each accepted move is appended to `journaling.journal` (and
-/// on disk) before the opponent hears of it, and a match cut off by a crash continues from
+/// [`run_match`] with journaling: each accepted move is queued to `journaling.journal` (written
+/// behind, group-committed) before the opponent hears of it, and a match cut off by a crash continues from
 /// `journaling.resume`: the journaled moves are replayed, each clock is set to what the journal
 /// says it had left after the last of them, and both bots get `start` with the moves so far,
 /// then the mover `turn`.
