@@ -407,11 +407,42 @@ fn load_swiss(
     }
 }
 
-/// What a referee task hands back to the scheduler.
+/// What a referee task hands back to the scheduler: the finished game with its games.jsonl
+/// line, already written (each match task writes its own output, so games that end together
+/// are written in parallel rather than one after another by the scheduler).
 struct MatchDone {
     tournament: usize,
     id: String,
-    game: Option<FinishedGame>,
+    game: Option<(FinishedGame, Value)>,
+}
+
+/// Writes a finished game's output durably (journal `finished` entry, record file, games.jsonl
+/// line, in that order) on a blocking thread; returns its games.jsonl line. A failure is logged
+/// and the line is still returned, so the standings count the game.
+async fn write_game_output(
+    output: Arc<Output>,
+    journal: SharedJournal,
+    id: String,
+    game: FinishedGame,
+) -> (FinishedGame, Value) {
+    let game_for_task = game.clone();
+    let id_for_task = id.clone();
+    let written = tokio::task::spawn_blocking(move || {
+        output.finish_game(&journal, &id_for_task, &game_for_task)
+    })
+    .await;
+    let line = match written {
+        Ok(Ok(line)) => line,
+        Ok(Err(e)) => {
+            tracing::error!(match_id = %id, error = %e, "cannot write the game's output");
+            Output::game_line(&game, "").unwrap_or(Value::Null)
+        }
+        Err(e) => {
+            tracing::error!(match_id = %id, error = %e, "output task failed");
+            Output::game_line(&game, "").unwrap_or(Value::Null)
+        }
+    };
+    (game, line)
 }
 
 /// Frees the registry's slots of a match however its referee task ends (even by a panic).
@@ -540,8 +571,8 @@ impl Scheduler {
                 if let Some(t) = self.tournaments.get_mut(tournament) {
                     t.running = t.running.saturating_sub(1);
                 }
-                if let Some(game) = game {
-                    self.finish(tournament, id, game).await;
+                if let Some((game, line)) = game {
+                    self.finish(tournament, id, game, line).await;
                 }
             }
             Err(e) => {
@@ -561,26 +592,9 @@ impl Scheduler {
 
     /// Everything that follows the end of a game: journal, record, games.jsonl, progress line,
     /// the next Swiss round, standings, and the final table when the tournament is over.
-    async fn finish(&mut self, tournament: usize, id: String, game: FinishedGame) {
-        let output = self.output.clone();
-        let journal = self.journal.clone();
-        let game_for_task = game.clone();
-        let id_for_task = id.clone();
-        let written = tokio::task::spawn_blocking(move || {
-            output.finish_game(&journal, &id_for_task, &game_for_task)
-        })
-        .await;
-        let line = match written {
-            Ok(Ok(line)) => line,
-            Ok(Err(e)) => {
-                tracing::error!(match_id = %id, error = %e, "cannot write the game's output");
-                Output::game_line(&game, "").unwrap_or(Value::Null)
-            }
-            Err(e) => {
-                tracing::error!(match_id = %id, error = %e, "output task failed");
-                Output::game_line(&game, "").unwrap_or(Value::Null)
-            }
-        };
+    /// Takes a finished game whose output (journal entry, record, games.jsonl line `line`) is
+    /// already written: progress, standings, the next Swiss round.
+    async fn finish(&mut self, tournament: usize, id: String, game: FinishedGame, line: Value) {
         self.summary.push(GameSummary::of(&game));
         let Some(t) = self.tournaments.get_mut(tournament) else {
             return;
@@ -696,6 +710,7 @@ impl Scheduler {
                         match_id: spec.match_id.clone(),
                     };
                     let journal = self.journal.clone();
+                    let output = self.output.clone();
                     let stop = stop.clone();
                     let id = spec.match_id.clone();
                     self.running.spawn(async move {
@@ -714,7 +729,7 @@ impl Scheduler {
                         let journaling = MatchJournaling {
                             resume: pending.resume,
                             journal: Some(MoveJournal {
-                                journal,
+                                journal: journal.clone(),
                                 id: id.clone(),
                             }),
                         };
@@ -722,10 +737,16 @@ impl Scheduler {
                             run_journaled_match(spec, settings, links, inbox_rx, stop, journaling)
                                 .await;
                         drop(guard);
+                        let game = match finished {
+                            Some(game) => {
+                                Some(write_game_output(output, journal, id.clone(), game).await)
+                            }
+                            None => None,
+                        };
                         MatchDone {
                             tournament: index,
                             id,
-                            game: finished,
+                            game,
                         }
                     });
                     continue;
@@ -768,7 +789,10 @@ impl Scheduler {
         }
         let any_forfeit = !forfeits.is_empty();
         for (index, id, game) in forfeits {
-            self.finish(index, id, game).await;
+            let (game, line) =
+                write_game_output(self.output.clone(), self.journal.clone(), id.clone(), game)
+                    .await;
+            self.finish(index, id, game, line).await;
         }
         if any_forfeit {
             // A forfeit may have completed a Swiss round: its next games can start now.
