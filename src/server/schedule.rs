@@ -52,8 +52,12 @@ pub struct TournamentState {
     config: TournamentConfig,
     /// Every game scheduled so far, in schedule order.
     games: Vec<ScheduledGame>,
-    /// The games.jsonl object of each finished game, by id.
-    finished: HashMap<String, Value>,
+    /// What the standings need of each finished game, by id (`None`: its games.jsonl line
+    /// could not be read, so the game is done but left out of the standings). Only this is
+    /// kept, not the whole line: lines hold every move and grow with the games played.
+    finished: HashMap<String, Option<GameResult>>,
+    /// The games.jsonl lines of games found finished at start, for `Output::repair`.
+    recovered_lines: Vec<Value>,
     /// Swiss byes: (round, bot).
     byes: Vec<(u32, String)>,
     pending: Vec<PendingGame>,
@@ -74,6 +78,7 @@ impl TournamentState {
             config,
             games: Vec::new(),
             finished: HashMap::new(),
+            recovered_lines: Vec::new(),
             byes: Vec::new(),
             pending: Vec::new(),
             running: 0,
@@ -117,14 +122,21 @@ impl TournamentState {
             .iter()
             .filter(|g| g.round < before)
             .filter_map(|g| self.finished.get(&g.id))
-            .filter_map(|line| match GameResult::from_games_json(line) {
-                Ok(r) => Some(r),
-                Err(e) => {
-                    tracing::warn!(tournament = %self.config.name, error = %e, "a finished game is left out of the standings");
-                    None
-                }
-            })
+            .flatten()
+            .cloned()
             .collect()
+    }
+
+    /// Records game `id` as finished with its games.jsonl line.
+    fn mark_finished(&mut self, id: String, line: &Value) {
+        let result = match GameResult::from_games_json(line) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                tracing::warn!(tournament = %self.config.name, error = %e, "a finished game is left out of the standings");
+                None
+            }
+        };
+        self.finished.insert(id, result);
     }
 
     fn bye_names(&self, before: u32) -> Vec<String> {
@@ -309,12 +321,8 @@ pub fn prepare_league(
     }
     journal.append_blocking(&entries)?;
     let finished_lines: Vec<Value> = tournaments
-        .iter()
-        .flat_map(|t| {
-            t.games
-                .iter()
-                .filter_map(|g| t.finished.get(&g.id).cloned())
-        })
+        .iter_mut()
+        .flat_map(|t| std::mem::take(&mut t.recovered_lines))
         .collect();
     report.repaired = output
         .repair(&finished_lines)
@@ -331,15 +339,18 @@ fn take_finished(
     jsonl: &HashMap<String, Value>,
     entries: &mut Vec<JournalEntry>,
 ) {
-    for g in &ts.games {
-        if let Some(line) = state.game(&g.id).and_then(|p| p.finished.clone()) {
-            ts.finished.insert(g.id.clone(), line);
-        } else if let Some(line) = jsonl.get(&g.id) {
+    let ids: Vec<String> = ts.games.iter().map(|g| g.id.clone()).collect();
+    for id in ids {
+        if let Some(line) = state.game(&id).and_then(|p| p.finished.clone()) {
+            ts.mark_finished(id, &line);
+            ts.recovered_lines.push(line);
+        } else if let Some(line) = jsonl.get(&id) {
             entries.push(JournalEntry::Finished {
-                id: g.id.clone(),
+                id: id.clone(),
                 record: line.clone(),
             });
-            ts.finished.insert(g.id.clone(), line.clone());
+            ts.mark_finished(id, line);
+            ts.recovered_lines.push(line.clone());
         }
     }
 }
@@ -599,7 +610,7 @@ impl Scheduler {
         let Some(t) = self.tournaments.get_mut(tournament) else {
             return;
         };
-        t.finished.insert(id, line);
+        t.mark_finished(id, &line);
         let (all_done, all_planned) = self
             .tournaments
             .iter()
