@@ -469,21 +469,37 @@ impl Drop for MatchGuard {
 }
 
 /// Writes each standings snapshot it receives, skipping to the newest when several are waiting;
-/// ends when the sender is dropped and the last snapshot is written.
+/// ends when the sender is dropped and the last snapshot is written. After each write it rests
+/// nine times as long as the write took, so that with many tournaments and many games ending
+/// the files cost at most a tenth of a core, never the referees' share.
 async fn write_standings_as_they_come(
     dir: std::path::PathBuf,
-    mut rx: mpsc::UnboundedReceiver<Arc<Vec<TournamentStandings>>>,
+    mut rx: tokio::sync::watch::Receiver<Arc<Vec<TournamentStandings>>>,
 ) {
-    while let Some(mut latest) = rx.recv().await {
-        while let Ok(newer) = rx.try_recv() {
-            latest = newer;
+    let mut written: Option<Arc<Vec<TournamentStandings>>> = None;
+    loop {
+        let open = rx.changed().await.is_ok();
+        let latest = rx.borrow_and_update().clone();
+        if written.as_ref().is_some_and(|w| Arc::ptr_eq(w, &latest)) {
+            if open {
+                continue;
+            }
+            return;
         }
-        let dir = dir.clone();
-        match tokio::task::spawn_blocking(move || write_standings(&dir, &latest)).await {
+        let began = tokio::time::Instant::now();
+        let snapshot = latest.clone();
+        let dir_for_task = dir.clone();
+        match tokio::task::spawn_blocking(move || write_standings(&dir_for_task, &snapshot)).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::error!(error = %e, "cannot write the standings"),
             Err(e) => tracing::error!(error = %e, "standings task failed"),
         }
+        written = Some(latest);
+        if !open {
+            // The sender is gone; one more pass writes anything newer (or returns).
+            continue;
+        }
+        tokio::time::sleep(began.elapsed().saturating_mul(9)).await;
     }
 }
 
@@ -500,8 +516,8 @@ pub struct Scheduler {
     /// Each tournament's standings as of its last finished game (recomputed only for the
     /// tournament whose game finished).
     standings: Vec<TournamentStandings>,
-    /// Snapshots for the standings writer task, which writes the newest one it has.
-    standings_tx: Option<mpsc::UnboundedSender<Arc<Vec<TournamentStandings>>>>,
+    /// The newest standings for the writer task (only the newest is kept).
+    standings_tx: Option<tokio::sync::watch::Sender<Arc<Vec<TournamentStandings>>>>,
     standings_writer: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -535,7 +551,7 @@ impl Scheduler {
     /// The standings files are written by a task of their own, so that a burst of finished
     /// games costs one rewrite instead of one each; the last state is on disk when this returns.
     pub async fn run(&mut self, stop: CancellationToken) -> bool {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = tokio::sync::watch::channel(Arc::new(self.standings.clone()));
         self.standings_tx = Some(tx);
         self.standings_writer = Some(tokio::spawn(write_standings_as_they_come(
             self.config.server.out_dir.clone(),
@@ -652,7 +668,7 @@ impl Scheduler {
     /// Hands the current standings to the writer task (atomic files, off the runtime threads).
     async fn write_standings(&self) {
         if let Some(tx) = &self.standings_tx {
-            let _ = tx.send(Arc::new(self.standings.clone()));
+            tx.send_replace(Arc::new(self.standings.clone()));
         }
     }
 
