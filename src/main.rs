@@ -184,17 +184,21 @@ fn init_logging(verbose: u8) {
 
 fn run_bot_command(config: arena::client::BotClientConfig) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    runtime.block_on(async move {
-        let shutdown = tokio_util::sync::CancellationToken::new();
-        let on_ctrl_c = shutdown.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                on_ctrl_c.cancel();
-            }
-        });
-        arena::client::run_bot(config, shutdown).await
-    })?;
+    runtime.block_on(async move { arena::client::run_bot(config, shutdown_on_ctrl_c()).await })?;
     Ok(())
+}
+
+/// A shutdown token cancelled by ctrl-c (call inside the runtime).
+fn shutdown_on_ctrl_c() -> tokio_util::sync::CancellationToken {
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let on_signal = shutdown.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            tracing::info!("interrupted: shutting down");
+            on_signal.cancel();
+        }
+    });
+    shutdown
 }
 
 fn parse_rules(text: &str) -> anyhow::Result<serde_json::Value> {
@@ -366,7 +370,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Logs to stderr; `RUST_LOG` wins over `-v` (info by default, -v debug, -vv trace).
+/// `arena serve`: runs the league of `config_path` until it is finished or ctrl-c.
 fn serve(config_path: &std::path::Path, listen: Option<&str>) -> anyhow::Result<ExitCode> {
     let config = arena::config::Config::load(config_path)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
@@ -374,15 +378,7 @@ fn serve(config_path: &std::path::Path, listen: Option<&str>) -> anyhow::Result<
         let listener = arena::server::bind(&config, listen).await?;
         let address = listener.local_addr().context("listener address")?;
         println!("arena listening on {address}");
-        let shutdown = tokio_util::sync::CancellationToken::new();
-        let on_signal = shutdown.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                tracing::info!("interrupted: shutting down");
-                on_signal.cancel();
-            }
-        });
-        anyhow::Ok(arena::server::run(config, listener, shutdown).await?)
+        anyhow::Ok(arena::server::run(config, listener, shutdown_on_ctrl_c()).await?)
     })?;
     println!(
         "{} games played{}",
