@@ -575,7 +575,7 @@ async fn play_a_game_against_the_referee(
             }
             played.push(text.to_string());
         } else {
-            let reply = position.legal_move_text(0).unwrap();
+            let reply = position.legal_move_texts().swap_remove(0);
             position.play_text(&reply).unwrap();
             played.push(reply.clone());
             unsent.push(reply);

@@ -109,10 +109,11 @@ fn seeds(game: GameId) -> (Vec<String>, Vec<String>) {
         if position.outcome().is_some() {
             break;
         }
-        let count = position.legal_move_count();
-        let Some(mv) = position.legal_move_text(rng.below(count)) else {
+        let mut legal = position.legal_move_texts();
+        if legal.is_empty() {
             break;
-        };
+        }
+        let mv = legal.swap_remove(rng.below(legal.len()));
         position.play_text(&mv).unwrap();
         moves.push(mv);
         positions.push(position.position_text());

@@ -699,7 +699,7 @@ mod tests {
             boxed.outcome(),
             Some(Outcome::win(Side::Second, EndReason::SixInRow))
         );
-        assert_eq!(boxed.legal_move_count(), 0);
+        assert_eq!(boxed.legal_move_texts().len(), 0);
         assert!(boxed.move_listing().is_empty());
     }
 

@@ -446,13 +446,8 @@ pub trait AnyGame: Send + Sync + fmt::Debug {
     fn play_text(&mut self, text: &str) -> Result<String, PlayError>;
     /// What `arena moves` prints for this position.
     fn move_listing(&self) -> Vec<String>;
-    /// Number of legal moves.
-    fn legal_move_count(&self) -> usize;
     /// The text of every legal move, in `Rules::legal_moves` order.
     fn legal_move_texts(&self) -> Vec<String>;
-    /// The text of the legal move at `index` of `legal_moves` (for pickers such as the random
-    /// engine, whose randomness stays outside the rules).
-    fn legal_move_text(&self, index: usize) -> Option<String>;
     fn perft(&self, depth: u32) -> u64;
     fn clone_box(&self) -> Box<dyn AnyGame>;
 }
@@ -494,20 +489,10 @@ impl<R: Rules> AnyGame for R {
     fn move_listing(&self) -> Vec<String> {
         Rules::move_listing(self)
     }
-    fn legal_move_count(&self) -> usize {
-        let mut moves = Vec::new();
-        self.legal_moves(&mut moves);
-        moves.len()
-    }
     fn legal_move_texts(&self) -> Vec<String> {
         let mut moves = Vec::new();
         self.legal_moves(&mut moves);
         moves.iter().map(|m| m.to_string()).collect()
-    }
-    fn legal_move_text(&self, index: usize) -> Option<String> {
-        let mut moves = Vec::new();
-        self.legal_moves(&mut moves);
-        moves.get(index).map(|m| m.to_string())
     }
     fn perft(&self, depth: u32) -> u64 {
         Rules::perft(self, depth)
