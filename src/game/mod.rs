@@ -76,6 +76,24 @@ impl GameId {
         }
     }
 
+    /// The side that makes move number `ply` (1-based) of a game from the start position.
+    /// Sides alternate, first side first, in every game but Tibetan Jiu, where Black (second)
+    /// makes both the last of the 196 placements and the first battle move.
+    pub fn mover_of_ply(self, ply: usize) -> Side {
+        const JIU_PLACEMENTS: usize = 14 * 14;
+        let alternate = |n: usize| {
+            if n % 2 == 1 {
+                Side::First
+            } else {
+                Side::Second
+            }
+        };
+        match self {
+            GameId::Jiu if ply > JIU_PLACEMENTS => alternate(ply - JIU_PLACEMENTS).opponent(),
+            _ => alternate(ply),
+        }
+    }
+
     /// The side whose colour letter is `letter` (case-insensitive) in this game.
     pub fn side_of_colour(self, letter: char) -> Option<Side> {
         let letter = letter.to_ascii_uppercase();
@@ -576,6 +594,22 @@ mod tests {
             }
         }
         assert!("chess".parse::<GameId>().is_err());
+    }
+
+    #[test]
+    fn mover_of_ply_matches_the_rules() {
+        // Play each game by its first legal move and compare who moved with `turn()`.
+        for g in GameId::ALL {
+            let mut position = new_game(g, &serde_json::Value::Null).unwrap();
+            let mut ply = 0;
+            while position.outcome().is_none() && ply < 260 {
+                ply += 1;
+                assert_eq!(g.mover_of_ply(ply), position.turn(), "{g} ply {ply}");
+                let mv = position.legal_move_texts().swap_remove(0);
+                position.play_text(&mv).unwrap();
+            }
+            assert!(ply > 0);
+        }
     }
 
     #[test]

@@ -71,24 +71,6 @@ impl ThinkTotal {
     }
 }
 
-/// The side that makes move number `ply` (1-based) of a game. Sides alternate, first side
-/// first, in every game but Tibetan Jiu, where the 196 placements alternate White (first) /
-/// Black and then Black (second) also makes the first battle move (RULES.md).
-pub fn mover_of_ply(game: GameId, ply: usize) -> Side {
-    const JIU_PLACEMENTS: usize = 14 * 14;
-    let alternate = |n: usize| {
-        if n % 2 == 1 {
-            Side::First
-        } else {
-            Side::Second
-        }
-    };
-    match game {
-        GameId::Jiu if ply > JIU_PLACEMENTS => alternate(ply - JIU_PLACEMENTS).opponent(),
-        _ => alternate(ply),
-    }
-}
-
 /// One finished game as the standings need it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GameResult {
@@ -109,7 +91,7 @@ pub struct GameRecordError(pub String);
 impl GameResult {
     /// Reads the fields the standings need from one games.jsonl object (NOTATION.md):
     /// `game`, `first`, `second`, `result`, `reason` and `think_ms` (one number per move; the
-    /// mover of each is found with [`mover_of_ply`]).
+    /// mover of each is found with [`GameId::mover_of_ply`]).
     pub fn from_games_json(value: &serde_json::Value) -> Result<GameResult, GameRecordError> {
         let text = |key: &str| {
             value
@@ -142,7 +124,7 @@ impl GameResult {
                 let ms = ms.as_u64().ok_or_else(|| {
                     GameRecordError(format!("think_ms[{i}]: expected a whole number"))
                 })?;
-                think[mover_of_ply(game, i + 1).index()].add(ms);
+                think[game.mover_of_ply(i + 1).index()].add(ms);
             }
         }
         Ok(GameResult {
