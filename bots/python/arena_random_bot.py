@@ -186,13 +186,29 @@ class Board:
         if not moves and len(mine) <= 14:
             # Flying: with 14 stones or fewer a stone may move to any empty point.
             moves = [(p, to) for p in mine for to in empty]
+        jumped = None
+        if not moves and len(mine) > 14 and len(self.stones) - len(mine) > 14:
+            # No step (the board is nearly full when the battle starts): a single jump over an
+            # enemy stone to the empty point beyond, allowed while both sides have over 14.
+            jumps = []
+            for (col, row) in mine:
+                for dc, dr in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+                    over, to = (col + dc, row + dr), (col + 2 * dc, row + 2 * dr)
+                    if (self.stones.get(over) not in (None, self.me)
+                            and self.on_board(to) and to not in self.stones):
+                        jumps.append(((col, row), to, over))
+            if jumps:
+                start, end, jumped = random.choice(jumps)
+                moves = [(start, end)]
         if not moves:
             return None
         start, end = random.choice(moves)
-        text = "%s-%s" % (point_name(start), point_name(end))
+        text = "%s%s%s" % (point_name(start), "x" if jumped else "-", point_name(end))
         # Square capture: every 2x2 square of our stones made at `end` removes one enemy stone.
         after = dict(self.stones)
         del after[start]
+        if jumped:
+            del after[jumped]
         after[end] = self.me
         enemies = [p for p, owner in after.items() if owner != self.me]
         squares = self.squares_at(after, end)
