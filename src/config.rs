@@ -45,6 +45,9 @@ impl ConfigError {
 /// The text encoding of record files (`utf-8` or `gb2312`).
 pub use crate::record::RecordEncoding;
 
+/// Highest `server.timeout_settle_ms` accepted.
+pub const MAX_TIMEOUT_SETTLE_MS: u64 = 1000;
+
 /// The `[server]` table.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -76,6 +79,12 @@ pub struct ServerConfig {
     /// Our addition: print a progress line per finished game and each tournament's table on
     /// stdout (off for embedded servers such as `arena bench`'s).
     pub progress: bool,
+    /// Our addition: stop a move's clock at the kernel's receive time of the line (Linux
+    /// `SO_TIMESTAMPNS`) instead of when the server's reader got to it.
+    pub receive_timestamps: bool,
+    /// Our addition: when a clock runs out, how long the referee still waits for a move the
+    /// kernel received before the deadline but the server had not read yet.
+    pub timeout_settle_ms: u64,
 }
 
 impl Default for ServerConfig {
@@ -97,6 +106,8 @@ impl Default for ServerConfig {
             write_queue_lines: 1024,
             max_games_cap: 64,
             progress: true,
+            receive_timestamps: true,
+            timeout_settle_ms: 50,
         }
     }
 }
@@ -303,6 +314,12 @@ impl Config {
             if value == 0 {
                 return Err(ConfigError::invalid(key, "must be at least 1"));
             }
+        }
+        if s.timeout_settle_ms > MAX_TIMEOUT_SETTLE_MS {
+            return Err(ConfigError::invalid(
+                "server.timeout_settle_ms",
+                format!("at most {MAX_TIMEOUT_SETTLE_MS} (it delays every loss on time)"),
+            ));
         }
         if s.out_dir.as_os_str().is_empty() {
             return Err(ConfigError::invalid("server.out_dir", "must not be empty"));
@@ -540,6 +557,10 @@ mod tests {
         assert_eq!(key_of("bot_with_token_and_builtin.toml"), "bot[0].builtin");
         assert_eq!(key_of("zero_concurrency.toml"), "tournament[0].concurrency");
         assert_eq!(key_of("bad_encoding.toml"), "server.record_encoding");
+        assert_eq!(
+            key_of("long_timeout_settle.toml"),
+            "server.timeout_settle_ms"
+        );
         assert_eq!(key_of("unknown_engine.toml"), "bot[0].builtin");
         assert_eq!(
             key_of("bad_rule_option.toml"),

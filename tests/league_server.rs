@@ -224,7 +224,7 @@ games_per_pairing = 1
 concurrency = 1
 absent_forfeit_ms = 5000
 "#;
-    let server = TestServer::start(config).await;
+    let server = TestServer::start_virtual_clock(config).await;
     let mut a = Client::login(server.addr, "a", "ta", &["hex"]).await;
     let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
     // a and b play their game (whoever it is first resigns at once); c never comes.

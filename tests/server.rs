@@ -203,16 +203,18 @@ async fn resigning_ends_the_match_at_any_time() {
 
 #[tokio::test(start_paused = true)]
 async fn running_out_of_time_loses_at_the_exact_moment() {
+    // No settle window: the loss is declared at the deadline itself (the window, which waits
+    // for a move received in time but not yet read, has its own tests in the referee).
     let config = two_bot_config(
         "hex",
-        "",
+        "timeout_settle_ms = 0",
         "clock = { initial_ms = 1000, increment_ms = 250, move_limit_ms = 0 }",
     );
     let config = config.replace(
         "clock = { initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }\n",
         "",
     );
-    let server = TestServer::start(&config).await;
+    let server = TestServer::start_virtual_clock(&config).await;
     let (mut a, mut b) = two_players(&server, "hex").await;
     let t = a.expect("turn").await;
     assert_eq!(t["clock"], json!({"you_ms": 1000, "opponent_ms": 1000}));
@@ -241,7 +243,7 @@ async fn running_out_of_time_loses_at_the_exact_moment() {
 #[tokio::test(start_paused = true)]
 async fn the_per_move_limit_is_enforced() {
     let config = two_bot_config("hex", "", "").replace("move_limit_ms = 0", "move_limit_ms = 500");
-    let server = TestServer::start(&config).await;
+    let server = TestServer::start_virtual_clock(&config).await;
     let (mut a, mut b) = two_players(&server, "hex").await;
     let start_clock = {
         // The limit is announced in `start` (already read); check it via games.jsonl below.
@@ -264,7 +266,9 @@ async fn the_per_move_limit_is_enforced() {
 
 #[tokio::test(start_paused = true)]
 async fn a_bot_that_stays_away_past_the_grace_loses_by_disconnect() {
-    let server = TestServer::start(&two_bot_config("hex", "reconnect_grace_ms = 2000", "")).await;
+    let server =
+        TestServer::start_virtual_clock(&two_bot_config("hex", "reconnect_grace_ms = 2000", ""))
+            .await;
     let (mut a, b) = two_players(&server, "hex").await;
     a.expect("turn").await;
     a.play(MATCH, "A1").await;
@@ -283,7 +287,7 @@ async fn a_bot_that_stays_away_past_the_grace_loses_by_disconnect() {
 async fn a_clock_running_out_during_the_grace_loses_by_timeout() {
     let config = two_bot_config("hex", "reconnect_grace_ms = 30000", "")
         .replace("initial_ms = 60000", "initial_ms = 3000");
-    let server = TestServer::start(&config).await;
+    let server = TestServer::start_virtual_clock(&config).await;
     let (mut a, b) = two_players(&server, "hex").await;
     a.expect("turn").await;
     a.play(MATCH, "A1").await;
@@ -295,7 +299,9 @@ async fn a_clock_running_out_during_the_grace_loses_by_timeout() {
 
 #[tokio::test(start_paused = true)]
 async fn a_bot_that_returns_within_the_grace_resumes_with_its_clock_run_down() {
-    let server = TestServer::start(&two_bot_config("hex", "reconnect_grace_ms = 5000", "")).await;
+    let server =
+        TestServer::start_virtual_clock(&two_bot_config("hex", "reconnect_grace_ms = 5000", ""))
+            .await;
     let (mut a, b) = two_players(&server, "hex").await;
     a.expect("turn").await;
     a.play(MATCH, "A1").await;
@@ -323,7 +329,7 @@ async fn a_bot_that_returns_within_the_grace_resumes_with_its_clock_run_down() {
 
 #[tokio::test(start_paused = true)]
 async fn a_reconnect_after_the_grace_finds_the_match_lost() {
-    let server = TestServer::start(
+    let server = TestServer::start_virtual_clock(
         &two_bot_config(
             "hex",
             "reconnect_grace_ms = 1000\nexit_when_done = false",
@@ -426,7 +432,9 @@ async fn a_connection_that_keeps_sending_garbage_is_closed() {
 
 #[tokio::test(start_paused = true)]
 async fn no_hello_in_time_closes_the_connection() {
-    let server = TestServer::start(&two_bot_config("hex", "hello_timeout_ms = 10000", "")).await;
+    let server =
+        TestServer::start_virtual_clock(&two_bot_config("hex", "hello_timeout_ms = 10000", ""))
+            .await;
     let mut c = Client::connect(server.addr).await;
     let before = tokio::time::Instant::now();
     assert!(c.until_closed().await.is_empty());
@@ -555,7 +563,9 @@ concurrency = 2
 
 #[tokio::test(start_paused = true)]
 async fn a_bot_that_never_shows_up_forfeits() {
-    let server = TestServer::start(&two_bot_config("hex", "", "absent_forfeit_ms = 5000")).await;
+    let server =
+        TestServer::start_virtual_clock(&two_bot_config("hex", "", "absent_forfeit_ms = 5000"))
+            .await;
     let _a = Client::login(server.addr, "a", "ta", &["hex"]).await;
     let (summary, out_dir, _dir) = server.finished().await;
     assert_eq!(summary.games.len(), 1);
@@ -653,7 +663,7 @@ async fn a_full_jiu_game_tells_white_both_of_blacks_moves_when_the_battle_begins
 #[tokio::test(start_paused = true)]
 async fn measured_round_trip_time_is_credited_back_up_to_max_lag() {
     let config = two_bot_config("hex", "max_lag_ms = 500", "");
-    let server = TestServer::start(&config).await;
+    let server = TestServer::start_virtual_clock(&config).await;
     let (mut a, mut b) = two_players(&server, "hex").await;
     a.answer_pings = false;
     b.answer_pings = false;

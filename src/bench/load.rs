@@ -44,6 +44,8 @@ pub struct LoadResult {
     /// Moves accepted by referees during the window.
     pub moves_in_window: u64,
     pub overhead_us: HistogramSnapshot,
+    /// Kernel receive time → reader, per accepted move.
+    pub socket_wait_us: HistogramSnapshot,
     /// Resident memory of this process with the server idle (listening, no bot connected).
     pub rss_idle_kib: u64,
     /// Resident memory in the middle of the window.
@@ -271,6 +273,7 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         window_s,
         moves_in_window: after.moves.saturating_sub(before.moves),
         overhead_us: after.overhead_us.since(&before.overhead_us),
+        socket_wait_us: after.socket_wait_us.since(&before.socket_wait_us),
         rss_idle_kib,
         rss_loaded_kib,
         matches_at_rss,

@@ -66,6 +66,13 @@ pub struct BenchReport {
     pub move_overhead_us_p50: u64,
     pub move_overhead_us_p99: u64,
     pub move_overhead_samples: u64,
+    /// How long moves waited in the socket before the server's reader got to them (kernel
+    /// receive time → read), with 1,000 matches: the queueing the clocks no longer charge.
+    pub socket_wait_us_p50: u64,
+    pub socket_wait_us_p99: u64,
+    /// Whether the kernel stamped received moves (`SO_TIMESTAMPNS`); if not, clocks stop when
+    /// the server reads a move and the socket wait is 0.
+    pub kernel_receive_timestamps: bool,
     /// CPU time per move during the window: the server process, and the load generator.
     pub server_cpu_us_per_move: f64,
     pub bots_cpu_us_per_move: f64,
@@ -83,12 +90,15 @@ pub struct BenchReport {
     pub clock_error_ms_p50: f64,
     pub clock_error_ms_p99: f64,
     pub clock_error_ms_max: f64,
-    /// Without the lag credit: read-move time minus `turn`-queued time, minus true think time.
+    /// Without the lag credit: move received time minus `turn`-queued time, minus true think
+    /// time.
     pub clock_error_uncredited_ms_p99: f64,
     /// The two halves of the uncredited error: `turn` queued by the referee -> read by the bot,
-    /// and move written by the bot -> read by the server (machine-wide monotonic clock).
+    /// and move written by the bot -> received by the server (machine-wide monotonic clock).
     pub clock_turn_to_bot_ms_p99: f64,
     pub clock_move_to_server_ms_p99: f64,
+    /// In the clock phase: how long moves waited in the socket before being read (not charged).
+    pub clock_socket_wait_ms_p99: f64,
     pub false_timeouts: usize,
     pub bot_errors_seen: u64,
     pub total_s: f64,
@@ -287,6 +297,9 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         move_overhead_us_p50: instant.overhead_us.quantile(0.5).unwrap_or(0),
         move_overhead_us_p99: instant.overhead_us.quantile(0.99).unwrap_or(0),
         move_overhead_samples: instant.overhead_us.count(),
+        socket_wait_us_p50: instant.socket_wait_us.quantile(0.5).unwrap_or(0),
+        socket_wait_us_p99: instant.socket_wait_us.quantile(0.99).unwrap_or(0),
+        kernel_receive_timestamps: !crate::server::kernel_receive_timestamps_refused(),
         server_cpu_us_per_move: per_move(instant.server_cpu_us),
         bots_cpu_us_per_move: per_move(instant.bots_cpu_us),
         cpu_share: if instant.window_s > 0.0 {
@@ -315,6 +328,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         clock_error_uncredited_ms_p99: quantile(&uncredited, 0.99).map_or(0.0, ms),
         clock_turn_to_bot_ms_p99: quantile(&out, 0.99).map_or(0.0, ms),
         clock_move_to_server_ms_p99: quantile(&back, 0.99).map_or(0.0, ms),
+        clock_socket_wait_ms_p99: timed.socket_wait_us.quantile(0.99).unwrap_or(0) as f64 / 1000.0,
         false_timeouts: timed.timeouts,
         bot_errors_seen: instant.bots.errors_seen + timed.bots.errors_seen,
         total_s: began.elapsed().as_secs_f64(),
@@ -400,6 +414,13 @@ impl BenchReport {
         )?;
         writeln!(
             out,
+            "  moves waiting in the socket before the server read them (kernel stamps: {}): p50 {} us, p99 {} us",
+            if self.kernel_receive_timestamps { "on" } else { "refused" },
+            self.socket_wait_us_p50,
+            self.socket_wait_us_p99
+        )?;
+        writeln!(
+            out,
             "  CPU per move: server {:.1} us, bots {:.1} us; the two processes got {:.0}% of {} cores",
             self.server_cpu_us_per_move,
             self.bots_cpu_us_per_move,
@@ -442,8 +463,13 @@ impl BenchReport {
         )?;
         writeln!(
             out,
-            "  where it goes (p99): turn queued -> bot read it {:.3} ms; move written -> server read it {:.3} ms",
+            "  where it goes (p99): turn queued -> bot read it {:.3} ms; move written -> server received it {:.3} ms",
             self.clock_turn_to_bot_ms_p99, self.clock_move_to_server_ms_p99
+        )?;
+        writeln!(
+            out,
+            "  not charged: moves waited in the socket before being read, p99 {:.3} ms",
+            self.clock_socket_wait_ms_p99
         )?;
         goal(
             out,
@@ -470,6 +496,7 @@ mod tests {
             window_s: 1.0,
             moves_in_window: 0,
             overhead_us: Histogram::new().snapshot(),
+            socket_wait_us: Histogram::new().snapshot(),
             rss_idle_kib: 0,
             rss_loaded_kib: 0,
             matches_at_rss: 0,

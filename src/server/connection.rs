@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use subtle::ConstantTimeEq;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::time::{interval_at, sleep_until, timeout, Instant, MissedTickBehavior};
@@ -23,6 +23,7 @@ use crate::protocol::{
     PROTOCOL_VERSION,
 };
 
+use super::arrival::ArrivalStampedRead;
 use super::referee::RefereeInput;
 use super::registry::{BotLink, Registry, Session};
 
@@ -43,7 +44,7 @@ pub struct ConnectionContext {
 }
 
 type LineSink = FramedWrite<OwnedWriteHalf, CappedLineCodec>;
-type LineStream = FramedRead<OwnedReadHalf, CappedLineCodec>;
+type LineStream = FramedRead<ArrivalStampedRead, CappedLineCodec>;
 
 /// Serves one connection until it closes; logs why it closed.
 pub async fn serve_connection(
@@ -60,7 +61,7 @@ pub async fn serve_connection(
     // sharing a lock.
     let (read_half, write_half) = socket.into_split();
     let lines = FramedRead::with_capacity(
-        read_half,
+        ArrivalStampedRead::new(read_half, ctx.config.server.receive_timestamps),
         CappedLineCodec::new(MAX_LINE_BYTES),
         CONNECTION_BUFFER_BYTES,
     );
@@ -221,7 +222,13 @@ impl Connection {
                 }
                 frame = lines.next() => frame,
             };
-            let received = Instant::now();
+            // The kernel's receive time of the read that completed this line (see
+            // `arrival`): never later than now, and never earlier than the line's arrival.
+            let now = Instant::now();
+            let received = lines
+                .get_ref()
+                .last_arrival()
+                .map_or(now, |arrived| arrived.min(now));
             let next = match frame {
                 None => Next::Close("closed by the bot".into()),
                 Some(Err(e)) => Next::Close(format!("read error: {e}")),
@@ -247,7 +254,7 @@ impl Connection {
                     }
                     Ok(message) => {
                         self.bad_lines = 0;
-                        self.handle(message, received).await
+                        self.handle(message, received, now).await
                     }
                 },
             };
@@ -261,7 +268,7 @@ impl Connection {
         }
     }
 
-    async fn handle(&mut self, message: BotMessage, received: Instant) -> Next {
+    async fn handle(&mut self, message: BotMessage, received: Instant, read: Instant) -> Next {
         let Some(name) = self.name.clone() else {
             return match message {
                 BotMessage::Hello {
@@ -301,6 +308,7 @@ impl Connection {
                     conn_id,
                     text: mv,
                     received,
+                    read,
                 })
                 .await
             }

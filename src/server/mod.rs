@@ -5,6 +5,7 @@
 //! Tasks: one accept loop; per connection a reader and a writer task (`connection`); per match a
 //! referee task (`referee`); one scheduler (`schedule`). They share the `registry`.
 
+mod arrival;
 mod builtin;
 pub mod connection;
 pub mod journaling;
@@ -26,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 
+pub use arrival::kernel_receive_timestamps_refused;
 use connection::{serve_connection, ConnectionContext};
 use output::Output;
 use referee::FinishedGame;

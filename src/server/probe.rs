@@ -1,6 +1,7 @@
 //! Measurement hooks the referee feeds for `arena bench`: moves relayed, matches running, the
-//! time from reading a move to queueing the opponent's `turn` (a lock-free histogram), and, when
-//! asked, every charged think time. Off unless the bench switches them on: then each hook costs
+//! time from reading a move to queueing the opponent's `turn` and the time moves wait in the
+//! socket before they are read (lock-free histograms), and, when asked, every charged think
+//! time. Off unless the bench switches them on: then each hook costs
 //! one relaxed atomic load.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -122,12 +123,13 @@ pub struct ThinkSample {
     pub match_id: String,
     /// Index of the move in the game.
     pub ply: u32,
-    /// From `turn` queued to the move read.
+    /// From `turn` queued to the move's arrival.
     pub elapsed_us: u64,
     /// What the clock was charged (after lag credit).
     pub think_us: u64,
-    /// When the move was read, on the machine-wide monotonic clock (`monotonic_us`), so that
-    /// a load generator on the same machine can line its own times up with the referee's.
+    /// When the move reached the server (the kernel's receive time, where the clock stops), on
+    /// the machine-wide monotonic clock (`monotonic_us`), so that a load generator on the same
+    /// machine can line its own times up with the referee's.
     pub received_mono_us: u64,
 }
 
@@ -153,6 +155,9 @@ pub struct ProbeSnapshot {
     pub matches_running: u64,
     /// Read-move-to-`turn`-queued times in microseconds.
     pub overhead_us: HistogramSnapshot,
+    /// How long accepted moves waited in the socket: kernel receive time to the reader getting
+    /// to them, in microseconds (0 where the kernel gives no receive times).
+    pub socket_wait_us: HistogramSnapshot,
 }
 
 struct Probe {
@@ -162,6 +167,7 @@ struct Probe {
     started: AtomicU64,
     ended: AtomicU64,
     overhead_us: Histogram,
+    socket_wait_us: Histogram,
     think: Mutex<Vec<ThinkSample>>,
 }
 
@@ -172,6 +178,7 @@ static PROBE: Probe = Probe {
     started: AtomicU64::new(0),
     ended: AtomicU64::new(0),
     overhead_us: Histogram::new(),
+    socket_wait_us: Histogram::new(),
     think: Mutex::new(Vec::new()),
 };
 
@@ -195,6 +202,7 @@ pub fn snapshot() -> ProbeSnapshot {
             .load(Ordering::Relaxed)
             .saturating_sub(PROBE.ended.load(Ordering::Relaxed)),
         overhead_us: PROBE.overhead_us.snapshot(),
+        socket_wait_us: PROBE.socket_wait_us.snapshot(),
     }
 }
 
@@ -208,12 +216,14 @@ fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
-/// A referee accepted move `ply` of `match_id`, read at `received`; `turn_queued` says whether
-/// it has queued the opponent's `turn` (not when the move ended the game).
+/// A referee accepted move `ply` of `match_id`, which reached the server at `received` and
+/// was read at `read`; `turn_queued` says whether it has queued the opponent's `turn` (not when
+/// the move ended the game).
 pub fn move_accepted(
     match_id: &str,
     ply: usize,
     received: Instant,
+    read: Instant,
     elapsed: Duration,
     think: Duration,
     turn_queued: bool,
@@ -222,10 +232,13 @@ pub fn move_accepted(
         return;
     }
     PROBE.moves.fetch_add(1, Ordering::Relaxed);
+    PROBE
+        .socket_wait_us
+        .record(micros(read.saturating_duration_since(received)));
     if turn_queued {
         PROBE
             .overhead_us
-            .record(micros(Instant::now().saturating_duration_since(received)));
+            .record(micros(Instant::now().saturating_duration_since(read)));
     }
     if PROBE.keep_think.load(Ordering::Relaxed) {
         let ago = micros(Instant::now().saturating_duration_since(received));

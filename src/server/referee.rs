@@ -24,12 +24,14 @@ use super::registry::BotLink;
 /// What reaches a referee from the connections of its two players.
 #[derive(Debug)]
 pub enum RefereeInput {
-    /// A `move` line, stamped with the moment it was read.
+    /// A `move` line: `received` is when it reached the server (the kernel's receive time where
+    /// available; the clock stops there), `read` when the connection's reader got to it.
     Move {
         side: Side,
         conn_id: u64,
         text: String,
         received: Instant,
+        read: Instant,
     },
     Resign {
         side: Side,
@@ -66,6 +68,9 @@ pub struct MatchSpec {
 pub struct RefereeSettings {
     pub max_lag: Duration,
     pub reconnect_grace: Duration,
+    /// After a clock runs out, how long the referee still waits for a move that reached the
+    /// server before the deadline but was not read in time (`server.timeout_settle_ms`).
+    pub timeout_settle: Duration,
 }
 
 /// A finished match, as games.jsonl and the record file keep it.
@@ -121,14 +126,52 @@ pub struct MatchJournaling {
     pub journal: Option<MoveJournal>,
 }
 
+/// What an input that reaches the referee after the mover's deadline does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LateInput {
+    /// A move the kernel received before the deadline, or the waiting side doing something
+    /// that cannot end the game: handled as usual.
+    Handle,
+    /// The waiting side resigning once the mover's time had run out: too late, ignored.
+    Ignore,
+    /// Anything else from the mover: its time ran out first.
+    Timeout,
+}
+
+impl LateInput {
+    fn of(input: &RefereeInput, mover: Side, deadline: Instant) -> LateInput {
+        match input {
+            RefereeInput::Move { side, received, .. } if *side == mover => {
+                if *received <= deadline {
+                    LateInput::Handle
+                } else {
+                    LateInput::Timeout
+                }
+            }
+            RefereeInput::Resign { side, .. } if *side != mover => LateInput::Ignore,
+            RefereeInput::Move { side, .. }
+            | RefereeInput::Disconnected { side, .. }
+            | RefereeInput::Connected { side, .. } => {
+                if *side == mover {
+                    LateInput::Timeout
+                } else {
+                    LateInput::Handle
+                }
+            }
+            RefereeInput::Resign { .. } => LateInput::Timeout,
+        }
+    }
+}
+
 /// What one input did to the match.
 enum Handled {
     /// Nothing that changes whose move it is.
     Nothing,
-    /// The mover's move was accepted (it may have ended the game): when it was read, the time
-    /// since `turn` and the think time charged (for the bench probe).
+    /// The mover's move was accepted (it may have ended the game): when it arrived and was
+    /// read, the time since `turn` and the think time charged (for the bench probe).
     Moved {
         received: Instant,
+        read: Instant,
         elapsed: Duration,
         think: Duration,
     },
@@ -246,6 +289,7 @@ impl Referee {
                 conn_id,
                 text,
                 received,
+                read,
             } => {
                 if !self.is_current(side, conn_id) {
                     return Handled::Nothing;
@@ -284,6 +328,7 @@ impl Referee {
                         self.reported[side.index()] = self.moves.len();
                         Handled::Moved {
                             received,
+                            read,
                             elapsed,
                             think,
                         }
@@ -467,14 +512,25 @@ pub async fn run_journaled_match(
             let mover = referee.game.turn();
             let clock_end =
                 referee.turn_started + referee.allowed(mover) + referee.lag_credit(mover);
+            // The loss on time is declared a little after the deadline, so that a move the
+            // kernel received in time but a busy server had not yet read still counts.
+            let verdict_at = clock_end + referee.settings.timeout_settle;
             let grace = referee.grace_end();
             tokio::select! {
                 biased;
                 _ = &mut shutting_down => return None,
                 input = inbox.recv() => {
-                    match referee.handle(input?) {
+                    let input = input?;
+                    if Instant::now() > clock_end {
+                        match LateInput::of(&input, mover, clock_end) {
+                            LateInput::Handle => {}
+                            LateInput::Ignore => continue,
+                            LateInput::Timeout => break 'play Outcome::win(mover.opponent(), EndReason::Timeout),
+                        }
+                    }
+                    match referee.handle(input) {
                         Handled::Ended(outcome) => break 'play outcome,
-                        Handled::Moved { received, elapsed, think } => {
+                        Handled::Moved { received, read, elapsed, think } => {
                             if let Some(journal) = &journaling.journal {
                                 journal.record_last_move(&referee.moves, &referee.think_ms, &referee.lag_ms, referee.remaining);
                             }
@@ -485,7 +541,7 @@ pub async fn run_journaled_match(
                                 let next = referee.game.turn();
                                 referee.send_turn(next);
                             }
-                            probe::move_accepted(&referee.spec.match_id, ply, received, elapsed, think, game_over.is_none());
+                            probe::move_accepted(&referee.spec.match_id, ply, received, read, elapsed, think, game_over.is_none());
                             if let Some(outcome) = game_over {
                                 break 'play outcome;
                             }
@@ -493,13 +549,13 @@ pub async fn run_journaled_match(
                         Handled::Nothing => {
                             // A stream of other input must not hold the mover's clock back.
                             let m = referee.game.turn();
-                            if Instant::now() > referee.turn_started + referee.allowed(m) + referee.lag_credit(m) {
+                            if Instant::now() > referee.turn_started + referee.allowed(m) + referee.lag_credit(m) + referee.settings.timeout_settle {
                                 break 'play Outcome::win(m.opponent(), EndReason::Timeout);
                             }
                         }
                     }
                 }
-                _ = sleep_until(clock_end) => {
+                _ = sleep_until(verdict_at) => {
                     break 'play Outcome::win(mover.opponent(), EndReason::Timeout);
                 }
                 _ = async { if let Some((at, _)) = grace { sleep_until(at).await } }, if grace.is_some() => {
@@ -544,4 +600,171 @@ pub async fn run_journaled_match(
         started,
         finished: Local::now(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMIT: Duration = Duration::from_millis(200);
+    const SETTLE: Duration = Duration::from_millis(50);
+
+    /// A Hex match with a 200 ms per-move limit, driven directly through its inbox.
+    struct Harness {
+        inbox: mpsc::Sender<RefereeInput>,
+        lines: [mpsc::Receiver<String>; 2],
+        referee: tokio::task::JoinHandle<Option<FinishedGame>>,
+    }
+
+    impl Harness {
+        fn start() -> Harness {
+            let spec = MatchSpec {
+                match_id: "t-r1-p1-g1".into(),
+                tournament: "t".into(),
+                game: GameId::Hex,
+                rules: crate::game::normalize_rules(GameId::Hex, &Value::Null).expect("rules"),
+                clock: ClockConfig {
+                    initial_ms: 60_000,
+                    increment_ms: 0,
+                    move_limit_ms: u64::try_from(LIMIT.as_millis()).expect("small"),
+                },
+                players: ["a".into(), "b".into()],
+            };
+            let settings = RefereeSettings {
+                max_lag: Duration::ZERO,
+                reconnect_grace: Duration::from_secs(30),
+                timeout_settle: SETTLE,
+            };
+            let (tx_a, rx_a) = mpsc::channel(64);
+            let (tx_b, rx_b) = mpsc::channel(64);
+            let links = [
+                Some(BotLink::new(1, tx_a, CancellationToken::new())),
+                Some(BotLink::new(2, tx_b, CancellationToken::new())),
+            ];
+            let (inbox, rx) = mpsc::channel(8);
+            let referee = tokio::spawn(run_match(
+                spec,
+                settings,
+                links,
+                rx,
+                CancellationToken::new(),
+            ));
+            Harness {
+                inbox,
+                lines: [rx_a, rx_b],
+                referee,
+            }
+        }
+
+        /// Reads `side`'s lines up to the next one of `kind`.
+        async fn expect(&mut self, side: Side, kind: &str) -> Value {
+            loop {
+                let line = self.lines[side.index()].recv().await.expect("a line");
+                let message: Value = serde_json::from_str(&line).expect("JSON");
+                if message["type"] == kind {
+                    return message;
+                }
+            }
+        }
+
+        async fn send(&self, input: RefereeInput) {
+            self.inbox.send(input).await.expect("referee running");
+        }
+
+        async fn first_move(&self, text: &str, received: Instant) {
+            self.send(RefereeInput::Move {
+                side: Side::First,
+                conn_id: 1,
+                text: text.into(),
+                received,
+                read: Instant::now(),
+            })
+            .await;
+        }
+
+        async fn finished(self) -> FinishedGame {
+            self.referee.await.expect("task").expect("a finished game")
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_move_received_in_time_counts_even_when_read_after_the_deadline() {
+        let mut h = Harness::start();
+        h.expect(Side::First, "turn").await;
+        let turn_sent = Instant::now();
+        // The server got to the line 20 ms after the deadline; the kernel had it 1 ms before.
+        tokio::time::sleep(LIMIT + Duration::from_millis(20)).await;
+        h.first_move("F6", turn_sent + LIMIT - Duration::from_millis(1))
+            .await;
+        let turn = h.expect(Side::Second, "turn").await;
+        assert_eq!(turn["moves"], serde_json::json!(["F6"]));
+        h.send(RefereeInput::Resign {
+            side: Side::Second,
+            conn_id: 2,
+        })
+        .await;
+        let game = h.finished().await;
+        assert_eq!(game.outcome.reason, EndReason::Resign);
+        assert_eq!(game.think_ms, vec![199]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_move_received_after_the_deadline_loses_on_time_at_once() {
+        let mut h = Harness::start();
+        h.expect(Side::First, "turn").await;
+        let turn_sent = Instant::now();
+        tokio::time::sleep(LIMIT + Duration::from_millis(10)).await;
+        h.first_move("F6", turn_sent + LIMIT + Duration::from_millis(1))
+            .await;
+        let end = h.expect(Side::First, "end").await;
+        assert_eq!(
+            (end["result"].as_str(), end["reason"].as_str()),
+            (Some("loss"), Some("timeout"))
+        );
+        assert!(
+            Instant::now() < turn_sent + LIMIT + SETTLE,
+            "no wait for a late move"
+        );
+        assert_eq!(h.finished().await.moves, Vec::<String>::new());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn with_no_move_the_loss_is_declared_when_the_settle_window_closes() {
+        let mut h = Harness::start();
+        h.expect(Side::First, "turn").await;
+        let turn_sent = Instant::now();
+        let end = h.expect(Side::First, "end").await;
+        assert_eq!(end["reason"], "timeout");
+        assert_eq!(Instant::now().duration_since(turn_sent), LIMIT + SETTLE);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_waiting_side_cannot_resign_after_the_movers_time_ran_out() {
+        let mut h = Harness::start();
+        h.expect(Side::First, "turn").await;
+        tokio::time::sleep(LIMIT + Duration::from_millis(5)).await;
+        h.send(RefereeInput::Resign {
+            side: Side::Second,
+            conn_id: 2,
+        })
+        .await;
+        let end = h.expect(Side::Second, "end").await;
+        assert_eq!(
+            (end["result"].as_str(), end["reason"].as_str()),
+            (Some("win"), Some("timeout"))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_mover_resigning_after_its_deadline_has_lost_on_time() {
+        let mut h = Harness::start();
+        h.expect(Side::First, "turn").await;
+        tokio::time::sleep(LIMIT + Duration::from_millis(5)).await;
+        h.send(RefereeInput::Resign {
+            side: Side::First,
+            conn_id: 1,
+        })
+        .await;
+        assert_eq!(h.finished().await.outcome.reason, EndReason::Timeout);
+    }
 }

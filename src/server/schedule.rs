@@ -692,6 +692,7 @@ impl Scheduler {
         let settings = RefereeSettings {
             max_lag: Duration::from_millis(self.config.server.max_lag_ms),
             reconnect_grace: Duration::from_millis(self.config.server.reconnect_grace_ms),
+            timeout_settle: Duration::from_millis(self.config.server.timeout_settle_ms),
         };
         let mut next_forfeit: Option<Instant> = None;
         let mut forfeits: Vec<(usize, String, FinishedGame)> = Vec::new();

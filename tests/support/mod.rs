@@ -29,8 +29,21 @@ impl TestServer {
     /// Starts a server from config text; `server.out_dir` is set to a fresh temporary folder and
     /// the listener is bound to 127.0.0.1:0.
     pub async fn start(config_text: &str) -> TestServer {
-        let dir = tempfile::tempdir().expect("temp dir");
+        let config = Config::from_toml(config_text).expect("test config is valid");
+        TestServer::start_config(config).await
+    }
+
+    /// Like `start`, for tests on paused tokio time: the kernel's receive stamps are wall-clock
+    /// times, which paused time does not follow, so this server stamps each line when it reads
+    /// it (`receive_timestamps = false`) and its clocks run on virtual time alone.
+    pub async fn start_virtual_clock(config_text: &str) -> TestServer {
         let mut config = Config::from_toml(config_text).expect("test config is valid");
+        config.server.receive_timestamps = false;
+        TestServer::start_config(config).await
+    }
+
+    async fn start_config(mut config: Config) -> TestServer {
+        let dir = tempfile::tempdir().expect("temp dir");
         config.server.out_dir = dir.path().join("out");
         let listener = arena::server::bind(&config, Some("127.0.0.1:0"))
             .await

@@ -1,0 +1,244 @@
+//! A connection's read half that remembers when the kernel received the bytes of its latest
+//! read (`SO_TIMESTAMPNS`), so a clock stops when a move arrived, not when a busy server got
+//! round to reading it.
+//!
+//! Under load a readable socket can wait milliseconds before its reader task runs. Stamping a
+//! move with `Instant::now()` in the reader charges that wait to the bot. The kernel stamps every
+//! packet as it arrives; `recvmsg` hands back the stamp of the last packet a read consumed. That
+//! stamp is never earlier than the arrival of any line completed by the read, so a bot is never
+//! charged less than its true time to the server's door.
+//!
+//! The kernel stamps with `CLOCK_REALTIME`. Its age (wall clock now − stamp) is subtracted from
+//! `tokio::time::Instant::now()` to give a monotonic instant; a stamp from the future (a wall
+//! clock step) counts as "now", and one older than [`MAX_TRUSTED_AGE`] is not trusted at all.
+//! Where the socket option is refused, reads work as before and [`last_arrival`] is `None`.
+//!
+//! [`last_arrival`]: ArrivalStampedRead::last_arrival
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{ready, Context, Poll};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use nix::sys::socket::{recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags};
+use nix::sys::time::TimeSpec;
+use tokio::io::{AsyncRead, Interest, ReadBuf};
+use tokio::net::tcp::OwnedReadHalf;
+use tokio::time::Instant;
+
+/// A receive stamp older than this (compared with the wall clock) is ignored: the wall clock
+/// was stepped, and the read is stamped with the current instant instead.
+pub const MAX_TRUSTED_AGE: Duration = Duration::from_secs(10);
+
+/// Set once the kernel refuses `SO_TIMESTAMPNS` on any connection.
+static REFUSED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the kernel has refused receive timestamps on some connection of this process (the
+/// bench reports it: its clocks then stop when the server reads a move).
+pub fn kernel_receive_timestamps_refused() -> bool {
+    REFUSED.load(Ordering::Relaxed)
+}
+
+/// Room for one `SCM_TIMESTAMPNS` control message, aligned as `cmsghdr` requires.
+#[repr(C, align(8))]
+struct ControlBuffer([u8; 64]);
+
+/// The read half of a TCP connection, with the kernel's receive time of its latest read.
+pub struct ArrivalStampedRead {
+    inner: OwnedReadHalf,
+    /// Whether the kernel accepted `SO_TIMESTAMPNS` (and the caller wanted it).
+    stamping: bool,
+    last_arrival: Option<Instant>,
+    control: ControlBuffer,
+}
+
+impl ArrivalStampedRead {
+    /// Wraps a read half; with `stamp_arrivals`, asks the kernel to stamp received packets.
+    pub fn new(inner: OwnedReadHalf, stamp_arrivals: bool) -> ArrivalStampedRead {
+        let stamping = stamp_arrivals
+            && match setsockopt(inner.as_ref(), sockopt::ReceiveTimestampns, &true) {
+                Ok(()) => true,
+                Err(e) => {
+                    REFUSED.store(true, Ordering::Relaxed);
+                    tracing::debug!(error = %e, "no kernel receive timestamps; stamping reads");
+                    false
+                }
+            };
+        ArrivalStampedRead {
+            inner,
+            stamping,
+            last_arrival: None,
+            control: ControlBuffer([0; 64]),
+        }
+    }
+
+    /// Whether reads carry the kernel's receive time.
+    #[cfg(test)]
+    pub fn is_stamping(&self) -> bool {
+        self.stamping
+    }
+
+    /// When the kernel received the last packet of the latest read, if it said.
+    pub fn last_arrival(&self) -> Option<Instant> {
+        self.last_arrival
+    }
+}
+
+/// Converts a kernel wall-clock stamp into a monotonic instant (see the module comment).
+fn arrival_instant(stamp: TimeSpec) -> Option<Instant> {
+    let now = Instant::now();
+    let wall_now = SystemTime::now();
+    let secs = u64::try_from(stamp.tv_sec()).ok()?;
+    let nanos = u32::try_from(stamp.tv_nsec()).ok()?;
+    let arrived = UNIX_EPOCH.checked_add(Duration::new(secs, nanos))?;
+    let age = wall_now.duration_since(arrived).unwrap_or(Duration::ZERO);
+    if age > MAX_TRUSTED_AGE {
+        return None;
+    }
+    now.checked_sub(age)
+}
+
+impl AsyncRead for ArrivalStampedRead {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if !this.stamping {
+            return Pin::new(&mut this.inner).poll_read(cx, buf);
+        }
+        let stream = this.inner.as_ref();
+        loop {
+            ready!(stream.poll_read_ready(cx))?;
+            let unfilled = buf.initialize_unfilled();
+            let control = &mut this.control.0;
+            let read = stream.try_io(Interest::READABLE, || {
+                let mut iov = [io::IoSliceMut::new(unfilled)];
+                let msg = recvmsg::<()>(
+                    stream.as_raw_fd(),
+                    &mut iov,
+                    Some(&mut control[..]),
+                    MsgFlags::empty(),
+                )
+                .map_err(io::Error::from)?;
+                let mut stamp = None;
+                if let Ok(messages) = msg.cmsgs() {
+                    for message in messages {
+                        if let ControlMessageOwned::ScmTimestampns(ts) = message {
+                            stamp = Some(ts);
+                        }
+                    }
+                }
+                Ok((msg.bytes, stamp))
+            });
+            match read {
+                Ok((bytes, stamp)) => {
+                    buf.advance(bytes);
+                    this.last_arrival = stamp.and_then(arrival_instant);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+
+    async fn connected_pair() -> (TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (client, accepted) = tokio::join!(TcpStream::connect(addr), listener.accept());
+        (client.expect("connect"), accepted.expect("accept").0)
+    }
+
+    #[tokio::test]
+    async fn a_read_is_stamped_with_the_arrival_not_the_read() {
+        let (mut client, server) = connected_pair().await;
+        let (read_half, _write_half) = server.into_split();
+        let mut reader = ArrivalStampedRead::new(read_half, true);
+        assert!(reader.is_stamping(), "this kernel refuses SO_TIMESTAMPNS");
+        client.write_all(b"hello\n").await.expect("write");
+        let written = Instant::now();
+        // The bytes wait in the socket while the reader is busy elsewhere.
+        std::thread::sleep(Duration::from_millis(60));
+        let mut buf = [0u8; 16];
+        let n = reader.read(&mut buf).await.expect("read");
+        let read_at = Instant::now();
+        assert_eq!(&buf[..n], b"hello\n");
+        let arrived = reader.last_arrival().expect("a receive stamp");
+        assert!(arrived <= read_at);
+        // The stamp is the arrival (right after the write), not the read 60 ms later.
+        assert!(
+            read_at.duration_since(arrived) >= Duration::from_millis(55),
+            "stamp only {:?} before the read",
+            read_at.duration_since(arrived)
+        );
+        assert!(
+            arrived.saturating_duration_since(written) < Duration::from_millis(55),
+            "stamp {:?} after the write",
+            arrived.saturating_duration_since(written)
+        );
+    }
+
+    #[tokio::test]
+    async fn without_stamping_reads_work_and_carry_no_stamp() {
+        let (mut client, server) = connected_pair().await;
+        let (read_half, _write_half) = server.into_split();
+        let mut reader = ArrivalStampedRead::new(read_half, false);
+        assert!(!reader.is_stamping());
+        client.write_all(b"x\n").await.expect("write");
+        drop(client);
+        let mut all = Vec::new();
+        reader.read_to_end(&mut all).await.expect("read");
+        assert_eq!(all, b"x\n");
+        assert_eq!(reader.last_arrival(), None);
+    }
+
+    #[tokio::test]
+    async fn a_stamped_reader_reads_everything_up_to_the_end_of_the_stream() {
+        let (mut client, server) = connected_pair().await;
+        let (read_half, _write_half) = server.into_split();
+        let mut reader = ArrivalStampedRead::new(read_half, true);
+        let payload: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let sent = payload.clone();
+        let writer = tokio::spawn(async move {
+            client.write_all(&sent).await.expect("write");
+        });
+        let mut all = Vec::new();
+        reader.read_to_end(&mut all).await.expect("read");
+        writer.await.expect("writer");
+        assert_eq!(all, payload);
+    }
+
+    #[test]
+    fn stamps_from_the_future_count_as_now_and_stale_ones_are_ignored() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let wall = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .expect("after 1970");
+            let future = TimeSpec::from_duration(wall + Duration::from_secs(5));
+            let before = Instant::now();
+            let got = arrival_instant(future).expect("future stamp is now");
+            assert!(got >= before);
+            let stale = TimeSpec::from_duration(wall - MAX_TRUSTED_AGE - Duration::from_secs(1));
+            assert_eq!(arrival_instant(stale), None);
+            let recent = TimeSpec::from_duration(wall - Duration::from_millis(200));
+            let got = arrival_instant(recent).expect("recent stamp");
+            let age = Instant::now().duration_since(got);
+            assert!(age >= Duration::from_millis(200), "{age:?}");
+        });
+    }
+}
