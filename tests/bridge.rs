@@ -725,6 +725,151 @@ async fn example_python_bot_plays_whole_legal_games_of_all_four() {
     }
 }
 
+/// The example Python bot's path.
+fn example_python_bot() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("bots/python/arena_random_bot.py")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Runs `program` with `args` and `input` on its stdin; returns its stdout after checking that it
+/// exited successfully.
+fn run_piped(program: &str, args: &[&str], input: &str) -> String {
+    use std::io::Write;
+    let mut child = std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_string();
+    // Written from a thread so that a large input cannot deadlock against a full stdout pipe.
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(
+        output.status.success(),
+        "{program} {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// Jiu rules used to check the Python bot: the defaults, and single jumps kept with a longer
+/// no-capture limit, so that games reach the flying stage and single jumps among small sides.
+const PYTHON_JIU_RULES: [&str; 2] = [
+    "{}",
+    r#"{"flying_single_jump":true,"no_capture_limit":300}"#,
+];
+
+/// What kind of battle move a Jiu move text is: (fly, jump chain, square capture). A fly is a
+/// shift to a point that is not a neighbour.
+fn jiu_move_kind(text: &str) -> (bool, bool, bool) {
+    let action = text.split('+').next().unwrap_or_default();
+    let point = |p: &str| -> (i32, i32) {
+        let col = i32::from(p.as_bytes()[0]) - i32::from(b'A');
+        (col, p[1..].parse().unwrap())
+    };
+    let fly = action.split_once('-').is_some_and(|(a, b)| {
+        let ((c1, r1), (c2, r2)) = (point(a), point(b));
+        (c1 - c2).abs() + (r1 - r2).abs() > 1
+    });
+    (fly, action.matches('x').count() >= 2, text.contains('+'))
+}
+
+/// The example Python bot's `--selftest`: seeded random games of Jiu against itself, replayed by
+/// `arena replay jiu`. Every move must be legal (flies, jump chains, square victims, under both
+/// settings of `flying_single_jump`) and every game must end on the board exactly at its last
+/// move, so the bot's own board and end checks agree with the rules.
+#[test]
+fn example_python_bot_selftest_plays_legal_jiu_to_the_end() {
+    let bot = example_python_bot();
+    let arena = env!("CARGO_BIN_EXE_arena");
+    let (mut flies, mut chains, mut squares) = (0, 0, 0);
+    for (rules, count, seed) in [(PYTHON_JIU_RULES[0], 3, "5"), (PYTHON_JIU_RULES[1], 2, "6")] {
+        let count_text = count.to_string();
+        let args = ["--selftest", &count_text, "--seed", seed, "--rules", rules];
+        let games = run_piped("python3", &[&[bot.as_str()][..], &args].concat(), "");
+        let results = run_piped(arena, &["replay", "jiu", "--rules", rules], &games);
+        let games: Vec<&str> = games.lines().collect();
+        let results: Vec<&str> = results.lines().collect();
+        assert_eq!(
+            (games.len(), results.len()),
+            (count, count),
+            "rules {rules}"
+        );
+        for (game, result) in games.iter().zip(&results) {
+            let moves: Vec<&str> = game.split_whitespace().collect();
+            let plies = moves.len().to_string();
+            match result.split_whitespace().collect::<Vec<_>>().as_slice() {
+                [winner, ply, reason] => {
+                    assert!(["first", "second", "draw"].contains(winner), "{result}");
+                    assert_eq!(*ply, plies, "rules {rules}: the game went on after its end");
+                    let reason: arena::game::EndReason = reason.parse().unwrap();
+                    assert!(reason.is_board_result(), "{result}");
+                }
+                _ => panic!("rules {rules}: {result} for the game {game}"),
+            }
+            for mv in moves.iter().skip(196) {
+                let (fly, chain, square) = jiu_move_kind(mv);
+                flies += usize::from(fly);
+                chains += usize::from(chain);
+                squares += usize::from(square);
+            }
+        }
+    }
+    println!("{flies} flies, {chains} jump chains, {squares} square captures");
+    assert!(flies > 0 && chains > 0 && squares > 0);
+}
+
+/// Completeness of the example Python bot's Jiu battle moves: at sampled positions of its
+/// self-play (`tests/fixtures/bridge/jiu_bot_listing.py`), the moves it finds are exactly the
+/// ones `arena moves jiu` lists, `+?` victim counts included.
+#[test]
+fn example_python_bot_finds_exactly_the_legal_jiu_moves() {
+    let bot = example_python_bot();
+    let lister = fixture("jiu_bot_listing.py");
+    let arena = env!("CARGO_BIN_EXE_arena");
+    let (mut positions, mut flies, mut chains, mut squares) = (0, 0, 0, 0);
+    for (rules, count, seed) in [
+        (PYTHON_JIU_RULES[0], "2", "1"),
+        (PYTHON_JIU_RULES[1], "1", "2"),
+    ] {
+        let listed = run_piped("python3", &[&lister, &bot, count, seed, "5", rules], "");
+        let lines: Vec<(&str, &str)> = listed
+            .lines()
+            .map(|line| line.split_once('\t').unwrap_or((line, "")))
+            .collect();
+        let input: String = lines.iter().map(|(p, _)| format!("{p}\n")).collect();
+        let referee = run_piped(arena, &["moves", "jiu", "--rules", rules], &input);
+        let referee: Vec<&str> = referee.lines().collect();
+        assert_eq!(referee.len(), lines.len(), "rules {rules}");
+        for ((position, mine), theirs) in lines.iter().zip(&referee) {
+            let mut mine: Vec<&str> = mine.split_whitespace().collect();
+            let mut theirs: Vec<&str> = theirs.split_whitespace().collect();
+            mine.sort_unstable();
+            theirs.sort_unstable();
+            assert!(
+                !theirs.is_empty(),
+                "rules {rules}: the game is over at {position}"
+            );
+            assert_eq!(mine, theirs, "rules {rules}: {position}");
+            for mv in mine {
+                let (fly, chain, square) = jiu_move_kind(mv);
+                flies += usize::from(fly);
+                chains += usize::from(chain);
+                squares += usize::from(square);
+            }
+            positions += 1;
+        }
+    }
+    println!("{positions} positions: {flies} flies, {chains} jump chains, {squares} with squares");
+    assert!(positions > 100 && flies > 0 && chains > 0 && squares > 0);
+}
+
 #[tokio::test]
 async fn ctrl_c_stops_the_bridge_and_its_engine() {
     let dir = tempfile::tempdir().unwrap();

@@ -21,6 +21,9 @@ Points are written column letter + row number, row 1 at the bottom: "J10". Move 
 (NOTATION.md): Connect6 "J10" or "J10,K11"; Hex "F6" or "swap"; Surakarta "B2-C3" (step) or
 "B2xE5" (capture); Jiu "G7" (placement), "G7-G8" (step or fly), "G7xG9xI9" (jump chain), each
 followed by "+P" for every enemy stone removed by a square.
+
+Changed the Jiu move generator? Check it against the referee's rules (see `selftest`):
+    python3 arena_random_bot.py --selftest 20 | arena replay jiu
 """
 
 import argparse
@@ -33,6 +36,10 @@ BOARD_SIZE = {"connect6": 19, "hex": 11, "surakarta": 6, "jiu": 14}
 # Jiu: the stones on these two points are removed when the placement phase fills the board.
 JIU_CENTRE = ((6, 6), (7, 7))  # G7 and H8 (0-based column, row)
 JIU_POINTS = 14 * 14
+JIU_FLYING_STONES = 14  # a side with this many stones or fewer flies instead of stepping
+JIU_FEW_STONES = 3  # a side left with this many stones or fewer has lost
+# Up, down, left, right as (column, row) steps.
+DIRECTIONS = ((0, 1), (0, -1), (-1, 0), (1, 0))
 
 
 def parse_point(text):
@@ -47,19 +54,27 @@ def point_name(point):
     return "%s%d" % (chr(ord("A") + col), row + 1)
 
 
+def opponent(side):
+    """'first' -> 'second' and back."""
+    return "second" if side == "first" else "first"
+
+
 class Board:
     """One game's position, kept up to date from the move lists the referee sends.
 
     `stones` maps (col, row) to "first" or "second". `ply` counts the moves played so far.
+    `rules` holds the rule options from the `start` message (e.g. Jiu's "flying_single_jump").
     """
 
-    def __init__(self, game, my_side):
+    def __init__(self, game, my_side, rules=None):
         self.game = game
         self.size = BOARD_SIZE[game]
         self.me = my_side
+        self.rules = rules or {}
         self.stones = {}
         self.ply = 0
         self.jiu_battle = False
+        self.quiet = 0  # Jiu: battle plies in a row without a capture
         if game == "surakarta":
             # The first side fills rows 1-2, the second rows 5-6.
             for col in range(6):
@@ -112,24 +127,28 @@ class Board:
     def apply_jiu(self, move, who):
         parts = move.upper().split("+")
         action, victims = parts[0], parts[1:]
-        if "-" in action:  # step or fly
-            start, end = (parse_point(p) for p in action.split("-"))
-            del self.stones[start]
-            self.stones[end] = who
-        elif "X" in action:  # jump chain: every landing point is listed
-            path = [parse_point(p) for p in action.split("X")]
-            for (c1, r1), (c2, r2) in zip(path, path[1:]):
-                self.stones.pop(((c1 + c2) // 2, (r1 + r2) // 2), None)  # the jumped stone
-            del self.stones[path[0]]
-            self.stones[path[-1]] = who
-        else:  # placement
+        if not self.jiu_battle:  # placement
             self.stones[parse_point(action)] = who
             if len(self.stones) == JIU_POINTS:
                 for p in JIU_CENTRE:
                     self.stones.pop(p, None)
                 self.jiu_battle = True
-        for victim in victims:
+            return
+        before = len(self.stones)
+        if "-" in action:  # step or fly
+            start, end = (parse_point(p) for p in action.split("-"))
+            del self.stones[start]
+            self.stones[end] = who
+        else:  # jump chain "G7xG9xI9": every landing point is listed
+            path = [parse_point(p) for p in action.split("X")]
+            for (c1, r1), (c2, r2) in zip(path, path[1:]):
+                self.stones.pop(((c1 + c2) // 2, (r1 + r2) // 2), None)  # the jumped stone
+            del self.stones[path[0]]
+            self.stones[path[-1]] = who
+        for victim in victims:  # the enemy stones the squares removed
             self.stones.pop(parse_point(victim), None)
+        captured = len(self.stones) < before
+        self.quiet = 0 if captured else self.quiet + 1
 
     # ---- the policy: replace this with something better ---------------------------------
 
@@ -150,7 +169,7 @@ class Board:
         if self.game == "jiu":
             if not self.jiu_battle:
                 return self.jiu_placement(empty)
-            return self.random_jiu_battle_move(empty)
+            return self.random_jiu_battle_move()
         return None
 
     def random_surakarta_step(self):
@@ -175,75 +194,161 @@ class Board:
                 return point_name(p)
         return point_name(random.choice(empty)) if empty else None
 
-    def random_jiu_battle_move(self, empty):
-        mine = [p for p, owner in self.stones.items() if owner == self.me]
-        moves = []
-        for (col, row) in mine:
-            for dc, dr in ((1, 0), (-1, 0), (0, 1), (0, -1)):
-                to = (col + dc, row + dr)
-                if self.on_board(to) and to not in self.stones:
-                    moves.append(((col, row), to))
-        if not moves and len(mine) <= 14:
-            # Flying: with 14 stones or fewer a stone may move to any empty point.
-            moves = [(p, to) for p in mine for to in empty]
-        jumped = None
-        if not moves and len(mine) > 14 and len(self.stones) - len(mine) > 14:
-            # No step (the board is nearly full when the battle starts): a single jump over an
-            # enemy stone to the empty point beyond, allowed while both sides have over 14.
-            jumps = []
-            for (col, row) in mine:
-                for dc, dr in ((1, 0), (-1, 0), (0, 1), (0, -1)):
-                    over, to = (col + dc, row + dr), (col + 2 * dc, row + 2 * dr)
-                    if (self.stones.get(over) not in (None, self.me)
-                            and self.on_board(to) and to not in self.stones):
-                        jumps.append(((col, row), to, over))
-            if jumps:
-                start, end, jumped = random.choice(jumps)
-                moves = [(start, end)]
-        if not moves:
-            return None
-        start, end = random.choice(moves)
-        text = "%s%s%s" % (point_name(start), "x" if jumped else "-", point_name(end))
-        # Square capture: every 2x2 square of our stones made at `end` removes one enemy stone.
-        after = dict(self.stones)
-        del after[start]
-        if jumped:
-            del after[jumped]
-        after[end] = self.me
-        enemies = [p for p, owner in after.items() if owner != self.me]
-        squares = self.squares_at(after, end)
-        for victim in random.sample(enemies, min(squares, len(enemies))):
-            text += "+" + point_name(victim)
-        return text
+    def random_jiu_battle_move(self):
+        actions = self.jiu_battle_actions(self.me)
+        if not actions:
+            return None  # never happens in a match: the referee ends the game (no_moves) first
+        path, jumped = random.choice(actions)
+        return self.jiu_move_text(self.me, path, jumped)
 
-    def squares_at(self, stones, point):
-        """How many 2x2 squares of our stones contain `point`."""
+    def jiu_battle_actions(self, side):
+        """Every battle move of `side`, square victims not yet chosen, as (path, jumped) pairs:
+        `path` lists the points the stone visits, [start, end] for a step or fly and
+        [start, landing, landing, ...] for a jump chain; `jumped` lists the enemy stones a chain
+        jumps over (empty for a step or fly)."""
+        mine = [p for p, owner in self.stones.items() if owner == side]
+        enemies = len(self.stones) - len(mine)
+        flying = len(mine) <= JIU_FLYING_STONES
+        # While either side has 14 stones or fewer, a jump must chain at least two jumps,
+        # unless the rule option `flying_single_jump` (from the `start` message) says otherwise.
+        if self.rules.get("flying_single_jump") or min(len(mine), enemies) > JIU_FLYING_STONES:
+            shortest_chain = 1
+        else:
+            shortest_chain = 2
+        empty = self.empty_points() if flying else []
+        board = dict(self.stones)  # scratch copy for the jump search
+        actions = []
+        for start in mine:
+            if flying:  # fly: to any empty point (a neighbour included), instead of a step
+                targets = empty
+            else:  # step: to an empty neighbour
+                targets = [p for p in self.neighbours(start) if p not in self.stones]
+            actions.extend(([start, to], []) for to in targets)
+            del board[start]  # the jumping stone leaves its point
+            self.add_jump_chains(board, side, [start], [], shortest_chain, actions)
+            board[start] = side
+        return actions
+
+    def add_jump_chains(self, board, side, path, jumped, shortest_chain, actions):
+        """Depth-first search of the jump chains that continue `path` (the points visited so
+        far, the start first) on `board`, from which the jumping stone and the stones it jumped
+        are gone. Appends every chain of at least `shortest_chain` jumps to `actions`: stopping
+        early is allowed, so each prefix of a longer chain is a move of its own."""
+        col, row = path[-1]
+        for dc, dr in DIRECTIONS:
+            over = (col + dc, row + dr)
+            land = (col + 2 * dc, row + 2 * dr)
+            if (board.get(over) not in (None, side)  # an enemy stone to jump over
+                    and self.on_board(land) and land not in board  # an empty point beyond it
+                    and land not in path):  # never land where the chain has been (start too)
+                del board[over]  # the jumped stone is removed at once
+                longer_path, longer_jumped = path + [land], jumped + [over]
+                if len(longer_jumped) >= shortest_chain:
+                    actions.append((longer_path, longer_jumped))
+                self.add_jump_chains(board, side, longer_path, longer_jumped, shortest_chain,
+                                     actions)
+                board[over] = opponent(side)  # back again for the other branches
+
+    def jiu_move_text(self, side, path, jumped):
+        """The text of a battle move ("G7-G8", "G7xG9xI9"), with a random enemy stone named
+        ("+B3") for every 2x2 square of `side`'s stones it forms at the point where it ends."""
+        after, victims = self.jiu_after_move(side, path, jumped)
+        enemies = [p for p, owner in after.items() if owner != side]
+        text = ("x" if jumped else "-").join(point_name(p) for p in path)
+        return text + "".join("+" + point_name(v) for v in random.sample(enemies, victims))
+
+    def jiu_after_move(self, side, path, jumped):
+        """The stones after a battle move of `side` (the stone moved, the jumped stones gone)
+        and how many enemy stones its squares remove: one per square formed at the end point,
+        or all the enemy stones if fewer are left."""
+        after = dict(self.stones)
+        del after[path[0]]
+        for p in jumped:
+            del after[p]
+        after[path[-1]] = side
+        enemies = sum(1 for owner in after.values() if owner != side)
+        return after, min(self.squares_at(after, path[-1], side), enemies)
+
+    def squares_at(self, stones, point, side):
+        """How many 2x2 squares of `side`'s stones contain `point`."""
         col, row = point
         count = 0
         for c0 in (col - 1, col):
             for r0 in (row - 1, row):
                 corners = [(c0, r0), (c0 + 1, r0), (c0, r0 + 1), (c0 + 1, r0 + 1)]
-                if all(stones.get(p) == self.me for p in corners):
+                if all(stones.get(p) == side for p in corners):
                     count += 1
         return count
+
+    def jiu_result(self):
+        """Whether the Jiu battle is over for the side to move: the reason ("few_stones",
+        "move_limit" or "no_moves", checked in this order) or None. In a match the referee
+        decides this; the self-test (--selftest) needs it to know when a game ends."""
+        if not self.jiu_battle:
+            return None
+        to_move = self.mover(self.ply)
+        if sum(1 for owner in self.stones.values() if owner == to_move) <= JIU_FEW_STONES:
+            return "few_stones"
+        if self.quiet >= self.rules.get("no_capture_limit", 100):
+            return "move_limit"
+        if not self.jiu_battle_actions(to_move):
+            return "no_moves"
+        return None
+
+    def neighbours(self, point):
+        """The points up, down, left and right of `point` that are on the board."""
+        col, row = point
+        return [(col + dc, row + dr) for dc, dr in DIRECTIONS
+                if self.on_board((col + dc, row + dr))]
 
     def on_board(self, point):
         return 0 <= point[0] < self.size and 0 <= point[1] < self.size
 
 
+def selftest(games, rules):
+    """Plays `games` random games of Jiu against itself and prints each game's moves on one
+    line, to check this move generator against the referee's rules:
+
+        python3 arena_random_bot.py --selftest 20 | arena replay jiu
+
+    must print no `illegal` line, and each game must end at its last move. With --rules,
+    give `arena replay` the same --rules."""
+    for _ in range(games):
+        board = Board("jiu", "first", rules)
+        moves = []
+        while board.jiu_result() is None:
+            board.me = board.mover(board.ply)  # play both sides
+            move = board.choose_move()
+            if move is None:
+                break
+            board.apply(move)
+            moves.append(move)
+        print(" ".join(moves), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description="Random arena bot (protocol v1).")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--name", required=True)
-    parser.add_argument("--token", required=True)
+    parser.add_argument("--port", type=int)
+    parser.add_argument("--name")
+    parser.add_argument("--token")
     parser.add_argument("--games", default="connect6,hex,surakarta,jiu",
                         help="comma-separated game ids")
     parser.add_argument("--max-games", type=int, default=1,
                         help="matches the referee may give us at once")
     parser.add_argument("--seed", type=int, default=None, help="random seed (reproducible play)")
+    parser.add_argument("--selftest", type=int, metavar="N",
+                        help="play N games of Jiu against itself, print their moves and exit")
+    parser.add_argument("--rules", default="{}",
+                        help="Jiu rule options (JSON) for --selftest; in a match they come "
+                             "from the referee's start message")
     args = parser.parse_args()
     random.seed(args.seed)
+    if args.selftest is not None:
+        selftest(args.selftest, json.loads(args.rules))
+        return
+    if args.port is None or args.name is None or args.token is None:
+        parser.error("--port, --name and --token are required to play")
 
     sock = socket.create_connection((args.host, args.port))
     # Send each small message at once (no Nagle delay): our clock runs until the move arrives.
@@ -276,7 +381,7 @@ def main():
         elif kind == "ping":
             send({"type": "pong", "id": message["id"]})
         elif kind == "start":
-            board = Board(message["game"], message["side"])
+            board = Board(message["game"], message["side"], message.get("rules"))
             for move in message["moves"]:  # non-empty when a game resumes
                 board.apply(move)
             boards[message["match"]] = board
