@@ -7,6 +7,7 @@ use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::move_log::MoveLog;
 use crate::config::{Config, Format};
 use crate::journal::{
     ClockSettings, ConfigFingerprint, Journal, JournalEntry, JournalError, TournamentFingerprint,
@@ -226,22 +227,16 @@ impl MoveJournal {
     /// both clocks' time left after it. Write-behind: it reaches the disk with the writer's next
     /// group commit (well under a second); a crash before that loses at most the last moves of a
     /// game in progress, which then resumes from its last journaled move.
-    pub fn record_last_move(
-        &self,
-        moves: &[String],
-        think_ms: &[u64],
-        lag_ms: &[u64],
-        remaining: [Duration; 2],
-    ) {
-        let Some(text) = moves.last() else {
+    pub fn record_last_move(&self, moves: &MoveLog, remaining: [Duration; 2]) {
+        let Some((text, think_ms, lag_ms)) = moves.last() else {
             return;
         };
         let entry = JournalEntry::Move {
             id: self.id.clone(),
             ply: u32::try_from(moves.len()).unwrap_or(u32::MAX),
-            text: text.clone(),
-            think_ms: think_ms.last().copied().unwrap_or(0),
-            lag_ms: lag_ms.last().copied().unwrap_or(0),
+            text: text.to_string(),
+            think_ms,
+            lag_ms,
             first_clock_ms: ms(remaining[0]),
             second_clock_ms: ms(remaining[1]),
         };

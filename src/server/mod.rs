@@ -9,6 +9,7 @@ mod arrival;
 mod builtin;
 pub mod connection;
 pub mod journaling;
+mod move_log;
 pub mod output;
 pub mod probe;
 pub mod referee;

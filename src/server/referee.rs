@@ -18,6 +18,7 @@ use crate::journal::JournalMove;
 use crate::protocol::{ErrorCode, RefereeMessage, TurnClock};
 
 use super::journaling::MoveJournal;
+use super::move_log::MoveLog;
 use super::probe;
 use super::registry::BotLink;
 
@@ -194,10 +195,7 @@ struct Referee {
     /// How many moves each side has been told about (or made itself).
     reported: [usize; 2],
     turn_started: Instant,
-    moves: Vec<String>,
-    movers: Vec<Side>,
-    think_ms: Vec<u64>,
-    lag_ms: Vec<u64>,
+    moves: MoveLog,
 }
 
 impl Referee {
@@ -227,7 +225,7 @@ impl Referee {
             opponent: self.spec.players[side.opponent().index()].clone(),
             rules: self.spec.rules.clone(),
             clock: self.spec.clock.spec(),
-            moves: self.moves.clone(),
+            moves: self.moves.texts_from(0),
         };
         self.send(side, &message);
         self.reported[side.index()] = self.moves.len();
@@ -240,7 +238,7 @@ impl Referee {
         let from = self.reported[side.index()].min(self.moves.len());
         let message = RefereeMessage::Turn {
             match_id: self.spec.match_id.clone(),
-            moves: self.moves[from..].to_vec(),
+            moves: self.moves.texts_from(from),
             ply: u32::try_from(self.moves.len()).unwrap_or(u32::MAX),
             clock: TurnClock {
                 you_ms: ms(you),
@@ -318,10 +316,7 @@ impl Referee {
                         Handled::Ended(Outcome::win(side.opponent(), EndReason::IllegalMove))
                     }
                     Ok(recorded) => {
-                        self.moves.push(recorded);
-                        self.movers.push(side);
-                        self.think_ms.push(ms(think));
-                        self.lag_ms.push(ms(credit));
+                        self.moves.push(&recorded, side, ms(think), ms(credit));
                         let left = self.remaining[side.index()].saturating_sub(think)
                             + Duration::from_millis(self.spec.clock.increment_ms);
                         self.remaining[side.index()] = left;
@@ -404,10 +399,7 @@ pub async fn run_match(
 /// a journal written by this server never holds).
 #[derive(Default)]
 struct Replayed {
-    moves: Vec<String>,
-    movers: Vec<Side>,
-    think_ms: Vec<u64>,
-    lag_ms: Vec<u64>,
+    moves: MoveLog,
     /// Both clocks after the last move replayed.
     clocks: Option<[u64; 2]>,
 }
@@ -418,10 +410,7 @@ fn replay(spec: &MatchSpec, game: &mut Box<dyn AnyGame>, resume: &ResumePoint) -
         let mover = game.turn();
         match game.play_text(&m.text) {
             Ok(recorded) => {
-                out.moves.push(recorded);
-                out.movers.push(mover);
-                out.think_ms.push(m.think_ms);
-                out.lag_ms.push(m.lag_ms);
+                out.moves.push(&recorded, mover, m.think_ms, m.lag_ms);
                 out.clocks = Some([m.first_clock_ms, m.second_clock_ms]);
             }
             Err(e) => {
@@ -484,9 +473,6 @@ pub async fn run_journaled_match(
         reported: [0; 2],
         turn_started: now,
         moves: replayed.moves,
-        movers: replayed.movers,
-        think_ms: replayed.think_ms,
-        lag_ms: replayed.lag_ms,
     };
     tracing::info!(
         match_id = %referee.spec.match_id,
@@ -532,7 +518,7 @@ pub async fn run_journaled_match(
                         Handled::Ended(outcome) => break 'play outcome,
                         Handled::Moved { received, read, elapsed, think } => {
                             if let Some(journal) = &journaling.journal {
-                                journal.record_last_move(&referee.moves, &referee.think_ms, &referee.lag_ms, referee.remaining);
+                                journal.record_last_move(&referee.moves, referee.remaining);
                             }
                             referee.turn_started = Instant::now();
                             let ply = referee.moves.len().saturating_sub(1);
@@ -579,7 +565,7 @@ pub async fn run_journaled_match(
                 match_id: referee.spec.match_id.clone(),
                 result: result.to_string(),
                 reason: outcome.reason.as_str().to_string(),
-                moves: referee.moves.clone(),
+                moves: referee.moves.texts_from(0),
             },
         );
     }
@@ -590,13 +576,14 @@ pub async fn run_journaled_match(
         moves = referee.moves.len(),
         "match ended"
     );
+    let (moves, movers, think_ms, lag_ms) = referee.moves.into_columns();
     Some(FinishedGame {
         spec: referee.spec,
         outcome,
-        moves: referee.moves,
-        movers: referee.movers,
-        think_ms: referee.think_ms,
-        lag_ms: referee.lag_ms,
+        moves,
+        movers,
+        think_ms,
+        lag_ms,
         started,
         finished: Local::now(),
     })
