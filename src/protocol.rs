@@ -148,6 +148,13 @@ impl RefereeMessage {
         // Serialising these plain structs cannot fail (string keys, no maps with other keys).
         serde_json::to_string(self).unwrap_or_else(|_| String::from("{}"))
     }
+
+    /// The message as it goes on the wire: one JSON line with its `\n`.
+    pub fn to_wire_line(&self) -> String {
+        let mut line = self.to_line();
+        line.push('\n');
+        line
+    }
 }
 
 impl BotMessage {

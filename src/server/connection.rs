@@ -7,13 +7,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use subtle::ConstantTimeEq;
+use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::time::{interval_at, sleep_until, timeout, Instant, MissedTickBehavior};
-use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
@@ -30,8 +31,9 @@ use super::registry::{BotLink, Registry, Session};
 /// The server's name in `welcome`.
 pub const SERVER_NAME: &str = concat!("arena ", env!("CARGO_PKG_VERSION"));
 
-/// Initial read and write buffer of a connection.
-const CONNECTION_BUFFER_BYTES: usize = 1024;
+/// Initial read buffer of a connection: a few of a bot's lines (`move` lines are under 100
+/// bytes).
+const CONNECTION_BUFFER_BYTES: usize = 256;
 
 /// What every connection shares.
 #[derive(Debug)]
@@ -43,7 +45,6 @@ pub struct ConnectionContext {
     pub shutdown: CancellationToken,
 }
 
-type LineSink = FramedWrite<OwnedWriteHalf, CappedLineCodec>;
 type LineStream = FramedRead<ArrivalStampedRead, CappedLineCodec>;
 
 /// Serves one connection until it closes; logs why it closed.
@@ -55,24 +56,18 @@ pub async fn serve_connection(
 ) {
     tracing::info!(conn = conn_id, %peer, "connection accepted");
     let _ = socket.set_nodelay(true);
-    // Protocol lines are short: 1 KiB buffers (grown on demand up to the line cap) instead of
-    // the default 8 KiB each way, which reads and writes cycle through and so keep resident.
-    // The socket's own halves (not `Framed::split`) let the reader and the writer run without
-    // sharing a lock.
+    // Bots' lines are short: a small read buffer (grown on demand up to the line cap) instead
+    // of the default 8 KiB, which reads cycle through and so keep resident. The socket's own
+    // halves (not `Framed::split`) let the reader and the writer run without sharing a lock.
     let (read_half, write_half) = socket.into_split();
     let lines = FramedRead::with_capacity(
         ArrivalStampedRead::new(read_half, ctx.config.server.receive_timestamps),
         CappedLineCodec::new(MAX_LINE_BYTES),
         CONNECTION_BUFFER_BYTES,
     );
-    let sink = FramedWrite::with_capacity(
-        write_half,
-        CappedLineCodec::new(MAX_LINE_BYTES),
-        CONNECTION_BUFFER_BYTES,
-    );
     let (tx, rx) = mpsc::channel(ctx.config.server.write_queue_lines);
     let close = ctx.shutdown.child_token();
-    let writer = tokio::spawn(write_lines(sink, rx, close.clone()));
+    let writer = tokio::spawn(write_lines(write_half, rx, close.clone()));
     let link = BotLink::new(conn_id, tx, close.clone());
     let mut connection = Connection {
         ctx: ctx.clone(),
@@ -111,9 +106,17 @@ struct Closed {
     reason: String,
 }
 
-/// Writes queued lines until the queue closes or the connection is dropped; then flushes what is
-/// already queued (e.g. a final `error`) for a short while.
-async fn write_lines(mut sink: LineSink, mut rx: mpsc::Receiver<String>, close: CancellationToken) {
+/// Writes queued lines (each with its `\n`) until the queue closes or the connection is
+/// dropped; then flushes what is already queued (e.g. a final `error`) for a short while.
+///
+/// Each line is written straight from its own string: no write buffer stays allocated per
+/// connection (a framed writer's buffer grows to the longest line ever sent, such as an `end`
+/// with every move of a long game, and keeps that size).
+async fn write_lines(
+    mut socket: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<String>,
+    close: CancellationToken,
+) {
     // One wait for the whole loop: a fresh `cancelled()` per line registers and unregisters a
     // waiter each time, which showed up in the bench's profile.
     let closed = close.cancelled();
@@ -125,7 +128,7 @@ async fn write_lines(mut sink: LineSink, mut rx: mpsc::Receiver<String>, close: 
             line = rx.recv() => {
                 let Some(line) = line else { break };
                 tokio::select! {
-                    result = sink.send(line) => {
+                    result = socket.write_all(line.as_bytes()) => {
                         if result.is_err() {
                             close.cancel();
                             return;
@@ -138,14 +141,13 @@ async fn write_lines(mut sink: LineSink, mut rx: mpsc::Receiver<String>, close: 
     }
     let _ = timeout(Duration::from_millis(500), async {
         while let Ok(line) = rx.try_recv() {
-            if sink.feed(line).await.is_err() {
+            if socket.write_all(line.as_bytes()).await.is_err() {
                 return;
             }
         }
-        let _ = SinkExt::<String>::flush(&mut sink).await;
+        let _ = socket.shutdown().await;
     })
     .await;
-    let _ = SinkExt::<String>::close(&mut sink).await;
 }
 
 struct Connection {
@@ -187,7 +189,8 @@ impl Connection {
     async fn read_loop(&mut self, mut lines: LineStream) -> Closed {
         let ctx = self.ctx.clone();
         let server = &ctx.config.server;
-        let hello_deadline = Instant::now() + Duration::from_millis(server.hello_timeout_ms);
+        let hello_deadline =
+            sleep_until(Instant::now() + Duration::from_millis(server.hello_timeout_ms));
         let ping_every = Duration::from_millis(server.ping_interval_ms);
         let pong_timeout = Duration::from_millis(server.pong_timeout_ms);
         let mut ping_timer = interval_at(Instant::now() + ping_every, ping_every);
@@ -199,13 +202,13 @@ impl Connection {
         // Created once, not per line (see `write_lines`).
         let shutting_down = close.cancelled();
         let dropped = link_close.cancelled();
-        tokio::pin!(shutting_down, dropped);
+        tokio::pin!(shutting_down, dropped, hello_deadline);
         let reason = loop {
             let authed = self.name.is_some();
             let frame = tokio::select! {
                 _ = &mut shutting_down => break "server shutting down".to_string(),
                 _ = &mut dropped => break "dropped by the server (not reading, or write failed)".to_string(),
-                _ = sleep_until(hello_deadline), if !authed => break "no hello in time".to_string(),
+                _ = &mut hello_deadline, if !authed => break "no hello in time".to_string(),
                 _ = ping_timer.tick(), if authed => {
                     match ping_out {
                         Some((_, sent)) if server.pong_timeout_ms > 0 && sent.elapsed() > pong_timeout => {
@@ -279,8 +282,9 @@ impl Connection {
                     max_games,
                     engine,
                 } => {
-                    self.hello(protocol, name, token, games, max_games, engine)
-                        .await
+                    // Boxed: said once per connection, it would otherwise make every
+                    // connection's reader task as large as its state for good.
+                    Box::pin(self.hello(protocol, name, token, games, max_games, engine)).await
                 }
                 _ => {
                     self.error(

@@ -17,7 +17,7 @@ use super::referee::RefereeInput;
 /// Round-trip time not measured yet.
 const RTT_UNKNOWN: u64 = u64::MAX;
 
-/// The way to reach one live connection: its outgoing line queue, its measured round-trip time
+/// The way to reach one live connection: its outgoing line queue (lines with their `\n`), its measured round-trip time
 /// and the token that drops it.
 #[derive(Debug, Clone)]
 pub struct BotLink {
@@ -40,7 +40,7 @@ impl BotLink {
     /// Queues a message without waiting. A bot whose queue is full is not reading its socket:
     /// it is dropped rather than allowed to hold anyone up. Returns whether the line was queued.
     pub fn send(&self, message: &RefereeMessage) -> bool {
-        match self.tx.try_send(message.to_line()) {
+        match self.tx.try_send(message.to_wire_line()) {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Full(_)) => {
                 tracing::warn!(
