@@ -1,6 +1,7 @@
 //! The standings files (`standings.json`, `standings.csv`, `standings.md`, each replaced
 //! atomically) and the plain-text table printed when a tournament ends.
 
+use std::borrow::Borrow;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -97,9 +98,14 @@ fn cells(row: &StandingRow, empty: &str) -> Vec<String> {
 }
 
 /// `standings.json`, pretty-printed.
-pub fn standings_json(tournaments: &[TournamentStandings]) -> String {
-    let file = StandingsFile {
-        tournaments: tournaments.to_vec(),
+pub fn standings_json<T: Borrow<TournamentStandings>>(tournaments: &[T]) -> String {
+    /// `StandingsFile`, borrowed: the server writes it after every game.
+    #[derive(Serialize)]
+    struct Borrowed<'a> {
+        tournaments: Vec<&'a TournamentStandings>,
+    }
+    let file = Borrowed {
+        tournaments: tournaments.iter().map(Borrow::borrow).collect(),
     };
     let mut text = serde_json::to_string_pretty(&file).unwrap_or_else(|_| "{}".to_string());
     text.push('\n');
@@ -116,14 +122,14 @@ fn csv_field(text: &str) -> String {
 
 /// `standings.csv`: one header line, then one line per bot per tournament, the tournament
 /// name in the first column. Empty cells are `null`s of the JSON.
-pub fn standings_csv(tournaments: &[TournamentStandings]) -> String {
+pub fn standings_csv<T: Borrow<TournamentStandings>>(tournaments: &[T]) -> String {
     let mut out = String::from("tournament");
     for c in ROW_COLUMNS {
         out.push(',');
         out.push_str(c);
     }
     out.push('\n');
-    for t in tournaments {
+    for t in tournaments.iter().map(Borrow::borrow) {
         for row in &t.rows {
             out.push_str(&csv_field(&t.name));
             for cell in cells(row, "") {
@@ -143,9 +149,9 @@ fn markdown_cell(text: &str) -> String {
 }
 
 /// `standings.md`: a title, then per tournament a heading and a Markdown table.
-pub fn standings_markdown(tournaments: &[TournamentStandings]) -> String {
+pub fn standings_markdown<T: Borrow<TournamentStandings>>(tournaments: &[T]) -> String {
     let mut out = String::from("# Standings\n");
-    for t in tournaments {
+    for t in tournaments.iter().map(Borrow::borrow) {
         let status = if t.finished {
             "finished"
         } else {
@@ -242,9 +248,9 @@ pub fn terminal_table(t: &TournamentStandings) -> String {
 }
 
 /// Writes `standings.json`, `standings.csv` and `standings.md` into `dir`, each atomically.
-pub fn write_standings(
+pub fn write_standings<T: Borrow<TournamentStandings>>(
     dir: &Path,
-    tournaments: &[TournamentStandings],
+    tournaments: &[T],
 ) -> Result<(), AtomicFileError> {
     write_atomically(
         &dir.join("standings.json"),

@@ -468,15 +468,18 @@ impl Drop for MatchGuard {
     }
 }
 
+/// Every tournament's standings at one moment, as the writer task gets them.
+type StandingsSnapshot = Arc<Vec<Arc<TournamentStandings>>>;
+
 /// Writes each standings snapshot it receives, skipping to the newest when several are waiting;
 /// ends when the sender is dropped and the last snapshot is written. After each write it rests
 /// nine times as long as the write took, so that with many tournaments and many games ending
 /// the files cost at most a tenth of a core, never the referees' share.
 async fn write_standings_as_they_come(
     dir: std::path::PathBuf,
-    mut rx: tokio::sync::watch::Receiver<Arc<Vec<TournamentStandings>>>,
+    mut rx: tokio::sync::watch::Receiver<StandingsSnapshot>,
 ) {
-    let mut written: Option<Arc<Vec<TournamentStandings>>> = None;
+    let mut written: Option<StandingsSnapshot> = None;
     loop {
         let open = rx.changed().await.is_ok();
         let latest = rx.borrow_and_update().clone();
@@ -515,9 +518,11 @@ pub struct Scheduler {
     pub summary: Vec<GameSummary>,
     /// Each tournament's standings as of its last finished game (recomputed only for the
     /// tournament whose game finished).
-    standings: Vec<TournamentStandings>,
+    /// Shared, so that handing the writer a snapshot after every game copies pointers, not
+    /// every tournament's table.
+    standings: Vec<Arc<TournamentStandings>>,
     /// The newest standings for the writer task (only the newest is kept).
-    standings_tx: Option<tokio::sync::watch::Sender<Arc<Vec<TournamentStandings>>>>,
+    standings_tx: Option<tokio::sync::watch::Sender<StandingsSnapshot>>,
     standings_writer: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -534,7 +539,10 @@ impl Scheduler {
             registry,
             output,
             journal,
-            standings: tournaments.iter().map(TournamentState::standings).collect(),
+            standings: tournaments
+                .iter()
+                .map(|t| Arc::new(t.standings()))
+                .collect(),
             tournaments,
             running: JoinSet::new(),
             summary: Vec::new(),
@@ -659,10 +667,10 @@ impl Scheduler {
             self.standings.get_mut(tournament),
             self.tournaments.get(tournament),
         ) {
-            *slot = t.standings();
+            *slot = Arc::new(t.standings());
         }
         self.write_standings().await;
-        self.announce_finished_tournaments();
+        self.announce_if_finished(tournament);
     }
 
     /// Hands the current standings to the writer task (atomic files, off the runtime threads).
@@ -674,8 +682,15 @@ impl Scheduler {
 
     /// Prints the final table of every tournament that has just finished.
     fn announce_finished_tournaments(&mut self) {
+        for index in 0..self.tournaments.len() {
+            self.announce_if_finished(index);
+        }
+    }
+
+    /// Prints tournament `index`'s final table if it has just finished (once).
+    fn announce_if_finished(&mut self, index: usize) {
         let progress = self.config.server.progress;
-        for t in &mut self.tournaments {
+        if let Some(t) = self.tournaments.get_mut(index) {
             if !t.announced && t.is_finished() {
                 t.announced = true;
                 if progress {
