@@ -761,14 +761,16 @@ impl Scheduler {
                             .resume
                             .as_ref()
                             .map_or_else(Local::now, |r| r.started);
-                        // Durable before the first move is journaled.
-                        journal
-                            .append(vec![JournalEntry::Started {
-                                id: id.clone(),
-                                match_id: id.clone(),
-                                time: time.to_rfc3339(),
-                            }])
-                            .await;
+                        // Written behind, like the moves: the one journal writer keeps queue
+                        // order, so no move of this game can reach the disk before it, and a
+                        // crash that loses it loses the game's moves too (it is then replayed
+                        // from the start). Waiting for it would hold every game's start back
+                        // by a group commit.
+                        journal.append_behind(vec![JournalEntry::Started {
+                            id: id.clone(),
+                            match_id: id.clone(),
+                            time: time.to_rfc3339(),
+                        }]);
                         let journaling = MatchJournaling {
                             resume: pending.resume,
                             journal: Some(MoveJournal {
