@@ -52,6 +52,9 @@ pub struct LoadResult {
     pub rss_loaded_kib: u64,
     /// Matches running when `rss_loaded_kib` was read.
     pub matches_at_rss: u64,
+    /// Matches running on average over the window (sampled every 100 ms); the rest of the
+    /// pairs were between games (writing one game's output, starting the next).
+    pub matches_running_mean: f64,
     /// CPU time used during the window by this process (the server) and by the load generator.
     pub server_cpu_us: u64,
     pub bots_cpu_us: u64,
@@ -60,6 +63,17 @@ pub struct LoadResult {
     pub games_finished: usize,
     pub think: Vec<ThinkSample>,
     pub bots: BotsReport,
+}
+
+/// Samples the number of running matches every 100 ms for `window`.
+async fn sample_running(window: Duration) -> Vec<u64> {
+    let end = Instant::now() + window;
+    let mut samples = Vec::new();
+    while Instant::now() < end {
+        samples.push(probe::snapshot().matches_running);
+        sleep(Duration::from_millis(100).min(end.saturating_duration_since(Instant::now()))).await;
+    }
+    samples
 }
 
 /// Resident memory of this process in KiB (Linux `/proc/self/statm`), 0 if unknown.
@@ -243,17 +257,24 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         let before = probe::snapshot();
         let started = Instant::now();
         let cpu_before = (own_cpu_us(), process_cpu_us(child.id()));
-        sleep(plan.window / 2).await;
+        let mut running = sample_running(plan.window / 2).await;
         let rss_loaded_kib = rss_kib();
         let matches_at_rss = probe::snapshot().matches_running;
-        sleep(plan.window.saturating_sub(plan.window / 2)).await;
+        running.extend(sample_running(plan.window.saturating_sub(plan.window / 2)).await);
         let after = probe::snapshot();
         let window_s = started.elapsed().as_secs_f64();
         let cpu = (
             own_cpu_us().saturating_sub(cpu_before.0),
             process_cpu_us(child.id()).saturating_sub(cpu_before.1),
         );
-        Ok((before, after, window_s, rss_loaded_kib, matches_at_rss, cpu))
+        let running_mean = running.iter().sum::<u64>() as f64 / running.len().max(1) as f64;
+        Ok((
+            before,
+            after,
+            window_s,
+            (rss_loaded_kib, matches_at_rss, running_mean),
+            cpu,
+        ))
     }
     .await;
 
@@ -262,8 +283,13 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
     probe::disable();
     let think = probe::take_think_samples();
     let bots_text = finish_child(&mut child, reader).await;
-    let (before, after, window_s, rss_loaded_kib, matches_at_rss, (server_cpu_us, bots_cpu_us)) =
-        outcome?;
+    let (
+        before,
+        after,
+        window_s,
+        (rss_loaded_kib, matches_at_rss, matches_running_mean),
+        (server_cpu_us, bots_cpu_us),
+    ) = outcome?;
     let summary = summary
         .map_err(|e| BenchError::Setup(format!("server task: {e}")))?
         .map_err(BenchError::Server)?;
@@ -277,6 +303,7 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         rss_idle_kib,
         rss_loaded_kib,
         matches_at_rss,
+        matches_running_mean,
         server_cpu_us,
         bots_cpu_us,
         timeouts: summary

@@ -61,6 +61,9 @@ pub struct BenchReport {
     pub perft_depth: BTreeMap<String, u32>,
     pub bots_run_in: String,
     pub matches: usize,
+    /// Matches running on average during the throughput window (the others were between two
+    /// games).
+    pub matches_running_mean: f64,
     pub window_s: f64,
     pub referee_moves_per_s: f64,
     pub move_overhead_us_p50: u64,
@@ -292,6 +295,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
             .collect(),
         bots_run_in: BOTS_RUN_IN.to_string(),
         matches,
+        matches_running_mean: instant.matches_running_mean,
         window_s: instant.window_s,
         referee_moves_per_s: per_s(instant.moves_in_window, instant.window_s).round(),
         move_overhead_us_p50: instant.overhead_us.quantile(0.5).unwrap_or(0),
@@ -391,6 +395,11 @@ impl BenchReport {
             self.matches, self.window_s
         )?;
         writeln!(out, "  bots: {}", self.bots_run_in)?;
+        writeln!(
+            out,
+            "  matches running during the window: {:.0} on average (the rest between two games)",
+            self.matches_running_mean
+        )?;
         goal(
             out,
             "moves validated and relayed",
@@ -500,6 +509,7 @@ mod tests {
             rss_idle_kib: 0,
             rss_loaded_kib: 0,
             matches_at_rss: 0,
+            matches_running_mean: 0.0,
             server_cpu_us: 0,
             bots_cpu_us: 0,
             timeouts: 0,
