@@ -26,7 +26,7 @@ use crate::protocol::{
 
 use super::arrival::ArrivalStampedRead;
 use super::referee::RefereeInput;
-use super::registry::{BotLink, Registry, Session};
+use super::registry::{BotLink, Outgoing, Registry, Session};
 
 /// The server's name in `welcome`.
 pub const SERVER_NAME: &str = concat!("arena ", env!("CARGO_PKG_VERSION"));
@@ -114,7 +114,7 @@ struct Closed {
 /// with every move of a long game, and keeps that size).
 async fn write_lines(
     mut socket: OwnedWriteHalf,
-    mut rx: mpsc::Receiver<String>,
+    mut rx: mpsc::Receiver<Outgoing>,
     close: CancellationToken,
 ) {
     // One wait for the whole loop: a fresh `cancelled()` per line registers and unregisters a
@@ -125,13 +125,16 @@ async fn write_lines(
         tokio::select! {
             biased;
             _ = &mut closed => break,
-            line = rx.recv() => {
-                let Some(line) = line else { break };
+            outgoing = rx.recv() => {
+                let Some(outgoing) = outgoing else { break };
                 tokio::select! {
-                    result = socket.write_all(line.as_bytes()) => {
+                    result = socket.write_all(outgoing.line.as_bytes()) => {
                         if result.is_err() {
                             close.cancel();
                             return;
+                        }
+                        if let Some(written) = &outgoing.written {
+                            written.set(Instant::now());
                         }
                     }
                     _ = &mut closed => return,
@@ -140,8 +143,8 @@ async fn write_lines(
         }
     }
     let _ = timeout(Duration::from_millis(500), async {
-        while let Ok(line) = rx.try_recv() {
-            if socket.write_all(line.as_bytes()).await.is_err() {
+        while let Ok(outgoing) = rx.try_recv() {
+            if socket.write_all(outgoing.line.as_bytes()).await.is_err() {
                 return;
             }
         }

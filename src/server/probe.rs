@@ -123,7 +123,7 @@ pub struct ThinkSample {
     pub match_id: String,
     /// Index of the move in the game.
     pub ply: u32,
-    /// From `turn` queued to the move's arrival.
+    /// From `turn` written (its clock's start) to the move's arrival.
     pub elapsed_us: u64,
     /// What the clock was charged (after lag credit).
     pub think_us: u64,

@@ -4,6 +4,7 @@
 //! is queued to the journal (group-committed, write-behind) before the opponent hears of it, and
 //! a match cut off by a crash resumes from its last journaled move.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Local};
@@ -20,7 +21,7 @@ use crate::protocol::{ErrorCode, RefereeMessage, TurnClock};
 use super::journaling::MoveJournal;
 use super::move_log::MoveLog;
 use super::probe;
-use super::registry::BotLink;
+use super::registry::{BotLink, WriteStamp};
 
 /// What reaches a referee from the connections of its two players.
 #[derive(Debug)]
@@ -194,7 +195,11 @@ struct Referee {
     remaining: [Duration; 2],
     /// How many moves each side has been told about (or made itself).
     reported: [usize; 2],
+    /// When the current turn began: its `turn` was queued.
     turn_started: Instant,
+    /// When the current turn's `turn` line reached the mover's socket (its clock runs from
+    /// then; a busy server's own delay in writing it is not the bot's time).
+    turn_written: Arc<WriteStamp>,
     moves: MoveLog,
 }
 
@@ -231,8 +236,28 @@ impl Referee {
         self.reported[side.index()] = self.moves.len();
     }
 
-    /// Sends `turn` to the side to move, with its time left now.
-    fn send_turn(&mut self, side: Side) {
+    /// Starts `side`'s turn now: its clock runs from the moment its `turn` line is written.
+    fn begin_turn(&mut self, side: Side) {
+        self.turn_started = Instant::now();
+        self.turn_written.clear();
+        self.send_turn(side, true);
+    }
+
+    /// When the current turn's clock started: when its `turn` was written, or, until the writer
+    /// says so (or if the mover was away), when it was queued.
+    fn turn_start(&self) -> Instant {
+        let queued = self.turn_started;
+        self.turn_written.get().map_or(queued, |w| w.max(queued))
+    }
+
+    /// When `side`'s time for the current move runs out (lag credit included).
+    fn deadline(&self, side: Side) -> Instant {
+        self.turn_start() + self.allowed(side) + self.lag_credit(side)
+    }
+
+    /// Sends `turn` to the side to move, with its time left now; `stamped` for the line that
+    /// starts the turn (not one sent again after a reconnect: the clock kept running).
+    fn send_turn(&mut self, side: Side, stamped: bool) {
         let elapsed = Instant::now().saturating_duration_since(self.turn_started);
         let you = self.remaining[side.index()].saturating_sub(elapsed);
         let from = self.reported[side.index()].min(self.moves.len());
@@ -245,7 +270,13 @@ impl Referee {
                 opponent_ms: ms(self.remaining[side.opponent().index()]),
             },
         };
-        self.send(side, &message);
+        if let Some(link) = &self.links[side.index()] {
+            if stamped {
+                link.send_stamped(&message, &self.turn_written);
+            } else {
+                link.send(&message);
+            }
+        }
         self.reported[side.index()] = self.moves.len();
     }
 
@@ -303,7 +334,7 @@ impl Referee {
                     );
                     return Handled::Nothing;
                 }
-                let elapsed = received.saturating_duration_since(self.turn_started);
+                let elapsed = received.saturating_duration_since(self.turn_start());
                 let credit = self.lag_credit(side).min(elapsed);
                 let think = elapsed.saturating_sub(credit);
                 if think > self.allowed(side) {
@@ -359,7 +390,7 @@ impl Referee {
                 self.gone_since[side.index()] = None;
                 self.send_start(side);
                 if side == mover {
-                    self.send_turn(side);
+                    self.send_turn(side, false);
                 }
                 Handled::Nothing
             }
@@ -472,6 +503,7 @@ pub async fn run_journaled_match(
         remaining,
         reported: [0; 2],
         turn_started: now,
+        turn_written: Arc::new(WriteStamp::new()),
         moves: replayed.moves,
     };
     tracing::info!(
@@ -489,24 +521,23 @@ pub async fn run_journaled_match(
             break 'play outcome;
         }
         let first_mover = referee.game.turn();
-        referee.turn_started = Instant::now();
-        referee.send_turn(first_mover);
+        referee.begin_turn(first_mover);
         // One wait for the whole match rather than a fresh one per move (see connection.rs).
         let shutting_down = shutdown.cancelled();
         tokio::pin!(shutting_down);
         loop {
             let mover = referee.game.turn();
-            let clock_end =
-                referee.turn_started + referee.allowed(mover) + referee.lag_credit(mover);
             // The loss on time is declared a little after the deadline, so that a move the
             // kernel received in time but a busy server had not yet read still counts.
-            let verdict_at = clock_end + referee.settings.timeout_settle;
+            let verdict_at = referee.deadline(mover) + referee.settings.timeout_settle;
             let grace = referee.grace_end();
             tokio::select! {
                 biased;
                 _ = &mut shutting_down => return None,
                 input = inbox.recv() => {
                     let input = input?;
+                    // Fresh: the writer may have stamped the turn since the timer was set.
+                    let clock_end = referee.deadline(mover);
                     if Instant::now() > clock_end {
                         match LateInput::of(&input, mover, clock_end) {
                             LateInput::Handle => {}
@@ -520,12 +551,11 @@ pub async fn run_journaled_match(
                             if let Some(journal) = &journaling.journal {
                                 journal.record_last_move(&referee.moves, referee.remaining);
                             }
-                            referee.turn_started = Instant::now();
                             let ply = referee.moves.len().saturating_sub(1);
                             let game_over = referee.game.outcome();
                             if game_over.is_none() {
                                 let next = referee.game.turn();
-                                referee.send_turn(next);
+                                referee.begin_turn(next);
                             }
                             probe::move_accepted(&referee.spec.match_id, ply, received, read, elapsed, think, game_over.is_none());
                             if let Some(outcome) = game_over {
@@ -535,13 +565,18 @@ pub async fn run_journaled_match(
                         Handled::Nothing => {
                             // A stream of other input must not hold the mover's clock back.
                             let m = referee.game.turn();
-                            if Instant::now() > referee.turn_started + referee.allowed(m) + referee.lag_credit(m) + referee.settings.timeout_settle {
+                            if Instant::now() > referee.deadline(m) + referee.settings.timeout_settle {
                                 break 'play Outcome::win(m.opponent(), EndReason::Timeout);
                             }
                         }
                     }
                 }
                 _ = sleep_until(verdict_at) => {
+                    // The turn may have been written (and its clock started) after the timer
+                    // was set: then this is not the end yet.
+                    if Instant::now() < referee.deadline(mover) + referee.settings.timeout_settle {
+                        continue;
+                    }
                     break 'play Outcome::win(mover.opponent(), EndReason::Timeout);
                 }
                 _ = async { if let Some((at, _)) = grace { sleep_until(at).await } }, if grace.is_some() => {
@@ -592,6 +627,7 @@ pub async fn run_journaled_match(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::registry::Outgoing;
 
     const LIMIT: Duration = Duration::from_millis(200);
     const SETTLE: Duration = Duration::from_millis(50);
@@ -599,7 +635,8 @@ mod tests {
     /// A Hex match with a 200 ms per-move limit, driven directly through its inbox.
     struct Harness {
         inbox: mpsc::Sender<RefereeInput>,
-        lines: [mpsc::Receiver<String>; 2],
+        /// What the referee queued for each side's connection writer.
+        lines: [mpsc::Receiver<Outgoing>; 2],
         referee: tokio::task::JoinHandle<Option<FinishedGame>>,
     }
 
@@ -643,11 +680,21 @@ mod tests {
             }
         }
 
-        /// Reads `side`'s lines up to the next one of `kind`.
+        /// Takes `side`'s next queued line without writing it (no write stamp is set).
+        async fn next_queued(&mut self, side: Side) -> (Value, Outgoing) {
+            let outgoing = self.lines[side.index()].recv().await.expect("a line");
+            let message = serde_json::from_str(&outgoing.line).expect("JSON");
+            (message, outgoing)
+        }
+
+        /// Reads `side`'s lines up to the next one of `kind`, each written (stamped) as it is
+        /// read, as a connection's writer would.
         async fn expect(&mut self, side: Side, kind: &str) -> Value {
             loop {
-                let line = self.lines[side.index()].recv().await.expect("a line");
-                let message: Value = serde_json::from_str(&line).expect("JSON");
+                let (message, outgoing) = self.next_queued(side).await;
+                if let Some(written) = &outgoing.written {
+                    written.set(Instant::now());
+                }
                 if message["type"] == kind {
                     return message;
                 }
@@ -693,6 +740,48 @@ mod tests {
         let game = h.finished().await;
         assert_eq!(game.outcome.reason, EndReason::Resign);
         assert_eq!(game.think_ms, vec![199]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_clock_starts_when_turn_is_written_not_when_it_is_queued() {
+        let mut h = Harness::start();
+        let (turn, outgoing) = h.next_queued(Side::First).await;
+        assert_eq!(turn["type"], "start");
+        let (turn, outgoing_turn) = h.next_queued(Side::First).await;
+        drop(outgoing);
+        assert_eq!(turn["type"], "turn");
+        let written_stamp = outgoing_turn.written.expect("a turn carries a write stamp");
+        // The server's writer gets to the line 30 ms late; then the bot thinks 190 ms.
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let written = Instant::now();
+        written_stamp.set(written);
+        tokio::time::sleep(Duration::from_millis(190)).await;
+        h.first_move("F6", Instant::now()).await;
+        h.expect(Side::Second, "turn").await;
+        h.send(RefereeInput::Resign {
+            side: Side::Second,
+            conn_id: 2,
+        })
+        .await;
+        let game = h.finished().await;
+        assert_eq!(game.outcome.reason, EndReason::Resign, "not a timeout");
+        assert_eq!(game.think_ms, vec![190]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_turn_written_late_moves_the_timeout_back_by_as_much() {
+        let mut h = Harness::start();
+        h.next_queued(Side::First).await;
+        let (_, outgoing_turn) = h.next_queued(Side::First).await;
+        let queued = Instant::now();
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        outgoing_turn.written.expect("stamp").set(Instant::now());
+        let end = h.expect(Side::First, "end").await;
+        assert_eq!(end["reason"], "timeout");
+        assert_eq!(
+            Instant::now().duration_since(queued),
+            Duration::from_millis(40) + LIMIT + SETTLE
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -17,18 +17,67 @@ use super::referee::RefereeInput;
 /// Round-trip time not measured yet.
 const RTT_UNKNOWN: u64 = u64::MAX;
 
+/// When a line reached the socket: set by the connection's writer right after writing it, read
+/// by the referee that queued it (a `turn`, whose clock runs from that moment).
+#[derive(Debug, Default)]
+pub struct WriteStamp {
+    /// Nanoseconds since `stamp_base()` plus one; 0 while the line is not written yet.
+    nanos: AtomicU64,
+}
+
+/// The origin of every `WriteStamp` in this process.
+fn stamp_base() -> std::time::Instant {
+    static BASE: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    *BASE.get_or_init(std::time::Instant::now)
+}
+
+impl WriteStamp {
+    pub fn new() -> WriteStamp {
+        WriteStamp::default()
+    }
+
+    /// Forgets the last stamp (a new line is about to be queued).
+    pub fn clear(&self) {
+        self.nanos.store(0, Ordering::Release);
+    }
+
+    /// Records `at` as the moment the line was written.
+    pub fn set(&self, at: tokio::time::Instant) {
+        let since = at.into_std().saturating_duration_since(stamp_base());
+        let nanos = u64::try_from(since.as_nanos()).unwrap_or(u64::MAX - 1);
+        self.nanos.store(nanos.saturating_add(1), Ordering::Release);
+    }
+
+    /// When the line was written, if it has been.
+    pub fn get(&self) -> Option<tokio::time::Instant> {
+        match self.nanos.load(Ordering::Acquire) {
+            0 => None,
+            n => Some(tokio::time::Instant::from_std(
+                stamp_base() + Duration::from_nanos(n - 1),
+            )),
+        }
+    }
+}
+
+/// A line for a connection's writer (with its `\n`), and the stamp to set once it is written.
+#[derive(Debug)]
+pub struct Outgoing {
+    pub line: String,
+    pub written: Option<Arc<WriteStamp>>,
+}
+
 /// The way to reach one live connection: its outgoing line queue (lines with their `\n`), its measured round-trip time
 /// and the token that drops it.
 #[derive(Debug, Clone)]
 pub struct BotLink {
     pub conn_id: u64,
-    tx: mpsc::Sender<String>,
+    tx: mpsc::Sender<Outgoing>,
     rtt_us: Arc<AtomicU64>,
     close: CancellationToken,
 }
 
 impl BotLink {
-    pub fn new(conn_id: u64, tx: mpsc::Sender<String>, close: CancellationToken) -> BotLink {
+    pub fn new(conn_id: u64, tx: mpsc::Sender<Outgoing>, close: CancellationToken) -> BotLink {
         BotLink {
             conn_id,
             tx,
@@ -40,7 +89,21 @@ impl BotLink {
     /// Queues a message without waiting. A bot whose queue is full is not reading its socket:
     /// it is dropped rather than allowed to hold anyone up. Returns whether the line was queued.
     pub fn send(&self, message: &RefereeMessage) -> bool {
-        match self.tx.try_send(message.to_wire_line()) {
+        self.queue(message, None)
+    }
+
+    /// Like `send`, and `written` is set when the line reaches the socket (cleared now).
+    pub fn send_stamped(&self, message: &RefereeMessage, written: &Arc<WriteStamp>) -> bool {
+        written.clear();
+        self.queue(message, Some(written.clone()))
+    }
+
+    fn queue(&self, message: &RefereeMessage, written: Option<Arc<WriteStamp>>) -> bool {
+        let outgoing = Outgoing {
+            line: message.to_wire_line(),
+            written,
+        };
+        match self.tx.try_send(outgoing) {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Full(_)) => {
                 tracing::warn!(
