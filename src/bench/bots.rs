@@ -61,6 +61,13 @@ pub struct BotsReport {
     pub relay_samples: usize,
     pub games_ended: u64,
     pub timeouts_seen: u64,
+    /// Games a bot lost on time having used at most `think_max_ms` by its own clock (from
+    /// reading `turn` to writing its move, or to reading `end` if it had not written it yet):
+    /// false timeouts.
+    pub timeouts_within_plan: u64,
+    /// Games a bot lost on time after using more than `think_max_ms` by its own clock (its
+    /// process was held up past its planned think time).
+    pub timeouts_overran: u64,
     pub errors_seen: u64,
     /// Each timed move: match id, ply, true think time in microseconds (from reading `turn` to
     /// writing the move), and when `turn` was read (machine-wide monotonic µs).
@@ -135,6 +142,8 @@ struct Incoming<'a> {
     id: Option<u64>,
     #[serde(default, borrow)]
     reason: Option<&'a str>,
+    #[serde(default, borrow)]
+    result: Option<&'a str>,
 }
 
 /// One bot's own tallies.
@@ -145,6 +154,8 @@ struct BotStats {
     relay_us: Vec<u32>,
     games_ended: u64,
     timeouts_seen: u64,
+    timeouts_within_plan: u64,
+    timeouts_overran: u64,
     errors_seen: u64,
     think: Vec<(String, u32, u64, u64)>,
 }
@@ -209,6 +220,8 @@ impl Bot {
         let mut permit = permit;
         let mut rng = SmallRng::seed_from_u64(self.options.seed ^ (self.index as u64) << 20);
         let mut pending: Option<Pending> = None;
+        // Think time (µs, by this bot's clock) of the last move it wrote.
+        let mut last_think_us = 0u64;
         loop {
             let due = pending.as_ref().map(|p| p.due);
             let frame = tokio::select! {
@@ -217,6 +230,7 @@ impl Bot {
                     if let Some(p) = pending.take() {
                         let think = u64::try_from(p.read_at.elapsed().as_micros()).unwrap_or(u64::MAX);
                         stats.think.push((p.match_id.clone(), p.ply, think, p.read_mono_us));
+                        last_think_us = think;
                         if !self.send_move(&mut write_half, &p.match_id, p.ply, &mut stats).await {
                             break;
                         }
@@ -280,11 +294,25 @@ impl Bot {
                     }
                 }
                 "end" => {
-                    pending = None;
                     stats.games_ended += 1;
                     if message.reason == Some(EndReason::Timeout.as_str()) {
                         stats.timeouts_seen += 1;
+                        if message.result == Some("loss") {
+                            let used_us = match &pending {
+                                Some(p) => u64::try_from(
+                                    read_at.saturating_duration_since(p.read_at).as_micros(),
+                                )
+                                .unwrap_or(u64::MAX),
+                                None => last_think_us,
+                            };
+                            if used_us <= self.options.think_max_ms.saturating_mul(1000) {
+                                stats.timeouts_within_plan += 1;
+                            } else {
+                                stats.timeouts_overran += 1;
+                            }
+                        }
                     }
+                    pending = None;
                 }
                 "error" => stats.errors_seen += 1,
                 _ => {}
@@ -379,6 +407,8 @@ pub fn run_bots(options: BotsOptions, out: &mut impl Write) -> Result<(), BenchE
         relay_samples: relay.len(),
         games_ended: stats.iter().map(|s| s.games_ended).sum(),
         timeouts_seen: stats.iter().map(|s| s.timeouts_seen).sum(),
+        timeouts_within_plan: stats.iter().map(|s| s.timeouts_within_plan).sum(),
+        timeouts_overran: stats.iter().map(|s| s.timeouts_overran).sum(),
         errors_seen: stats.iter().map(|s| s.errors_seen).sum(),
         think: stats.into_iter().flat_map(|s| s.think).collect(),
     };

@@ -93,16 +93,23 @@ pub struct BenchReport {
     pub clock_error_ms_p50: f64,
     pub clock_error_ms_p99: f64,
     pub clock_error_ms_max: f64,
-    /// Without the lag credit: move received time minus `turn`-queued time, minus true think
+    /// Without the lag credit: move received time minus `turn`-written time, minus true think
     /// time.
     pub clock_error_uncredited_ms_p99: f64,
-    /// The two halves of the uncredited error: `turn` queued by the referee -> read by the bot,
+    /// The two halves of the uncredited error: `turn` written by the server -> read by the bot,
     /// and move written by the bot -> received by the server (machine-wide monotonic clock).
     pub clock_turn_to_bot_ms_p99: f64,
     pub clock_move_to_server_ms_p99: f64,
     /// In the clock phase: how long moves waited in the socket before being read (not charged).
     pub clock_socket_wait_ms_p99: f64,
-    pub false_timeouts: usize,
+    /// Clock phase: games a bot lost on time although, by its own clock, it had used at most
+    /// 90% of the limit on that move (from reading `turn` to writing its move).
+    pub false_timeouts: u64,
+    /// Clock phase: every game that ended on time, as the referees recorded them.
+    pub timeouts_total: usize,
+    /// Clock phase: games lost on time by a bot that had itself used more than 90% by its own
+    /// clock (the load generator's process was held up past its planned sleep).
+    pub timeouts_bot_overran: u64,
     pub bot_errors_seen: u64,
     pub total_s: f64,
 }
@@ -137,7 +144,7 @@ fn ms(us: i64) -> f64 {
 
 /// Per move both sides saw, in microseconds, each list sorted: server-charged think time minus
 /// the bot's true think time; the same before lag credit; and the two halves of the latter, on
-/// the machine-wide monotonic clock: `turn` queued -> bot read it ("out") and bot wrote its
+/// the machine-wide monotonic clock: `turn` written -> bot read it ("out") and bot wrote its
 /// move -> server read it ("in").
 struct ClockErrors {
     charged: Vec<i64>,
@@ -167,9 +174,9 @@ fn clock_errors(result: &LoadResult) -> ClockErrors {
             let t = signed(*true_us);
             e.charged.push(signed(s.think_us).saturating_sub(t));
             e.uncredited.push(signed(s.elapsed_us).saturating_sub(t));
-            let turn_queued = signed(s.received_mono_us).saturating_sub(signed(s.elapsed_us));
+            let turn_written = signed(s.received_mono_us).saturating_sub(signed(s.elapsed_us));
             e.out
-                .push(signed(*read_mono_us).saturating_sub(turn_queued));
+                .push(signed(*read_mono_us).saturating_sub(turn_written));
             e.back.push(
                 signed(s.received_mono_us).saturating_sub(signed(*read_mono_us).saturating_add(t)),
             );
@@ -333,7 +340,9 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         clock_turn_to_bot_ms_p99: quantile(&out, 0.99).map_or(0.0, ms),
         clock_move_to_server_ms_p99: quantile(&back, 0.99).map_or(0.0, ms),
         clock_socket_wait_ms_p99: timed.socket_wait_us.quantile(0.99).unwrap_or(0) as f64 / 1000.0,
-        false_timeouts: timed.timeouts,
+        false_timeouts: timed.bots.timeouts_within_plan,
+        timeouts_total: timed.timeouts,
+        timeouts_bot_overran: timed.bots.timeouts_overran,
         bot_errors_seen: instant.bots.errors_seen + timed.bots.errors_seen,
         total_s: began.elapsed().as_secs_f64(),
     })
@@ -472,7 +481,7 @@ impl BenchReport {
         )?;
         writeln!(
             out,
-            "  where it goes (p99): turn queued -> bot read it {:.3} ms; move written -> server received it {:.3} ms",
+            "  where it goes (p99): turn written -> bot read it {:.3} ms; move written -> server received it {:.3} ms",
             self.clock_turn_to_bot_ms_p99, self.clock_move_to_server_ms_p99
         )?;
         writeln!(
@@ -486,6 +495,11 @@ impl BenchReport {
             self.false_timeouts.to_string(),
             "0",
             self.false_timeouts == 0,
+        )?;
+        writeln!(
+            out,
+            "  games lost on time: {} in all; {} of them by a bot whose own clock says it used more than 90% (its process was held up)",
+            self.timeouts_total, self.timeouts_bot_overran
         )?;
         writeln!(
             out,
@@ -524,7 +538,7 @@ mod tests {
 
     #[test]
     fn clock_errors_pair_moves_by_match_and_ply_and_split_into_halves() {
-        // The referee queued `turn` at 1_000 µs and read the move at 51_500 µs, charging 50_000
+        // The referee wrote `turn` at 1_000 µs and read the move at 51_500 µs, charging 50_000
         // after 500 of lag credit; the bot read `turn` at 1_300 and wrote its move 50_000 later.
         let server = vec![
             ThinkSample {
@@ -550,7 +564,7 @@ mod tests {
         let e = clock_errors(&result_with(server, bots));
         assert_eq!(e.charged, vec![0]);
         assert_eq!(e.uncredited, vec![500]);
-        assert_eq!(e.out, vec![300], "turn queued at 1_000, read at 1_300");
+        assert_eq!(e.out, vec![300], "turn written at 1_000, read at 1_300");
         assert_eq!(e.back, vec![200], "written at 51_300, read at 51_500");
         assert_eq!(e.out[0] + e.back[0], e.uncredited[0]);
     }
