@@ -54,6 +54,8 @@ fn quick_bench_prints_every_figure_as_json() {
         "clock_error_ms_p50",
         "server_cpu_us_per_move",
         "window_s",
+        "matches_running_mean",
+        "clock_socket_wait_ms_p99",
     ] {
         let v = number(&report, key);
         assert!(v.is_finite(), "{key} = {v}");
@@ -67,6 +69,8 @@ fn quick_bench_prints_every_figure_as_json() {
         "false_timeouts",
         "matches",
         "timed_moves",
+        "socket_wait_us_p50",
+        "socket_wait_us_p99",
     ] {
         assert!(
             report.get(key).and_then(Value::as_u64).is_some(),
@@ -77,6 +81,12 @@ fn quick_bench_prints_every_figure_as_json() {
         report["move_overhead_us_p50"].as_u64() <= report["move_overhead_us_p99"].as_u64(),
         "p50 <= p99: {report}"
     );
+    assert!(
+        report["socket_wait_us_p50"].as_u64() <= report["socket_wait_us_p99"].as_u64(),
+        "p50 <= p99: {report}"
+    );
+    // This test runs on Linux, whose kernel stamps received packets: the clocks use them.
+    assert_eq!(report["kernel_receive_timestamps"], true, "{report}");
     assert_eq!(report["quick"], true);
     assert_eq!(report["matches"], 100);
     assert!(report["timed_moves"].as_u64().unwrap_or(0) > 0, "{report}");

@@ -139,12 +139,12 @@ impl SharedJournal {
 
     /// Appends entries in order and waits until they are on disk. Blocking: call from a
     /// blocking thread.
-    pub fn append_blocking(&self, entries: &[JournalEntry]) -> Result<(), JournalError> {
+    pub fn append_blocking(&self, entries: Vec<JournalEntry>) -> Result<(), JournalError> {
         if entries.is_empty() {
             return Ok(());
         }
         let (done, wait) = std::sync::mpsc::sync_channel(1);
-        self.send(entries.to_vec(), Ack::Blocking(done))
+        self.send(entries, Ack::Blocking(done))
             .map_err(|e| self.error(e))?;
         wait.recv()
             .map_err(|_| self.error("the journal writer has stopped".into()))?
@@ -160,7 +160,7 @@ impl SharedJournal {
             return;
         }
         let journal = self.clone();
-        let result = tokio::task::spawn_blocking(move || journal.append_blocking(&entries)).await;
+        let result = tokio::task::spawn_blocking(move || journal.append_blocking(entries)).await;
         match result {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::error!(error = %e, "cannot append to the journal"),

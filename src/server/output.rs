@@ -186,7 +186,7 @@ impl Output {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let line = Output::game_line(game, &record_name)?;
-        journal.append_blocking(&[JournalEntry::Finished {
+        journal.append_blocking(vec![JournalEntry::Finished {
             id: id.to_string(),
             record: line.clone(),
         }])?;
@@ -353,7 +353,7 @@ mod tests {
                 second: "blue bot".into(),
             })
             .collect();
-        journal.append_blocking(&entries).unwrap();
+        journal.append_blocking(entries).unwrap();
     }
 
     #[test]
