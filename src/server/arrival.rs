@@ -12,6 +12,9 @@
 //! `tokio::time::Instant::now()` to give a monotonic instant; a stamp from the future (a wall
 //! clock step) counts as "now", and one older than [`MAX_TRUSTED_AGE`] is not trusted at all.
 //! Where the socket option is refused, reads work as before and [`last_arrival`] is `None`.
+//! Linux also switches packet stamping on a moment after the first socket of the machine asks
+//! for it, so the first reads of a fresh server may come back unstamped: those lines are
+//! stamped when they are read, as without the option.
 //!
 //! [`last_arrival`]: ArrivalStampedRead::last_arrival
 
@@ -166,11 +169,23 @@ mod tests {
         let (read_half, _write_half) = server.into_split();
         let mut reader = ArrivalStampedRead::new(read_half, true);
         assert!(reader.is_stamping(), "this kernel refuses SO_TIMESTAMPNS");
+        // Linux switches packet stamping on a moment after the first socket asks for it (a
+        // deferred static key): wait until a read comes back stamped.
+        let mut buf = [0u8; 16];
+        for attempt in 0.. {
+            client.write_all(b"warm\n").await.expect("write");
+            let n = reader.read(&mut buf).await.expect("read");
+            assert_eq!(&buf[..n], b"warm\n");
+            if reader.last_arrival().is_some() {
+                break;
+            }
+            assert!(attempt < 200, "no receive stamps after 2 s");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         client.write_all(b"hello\n").await.expect("write");
         let written = Instant::now();
         // The bytes wait in the socket while the reader is busy elsewhere.
         std::thread::sleep(Duration::from_millis(60));
-        let mut buf = [0u8; 16];
         let n = reader.read(&mut buf).await.expect("read");
         let read_at = Instant::now();
         assert_eq!(&buf[..n], b"hello\n");

@@ -12,7 +12,6 @@ use subtle::ConstantTimeEq;
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
 use tokio::time::{interval_at, sleep_until, timeout, Instant, MissedTickBehavior};
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
@@ -65,7 +64,7 @@ pub async fn serve_connection(
         CappedLineCodec::new(MAX_LINE_BYTES),
         CONNECTION_BUFFER_BYTES,
     );
-    let (tx, rx) = mpsc::channel(ctx.config.server.write_queue_lines);
+    let (tx, rx) = flume::bounded(ctx.config.server.write_queue_lines);
     let close = ctx.shutdown.child_token();
     let writer = tokio::spawn(write_lines(write_half, rx, close.clone()));
     let link = BotLink::new(conn_id, tx, close.clone());
@@ -80,7 +79,7 @@ pub async fn serve_connection(
     if let Some(name) = &connection.name {
         for (side, inbox) in ctx.registry.unregister(name, conn_id) {
             let _ = inbox
-                .send(RefereeInput::Disconnected { side, conn_id })
+                .send_async(RefereeInput::Disconnected { side, conn_id })
                 .await;
         }
     }
@@ -114,7 +113,7 @@ struct Closed {
 /// with every move of a long game, and keeps that size).
 async fn write_lines(
     mut socket: OwnedWriteHalf,
-    mut rx: mpsc::Receiver<Outgoing>,
+    rx: flume::Receiver<Outgoing>,
     close: CancellationToken,
 ) {
     // One wait for the whole loop: a fresh `cancelled()` per line registers and unregisters a
@@ -125,8 +124,8 @@ async fn write_lines(
         tokio::select! {
             biased;
             _ = &mut closed => break,
-            outgoing = rx.recv() => {
-                let Some(outgoing) = outgoing else { break };
+            outgoing = rx.recv_async() => {
+                let Ok(outgoing) = outgoing else { break };
                 tokio::select! {
                     result = socket.write_all(outgoing.line.as_bytes()) => {
                         if result.is_err() {
@@ -339,7 +338,7 @@ impl Connection {
     ) -> Next {
         match self.ctx.registry.match_for(&match_id, name) {
             Some((side, inbox)) => {
-                if inbox.send(input(side)).await.is_err() {
+                if inbox.send_async(input(side)).await.is_err() {
                     self.error(
                         ErrorCode::UnknownMatch,
                         format!("match {match_id:?} is over"),
@@ -429,7 +428,7 @@ impl Connection {
         self.name = Some(name);
         for (side, inbox) in resumed {
             let _ = inbox
-                .send(RefereeInput::Connected {
+                .send_async(RefereeInput::Connected {
                     side,
                     link: self.link.clone(),
                 })

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use chrono::{DateTime, Local};
 use serde_json::Value;
-use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -411,7 +410,7 @@ pub async fn run_match(
     spec: MatchSpec,
     settings: RefereeSettings,
     links: [Option<BotLink>; 2],
-    inbox: mpsc::Receiver<RefereeInput>,
+    inbox: flume::Receiver<RefereeInput>,
     shutdown: CancellationToken,
 ) -> Option<FinishedGame> {
     run_journaled_match(
@@ -465,7 +464,7 @@ pub async fn run_journaled_match(
     spec: MatchSpec,
     settings: RefereeSettings,
     links: [Option<BotLink>; 2],
-    mut inbox: mpsc::Receiver<RefereeInput>,
+    inbox: flume::Receiver<RefereeInput>,
     shutdown: CancellationToken,
     journaling: MatchJournaling,
 ) -> Option<FinishedGame> {
@@ -534,8 +533,8 @@ pub async fn run_journaled_match(
             tokio::select! {
                 biased;
                 _ = &mut shutting_down => return None,
-                input = inbox.recv() => {
-                    let input = input?;
+                input = inbox.recv_async() => {
+                    let input = input.ok()?;
                     // Fresh: the writer may have stamped the turn since the timer was set.
                     let clock_end = referee.deadline(mover);
                     if Instant::now() > clock_end {
@@ -634,9 +633,9 @@ mod tests {
 
     /// A Hex match with a 200 ms per-move limit, driven directly through its inbox.
     struct Harness {
-        inbox: mpsc::Sender<RefereeInput>,
+        inbox: flume::Sender<RefereeInput>,
         /// What the referee queued for each side's connection writer.
-        lines: [mpsc::Receiver<Outgoing>; 2],
+        lines: [flume::Receiver<Outgoing>; 2],
         referee: tokio::task::JoinHandle<Option<FinishedGame>>,
     }
 
@@ -659,13 +658,13 @@ mod tests {
                 reconnect_grace: Duration::from_secs(30),
                 timeout_settle: SETTLE,
             };
-            let (tx_a, rx_a) = mpsc::channel(64);
-            let (tx_b, rx_b) = mpsc::channel(64);
+            let (tx_a, rx_a) = flume::bounded(64);
+            let (tx_b, rx_b) = flume::bounded(64);
             let links = [
                 Some(BotLink::new(1, tx_a, CancellationToken::new())),
                 Some(BotLink::new(2, tx_b, CancellationToken::new())),
             ];
-            let (inbox, rx) = mpsc::channel(8);
+            let (inbox, rx) = flume::bounded(8);
             let referee = tokio::spawn(run_match(
                 spec,
                 settings,
@@ -682,7 +681,7 @@ mod tests {
 
         /// Takes `side`'s next queued line without writing it (no write stamp is set).
         async fn next_queued(&mut self, side: Side) -> (Value, Outgoing) {
-            let outgoing = self.lines[side.index()].recv().await.expect("a line");
+            let outgoing = self.lines[side.index()].recv_async().await.expect("a line");
             let message = serde_json::from_str(&outgoing.line).expect("JSON");
             (message, outgoing)
         }
@@ -702,7 +701,7 @@ mod tests {
         }
 
         async fn send(&self, input: RefereeInput) {
-            self.inbox.send(input).await.expect("referee running");
+            self.inbox.send_async(input).await.expect("referee running");
         }
 
         async fn first_move(&self, text: &str, received: Instant) {

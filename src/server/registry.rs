@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::game::{GameId, Side};
@@ -71,13 +71,13 @@ pub struct Outgoing {
 #[derive(Debug, Clone)]
 pub struct BotLink {
     pub conn_id: u64,
-    tx: mpsc::Sender<Outgoing>,
+    tx: flume::Sender<Outgoing>,
     rtt_us: Arc<AtomicU64>,
     close: CancellationToken,
 }
 
 impl BotLink {
-    pub fn new(conn_id: u64, tx: mpsc::Sender<Outgoing>, close: CancellationToken) -> BotLink {
+    pub fn new(conn_id: u64, tx: flume::Sender<Outgoing>, close: CancellationToken) -> BotLink {
         BotLink {
             conn_id,
             tx,
@@ -105,7 +105,7 @@ impl BotLink {
         };
         match self.tx.try_send(outgoing) {
             Ok(()) => true,
-            Err(mpsc::error::TrySendError::Full(_)) => {
+            Err(flume::TrySendError::Full(_)) => {
                 tracing::warn!(
                     conn = self.conn_id,
                     "outgoing queue full (the bot is not reading): dropping the connection"
@@ -113,7 +113,7 @@ impl BotLink {
                 self.close.cancel();
                 false
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
+            Err(flume::TrySendError::Disconnected(_)) => false,
         }
     }
 
@@ -149,7 +149,7 @@ pub struct Session {
 #[derive(Debug, Clone)]
 pub struct MatchEntry {
     pub players: [String; 2],
-    pub inbox: mpsc::Sender<RefereeInput>,
+    pub inbox: flume::Sender<RefereeInput>,
 }
 
 impl MatchEntry {
@@ -210,7 +210,7 @@ impl Registry {
         name: &str,
         session: Session,
         welcome: &RefereeMessage,
-    ) -> Result<Vec<(Side, mpsc::Sender<RefereeInput>)>, AlreadyConnected> {
+    ) -> Result<Vec<(Side, flume::Sender<RefereeInput>)>, AlreadyConnected> {
         let mut state = self.lock();
         if state.sessions.contains_key(name) {
             return Err(AlreadyConnected);
@@ -230,7 +230,7 @@ impl Registry {
 
     /// Removes the session of connection `conn_id` (if it is still the registered one) and
     /// returns the matches it was part of.
-    pub fn unregister(&self, name: &str, conn_id: u64) -> Vec<(Side, mpsc::Sender<RefereeInput>)> {
+    pub fn unregister(&self, name: &str, conn_id: u64) -> Vec<(Side, flume::Sender<RefereeInput>)> {
         let mut state = self.lock();
         let ours = state
             .sessions
@@ -255,7 +255,7 @@ impl Registry {
         &self,
         match_id: &str,
         name: &str,
-    ) -> Option<(Side, mpsc::Sender<RefereeInput>)> {
+    ) -> Option<(Side, flume::Sender<RefereeInput>)> {
         let state = self.lock();
         let entry = state.matches.get(match_id)?;
         Some((entry.side_of(name)?, entry.inbox.clone()))

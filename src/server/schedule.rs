@@ -17,7 +17,6 @@ use std::time::Duration;
 
 use chrono::{DateTime, Local};
 use serde_json::Value;
-use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
@@ -745,7 +744,7 @@ impl Scheduler {
                 if ready {
                     let pending = t.pending.remove(i);
                     t.due_since.remove(&spec.match_id);
-                    let (inbox_tx, inbox_rx) = mpsc::channel(64);
+                    let (inbox_tx, inbox_rx) = flume::bounded(64);
                     let links = [
                         state.sessions.get(&players[0]).map(|s| s.link.clone()),
                         state.sessions.get(&players[1]).map(|s| s.link.clone()),
@@ -844,6 +843,11 @@ impl Scheduler {
                     t.due_since.remove(&spec.match_id);
                 }
                 i += 1;
+            }
+            // A burst of absences (every bot still connecting at the start of a league) leaves
+            // a table as large as the schedule; give its memory back once nobody is missing.
+            if t.due_since.is_empty() && t.due_since.capacity() > 0 {
+                t.due_since.shrink_to_fit();
             }
         }
         let any_forfeit = !forfeits.is_empty();
