@@ -69,6 +69,9 @@ pub struct BotsReport {
     /// process was held up past its planned think time).
     pub timeouts_overran: u64,
     pub errors_seen: u64,
+    /// Each game this process lost on time: match id, ply of the move it was on, when it read
+    /// that `turn` (machine-wide monotonic µs), the time it had used by its own clock (µs).
+    pub lost_on_time: Vec<(String, u32, u64, u64)>,
     /// Each timed move: match id, ply, true think time in microseconds (from reading `turn` to
     /// writing the move), and when `turn` was read (machine-wide monotonic µs).
     pub think: Vec<(String, u32, u64, u64)>,
@@ -158,6 +161,7 @@ struct BotStats {
     timeouts_overran: u64,
     errors_seen: u64,
     think: Vec<(String, u32, u64, u64)>,
+    lost_on_time: Vec<(String, u32, u64, u64)>,
 }
 
 /// A move waiting for its think time to pass.
@@ -220,8 +224,8 @@ impl Bot {
         let mut permit = permit;
         let mut rng = SmallRng::seed_from_u64(self.options.seed ^ (self.index as u64) << 20);
         let mut pending: Option<Pending> = None;
-        // Think time (µs, by this bot's clock) of the last move it wrote.
-        let mut last_think_us = 0u64;
+        // The last move this bot wrote: its ply, when it read that turn, its think time (µs).
+        let mut last_move = (0u32, 0u64, 0u64);
         loop {
             let due = pending.as_ref().map(|p| p.due);
             let frame = tokio::select! {
@@ -230,7 +234,7 @@ impl Bot {
                     if let Some(p) = pending.take() {
                         let think = u64::try_from(p.read_at.elapsed().as_micros()).unwrap_or(u64::MAX);
                         stats.think.push((p.match_id.clone(), p.ply, think, p.read_mono_us));
-                        last_think_us = think;
+                        last_move = (p.ply, p.read_mono_us, think);
                         if !self.send_move(&mut write_half, &p.match_id, p.ply, &mut stats).await {
                             break;
                         }
@@ -298,13 +302,25 @@ impl Bot {
                     if message.reason == Some(EndReason::Timeout.as_str()) {
                         stats.timeouts_seen += 1;
                         if message.result == Some("loss") {
-                            let used_us = match &pending {
-                                Some(p) => u64::try_from(
-                                    read_at.saturating_duration_since(p.read_at).as_micros(),
-                                )
-                                .unwrap_or(u64::MAX),
-                                None => last_think_us,
+                            let (ply, turn_read_mono_us, used_us) = match &pending {
+                                Some(p) => (
+                                    p.ply,
+                                    p.read_mono_us,
+                                    u64::try_from(
+                                        read_at.saturating_duration_since(p.read_at).as_micros(),
+                                    )
+                                    .unwrap_or(u64::MAX),
+                                ),
+                                None => last_move,
                             };
+                            if let Some(match_id) = message.match_id {
+                                stats.lost_on_time.push((
+                                    match_id.to_string(),
+                                    ply,
+                                    turn_read_mono_us,
+                                    used_us,
+                                ));
+                            }
                             if used_us <= self.options.think_max_ms.saturating_mul(1000) {
                                 stats.timeouts_within_plan += 1;
                             } else {
@@ -410,6 +426,10 @@ pub fn run_bots(options: BotsOptions, out: &mut impl Write) -> Result<(), BenchE
         timeouts_within_plan: stats.iter().map(|s| s.timeouts_within_plan).sum(),
         timeouts_overran: stats.iter().map(|s| s.timeouts_overran).sum(),
         errors_seen: stats.iter().map(|s| s.errors_seen).sum(),
+        lost_on_time: stats
+            .iter()
+            .flat_map(|s| s.lost_on_time.iter().cloned())
+            .collect(),
         think: stats.into_iter().flat_map(|s| s.think).collect(),
     };
     serde_json::to_writer(&mut *out, &report).map_err(|e| BenchError::Setup(e.to_string()))?;

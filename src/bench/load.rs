@@ -15,7 +15,7 @@ use crate::config::{
     BotConfig, ClockConfig, Config, Format, PointsConfig, ServerConfig, TournamentConfig,
 };
 use crate::game::GameId;
-use crate::server::probe::{self, HistogramSnapshot, ThinkSample};
+use crate::server::probe::{self, HistogramSnapshot, ThinkSample, TimeoutSample};
 
 use super::bots::{bot_token, BotsReport};
 use super::BenchError;
@@ -62,6 +62,8 @@ pub struct LoadResult {
     pub timeouts: usize,
     pub games_finished: usize,
     pub think: Vec<ThinkSample>,
+    /// Moves the referees ended on time, with when their `turn` was written.
+    pub referee_timeouts: Vec<TimeoutSample>,
     pub bots: BotsReport,
 }
 
@@ -220,6 +222,7 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
     let shutdown = CancellationToken::new();
     probe::enable(plan.keep_think);
     let _ = probe::take_think_samples();
+    let _ = probe::take_timeout_samples();
     let server = tokio::spawn(crate::server::run(config, listener, shutdown.clone()));
     // Let the server build its schedule before reading the idle footprint.
     sleep(Duration::from_millis(300)).await;
@@ -282,6 +285,7 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
     let summary = server.await;
     probe::disable();
     let think = probe::take_think_samples();
+    let referee_timeouts = probe::take_timeout_samples();
     let bots_text = finish_child(&mut child, reader).await;
     let (
         before,
@@ -313,6 +317,7 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
             .count(),
         games_finished: summary.games.len(),
         think,
+        referee_timeouts,
         bots,
     })
 }

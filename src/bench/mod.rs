@@ -105,6 +105,10 @@ pub struct BenchReport {
     /// Clock phase: games a bot lost on time although, by its own clock, it had used at most
     /// 90% of the limit on that move (from reading `turn` to writing its move).
     pub false_timeouts: u64,
+    /// For each false timeout, how long its `turn` took from the referee writing it to the bot
+    /// reading it (ms, machine-wide monotonic clock; null where the referee's stamp is
+    /// missing): a bot reading its socket late loses time the referee cannot see.
+    pub false_timeout_turn_read_delay_ms: Vec<Option<f64>>,
     /// Clock phase: every game that ended on time, as the referees recorded them.
     pub timeouts_total: usize,
     /// Clock phase: games lost on time by a bot that had itself used more than 90% by its own
@@ -186,6 +190,27 @@ fn clock_errors(result: &LoadResult) -> ClockErrors {
         v.sort_unstable();
     }
     e
+}
+
+/// For each game the load generator lost on time within its plan (at most `think_max_ms` by its
+/// own clock), the delay from the referee writing that `turn` to the bot reading it.
+fn false_timeout_read_delays(result: &LoadResult, think_max_ms: u64) -> Vec<Option<f64>> {
+    result
+        .bots
+        .lost_on_time
+        .iter()
+        .filter(|(_, _, _, used_us)| *used_us <= think_max_ms.saturating_mul(1000))
+        .map(|(match_id, ply, read_mono_us, _)| {
+            result
+                .referee_timeouts
+                .iter()
+                .find(|t| t.match_id == *match_id && t.ply == *ply)
+                .map(|t| {
+                    signed(*read_mono_us).saturating_sub(signed(t.turn_written_mono_us)) as f64
+                        / 1000.0
+                })
+        })
+        .collect()
 }
 
 /// Runs every measurement, telling `progress` what it is doing.
@@ -341,6 +366,10 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         clock_move_to_server_ms_p99: quantile(&back, 0.99).map_or(0.0, ms),
         clock_socket_wait_ms_p99: timed.socket_wait_us.quantile(0.99).unwrap_or(0) as f64 / 1000.0,
         false_timeouts: timed.bots.timeouts_within_plan,
+        false_timeout_turn_read_delay_ms: false_timeout_read_delays(
+            &timed,
+            timed_plan.think_max_ms,
+        ),
         timeouts_total: timed.timeouts,
         timeouts_bot_overran: timed.bots.timeouts_overran,
         bot_errors_seen: instant.bots.errors_seen + timed.bots.errors_seen,
@@ -496,6 +525,18 @@ impl BenchReport {
             "0",
             self.false_timeouts == 0,
         )?;
+        if !self.false_timeout_turn_read_delay_ms.is_empty() {
+            let delays: Vec<String> = self
+                .false_timeout_turn_read_delay_ms
+                .iter()
+                .map(|d| d.map_or("?".to_string(), |d| format!("{d:.1}")))
+                .collect();
+            writeln!(
+                out,
+                "  each false timeout's turn, written -> read by the bot: {} ms",
+                delays.join(", ")
+            )?;
+        }
         writeln!(
             out,
             "  games lost on time: {} in all; {} of them by a bot whose own clock says it used more than 90% (its process was held up)",
@@ -512,7 +553,7 @@ impl BenchReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::probe::Histogram;
+    use crate::server::probe::{Histogram, TimeoutSample};
 
     fn result_with(think: Vec<ThinkSample>, bots: Vec<(String, u32, u64, u64)>) -> LoadResult {
         LoadResult {
@@ -529,11 +570,34 @@ mod tests {
             timeouts: 0,
             games_finished: 0,
             think,
+            referee_timeouts: Vec::new(),
             bots: bots::BotsReport {
                 think: bots,
                 ..Default::default()
             },
         }
+    }
+
+    #[test]
+    fn false_timeouts_are_matched_with_the_referees_turn_stamp() {
+        let mut result = result_with(Vec::new(), Vec::new());
+        result.referee_timeouts = vec![TimeoutSample {
+            match_id: "m1-r1-g1".into(),
+            ply: 7,
+            turn_written_mono_us: 10_000,
+        }];
+        result.bots.lost_on_time = vec![
+            // Read 25 ms after it was written, used 180 ms by its own clock: false.
+            ("m1-r1-g1".into(), 7, 35_000, 180_000),
+            // Used 230 ms by its own clock: it overran, not counted.
+            ("m2-r1-g1".into(), 3, 50_000, 230_000),
+            // Within plan, but the referee kept no stamp for it.
+            ("m3-r1-g1".into(), 9, 50_000, 100_000),
+        ];
+        assert_eq!(
+            false_timeout_read_delays(&result, 180),
+            vec![Some(25.0), None]
+        );
     }
 
     #[test]

@@ -160,6 +160,16 @@ pub struct ProbeSnapshot {
     pub socket_wait_us: HistogramSnapshot,
 }
 
+/// A move lost on time, as the referee saw it (kept with the think samples).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimeoutSample {
+    pub match_id: String,
+    /// Index of the move the mover did not make in time.
+    pub ply: u32,
+    /// When its `turn` was written (its clock's start), machine-wide monotonic µs.
+    pub turn_written_mono_us: u64,
+}
+
 struct Probe {
     enabled: AtomicBool,
     keep_think: AtomicBool,
@@ -169,6 +179,7 @@ struct Probe {
     overhead_us: Histogram,
     socket_wait_us: Histogram,
     think: Mutex<Vec<ThinkSample>>,
+    timeouts: Mutex<Vec<TimeoutSample>>,
 }
 
 static PROBE: Probe = Probe {
@@ -180,6 +191,7 @@ static PROBE: Probe = Probe {
     overhead_us: Histogram::new(),
     socket_wait_us: Histogram::new(),
     think: Mutex::new(Vec::new()),
+    timeouts: Mutex::new(Vec::new()),
 };
 
 /// Switches the hooks on; with `keep_think`, every charged think time is kept too (one short
@@ -255,6 +267,31 @@ pub fn move_accepted(
             .unwrap_or_else(|e| e.into_inner())
             .push(sample);
     }
+}
+
+/// A referee ended its match on time: move `ply` of `match_id`, whose clock started at
+/// `turn_start` (kept only with the think samples).
+pub fn timed_out(match_id: &str, ply: usize, turn_start: Instant) {
+    if !PROBE.enabled.load(Ordering::Relaxed) || !PROBE.keep_think.load(Ordering::Relaxed) {
+        return;
+    }
+    let ago = micros(Instant::now().saturating_duration_since(turn_start));
+    let sample = TimeoutSample {
+        match_id: match_id.to_string(),
+        ply: u32::try_from(ply).unwrap_or(u32::MAX),
+        turn_written_mono_us: monotonic_us().saturating_sub(ago),
+    };
+    PROBE
+        .timeouts
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(sample);
+}
+
+/// The timeouts kept so far (and forgets them).
+pub fn take_timeout_samples() -> Vec<TimeoutSample> {
+    let mut kept = PROBE.timeouts.lock().unwrap_or_else(|e| e.into_inner());
+    std::mem::take(&mut *kept)
 }
 
 /// Counts a referee task as running until it is dropped (however the task ends).

@@ -587,6 +587,13 @@ pub async fn run_journaled_match(
         }
     };
 
+    if outcome.reason == EndReason::Timeout {
+        probe::timed_out(
+            &referee.spec.match_id,
+            referee.moves.len(),
+            referee.turn_start(),
+        );
+    }
     for side in [Side::First, Side::Second] {
         let result = match outcome.winner {
             None => "draw",
