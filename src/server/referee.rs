@@ -711,6 +711,15 @@ mod tests {
             self.inbox.send_async(input).await.expect("referee running");
         }
 
+        /// `side` resigns (the harness gives First connection 1, Second connection 2).
+        async fn resign(&self, side: Side) {
+            let conn_id = match side {
+                Side::First => 1,
+                Side::Second => 2,
+            };
+            self.send(RefereeInput::Resign { side, conn_id }).await;
+        }
+
         async fn first_move(&self, text: &str, received: Instant) {
             self.send(RefereeInput::Move {
                 side: Side::First,
@@ -738,11 +747,7 @@ mod tests {
             .await;
         let turn = h.expect(Side::Second, "turn").await;
         assert_eq!(turn["moves"], serde_json::json!(["F6"]));
-        h.send(RefereeInput::Resign {
-            side: Side::Second,
-            conn_id: 2,
-        })
-        .await;
+        h.resign(Side::Second).await;
         let game = h.finished().await;
         assert_eq!(game.outcome.reason, EndReason::Resign);
         assert_eq!(game.think_ms, vec![199]);
@@ -764,11 +769,7 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(190)).await;
         h.first_move("F6", Instant::now()).await;
         h.expect(Side::Second, "turn").await;
-        h.send(RefereeInput::Resign {
-            side: Side::Second,
-            conn_id: 2,
-        })
-        .await;
+        h.resign(Side::Second).await;
         let game = h.finished().await;
         assert_eq!(game.outcome.reason, EndReason::Resign, "not a timeout");
         assert_eq!(game.think_ms, vec![190]);
@@ -825,11 +826,7 @@ mod tests {
         let mut h = Harness::start();
         h.expect(Side::First, "turn").await;
         tokio::time::sleep(LIMIT + Duration::from_millis(5)).await;
-        h.send(RefereeInput::Resign {
-            side: Side::Second,
-            conn_id: 2,
-        })
-        .await;
+        h.resign(Side::Second).await;
         let end = h.expect(Side::Second, "end").await;
         assert_eq!(
             (end["result"].as_str(), end["reason"].as_str()),
@@ -842,11 +839,7 @@ mod tests {
         let mut h = Harness::start();
         h.expect(Side::First, "turn").await;
         tokio::time::sleep(LIMIT + Duration::from_millis(5)).await;
-        h.send(RefereeInput::Resign {
-            side: Side::First,
-            conn_id: 1,
-        })
-        .await;
+        h.resign(Side::First).await;
         assert_eq!(h.finished().await.outcome.reason, EndReason::Timeout);
     }
 }

@@ -18,17 +18,11 @@ use super::referee::RefereeInput;
 const RTT_UNKNOWN: u64 = u64::MAX;
 
 /// When a line reached the socket: set by the connection's writer right after writing it, read
-/// by the referee that queued it (a `turn`, whose clock runs from that moment).
+/// by the referee that queued it (a `turn`, whose clock runs from that moment). A plain
+/// instant behind an uncontended lock: one write and one or two reads per turn.
 #[derive(Debug, Default)]
 pub struct WriteStamp {
-    /// Nanoseconds since `stamp_base()` plus one; 0 while the line is not written yet.
-    nanos: AtomicU64,
-}
-
-/// The origin of every `WriteStamp` in this process.
-fn stamp_base() -> std::time::Instant {
-    static BASE: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    *BASE.get_or_init(std::time::Instant::now)
+    written: Mutex<Option<tokio::time::Instant>>,
 }
 
 impl WriteStamp {
@@ -36,26 +30,23 @@ impl WriteStamp {
         WriteStamp::default()
     }
 
+    fn slot(&self) -> MutexGuard<'_, Option<tokio::time::Instant>> {
+        self.written.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Forgets the last stamp (a new line is about to be queued).
     pub fn clear(&self) {
-        self.nanos.store(0, Ordering::Release);
+        *self.slot() = None;
     }
 
     /// Records `at` as the moment the line was written.
     pub fn set(&self, at: tokio::time::Instant) {
-        let since = at.into_std().saturating_duration_since(stamp_base());
-        let nanos = u64::try_from(since.as_nanos()).unwrap_or(u64::MAX - 1);
-        self.nanos.store(nanos.saturating_add(1), Ordering::Release);
+        *self.slot() = Some(at);
     }
 
     /// When the line was written, if it has been.
     pub fn get(&self) -> Option<tokio::time::Instant> {
-        match self.nanos.load(Ordering::Acquire) {
-            0 => None,
-            n => Some(tokio::time::Instant::from_std(
-                stamp_base() + Duration::from_nanos(n - 1),
-            )),
-        }
+        *self.slot()
     }
 }
 
