@@ -57,6 +57,38 @@ impl Referee {
     async fn send(&mut self, msg: RefereeMessage) {
         self.link.send(msg.to_line()).await.unwrap();
     }
+
+    /// Sends a ping and returns the very next frame, unparsed (a pong is not skipped).
+    async fn ping(&mut self, id: u64) -> Frame {
+        self.send(RefereeMessage::Ping { id }).await;
+        tokio::time::timeout(WAIT, self.link.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+    }
+}
+
+/// Accepts the next client on `listener`, takes its hello and welcomes it as `name`.
+async fn accept_client(listener: &TcpListener, name: &str) -> Referee {
+    let (stream, _) = tokio::time::timeout(WAIT, listener.accept())
+        .await
+        .expect("the client did not connect")
+        .unwrap();
+    let mut link = Framed::new(stream, CappedLineCodec::new(MAX_LINE_BYTES));
+    let Some(Ok(Frame::Line(line))) = tokio::time::timeout(WAIT, link.next()).await.unwrap() else {
+        panic!("no hello");
+    };
+    let hello = parse_bot_line(&line).unwrap();
+    let mut referee = Referee { link, hello };
+    referee
+        .send(RefereeMessage::Welcome {
+            protocol: 1,
+            name: name.into(),
+            server: "fake referee".into(),
+        })
+        .await;
+    referee
 }
 
 /// Starts `arena connect` against a fresh listener, takes its hello and welcomes it.
@@ -76,24 +108,17 @@ async fn start_bridge(protocol: &str, extra: &[&str], engine: &[String]) -> (Chi
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let (stream, _) = tokio::time::timeout(WAIT, listener.accept())
-        .await
-        .expect("the bridge did not connect")
-        .unwrap();
-    let mut link = Framed::new(stream, CappedLineCodec::new(MAX_LINE_BYTES));
-    let Some(Ok(Frame::Line(line))) = tokio::time::timeout(WAIT, link.next()).await.unwrap() else {
-        panic!("no hello");
-    };
-    let hello = parse_bot_line(&line).unwrap();
-    let mut referee = Referee { link, hello };
-    referee
-        .send(RefereeMessage::Welcome {
-            protocol: 1,
-            name: "bridged".into(),
-            server: "fake referee".into(),
-        })
-        .await;
+    let referee = accept_client(&listener, "bridged").await;
     (bridge, referee)
+}
+
+/// Starts the bridge on `tests/fixtures/bridge/json_engine.py` in `mode`, which keeps its pid
+/// file and log in the returned directory.
+async fn start_json_engine(mode: &str) -> (tempfile::TempDir, Child, Referee) {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = python("json_engine.py", &[&dir_arg(&dir), mode]);
+    let (bridge, referee) = start_bridge("json", &[], &engine).await;
+    (dir, bridge, referee)
 }
 
 /// Closes the connection and waits for the bridge to exit; returns its stderr.
@@ -190,6 +215,152 @@ fn opponent_move(game: &dyn AnyGame, rng: &mut Lcg) -> String {
     picked.join(",")
 }
 
+/// Who plays one side of a refereed game.
+enum Player<'a> {
+    /// A client on a link: it gets `start`, its `turn`s and `end`, and answers with moves.
+    Link(&'a mut Referee),
+    /// The referee itself, with random legal moves.
+    Referee(Lcg),
+}
+
+/// The `start` message for `side` of a game of `game_id`.
+fn start_message(
+    match_id: &str,
+    game_id: GameId,
+    side: Side,
+    opponent: &str,
+    rules: serde_json::Value,
+    you_ms: u64,
+    moves: Vec<String>,
+) -> RefereeMessage {
+    RefereeMessage::Start {
+        match_id: match_id.into(),
+        game: game_id.as_str().into(),
+        side: side.as_str().into(),
+        colour: game_id.colour_letter(side).to_string(),
+        opponent: opponent.into(),
+        rules,
+        clock: ClockSpec {
+            initial_ms: you_ms,
+            increment_ms: 0,
+            move_limit_ms: None,
+        },
+        moves,
+    }
+}
+
+/// A `turn` message with both clocks at `clock_ms`.
+fn turn_message(match_id: &str, moves: Vec<String>, ply: usize, clock_ms: u64) -> RefereeMessage {
+    RefereeMessage::Turn {
+        match_id: match_id.into(),
+        moves,
+        ply: ply as u32,
+        clock: TurnClock {
+            you_ms: clock_ms,
+            opponent_ms: clock_ms,
+        },
+    }
+}
+
+/// The fake referee's loop: `start` to every linked player (after `initial` moves), then a
+/// `turn` to the linked player whose turn it is (with the moves since its last turn) or a random
+/// move of the referee's own, every move checked by the library's rules, until the game ends or
+/// a player resigns; then `end` to every linked player. Returns every move, each side's own
+/// moves, and the outcome (`None` if a player resigned).
+async fn referee_game(
+    players: [Player<'_>; 2],
+    match_id: &str,
+    game_id: GameId,
+    rules: &serde_json::Value,
+    initial: &[&str],
+    you_ms: u64,
+) -> (Vec<String>, [Vec<String>; 2], Option<arena::game::Outcome>) {
+    let mut players = players;
+    let mut game = new_game(game_id, rules).unwrap();
+    let mut moves: Vec<String> = Vec::new();
+    for mv in initial {
+        moves.push(game.play_text(mv).unwrap());
+    }
+    for side in [Side::First, Side::Second] {
+        let opponent = match players[side.opponent().index()] {
+            Player::Link(_) => "other",
+            Player::Referee(_) => "referee",
+        };
+        if let Player::Link(link) = &mut players[side.index()] {
+            let start = start_message(
+                match_id,
+                game_id,
+                side,
+                opponent,
+                game.rules_json(),
+                you_ms,
+                moves.clone(),
+            );
+            link.send(start).await;
+        }
+    }
+    let mut since: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    let mut own: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    let mut resigned = None;
+    let outcome = loop {
+        if let Some(outcome) = game.outcome() {
+            break Some(outcome);
+        }
+        let side = game.turn();
+        let mv = match &mut players[side.index()] {
+            Player::Referee(rng) => opponent_move(game.as_ref(), rng),
+            Player::Link(link) => {
+                let seen = std::mem::take(&mut since[side.index()]);
+                link.send(turn_message(match_id, seen, moves.len(), you_ms))
+                    .await;
+                match link.recv().await {
+                    BotMessage::Move { match_id: m, mv } => {
+                        assert_eq!(m, match_id);
+                        mv
+                    }
+                    BotMessage::Resign { match_id: m } => {
+                        assert_eq!(m, match_id);
+                        resigned = Some(side);
+                        break None;
+                    }
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+        };
+        let played = game.play_text(&mv).unwrap_or_else(|e| {
+            panic!("{game_id}: illegal move {mv} by {side:?} after {moves:?}: {e}")
+        });
+        since[side.opponent().index()].push(played.clone());
+        own[side.index()].push(played.clone());
+        moves.push(played);
+    };
+    for side in [Side::First, Side::Second] {
+        let Player::Link(link) = &mut players[side.index()] else {
+            continue;
+        };
+        let (result, reason) = match (&outcome, resigned) {
+            (None, Some(r)) => (if r == side { "loss" } else { "win" }, "resign".to_string()),
+            (None, None) => unreachable!("a game ends by its outcome or a resignation"),
+            (Some(o), _) => (
+                match o.winner {
+                    None => "draw",
+                    Some(w) if w == side => "win",
+                    Some(_) => "loss",
+                },
+                o.reason.to_string(),
+            ),
+        };
+        link.send(RefereeMessage::End {
+            match_id: match_id.into(),
+            result: result.into(),
+            reason,
+            moves: moves.clone(),
+        })
+        .await;
+    }
+    (moves, own, outcome)
+}
+
 /// Plays one match with the bridge: `start` (after `initial` moves), then `turn`s for the
 /// bridged side and the referee's own moves for the other, until the game ends or the bridge
 /// resigns; then `end`.
@@ -202,92 +373,32 @@ async fn play_match(
     initial: &[&str],
     you_ms: u64,
 ) -> Played {
-    let mut game = new_game(game_id, &rules).unwrap();
-    let mut moves: Vec<String> = Vec::new();
-    for mv in initial {
-        moves.push(game.play_text(mv).unwrap());
-    }
-    referee
-        .send(RefereeMessage::Start {
-            match_id: match_id.into(),
-            game: game_id.as_str().into(),
-            side: bridge_side.as_str().into(),
-            colour: game_id.colour_letter(bridge_side).to_string(),
-            opponent: "referee".into(),
-            rules: game.rules_json(),
-            clock: ClockSpec {
-                initial_ms: you_ms,
-                increment_ms: 0,
-                move_limit_ms: None,
-            },
-            moves: moves.clone(),
-        })
-        .await;
-    let mut rng = Lcg(match_id.len() as u64 * 7919 + 17);
-    let mut since_turn: Vec<String> = Vec::new();
-    let mut bridge_moves = Vec::new();
-    let outcome = loop {
-        if let Some(outcome) = game.outcome() {
-            break Some(outcome);
-        }
-        if game.turn() == bridge_side {
-            referee
-                .send(RefereeMessage::Turn {
-                    match_id: match_id.into(),
-                    moves: std::mem::take(&mut since_turn),
-                    ply: moves.len() as u32,
-                    clock: TurnClock {
-                        you_ms,
-                        opponent_ms: you_ms,
-                    },
-                })
-                .await;
-            match referee.recv().await {
-                BotMessage::Move { match_id: m, mv } => {
-                    assert_eq!(m, match_id);
-                    let played = game.play_text(&mv).unwrap_or_else(|e| {
-                        panic!("illegal move from the bridge after {moves:?}: {e}")
-                    });
-                    bridge_moves.push(played.clone());
-                    moves.push(played);
-                }
-                BotMessage::Resign { match_id: m } => {
-                    assert_eq!(m, match_id);
-                    break None;
-                }
-                other => panic!("unexpected {other:?}"),
-            }
-        } else {
-            let mv = opponent_move(game.as_ref(), &mut rng);
-            let played = game.play_text(&mv).unwrap();
-            since_turn.push(played.clone());
-            moves.push(played);
-        }
+    let rng = Player::Referee(Lcg(match_id.len() as u64 * 7919 + 17));
+    let players = match bridge_side {
+        Side::First => [Player::Link(referee), rng],
+        Side::Second => [rng, Player::Link(referee)],
     };
-    let (result, reason) = match outcome {
-        None => ("loss", "resign".to_string()),
-        Some(o) => (
-            match o.winner {
-                None => "draw",
-                Some(w) if w == bridge_side => "win",
-                Some(_) => "loss",
-            },
-            o.reason.to_string(),
-        ),
-    };
-    referee
-        .send(RefereeMessage::End {
-            match_id: match_id.into(),
-            result: result.into(),
-            reason,
-            moves: moves.clone(),
-        })
-        .await;
+    let (moves, mut own, outcome) =
+        referee_game(players, match_id, game_id, &rules, initial, you_ms).await;
     Played {
         moves,
-        bridge_moves,
+        bridge_moves: std::mem::take(&mut own[bridge_side.index()]),
         outcome,
     }
+}
+
+/// [`play_match`] of Hex with default rules from the start, on a long clock.
+async fn play_hex(referee: &mut Referee, match_id: &str, bridge_side: Side) -> Played {
+    play_match(
+        referee,
+        match_id,
+        GameId::Hex,
+        serde_json::json!({}),
+        bridge_side,
+        &[],
+        LONG_CLOCK_MS,
+    )
+    .await
 }
 
 fn python(script: &str, args: &[&str]) -> Vec<String> {
@@ -302,13 +413,7 @@ fn dir_arg(dir: &tempfile::TempDir) -> String {
 
 #[tokio::test]
 async fn json_engine_is_relayed_for_whole_games_with_a_fresh_engine_each_match() {
-    let dir = tempfile::tempdir().unwrap();
-    let (bridge, mut referee) = start_bridge(
-        "json",
-        &[],
-        &python("json_engine.py", &[&dir_arg(&dir), "ok"]),
-    )
-    .await;
+    let (dir, bridge, mut referee) = start_json_engine("ok").await;
     // The games come from the engine's own hello; name and token from the command line.
     let BotMessage::Hello {
         name,
@@ -326,16 +431,7 @@ async fn json_engine_is_relayed_for_whole_games_with_a_fresh_engine_each_match()
 
     let pid_file = dir.path().join("pid");
     let first_pid = read_pid(&pid_file).await;
-    let played = play_match(
-        &mut referee,
-        "m1",
-        GameId::Hex,
-        serde_json::json!({}),
-        Side::First,
-        &[],
-        LONG_CLOCK_MS,
-    )
-    .await;
+    let played = play_hex(&mut referee, "m1", Side::First).await;
     let outcome = played.outcome.expect("the json engine resigned");
     assert_eq!(outcome.reason.as_str(), "connection");
     assert_eq!(played.bridge_moves.first().map(String::as_str), Some("A1"));
@@ -350,16 +446,7 @@ async fn json_engine_is_relayed_for_whole_games_with_a_fresh_engine_each_match()
 
     // A second match gets a new engine process.
     std::fs::remove_file(&pid_file).unwrap();
-    let played = play_match(
-        &mut referee,
-        "m2",
-        GameId::Hex,
-        serde_json::json!({}),
-        Side::Second,
-        &[],
-        LONG_CLOCK_MS,
-    )
-    .await;
+    let played = play_hex(&mut referee, "m2", Side::Second).await;
     assert!(played.outcome.is_some());
     let second_pid = read_pid(&pid_file).await;
     assert_ne!(first_pid, second_pid);
@@ -370,19 +457,8 @@ async fn json_engine_is_relayed_for_whole_games_with_a_fresh_engine_each_match()
 
 #[tokio::test]
 async fn pings_are_answered_by_the_bridge() {
-    let dir = tempfile::tempdir().unwrap();
-    let (bridge, mut referee) = start_bridge(
-        "json",
-        &[],
-        &python("json_engine.py", &[&dir_arg(&dir), "ok"]),
-    )
-    .await;
-    referee.send(RefereeMessage::Ping { id: 42 }).await;
-    let frame = tokio::time::timeout(WAIT, referee.link.next())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let (dir, bridge, mut referee) = start_json_engine("ok").await;
+    let frame = referee.ping(42).await;
     let Frame::Line(line) = frame else {
         panic!("{frame:?}")
     };
@@ -416,16 +492,7 @@ async fn gtp_engine_gets_mapped_commands_and_its_moves_are_mapped_back() {
 
     // Bridge second (GTP white): the referee's Red moves arrive as `play b`.
     let pid_file = dir.path().join("pid");
-    let played = play_match(
-        &mut referee,
-        "g1",
-        GameId::Hex,
-        serde_json::json!({}),
-        Side::Second,
-        &[],
-        LONG_CLOCK_MS,
-    )
-    .await;
+    let played = play_hex(&mut referee, "g1", Side::Second).await;
     assert!(played.outcome.is_some(), "the GTP engine resigned");
     assert_reaped(read_pid(&pid_file).await).await;
     std::fs::remove_file(&pid_file).unwrap();
@@ -529,13 +596,7 @@ async fn sau_engine_plays_whole_connect6_games_as_black_and_white() {
 /// A json engine that fails on its first turn: the bridge resigns at once, kills the engine
 /// (and what it started), says why, and keeps serving the connection.
 async fn failing_engine_resigns(mode: &str, you_ms: u64, why: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    let (bridge, mut referee) = start_bridge(
-        "json",
-        &[],
-        &python("json_engine.py", &[&dir_arg(&dir), mode]),
-    )
-    .await;
+    let (dir, bridge, mut referee) = start_json_engine(mode).await;
     let pid = read_pid(&dir.path().join("pid")).await;
     let played = play_match(
         &mut referee,
@@ -554,12 +615,7 @@ async fn failing_engine_resigns(mode: &str, you_ms: u64, why: &str) {
         assert_killed(grandchild).await;
     }
     // Still connected and answering.
-    referee.send(RefereeMessage::Ping { id: 7 }).await;
-    let frame = tokio::time::timeout(WAIT, referee.link.next())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let frame = referee.ping(7).await;
     assert_eq!(frame, Frame::Line(r#"{"type":"pong","id":7}"#.into()));
     let stderr = finish(bridge, referee).await;
     assert!(stderr.contains(why), "stderr lacks {why:?}: {stderr}");
@@ -584,16 +640,7 @@ async fn hanging_engine_resigns_when_its_clock_runs_out_and_its_group_is_killed(
 async fn an_engine_that_cannot_start_loses_its_game() {
     let (bridge, mut referee) =
         start_bridge("gtp", &[], &["/nonexistent/engine-binary".to_string()]).await;
-    let played = play_match(
-        &mut referee,
-        "x1",
-        GameId::Hex,
-        serde_json::json!({}),
-        Side::First,
-        &[],
-        LONG_CLOCK_MS,
-    )
-    .await;
+    let played = play_hex(&mut referee, "x1", Side::First).await;
     assert!(played.outcome.is_none());
     let stderr = finish(bridge, referee).await;
     assert!(stderr.contains("cannot start engine"), "{stderr}");
@@ -603,7 +650,6 @@ async fn an_engine_that_cannot_start_loses_its_game() {
 /// referee that checks every move with the library's rules: a whole game of each game.
 #[tokio::test]
 async fn example_python_bot_plays_whole_legal_games_of_all_four() {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bots/python/arena_random_bot.py");
     for game_id in GameId::ALL {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port().to_string();
@@ -611,108 +657,37 @@ async fn example_python_bot_plays_whole_legal_games_of_all_four() {
         let mut links = Vec::new();
         for (i, name) in ["alpha", "beta"].iter().enumerate() {
             let seed = (i + 1).to_string();
-            bots.push(
-                Command::new("python3")
-                    .arg(&script)
-                    .args(["--port", &port, "--name", name, "--token", "t"])
-                    .args(["--games", game_id.as_str(), "--seed", &seed])
-                    .stderr(std::process::Stdio::null())
-                    .kill_on_drop(true)
-                    .spawn()
-                    .unwrap(),
-            );
+            bots.push(python_bot(
+                &port,
+                name,
+                "t",
+                &seed,
+                &["--games", game_id.as_str()],
+            ));
             // Accept in order so that links[i] is bots[i].
-            let (stream, _) = tokio::time::timeout(WAIT, listener.accept())
-                .await
-                .unwrap()
-                .unwrap();
-            let mut link = Framed::new(stream, CappedLineCodec::new(MAX_LINE_BYTES));
-            let Some(Ok(Frame::Line(line))) = link.next().await else {
-                panic!("no hello");
-            };
-            let hello = parse_bot_line(&line).unwrap();
-            let BotMessage::Hello { name: n, games, .. } = &hello else {
-                panic!("{hello:?}")
+            let mut referee = accept_client(&listener, name).await;
+            let BotMessage::Hello { name: n, games, .. } = &referee.hello else {
+                panic!("{:?}", referee.hello)
             };
             assert_eq!(
                 (n.as_str(), games.as_slice()),
                 (*name, &[game_id.as_str().to_string()][..])
             );
-            let mut referee = Referee { link, hello };
-            referee
-                .send(RefereeMessage::Welcome {
-                    protocol: 1,
-                    name: name.to_string(),
-                    server: "fake referee".into(),
-                })
-                .await;
             // A ping before the game: answered with a pong (which `recv` skips).
             referee.send(RefereeMessage::Ping { id: 1 }).await;
             links.push(referee);
         }
-        let mut game = new_game(game_id, &serde_json::json!({})).unwrap();
         let match_id = format!("py-{game_id}");
-        for (i, link) in links.iter_mut().enumerate() {
-            let side = if i == 0 { Side::First } else { Side::Second };
-            link.send(RefereeMessage::Start {
-                match_id: match_id.clone(),
-                game: game_id.as_str().into(),
-                side: side.as_str().into(),
-                colour: game_id.colour_letter(side).to_string(),
-                opponent: "other".into(),
-                rules: game.rules_json(),
-                clock: ClockSpec {
-                    initial_ms: LONG_CLOCK_MS,
-                    increment_ms: 0,
-                    move_limit_ms: None,
-                },
-                moves: vec![],
-            })
-            .await;
-        }
-        let mut moves: Vec<String> = Vec::new();
-        let mut since: [Vec<String>; 2] = [Vec::new(), Vec::new()];
-        let outcome = loop {
-            if let Some(outcome) = game.outcome() {
-                break outcome;
-            }
-            let side = game.turn();
-            let link = &mut links[side.index()];
-            link.send(RefereeMessage::Turn {
-                match_id: match_id.clone(),
-                moves: std::mem::take(&mut since[side.index()]),
-                ply: moves.len() as u32,
-                clock: TurnClock {
-                    you_ms: LONG_CLOCK_MS,
-                    opponent_ms: LONG_CLOCK_MS,
-                },
-            })
-            .await;
-            let BotMessage::Move { mv, .. } = link.recv().await else {
-                panic!("{game_id}: the bot resigned after {moves:?}");
-            };
-            let played = game
-                .play_text(&mv)
-                .unwrap_or_else(|e| panic!("{game_id}: illegal {mv} after {moves:?}: {e}"));
-            since[side.opponent().index()].push(played.clone());
-            moves.push(played);
+        let [first, second] = links.as_mut_slice() else {
+            unreachable!("two bots")
         };
+        let players = [Player::Link(first), Player::Link(second)];
+        let rules = serde_json::json!({});
+        let (moves, _, outcome) =
+            referee_game(players, &match_id, game_id, &rules, &[], LONG_CLOCK_MS).await;
+        let outcome =
+            outcome.unwrap_or_else(|| panic!("{game_id}: a bot resigned after {moves:?}"));
         println!("{game_id}: {} moves, {outcome:?}", moves.len());
-        for (i, link) in links.iter_mut().enumerate() {
-            let side = if i == 0 { Side::First } else { Side::Second };
-            let result = match outcome.winner {
-                None => "draw",
-                Some(w) if w == side => "win",
-                Some(_) => "loss",
-            };
-            link.send(RefereeMessage::End {
-                match_id: match_id.clone(),
-                result: result.into(),
-                reason: outcome.reason.to_string(),
-                moves: moves.clone(),
-            })
-            .await;
-        }
         drop(links);
         for bot in bots {
             let status = tokio::time::timeout(WAIT, bot.wait_with_output())
@@ -731,6 +706,20 @@ fn example_python_bot() -> String {
         .join("bots/python/arena_random_bot.py")
         .to_string_lossy()
         .into_owned()
+}
+
+/// Starts the example Python bot against 127.0.0.1:`port`, with `extra` arguments.
+fn python_bot(port: &str, name: &str, token: &str, seed: &str, extra: &[&str]) -> Child {
+    Command::new("python3")
+        .arg(example_python_bot())
+        .args([
+            "--port", port, "--name", name, "--token", token, "--seed", seed,
+        ])
+        .args(extra)
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
 }
 
 /// Runs `program` with `args` and `input` on its stdin; returns its stdout after checking that it
@@ -872,41 +861,22 @@ fn example_python_bot_finds_exactly_the_legal_jiu_moves() {
 
 #[tokio::test]
 async fn ctrl_c_stops_the_bridge_and_its_engine() {
-    let dir = tempfile::tempdir().unwrap();
-    let (bridge, mut referee) = start_bridge(
-        "json",
-        &[],
-        &python("json_engine.py", &[&dir_arg(&dir), "hang"]),
-    )
-    .await;
+    let (dir, bridge, mut referee) = start_json_engine("hang").await;
     let pid = read_pid(&dir.path().join("pid")).await;
     // Mid-match, with the engine thinking (it ignores SIGTERM and has a grandchild).
+    let rules = serde_json::json!({"swap": false});
+    let start = start_message(
+        "s1",
+        GameId::Hex,
+        Side::First,
+        "referee",
+        rules,
+        LONG_CLOCK_MS,
+        vec![],
+    );
+    referee.send(start).await;
     referee
-        .send(RefereeMessage::Start {
-            match_id: "s1".into(),
-            game: "hex".into(),
-            side: "first".into(),
-            colour: "R".into(),
-            opponent: "referee".into(),
-            rules: serde_json::json!({"swap": false}),
-            clock: ClockSpec {
-                initial_ms: LONG_CLOCK_MS,
-                increment_ms: 0,
-                move_limit_ms: None,
-            },
-            moves: vec![],
-        })
-        .await;
-    referee
-        .send(RefereeMessage::Turn {
-            match_id: "s1".into(),
-            moves: vec![],
-            ply: 0,
-            clock: TurnClock {
-                you_ms: LONG_CLOCK_MS,
-                opponent_ms: LONG_CLOCK_MS,
-            },
-        })
+        .send(turn_message("s1", vec![], 0, LONG_CLOCK_MS))
         .await;
     let grandchild = read_pid(&dir.path().join("grandchild")).await;
     let bridge_pid = bridge.id().unwrap() as i32;
@@ -979,21 +949,10 @@ async fn served_tournaments_with_the_example_bots_and_a_bridged_engine() {
         .to_string();
     let port = addr.rsplit(':').next().unwrap().to_string();
 
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bots/python/arena_random_bot.py");
     let mut players = Vec::new();
     for (name, token, seed) in [("alpha", "ta", "1"), ("beta", "tb", "2")] {
-        players.push(
-            Command::new("python3")
-                .arg(&script)
-                .args([
-                    "--port", &port, "--name", name, "--token", token, "--seed", seed,
-                ])
-                .args(["--games", "connect6,hex,surakarta,jiu", "--max-games", "4"])
-                .stderr(std::process::Stdio::null())
-                .kill_on_drop(true)
-                .spawn()
-                .unwrap(),
-        );
+        let games = ["--games", "connect6,hex,surakarta,jiu", "--max-games", "4"];
+        players.push(python_bot(&port, name, token, seed, &games));
     }
     let bridge = Command::new(env!("CARGO_BIN_EXE_arena"))
         .args([
