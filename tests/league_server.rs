@@ -8,14 +8,11 @@ mod support;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::io::AsyncBufReadExt;
-use tokio::process::{Child, Command};
 
-use support::{read_games, Client, TestServer};
+use support::{read_games, serve_output, spawn_server, Client, TestServer};
 
 fn standings(out_dir: &Path) -> Value {
     let text = std::fs::read_to_string(out_dir.join("standings.json")).expect("standings.json");
@@ -204,27 +201,13 @@ clock = { initial_ms = 20000, increment_ms = 0, move_limit_ms = 0 }
 
 #[tokio::test(start_paused = true)]
 async fn forfeits_of_an_absent_bot_are_recorded_and_counted_in_the_standings() {
-    let config = r#"
-[server]
-ping_interval_ms = 1000
-[[bot]]
-name = "a"
-token = "ta"
-[[bot]]
-name = "b"
-token = "tb"
-[[bot]]
-name = "c"
-token = "tc"
-[[tournament]]
-name = "t"
-game = "hex"
-bots = ["a", "b", "c"]
-games_per_pairing = 1
-concurrency = 1
-absent_forfeit_ms = 5000
-"#;
-    let server = TestServer::start_virtual_clock(config).await;
+    let config = support::config(
+        "",
+        &["a", "b", "c"],
+        "hex",
+        "games_per_pairing = 1\nconcurrency = 1\nabsent_forfeit_ms = 5000",
+    );
+    let server = TestServer::start_virtual_clock(&config).await;
     let mut a = Client::login(server.addr, "a", "ta", &["hex"]).await;
     let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
     // a and b play their game (whoever it is first resigns at once); c never comes.
@@ -255,48 +238,6 @@ absent_forfeit_ms = 5000
     assert_standings_match_games(&out_dir, "t");
 }
 
-/// A running `arena serve` process with its stdout lines collected.
-struct ServerProcess {
-    child: Child,
-    addr: std::net::SocketAddr,
-    stdout: tokio::task::JoinHandle<Vec<String>>,
-}
-
-async fn spawn_server(config: &Path) -> ServerProcess {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_arena"))
-        .args(["serve", "--config"])
-        .arg(config)
-        .args(["--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn arena");
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-        .await
-        .expect("the server prints its address")
-        .unwrap()
-        .unwrap();
-    let addr = first
-        .strip_prefix("arena listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
-        .parse()
-        .unwrap();
-    let stdout = tokio::spawn(async move {
-        let mut seen = Vec::new();
-        while let Ok(Some(line)) = lines.next_line().await {
-            seen.push(line);
-        }
-        seen
-    });
-    ServerProcess {
-        child,
-        addr,
-        stdout,
-    }
-}
-
 /// Polls `check` every 20 ms for up to 20 s.
 async fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
     for _ in 0..1000 {
@@ -309,31 +250,17 @@ async fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
 }
 
 fn scripted_config(out_dir: &Path, initial_ms: u64) -> String {
-    format!(
-        r#"
-[server]
-out_dir = {out:?}
-ping_interval_ms = 1000
-reconnect_grace_ms = 60000
-
-[[bot]]
-name = "a"
-token = "ta"
-
-[[bot]]
-name = "b"
-token = "tb"
-
-[[tournament]]
-name = "t"
-game = "hex"
-bots = ["a", "b"]
-games_per_pairing = 2
-concurrency = 1
-absent_forfeit_ms = 0
-clock = {{ initial_ms = {initial_ms}, increment_ms = 0, move_limit_ms = 0 }}
-"#,
-        out = out_dir.to_str().unwrap()
+    support::config(
+        &format!(
+            "out_dir = {:?}\nreconnect_grace_ms = 60000",
+            out_dir.to_str().unwrap()
+        ),
+        &["a", "b"],
+        "hex",
+        &format!(
+            "games_per_pairing = 2\nconcurrency = 1\nabsent_forfeit_ms = 0\n\
+             clock = {{ initial_ms = {initial_ms}, increment_ms = 0, move_limit_ms = 0 }}"
+        ),
     )
 }
 
@@ -383,13 +310,7 @@ async fn a_league_killed_mid_game_resumes_from_the_journal_and_plays_every_game_
 
     // A second server on the same out_dir is refused while the first runs
     // (it has played a game, so it surely holds the lock).
-    let second = Command::new(env!("CARGO_BIN_EXE_arena"))
-        .args(["serve", "--config"])
-        .arg(&config_path)
-        .args(["--listen", "127.0.0.1:0"])
-        .output()
-        .await
-        .unwrap();
+    let second = serve_output(&config_path).await;
     assert!(!second.status.success());
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert!(
@@ -460,15 +381,9 @@ async fn a_league_killed_mid_game_resumes_from_the_journal_and_plays_every_game_
     a.expect("turn").await;
     a.send(json!({"type":"resign","match":g2})).await;
     assert_eq!(b.expect("end").await["result"], "win");
-    let ServerProcess {
-        mut child, stdout, ..
-    } = server;
-    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
-        .await
-        .expect("the server exits when the league is done")
-        .unwrap();
+    let (status, printed) = server.exited(Duration::from_secs(30)).await;
     assert!(status.success());
-    let printed = stdout.await.unwrap().join("\n");
+    let printed = printed.join("\n");
     assert!(printed.contains("resuming from the journal"), "{printed}");
     assert!(printed.contains("t 2/2"), "{printed}");
 
@@ -507,23 +422,13 @@ async fn a_league_killed_mid_game_resumes_from_the_journal_and_plays_every_game_
 
     // A second restart on the finished league plays nothing and changes nothing.
     let server = spawn_server(&config_path).await;
-    let ServerProcess { mut child, .. } = server;
-    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    let (status, _) = server.exited(Duration::from_secs(30)).await;
     assert!(status.success());
     assert_eq!(read_games(&out).len(), 2);
 
     // A changed config is refused, naming what differs.
     std::fs::write(&config_path, scripted_config(&out, 30_000)).unwrap();
-    let refused = Command::new(env!("CARGO_BIN_EXE_arena"))
-        .args(["serve", "--config"])
-        .arg(&config_path)
-        .args(["--listen", "127.0.0.1:0"])
-        .output()
-        .await
-        .unwrap();
+    let refused = serve_output(&config_path).await;
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(
@@ -604,15 +509,10 @@ rules = {{ swap = false }}
     let (id, journaled) = running_game(&out).expect("a game was cut off");
     assert!(cut_off.is_some_and(|(first_id, _)| first_id == id));
 
-    let ServerProcess {
-        mut child, stdout, ..
-    } = spawn_server(&config_path).await;
-    let status = tokio::time::timeout(Duration::from_secs(300), child.wait())
-        .await
-        .expect("the resumed league finishes")
-        .unwrap();
+    let server = spawn_server(&config_path).await;
+    let (status, printed) = server.exited(Duration::from_secs(300)).await;
     assert!(status.success());
-    let printed = stdout.await.unwrap().join("\n");
+    let printed = printed.join("\n");
     assert!(
         printed.contains("1 continue from their last journaled move"),
         "{printed}"

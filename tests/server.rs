@@ -6,7 +6,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::{two_bot_config, Client, TestServer};
+use support::{spawn_server, two_bot_config, Client, TestServer};
 
 const MATCH: &str = "t-r1-p1-g1";
 
@@ -63,6 +63,25 @@ async fn play_sequence(
         seen[side] = i + 1;
     }
     (a.expect("end").await, b.expect("end").await)
+}
+
+/// `loser` plays the illegal `mv`: it gets `illegal_move` and an `end` by `illegal_move`, its
+/// opponent `winner` an `end` with a win, and the server then finishes.
+async fn illegal_move_loses(server: TestServer, loser: &mut Client, winner: &mut Client, mv: &str) {
+    loser.play(MATCH, mv).await;
+    loser.expect_error("illegal_move").await;
+    assert_eq!(loser.expect("end").await["reason"], "illegal_move");
+    assert_eq!(winner.expect("end").await["result"], "win");
+    server.finished().await;
+}
+
+/// Both bots start a Hex match; `a` plays A1 and `b` drops its connection. Returns `a`.
+async fn a_moves_then_b_leaves(server: &TestServer) -> Client {
+    let (mut a, b) = two_players(server, "hex").await;
+    a.expect("turn").await;
+    a.play(MATCH, "A1").await;
+    drop(b);
+    a
 }
 
 fn hex_red_wins() -> Vec<&'static str> {
@@ -177,11 +196,7 @@ async fn unparsable_move_text_loses_by_illegal_move() {
     let server = TestServer::start(&two_bot_config("connect6", "", "")).await;
     let (mut a, mut b) = two_players(&server, "connect6").await;
     a.expect("turn").await;
-    a.play(MATCH, "Z99!").await;
-    a.expect_error("illegal_move").await;
-    assert_eq!(a.expect("end").await["reason"], "illegal_move");
-    assert_eq!(b.expect("end").await["result"], "win");
-    server.finished().await;
+    illegal_move_loses(server, &mut a, &mut b, "Z99!").await;
 }
 
 #[tokio::test]
@@ -269,10 +284,7 @@ async fn a_bot_that_stays_away_past_the_grace_loses_by_disconnect() {
     let server =
         TestServer::start_virtual_clock(&two_bot_config("hex", "reconnect_grace_ms = 2000", ""))
             .await;
-    let (mut a, b) = two_players(&server, "hex").await;
-    a.expect("turn").await;
-    a.play(MATCH, "A1").await;
-    drop(b);
+    let mut a = a_moves_then_b_leaves(&server).await;
     let before = tokio::time::Instant::now();
     let ea = a.expect("end").await;
     assert_eq!(ea["result"], "win");
@@ -288,10 +300,7 @@ async fn a_clock_running_out_during_the_grace_loses_by_timeout() {
     let config = two_bot_config("hex", "reconnect_grace_ms = 30000", "")
         .replace("initial_ms = 60000", "initial_ms = 3000");
     let server = TestServer::start_virtual_clock(&config).await;
-    let (mut a, b) = two_players(&server, "hex").await;
-    a.expect("turn").await;
-    a.play(MATCH, "A1").await;
-    drop(b);
+    let mut a = a_moves_then_b_leaves(&server).await;
     let ea = a.expect("end").await;
     assert_eq!(ea["reason"], "timeout");
     server.finished().await;
@@ -302,10 +311,7 @@ async fn a_bot_that_returns_within_the_grace_resumes_with_its_clock_run_down() {
     let server =
         TestServer::start_virtual_clock(&two_bot_config("hex", "reconnect_grace_ms = 5000", ""))
             .await;
-    let (mut a, b) = two_players(&server, "hex").await;
-    a.expect("turn").await;
-    a.play(MATCH, "A1").await;
-    drop(b);
+    let mut a = a_moves_then_b_leaves(&server).await;
     tokio::time::sleep(Duration::from_millis(3000)).await;
     let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
     let start = b.expect("start").await;
@@ -355,26 +361,18 @@ async fn a_reconnect_after_the_grace_finds_the_match_lost() {
 async fn every_error_code_is_sent_where_it_applies() {
     let server = TestServer::start(&two_bot_config("hex", "", "")).await;
     // auth_failed: wrong token, then the connection closes.
-    let mut bad = Client::connect(server.addr).await;
-    bad.send(json!({"type":"hello","protocol":1,"name":"a","token":"nope","games":["hex"]}))
-        .await;
+    let mut bad = Client::hello(server.addr, 1, "a", "nope", &["hex"]).await;
     bad.expect_error("auth_failed").await;
     assert!(bad.until_closed().await.is_empty());
     // auth_failed: unknown name; and a wrong protocol version.
-    let mut bad = Client::connect(server.addr).await;
-    bad.send(json!({"type":"hello","protocol":1,"name":"mallory","token":"ta","games":["hex"]}))
-        .await;
+    let mut bad = Client::hello(server.addr, 1, "mallory", "ta", &["hex"]).await;
     bad.expect_error("auth_failed").await;
-    let mut bad = Client::connect(server.addr).await;
-    bad.send(json!({"type":"hello","protocol":2,"name":"a","token":"ta","games":["hex"]}))
-        .await;
+    let mut bad = Client::hello(server.addr, 2, "a", "ta", &["hex"]).await;
     bad.expect_error("auth_failed").await;
 
     let (mut a, mut b) = two_players(&server, "hex").await;
     // already_connected: a second live connection with the same name.
-    let mut dup = Client::connect(server.addr).await;
-    dup.send(json!({"type":"hello","protocol":1,"name":"a","token":"ta","games":["hex"]}))
-        .await;
+    let mut dup = Client::hello(server.addr, 1, "a", "ta", &["hex"]).await;
     dup.expect_error("already_connected").await;
     assert!(dup.until_closed().await.is_empty());
 
@@ -401,11 +399,7 @@ async fn every_error_code_is_sent_where_it_applies() {
     a.play(MATCH, "A1").await;
     let turn = b.expect("turn").await;
     assert_eq!(turn["moves"], json!(["A1"]));
-    b.play(MATCH, "A1").await;
-    b.expect_error("illegal_move").await;
-    assert_eq!(b.expect("end").await["reason"], "illegal_move");
-    assert_eq!(a.expect("end").await["result"], "win");
-    server.finished().await;
+    illegal_move_loses(server, &mut b, &mut a, "A1").await;
 }
 
 #[tokio::test]
@@ -482,10 +476,7 @@ async fn the_connection_cap_holds_extra_connections_back() {
     )
     .await;
     let first = Client::login(server.addr, "a", "ta", &["connect6"]).await;
-    let mut second = Client::connect(server.addr).await;
-    second
-        .send(json!({"type":"hello","protocol":1,"name":"b","token":"tb","games":["connect6"]}))
-        .await;
+    let mut second = Client::hello(server.addr, 1, "b", "tb", &["connect6"]).await;
     // Not served while the only slot is taken...
     let waited = tokio::time::timeout(Duration::from_millis(300), second.try_recv()).await;
     assert!(waited.is_err(), "served beyond the cap: {waited:?}");
@@ -498,27 +489,13 @@ async fn the_connection_cap_holds_extra_connections_back() {
 
 #[tokio::test]
 async fn a_bot_with_max_games_two_plays_two_matches_at_once() {
-    let config = r#"
-[server]
-ping_interval_ms = 1000
-[[bot]]
-name = "a"
-token = "ta"
-[[bot]]
-name = "b"
-token = "tb"
-[[bot]]
-name = "c"
-token = "tc"
-[[tournament]]
-name = "t"
-game = "hex"
-format = "gauntlet"
-bots = ["a", "b", "c"]
-games_per_pairing = 1
-concurrency = 2
-"#;
-    let server = TestServer::start(config).await;
+    let config = support::config(
+        "",
+        &["a", "b", "c"],
+        "hex",
+        "format = \"gauntlet\"\ngames_per_pairing = 1\nconcurrency = 2",
+    );
+    let server = TestServer::start(&config).await;
     let mut a = Client::login_with(server.addr, "a", "ta", &["hex"], 2).await;
     let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
     let mut c = Client::login(server.addr, "c", "tc", &["hex"]).await;
@@ -730,29 +707,13 @@ async fn a_bot_that_does_not_read_is_dropped_without_holding_up_its_opponent() {
 /// address it prints, plays a game through it, and checks it exits by itself.
 #[tokio::test]
 async fn the_binary_serves_a_config_and_exits_when_done() {
-    use tokio::io::AsyncBufReadExt;
     let dir = tempfile::tempdir().unwrap();
     let config_path = dir.path().join("arena.toml");
     let out = dir.path().join("out");
     let config = two_bot_config("hex", &format!("out_dir = {:?}", out.to_str().unwrap()), "");
     std::fs::write(&config_path, config).unwrap();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_arena"))
-        .args(["serve", "--config"])
-        .arg(&config_path)
-        .args(["--listen", "127.0.0.1:0"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = tokio::io::BufReader::new(stdout).lines();
-    let first = lines.next_line().await.unwrap().unwrap();
-    let addr: std::net::SocketAddr = first
-        .strip_prefix("arena listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
-        .parse()
-        .unwrap();
+    let child = spawn_server(&config_path).await;
+    let addr = child.addr;
     let mut a = Client::login(addr, "a", "ta", &["hex"]).await;
     let mut b = Client::login(addr, "b", "tb", &["hex"]).await;
     a.expect("start").await;
@@ -760,10 +721,7 @@ async fn the_binary_serves_a_config_and_exits_when_done() {
     a.expect("turn").await;
     b.send(json!({"type":"resign","match":MATCH})).await;
     assert_eq!(a.expect("end").await["result"], "win");
-    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    let (status, _) = child.exited(Duration::from_secs(30)).await;
     assert!(status.success());
     assert_eq!(support::read_games(&out).len(), 1);
 }
@@ -825,23 +783,13 @@ async fn built_in_engines_play_a_league_of_all_four_games_through_the_listener()
 
 #[tokio::test]
 async fn a_scripted_bot_plays_a_built_in_engine() {
-    let config = r#"
-[server]
-ping_interval_ms = 1000
-[[bot]]
-name = "a"
-token = "ta"
-[[bot]]
-name = "engine"
-builtin = "random"
-[[tournament]]
-name = "t"
-game = "hex"
-bots = ["a", "engine"]
-games_per_pairing = 1
-clock = { initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }
-"#;
-    let server = TestServer::start(config).await;
+    let config = support::config(
+        "",
+        &["a", "engine:random"],
+        "hex",
+        "games_per_pairing = 1\nclock = { initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }",
+    );
+    let server = TestServer::start(&config).await;
     let mut a = Client::login(server.addr, "a", "ta", &["hex"]).await;
     let start = a.expect("start").await;
     assert_eq!(start["opponent"], "engine");

@@ -1,15 +1,18 @@
-//! Test helpers for the server: start an in-process server on port 0 from config text, and a
-//! scripted bot client that sends JSON lines and reads answers with a timeout.
+//! Test helpers for the server: config text, an in-process server on port 0 or the real binary
+//! (`arena serve`), and a scripted bot client that sends JSON lines and reads answers with a
+//! timeout.
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
+use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -114,6 +117,20 @@ impl Client {
         }
     }
 
+    /// Connects and sends `hello` with `protocol`, without reading the answer.
+    pub async fn hello(
+        addr: SocketAddr,
+        protocol: u32,
+        name: &str,
+        token: &str,
+        games: &[&str],
+    ) -> Client {
+        let mut c = Client::connect(addr).await;
+        c.send(json!({"type":"hello","protocol":protocol,"name":name,"token":token,"games":games}))
+            .await;
+        c
+    }
+
     /// Connects and says hello; expects `welcome`.
     pub async fn login(addr: SocketAddr, name: &str, token: &str, games: &[&str]) -> Client {
         Client::login_with(addr, name, token, games, 1).await
@@ -211,31 +228,109 @@ impl Client {
     }
 }
 
+/// Config text: a `[server]` table with `ping_interval_ms = 1000` and the `server` lines, a
+/// `[[bot]]` for each of `bots`, and one tournament `t` of `game` among all of them with the
+/// `tournament` lines. A bot is third-party with token `t` + its name (`a` has `ta`), or a
+/// built-in engine when written `name:builtin` (`engine:random`).
+pub fn config(server: &str, bots: &[&str], game: &str, tournament: &str) -> String {
+    let mut text = format!("\n[server]\nping_interval_ms = 1000\n{server}\n");
+    let mut names = Vec::new();
+    for bot in bots {
+        let (name, how) = match bot.split_once(':') {
+            Some((name, builtin)) => (name, format!("builtin = \"{builtin}\"")),
+            None => (*bot, format!("token = \"t{bot}\"")),
+        };
+        text.push_str(&format!("\n[[bot]]\nname = \"{name}\"\n{how}\n"));
+        names.push(format!("{name:?}"));
+    }
+    let names = names.join(", ");
+    text.push_str(&format!(
+        "\n[[tournament]]\nname = \"t\"\ngame = \"{game}\"\nbots = [{names}]\n{tournament}\n"
+    ));
+    text
+}
+
 /// Config text with two third-party bots `a` and `b` and one tournament of `game`.
 pub fn two_bot_config(game: &str, extra_server: &str, extra_tournament: &str) -> String {
-    format!(
-        r#"
-[server]
-exit_when_done = true
-ping_interval_ms = 1000
-{extra_server}
-
-[[bot]]
-name = "a"
-token = "ta"
-
-[[bot]]
-name = "b"
-token = "tb"
-
-[[tournament]]
-name = "t"
-game = "{game}"
-bots = ["a", "b"]
-games_per_pairing = 1
-concurrency = 1
-clock = {{ initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }}
-{extra_tournament}
-"#
+    config(
+        &format!("exit_when_done = true\n{extra_server}"),
+        &["a", "b"],
+        game,
+        &format!(
+            "games_per_pairing = 1\nconcurrency = 1\n\
+             clock = {{ initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }}\n\
+             {extra_tournament}"
+        ),
     )
+}
+
+/// The real binary, `arena serve --config CONFIG --listen 127.0.0.1:0`, with its stdout lines
+/// collected after the first (the address it listens on).
+pub struct ServerProcess {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub stdout: JoinHandle<Vec<String>>,
+}
+
+/// The `arena serve` command line for `config` on 127.0.0.1:0.
+fn serve_command(config: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_arena"));
+    command
+        .args(["serve", "--config"])
+        .arg(config)
+        .args(["--listen", "127.0.0.1:0"]);
+    command
+}
+
+/// Starts `arena serve` on `config` and reads the address it prints.
+pub async fn spawn_server(config: &Path) -> ServerProcess {
+    let mut child = serve_command(config)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn arena");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("the server prints its address")
+        .expect("read stdout")
+        .expect("a first line");
+    let addr = first
+        .strip_prefix("arena listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+        .parse()
+        .expect("an address");
+    let stdout = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            seen.push(line);
+        }
+        seen
+    });
+    ServerProcess {
+        child,
+        addr,
+        stdout,
+    }
+}
+
+impl ServerProcess {
+    /// Waits up to `limit` for the server to exit by itself; returns its status and the stdout
+    /// lines after the first.
+    pub async fn exited(self, limit: Duration) -> (ExitStatus, Vec<String>) {
+        let ServerProcess {
+            mut child, stdout, ..
+        } = self;
+        let status = tokio::time::timeout(limit, child.wait())
+            .await
+            .expect("the server exits by itself")
+            .expect("wait for the server");
+        (status, stdout.await.expect("stdout reader"))
+    }
+}
+
+/// Runs `arena serve` on `config` to its end (for configs it refuses).
+pub async fn serve_output(config: &Path) -> Output {
+    serve_command(config).output().await.expect("run arena")
 }
