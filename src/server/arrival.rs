@@ -143,7 +143,14 @@ impl AsyncRead for ArrivalStampedRead {
                     this.last_arrival = stamp.and_then(arrival_instant);
                     return Poll::Ready(Ok(()));
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    continue
+                }
                 Err(e) => return Poll::Ready(Err(e)),
             }
         }

@@ -5,6 +5,8 @@
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::move_log::MoveLog;
@@ -85,11 +87,22 @@ pub fn fingerprint(config: &Config) -> ConfigFingerprint {
 /// file and commits in groups: it writes every entry queued since its last fsync, then syncs
 /// once for the whole batch, so a thousand referees journaling moves cost a few fsyncs a
 /// second, not a thousand. Entries reach the file in the order they were queued.
+///
+/// Written-behind entries are counted while they wait for the writer: past
+/// [`MAX_QUEUED_BEHIND`] (a stalled disk), referees wait for their moves to be durable instead
+/// of queueing more, so the queue's memory stays bounded.
 #[derive(Debug, Clone)]
 pub struct SharedJournal {
     requests: std::sync::mpsc::Sender<Request>,
     path: PathBuf,
+    /// Entries sent and not yet written by the writer thread.
+    queued: Arc<AtomicUsize>,
+    max_queued_behind: usize,
 }
+
+/// Most journal entries waiting for the writer before written-behind moves wait instead (about
+/// 20 MB of entries; at 60,000 moves a second the writer normally keeps a few thousand).
+pub const MAX_QUEUED_BEHIND: usize = 100_000;
 
 /// A batch of entries for the writer, and who waits for it to be durable.
 #[derive(Debug)]
@@ -112,22 +125,42 @@ impl SharedJournal {
     /// Hands `journal` to a new writer thread; the thread ends when the last handle is dropped,
     /// after writing what was queued.
     pub fn new(journal: Journal) -> SharedJournal {
+        SharedJournal::with_limit(journal, MAX_QUEUED_BEHIND)
+    }
+
+    /// Like `new`, with written-behind moves waiting once `max_queued_behind` entries are queued.
+    pub fn with_limit(journal: Journal, max_queued_behind: usize) -> SharedJournal {
         let path = journal.path().to_path_buf();
         let (requests, inbox) = std::sync::mpsc::channel::<Request>();
+        let queued = Arc::new(AtomicUsize::new(0));
+        let writer_queued = queued.clone();
         let spawned = std::thread::Builder::new()
             .name("journal-writer".into())
-            .spawn(move || write_in_groups(journal, inbox));
+            .spawn(move || write_in_groups(journal, inbox, &writer_queued));
         if let Err(e) = spawned {
             // Without the thread every request fails (its receiver is gone) and says so.
             tracing::error!(error = %e, "cannot start the journal writer thread");
         }
-        SharedJournal { requests, path }
+        SharedJournal {
+            requests,
+            path,
+            queued,
+            max_queued_behind,
+        }
+    }
+
+    /// Whether so many entries wait for the writer that moves should wait to be durable.
+    pub fn is_backed_up(&self) -> bool {
+        self.queued.load(Ordering::Relaxed) >= self.max_queued_behind
     }
 
     fn send(&self, entries: Vec<JournalEntry>, ack: Ack) -> Result<(), String> {
-        self.requests
-            .send(Request { entries, ack })
-            .map_err(|_| "the journal writer has stopped".to_string())
+        let count = entries.len();
+        self.queued.fetch_add(count, Ordering::Relaxed);
+        self.requests.send(Request { entries, ack }).map_err(|_| {
+            self.queued.fetch_sub(count, Ordering::Relaxed);
+            "the journal writer has stopped".to_string()
+        })
     }
 
     fn error(&self, message: String) -> JournalError {
@@ -178,7 +211,11 @@ impl SharedJournal {
 
 /// The writer thread: takes every queued request (up to `MAX_BATCH`), writes their entries,
 /// syncs once, then tells each waiting requester the outcome.
-fn write_in_groups(mut journal: Journal, inbox: std::sync::mpsc::Receiver<Request>) {
+fn write_in_groups(
+    mut journal: Journal,
+    inbox: std::sync::mpsc::Receiver<Request>,
+    queued: &AtomicUsize,
+) {
     while let Ok(first) = inbox.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -200,6 +237,8 @@ fn write_in_groups(mut journal: Journal, inbox: std::sync::mpsc::Receiver<Reques
         if let Err(e) = &result {
             tracing::error!(error = %e, "journal write failed");
         }
+        let written: usize = batch.iter().map(|r| r.entries.len()).sum();
+        queued.fetch_sub(written, Ordering::Relaxed);
         for request in batch {
             match request.ack {
                 Ack::None => {}
@@ -226,8 +265,9 @@ impl MoveJournal {
     /// Journals the last of `moves` (ply = its number) with its think time and lag credit and
     /// both clocks' time left after it. Write-behind: it reaches the disk with the writer's next
     /// group commit (well under a second); a crash before that loses at most the last moves of a
-    /// game in progress, which then resumes from its last journaled move.
-    pub fn record_last_move(&self, moves: &MoveLog, remaining: [Duration; 2]) {
+    /// game in progress, which then resumes from its last journaled move. If the writer is
+    /// backed up (a stalled disk), this waits until the move is on disk instead.
+    pub async fn record_last_move(&self, moves: &MoveLog, remaining: [Duration; 2]) {
         let Some((text, think_ms, lag_ms)) = moves.last() else {
             return;
         };
@@ -240,6 +280,86 @@ impl MoveJournal {
             first_clock_ms: ms(remaining[0]),
             second_clock_ms: ms(remaining[1]),
         };
-        self.journal.append_behind(vec![entry]);
+        if self.journal.is_backed_up() {
+            self.journal.append(vec![entry]).await;
+        } else {
+            self.journal.append_behind(vec![entry]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::game::Side;
+
+    fn journal_in(dir: &Path, limit: usize) -> (SharedJournal, PathBuf) {
+        let path = dir.join("journal.jsonl");
+        let (journal, _) = Journal::open(&path).expect("open journal");
+        (SharedJournal::with_limit(journal, limit), path)
+    }
+
+    fn one_move() -> MoveLog {
+        let mut moves = MoveLog::new();
+        moves.push("J10", Side::First, 120, 3);
+        moves
+    }
+
+    #[tokio::test]
+    async fn a_backed_up_journal_makes_a_move_wait_until_it_is_on_disk() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        // A limit of 0: the writer always counts as backed up.
+        let (journal, path) = journal_in(dir.path(), 0);
+        assert!(journal.is_backed_up());
+        let moves = MoveJournal {
+            journal,
+            id: "t-r1-p1-g1".into(),
+        };
+        moves
+            .record_last_move(
+                &one_move(),
+                [Duration::from_secs(59), Duration::from_secs(60)],
+            )
+            .await;
+        let text = std::fs::read_to_string(&path).expect("journal file");
+        assert!(
+            text.lines()
+                .any(|l| l.contains("\"t-r1-p1-g1\"") && l.contains("\"J10\"")),
+            "the move is on disk when the call returns: {text}"
+        );
+    }
+
+    #[tokio::test]
+    async fn entries_written_behind_are_counted_until_the_writer_has_them() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (journal, path) = journal_in(dir.path(), 3);
+        assert!(!journal.is_backed_up());
+        let moves = MoveJournal {
+            journal: journal.clone(),
+            id: "t-r1-p1-g1".into(),
+        };
+        moves
+            .record_last_move(
+                &one_move(),
+                [Duration::from_secs(1), Duration::from_secs(1)],
+            )
+            .await;
+        // A blocking append is ordered after it, so once that returns both are written.
+        let marker = JournalEntry::Started {
+            id: "t-r1-p1-g2".into(),
+            match_id: "t-r1-p1-g2".into(),
+            time: "2026-11-23T00:00:00+00:00".into(),
+        };
+        let waiting = journal.clone();
+        tokio::task::spawn_blocking(move || waiting.append_blocking(vec![marker]))
+            .await
+            .expect("task")
+            .expect("append");
+        assert_eq!(journal.queued.load(Ordering::Relaxed), 0);
+        let text = std::fs::read_to_string(&path).expect("journal file");
+        assert!(
+            text.contains("\"J10\"") && text.contains("t-r1-p1-g2"),
+            "{text}"
+        );
     }
 }

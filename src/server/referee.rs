@@ -548,7 +548,7 @@ pub async fn run_journaled_match(
                         Handled::Ended(outcome) => break 'play outcome,
                         Handled::Moved { received, read, elapsed, think } => {
                             if let Some(journal) = &journaling.journal {
-                                journal.record_last_move(&referee.moves, referee.remaining);
+                                journal.record_last_move(&referee.moves, referee.remaining).await;
                             }
                             let ply = referee.moves.len().saturating_sub(1);
                             let game_over = referee.game.outcome();
