@@ -8,6 +8,35 @@ use std::process::Stdio;
 use super::common::arena_command as arena;
 
 #[test]
+fn a_reader_that_stops_early_ends_the_tool_quietly() {
+    let mut child = arena()
+        .args(["moves", "surakarta"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    writeln!(stdin, "oooooo/oooooo/....../....../xxxxxx/xxxxxx x").unwrap();
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line.split_whitespace().count(), 16, "{line}");
+    // Like `| head -1`: the reader goes away, then more input comes.
+    drop(stdout);
+    for _ in 0..1000 {
+        if writeln!(stdin, "oooooo/oooooo/....../....../xxxxxx/xxxxxx x").is_err() {
+            break;
+        }
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "no error message");
+}
+
+#[test]
 fn moves_answers_each_line_before_stdin_closes() {
     let mut child = arena()
         .args(["moves", "surakarta"])
