@@ -196,9 +196,10 @@ struct Referee {
     reported: [usize; 2],
     /// When the current turn began: its `turn` was queued.
     turn_started: Instant,
-    /// When the current turn's `turn` line reached the mover's socket (its clock runs from
-    /// then; a busy server's own delay in writing it is not the bot's time).
-    turn_written: Arc<WriteStamp>,
+    /// When each side's latest starting `turn` line reached its socket (the mover's clock runs
+    /// from then; a busy server's own delay in writing it is not the bot's time). One per side,
+    /// so that a line of the previous turn written late cannot restart the current one.
+    turn_written: [Arc<WriteStamp>; 2],
     moves: MoveLog,
 }
 
@@ -238,7 +239,7 @@ impl Referee {
     /// Starts `side`'s turn now: its clock runs from the moment its `turn` line is written.
     fn begin_turn(&mut self, side: Side) {
         self.turn_started = Instant::now();
-        self.turn_written.clear();
+        self.turn_written[side.index()].clear();
         self.send_turn(side, true);
     }
 
@@ -246,7 +247,9 @@ impl Referee {
     /// says so (or if the mover was away), when it was queued.
     fn turn_start(&self) -> Instant {
         let queued = self.turn_started;
-        self.turn_written.get().map_or(queued, |w| w.max(queued))
+        self.turn_written[self.game.turn().index()]
+            .get()
+            .map_or(queued, |w| w.max(queued))
     }
 
     /// When `side`'s time for the current move runs out (lag credit included).
@@ -271,7 +274,7 @@ impl Referee {
         };
         if let Some(link) = &self.links[side.index()] {
             if stamped {
-                link.send_stamped(&message, &self.turn_written);
+                link.send_stamped(&message, &self.turn_written[side.index()]);
             } else {
                 link.send(&message);
             }
@@ -502,7 +505,7 @@ pub async fn run_journaled_match(
         remaining,
         reported: [0; 2],
         turn_started: now,
-        turn_written: Arc::new(WriteStamp::new()),
+        turn_written: [Arc::new(WriteStamp::new()), Arc::new(WriteStamp::new())],
         moves: replayed.moves,
     };
     tracing::info!(
@@ -773,6 +776,38 @@ mod tests {
         let game = h.finished().await;
         assert_eq!(game.outcome.reason, EndReason::Resign, "not a timeout");
         assert_eq!(game.think_ms, vec![190]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_late_write_of_the_previous_turn_does_not_restart_the_current_one() {
+        let mut h = Harness::start();
+        h.next_queued(Side::First).await;
+        // First's turn line is still waiting for its writer when First's move arrives (a bot
+        // that answered before reading it).
+        let (_, first_turn) = h.next_queued(Side::First).await;
+        h.first_move("F6", Instant::now()).await;
+        let (turn, second_turn) = h.next_queued(Side::Second).await;
+        assert_eq!(turn["type"], "start");
+        let (turn, second_turn_line) = h.next_queued(Side::Second).await;
+        drop(second_turn);
+        assert_eq!(turn["type"], "turn");
+        second_turn_line.written.expect("stamp").set(Instant::now());
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        // Now First's old line is written: Second's clock must not start again.
+        first_turn.written.expect("stamp").set(Instant::now());
+        tokio::time::sleep(Duration::from_millis(160)).await;
+        h.send(RefereeInput::Move {
+            side: Side::Second,
+            conn_id: 2,
+            text: "E7".into(),
+            received: Instant::now(),
+            read: Instant::now(),
+        })
+        .await;
+        h.expect(Side::First, "turn").await;
+        h.resign(Side::First).await;
+        let game = h.finished().await;
+        assert_eq!(game.think_ms, vec![0, 190]);
     }
 
     #[tokio::test(start_paused = true)]
