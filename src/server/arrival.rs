@@ -19,15 +19,12 @@
 //! [`last_arrival`]: ArrivalStampedRead::last_arrival
 
 use std::io;
-use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use nix::sys::socket::{recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags};
-use nix::sys::time::TimeSpec;
-use tokio::io::{AsyncRead, Interest, ReadBuf};
+use tokio::io::{AsyncRead, ReadBuf};
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::time::Instant;
 
@@ -60,15 +57,7 @@ pub struct ArrivalStampedRead {
 impl ArrivalStampedRead {
     /// Wraps a read half; with `stamp_arrivals`, asks the kernel to stamp received packets.
     pub fn new(inner: OwnedReadHalf, stamp_arrivals: bool) -> ArrivalStampedRead {
-        let stamping = stamp_arrivals
-            && match setsockopt(inner.as_ref(), sockopt::ReceiveTimestampns, &true) {
-                Ok(()) => true,
-                Err(e) => {
-                    REFUSED.store(true, Ordering::Relaxed);
-                    tracing::debug!(error = %e, "no kernel receive timestamps; stamping reads");
-                    false
-                }
-            };
+        let stamping = stamp_arrivals && kernel::enable_stamps(&inner);
         ArrivalStampedRead {
             inner,
             stamping,
@@ -89,12 +78,13 @@ impl ArrivalStampedRead {
     }
 }
 
-/// Converts a kernel wall-clock stamp into a monotonic instant (see the module comment).
-fn arrival_instant(stamp: TimeSpec) -> Option<Instant> {
+/// Converts a kernel wall-clock stamp (seconds and nanoseconds since 1970) into a monotonic
+/// instant (see the module comment).
+fn arrival_instant(tv_sec: i64, tv_nsec: i64) -> Option<Instant> {
     let now = Instant::now();
     let wall_now = SystemTime::now();
-    let secs = u64::try_from(stamp.tv_sec()).ok()?;
-    let nanos = u32::try_from(stamp.tv_nsec()).ok()?;
+    let secs = u64::try_from(tv_sec).ok()?;
+    let nanos = u32::try_from(tv_nsec).ok()?;
     let arrived = UNIX_EPOCH.checked_add(Duration::new(secs, nanos))?;
     let age = wall_now.duration_since(arrived).unwrap_or(Duration::ZERO);
     if age > MAX_TRUSTED_AGE {
@@ -113,6 +103,42 @@ impl AsyncRead for ArrivalStampedRead {
         if !this.stamping {
             return Pin::new(&mut this.inner).poll_read(cx, buf);
         }
+        kernel::poll_read_stamped(this, cx, buf)
+    }
+}
+
+/// Linux: `SO_TIMESTAMPNS` and `recvmsg` (through `nix`).
+#[cfg(target_os = "linux")]
+mod kernel {
+    use std::io;
+    use std::os::fd::AsRawFd;
+    use std::sync::atomic::Ordering;
+    use std::task::{ready, Context, Poll};
+
+    use nix::sys::socket::{recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags};
+    use tokio::io::{Interest, ReadBuf};
+    use tokio::net::tcp::OwnedReadHalf;
+
+    use super::{arrival_instant, ArrivalStampedRead, REFUSED};
+
+    /// Asks the kernel to stamp the socket's received packets; false if it refuses.
+    pub fn enable_stamps(inner: &OwnedReadHalf) -> bool {
+        match setsockopt(inner.as_ref(), sockopt::ReceiveTimestampns, &true) {
+            Ok(()) => true,
+            Err(e) => {
+                REFUSED.store(true, Ordering::Relaxed);
+                tracing::debug!(error = %e, "no kernel receive timestamps; stamping reads");
+                false
+            }
+        }
+    }
+
+    /// One read through `recvmsg`, keeping the stamp of the last packet it consumed.
+    pub fn poll_read_stamped(
+        this: &mut ArrivalStampedRead,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let stream = this.inner.as_ref();
         loop {
             ready!(stream.poll_read_ready(cx))?;
@@ -131,7 +157,7 @@ impl AsyncRead for ArrivalStampedRead {
                 if let Ok(messages) = msg.cmsgs() {
                     for message in messages {
                         if let ControlMessageOwned::ScmTimestampns(ts) = message {
-                            stamp = Some(ts);
+                            stamp = Some((ts.tv_sec(), ts.tv_nsec()));
                         }
                     }
                 }
@@ -140,7 +166,7 @@ impl AsyncRead for ArrivalStampedRead {
             match read {
                 Ok((bytes, stamp)) => {
                     buf.advance(bytes);
-                    this.last_arrival = stamp.and_then(arrival_instant);
+                    this.last_arrival = stamp.and_then(|(s, ns)| arrival_instant(s, ns));
                     return Poll::Ready(Ok(()));
                 }
                 Err(e)
@@ -157,6 +183,33 @@ impl AsyncRead for ArrivalStampedRead {
     }
 }
 
+/// Elsewhere: no kernel stamps; lines are stamped when read.
+#[cfg(not(target_os = "linux"))]
+mod kernel {
+    use std::io;
+    use std::pin::Pin;
+    use std::sync::atomic::Ordering;
+    use std::task::{Context, Poll};
+
+    use tokio::io::{AsyncRead, ReadBuf};
+    use tokio::net::tcp::OwnedReadHalf;
+
+    use super::{ArrivalStampedRead, REFUSED};
+
+    pub fn enable_stamps(_inner: &OwnedReadHalf) -> bool {
+        REFUSED.store(true, Ordering::Relaxed);
+        false
+    }
+
+    pub fn poll_read_stamped(
+        this: &mut ArrivalStampedRead,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut this.inner).poll_read(cx, buf)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,6 +223,7 @@ mod tests {
         (client.expect("connect"), accepted.expect("accept").0)
     }
 
+    #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn a_read_is_stamped_with_the_arrival_not_the_read() {
         let (mut client, server) = connected_pair().await;
@@ -225,6 +279,7 @@ mod tests {
         assert_eq!(reader.last_arrival(), None);
     }
 
+    #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn a_stamped_reader_reads_everything_up_to_the_end_of_the_stream() {
         let (mut client, server) = connected_pair().await;
@@ -251,14 +306,15 @@ mod tests {
             let wall = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .expect("after 1970");
-            let future = TimeSpec::from_duration(wall + Duration::from_secs(5));
+            let stamp = |d: Duration| (d.as_secs() as i64, i64::from(d.subsec_nanos()));
+            let (s, ns) = stamp(wall + Duration::from_secs(5));
             let before = Instant::now();
-            let got = arrival_instant(future).expect("future stamp is now");
+            let got = arrival_instant(s, ns).expect("future stamp is now");
             assert!(got >= before);
-            let stale = TimeSpec::from_duration(wall - MAX_TRUSTED_AGE - Duration::from_secs(1));
-            assert_eq!(arrival_instant(stale), None);
-            let recent = TimeSpec::from_duration(wall - Duration::from_millis(200));
-            let got = arrival_instant(recent).expect("recent stamp");
+            let (s, ns) = stamp(wall - MAX_TRUSTED_AGE - Duration::from_secs(1));
+            assert_eq!(arrival_instant(s, ns), None);
+            let (s, ns) = stamp(wall - Duration::from_millis(200));
+            let got = arrival_instant(s, ns).expect("recent stamp");
             let age = Instant::now().duration_since(got);
             assert!(age >= Duration::from_millis(200), "{age:?}");
         });
