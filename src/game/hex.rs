@@ -438,6 +438,9 @@ impl Rules for Hex {
 mod tests {
     use super::*;
     use crate::game::parse_options;
+    use crate::game::test_support::{
+        check_parsers_on, edited_text, junk_text, Prng, JUNK_ALPHABET,
+    };
     use std::collections::HashSet;
 
     fn pt(text: &str) -> Point {
@@ -816,24 +819,9 @@ mod tests {
         }
     }
 
-    /// xorshift64: a tiny deterministic generator for the playouts.
-    struct XorShift(u64);
-
-    impl XorShift {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-    }
-
     #[test]
     fn random_playouts_always_end_in_a_connection() {
-        let mut rng = XorShift(0x0123_4567_89ab_cdef);
+        let mut rng = Prng::new(0x0123_4567_89ab_cdef);
         let mut wins = [0usize; 2];
         let mut swaps = 0;
         for game in 0..300 {
@@ -875,47 +863,19 @@ mod tests {
 
     #[test]
     fn junk_and_mutated_texts_are_errors_not_panics() {
-        const ALPHABET: &[char] = &[
-            'x', 'o', '.', '/', ' ', '=', ',', '0', '1', '9', 'A', 'j', 'S', 's', 'w', 'a', 'p',
-            'é', '\u{0}', '\t', '-',
-        ];
-        let mut rng = XorShift(0xdead_beef_f00d_0001);
+        let mut rng = Prng::new(0xdead_beef_f00d_0001);
         let mut pos = Hex::start(&Options { swap: true });
         let mut moves = Vec::new();
         pos.legal_moves(&mut moves);
         pos.play(&moves[60]).unwrap();
-        let valid: Vec<char> = pos.position_text().chars().collect();
+        let valid = pos.position_text();
         for round in 0..3000 {
-            let text: String = if round % 2 == 0 {
-                let len = rng.below(12);
-                (0..len)
-                    .map(|_| ALPHABET[rng.below(ALPHABET.len())])
-                    .collect()
+            let text = if round % 2 == 0 {
+                junk_text(&mut rng, JUNK_ALPHABET, 12)
             } else {
-                let mut chars = valid.clone();
-                for _ in 0..1 + rng.below(3) {
-                    let at = rng.below(chars.len());
-                    match rng.below(3) {
-                        0 => chars[at] = ALPHABET[rng.below(ALPHABET.len())],
-                        1 => {
-                            chars.remove(at);
-                        }
-                        _ => chars.insert(at, ALPHABET[rng.below(ALPHABET.len())]),
-                    }
-                }
-                chars.into_iter().collect()
+                edited_text(&mut rng, &valid, JUNK_ALPHABET)
             };
-            let limit = text.chars().count() + 1;
-            if let Err(e) = Hex::from_position_text(&text, &pos.options) {
-                assert!(
-                    e.at >= 1 && e.at <= limit && !e.what.is_empty(),
-                    "{text:?}: {e}"
-                );
-            }
-            match Hex::parse_move(&text) {
-                Ok(m) => assert_eq!(Hex::parse_move(&m.to_string()), Ok(m)),
-                Err(e) => assert!(e.at >= 1 && e.at <= limit, "{text:?}: {e}"),
-            }
+            check_parsers_on::<Hex>(&text, &pos.options);
         }
     }
 }

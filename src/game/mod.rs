@@ -8,6 +8,8 @@ pub mod coord;
 pub mod hex;
 pub mod jiu;
 pub mod surakarta;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 use std::fmt;
 use std::str::FromStr;

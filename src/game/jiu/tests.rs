@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::ops::ControlFlow;
 
 use super::*;
+use crate::game::test_support::{check_parsers_on, edited_text, junk_text, Prng};
 use crate::game::{parse_options, Rules};
 
 // ---------------------------------------------------------------------------------------------
@@ -113,21 +114,6 @@ fn binomial(n: usize, k: usize) -> u64 {
         return 0;
     }
     (0..k).fold(1u64, |acc, i| acc * (n - i) as u64 / (i + 1) as u64)
-}
-
-/// A tiny deterministic PRNG (xorshift64*), so that the rules stay free of `rand`.
-struct Prng(u64);
-
-impl Prng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -863,28 +849,16 @@ fn bad_move_text_says_what_and_where() {
 
 #[test]
 fn junk_text_never_panics() {
-    let mut rng = Prng(0x5eed_1234);
+    let mut rng = Prng::new(0x5eed_1234);
     let alphabet: Vec<char> = "aAgGnNoOxX-+.=/ 0123456789é\u{0}\t".chars().collect();
+    let good = battle_text(X_FILL, O_FILL, 'x', 0);
     for _ in 0..3000 {
-        let len = rng.below(24);
-        let text: String = (0..len)
-            .map(|_| alphabet[rng.below(alphabet.len())])
-            .collect();
-        if let Err(e) = Jiu::parse_move(&text) {
-            assert!(
-                e.at >= 1 && e.at <= text.chars().count() + 1,
-                "{text:?}: {e}"
-            );
-        }
-        if let Err(e) = Jiu::from_position_text(&text, &Options::default()) {
-            assert!(
-                e.at >= 1 && e.at <= text.chars().count() + 1,
-                "{text:?}: {e}"
-            );
-        }
+        let text = junk_text(&mut rng, &alphabet, 24);
+        check_parsers_on::<Jiu>(&text, &Options::default());
+        let edited = edited_text(&mut rng, &good, &alphabet);
+        check_parsers_on::<Jiu>(&edited, &Options::default());
     }
     // Junk around a valid position.
-    let good = battle_text(X_FILL, O_FILL, 'x', 0);
     for cut in 0..good.len() {
         let _ = Jiu::from_position_text(&good[..cut], &Options::default());
         let mut changed = good.clone().into_bytes();
@@ -1061,7 +1035,8 @@ fn random_playouts_end_and_every_move_checks() {
     let mut reasons = HashSet::new();
     for game in 0..20u64 {
         let opts = options(if game % 3 == 0 { 30 } else { 100 }, game % 4 == 1);
-        let mut rng = Prng(0x9E37_79B9_7F4A_7C15 ^ (game + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
+        let mut rng =
+            Prng::new(0x9E37_79B9_7F4A_7C15 ^ (game + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
         let mut position = Jiu::start(&opts);
         let mut plies = 0u32;
         while position.outcome().is_none() {

@@ -8,22 +8,7 @@ use serde_json::json;
 
 use super::*;
 use crate::game::parse_options;
-
-/// A tiny deterministic PRNG (xorshift64*), so that the rules stay free of `rand`.
-struct Prng(u64);
-
-impl Prng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+use crate::game::test_support::{check_parsers_on, edited_text, junk_text, Prng};
 
 fn start() -> Surakarta {
     Surakarta::start(&Options::default())
@@ -118,7 +103,7 @@ fn random_position(rng: &mut Prng, options: &Options) -> Surakarta {
 
 /// Positions met in seeded random games from the start.
 fn playout_positions(seed: u64, games: usize) -> Vec<Surakarta> {
-    let mut rng = Prng(seed);
+    let mut rng = Prng::new(seed);
     let mut seen = Vec::new();
     for _ in 0..games {
         let mut p = start();
@@ -171,7 +156,7 @@ fn fast_perft_agrees_with_the_obvious_perft_from_start() {
 
 #[test]
 fn fast_perft_agrees_with_the_obvious_perft_on_random_positions() {
-    let mut rng = Prng(0x5eed_0001);
+    let mut rng = Prng::new(0x5eed_0001);
     for k in 0..300 {
         // Small limits make move_limit ends occur inside the tree.
         let options = if k % 3 == 0 {
@@ -694,31 +679,14 @@ fn junk_text_never_panics() {
     let alphabet: Vec<char> = "abcxoXO.-/=0123456789 quiet\té€\u{0}ABCDEFGZ"
         .chars()
         .collect();
-    let mut rng = Prng(0xdead_beef);
+    let mut rng = Prng::new(0xdead_beef);
     let base = start().position_text();
     for _ in 0..20_000 {
-        let len = rng.below(50);
-        let junk: String = (0..len)
-            .map(|_| alphabet[rng.below(alphabet.len())])
-            .collect();
-        let _ = Surakarta::parse_move(&junk);
-        let _ = Surakarta::from_position_text(&junk, &Options::default());
+        let junk = junk_text(&mut rng, &alphabet, 50);
+        check_parsers_on::<Surakarta>(&junk, &Options::default());
         // Small edits of a valid text.
-        let mut chars: Vec<char> = base.chars().collect();
-        for _ in 0..1 + rng.below(3) {
-            let k = rng.below(chars.len() + 1);
-            match rng.below(3) {
-                0 if k < chars.len() => {
-                    chars.remove(k);
-                }
-                1 if k < chars.len() => chars[k] = alphabet[rng.below(alphabet.len())],
-                _ => chars.insert(k, alphabet[rng.below(alphabet.len())]),
-            }
-        }
-        let edited: String = chars.into_iter().collect();
-        if let Ok(p) = Surakarta::from_position_text(&edited, &Options::default()) {
-            assert_eq!(pos(&p.position_text()), p, "{edited:?}");
-        }
+        let edited = edited_text(&mut rng, &base, &alphabet);
+        check_parsers_on::<Surakarta>(&edited, &Options::default());
     }
 }
 
@@ -744,7 +712,7 @@ fn move_and_position_text_round_trip_along_random_games() {
 
 #[test]
 fn legal_moves_agree_with_check_move_on_random_positions() {
-    let mut rng = Prng(0x1234_5678);
+    let mut rng = Prng::new(0x1234_5678);
     let mut positions: Vec<Surakarta> = (0..1500)
         .map(|_| random_position(&mut rng, &Options::default()))
         .collect();
@@ -772,7 +740,7 @@ fn legal_moves_agree_with_check_move_on_random_positions() {
 
 #[test]
 fn random_playouts_stay_legal_and_always_end() {
-    let mut rng = Prng(2026);
+    let mut rng = Prng::new(2026);
     let mut reasons = HashSet::new();
     let mut moves = Vec::new();
     for game in 0..300 {
