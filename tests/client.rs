@@ -170,13 +170,37 @@ async fn wait_until(condition: impl Fn() -> bool, what: &str) {
     assert!(waited.is_ok(), "{what}");
 }
 
-/// Sets a `Hold` engine's release flag when dropped, so that a failing test does not leave a
-/// blocking thread spinning (the test runtime waits for blocking threads when it shuts down).
-struct ReleaseOnDrop(Arc<AtomicBool>);
+/// The flags a `Hold` engine shares with its test. Dropping them sets the release flag, so that
+/// a failing test does not leave a blocking thread spinning (the test runtime waits for blocking
+/// threads when it shuts down).
+struct HoldFlags {
+    release: Arc<AtomicBool>,
+    thinking: Arc<AtomicUsize>,
+    saw_abort: Arc<AtomicBool>,
+}
 
-impl Drop for ReleaseOnDrop {
+impl HoldFlags {
+    fn new() -> HoldFlags {
+        HoldFlags {
+            release: Arc::new(AtomicBool::new(false)),
+            thinking: Arc::new(AtomicUsize::new(0)),
+            saw_abort: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// A `Hold` script on these flags.
+    fn script(&self) -> Script {
+        Script::Hold {
+            release: self.release.clone(),
+            thinking: self.thinking.clone(),
+            saw_abort: self.saw_abort.clone(),
+        }
+    }
+}
+
+impl Drop for HoldFlags {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.release.store(true, Ordering::SeqCst);
     }
 }
 
@@ -186,13 +210,27 @@ fn scripted(script: Script) -> EngineFactory {
     })
 }
 
-fn spawn_bot(
-    config: BotClientConfig,
-    factory: EngineFactory,
-) -> (JoinHandle<Result<(), ClientError>>, CancellationToken) {
+/// A bot client whose engine follows `script`, connected to a fake referee and welcomed: the
+/// client's task, its shutdown token, the referee and the client's hello.
+async fn connected_bot(
+    games: Vec<GameId>,
+    max_games: u32,
+    script: Script,
+) -> (
+    JoinHandle<Result<(), ClientError>>,
+    CancellationToken,
+    FakeReferee,
+    Value,
+) {
+    let (listener, addr) = listener().await;
     let shutdown = CancellationToken::new();
-    let handle = tokio::spawn(run_bot_with_factory(config, factory, shutdown.clone()));
-    (handle, shutdown)
+    let bot = tokio::spawn(run_bot_with_factory(
+        config(&addr, games, max_games),
+        scripted(script),
+        shutdown.clone(),
+    ));
+    let (referee, hello) = FakeReferee::handshake(&listener).await;
+    (bot, shutdown, referee, hello)
 }
 
 async fn finished(handle: JoinHandle<Result<(), ClientError>>) -> Result<(), ClientError> {
@@ -230,9 +268,7 @@ async fn hello_carries_the_configuration_and_a_refusal_is_reported() {
 
 #[tokio::test]
 async fn empty_game_list_offers_every_game_of_the_engine() {
-    let (listener, addr) = listener().await;
-    let (bot, shutdown) = spawn_bot(config(&addr, vec![], 1), scripted(Script::Fail));
-    let (mut referee, hello) = FakeReferee::handshake(&listener).await;
+    let (bot, shutdown, mut referee, hello) = connected_bot(vec![], 1, Script::Fail).await;
     assert_eq!(
         hello["games"],
         json!(["connect6", "hex", "surakarta", "jiu"])
@@ -246,13 +282,9 @@ async fn empty_game_list_offers_every_game_of_the_engine() {
 
 #[tokio::test]
 async fn turns_are_answered_with_the_move_list_kept_in_order() {
-    let (listener, addr) = listener().await;
     let log = Arc::new(Mutex::new(Vec::new()));
-    let (bot, _shutdown) = spawn_bot(
-        config(&addr, vec![GameId::Hex], 1),
-        scripted(Script::Count(log.clone())),
-    );
-    let (mut referee, _) = FakeReferee::handshake(&listener).await;
+    let (bot, _shutdown, mut referee, _) =
+        connected_bot(vec![GameId::Hex], 1, Script::Count(log.clone())).await;
     // A resumed match: two moves already played.
     referee
         .start("g1", "hex", json!(["A1", "B2"]), Value::Null)
@@ -290,55 +322,33 @@ async fn turns_are_answered_with_the_move_list_kept_in_order() {
 
 #[tokio::test]
 async fn ping_is_answered_while_the_engine_thinks() {
-    let (listener, addr) = listener().await;
-    let release = Arc::new(AtomicBool::new(false));
-    let _release_on_drop = ReleaseOnDrop(release.clone());
-    let thinking = Arc::new(AtomicUsize::new(0));
-    let saw_abort = Arc::new(AtomicBool::new(false));
-    let (bot, shutdown) = spawn_bot(
-        config(&addr, vec![GameId::Hex], 1),
-        scripted(Script::Hold {
-            release: release.clone(),
-            thinking: thinking.clone(),
-            saw_abort: saw_abort.clone(),
-        }),
-    );
-    let (mut referee, _) = FakeReferee::handshake(&listener).await;
+    let flags = HoldFlags::new();
+    let (bot, shutdown, mut referee, _) = connected_bot(vec![GameId::Hex], 1, flags.script()).await;
     referee.start("g1", "hex", json!([]), Value::Null).await;
     referee.turn("g1", json!([]), 0).await;
     referee.send(json!({"type": "ping", "id": 77})).await;
     // The engine cannot answer before it is released, so the pong comes first.
     assert_eq!(referee.recv().await, json!({"type": "pong", "id": 77}));
     wait_until(
-        || thinking.load(Ordering::SeqCst) == 1,
+        || flags.thinking.load(Ordering::SeqCst) == 1,
         "the search never started",
     )
     .await;
-    release.store(true, Ordering::SeqCst);
+    flags.release.store(true, Ordering::SeqCst);
     assert_eq!(
         referee.recv().await,
         json!({"type": "move", "match": "g1", "move": "m0"})
     );
-    assert!(!saw_abort.load(Ordering::SeqCst));
+    assert!(!flags.saw_abort.load(Ordering::SeqCst));
     shutdown.cancel();
     finished(bot).await.unwrap();
 }
 
 #[tokio::test]
 async fn two_matches_think_at_once_and_both_are_answered() {
-    let (listener, addr) = listener().await;
-    let release = Arc::new(AtomicBool::new(false));
-    let _release_on_drop = ReleaseOnDrop(release.clone());
-    let thinking = Arc::new(AtomicUsize::new(0));
-    let (bot, shutdown) = spawn_bot(
-        config(&addr, vec![GameId::Hex, GameId::Connect6], 2),
-        scripted(Script::Hold {
-            release: release.clone(),
-            thinking: thinking.clone(),
-            saw_abort: Arc::new(AtomicBool::new(false)),
-        }),
-    );
-    let (mut referee, hello) = FakeReferee::handshake(&listener).await;
+    let flags = HoldFlags::new();
+    let (bot, shutdown, mut referee, hello) =
+        connected_bot(vec![GameId::Hex, GameId::Connect6], 2, flags.script()).await;
     assert_eq!(hello["max_games"], 2);
     referee.start("a", "hex", json!([]), Value::Null).await;
     referee
@@ -348,11 +358,11 @@ async fn two_matches_think_at_once_and_both_are_answered() {
     referee.turn("b", json!([]), 1).await;
     // Both searches must be running at the same time before either is released.
     wait_until(
-        || thinking.load(Ordering::SeqCst) == 2,
+        || flags.thinking.load(Ordering::SeqCst) == 2,
         "the two searches never ran at once",
     )
     .await;
-    release.store(true, Ordering::SeqCst);
+    flags.release.store(true, Ordering::SeqCst);
     let mut answers = vec![referee.recv().await, referee.recv().await];
     answers.sort_by_key(|m| m["match"].as_str().map(String::from));
     assert_eq!(
@@ -368,20 +378,9 @@ async fn two_matches_think_at_once_and_both_are_answered() {
 
 #[tokio::test]
 async fn the_hard_limit_aborts_a_long_search_and_the_move_is_still_sent() {
-    let (listener, addr) = listener().await;
-    let saw_abort = Arc::new(AtomicBool::new(false));
-    let never_released = Arc::new(AtomicBool::new(false));
-    let _release_on_drop = ReleaseOnDrop(never_released.clone());
-    let (bot, shutdown) = spawn_bot(
-        config(&addr, vec![GameId::Hex], 1),
-        scripted(Script::Hold {
-            // Not released while the test runs: only the abort flag ends this search.
-            release: never_released.clone(),
-            thinking: Arc::new(AtomicUsize::new(0)),
-            saw_abort: saw_abort.clone(),
-        }),
-    );
-    let (mut referee, _) = FakeReferee::handshake(&listener).await;
+    // Not released while the test runs: only the abort flag ends this search.
+    let flags = HoldFlags::new();
+    let (bot, shutdown, mut referee, _) = connected_bot(vec![GameId::Hex], 1, flags.script()).await;
     referee.start("g1", "hex", json!([]), json!(400)).await;
     let asked = std::time::Instant::now();
     referee.turn("g1", json!([]), 0).await;
@@ -393,16 +392,14 @@ async fn the_hard_limit_aborts_a_long_search_and_the_move_is_still_sent() {
         "move after {} ms under a 400 ms per-move limit",
         asked.elapsed().as_millis()
     );
-    assert!(saw_abort.load(Ordering::SeqCst));
+    assert!(flags.saw_abort.load(Ordering::SeqCst));
     shutdown.cancel();
     finished(bot).await.unwrap();
 }
 
 #[tokio::test]
 async fn an_engine_without_a_move_resigns_that_match() {
-    let (listener, addr) = listener().await;
-    let (bot, shutdown) = spawn_bot(config(&addr, vec![GameId::Hex], 1), scripted(Script::Fail));
-    let (mut referee, _) = FakeReferee::handshake(&listener).await;
+    let (bot, shutdown, mut referee, _) = connected_bot(vec![GameId::Hex], 1, Script::Fail).await;
     referee.start("g1", "hex", json!([]), Value::Null).await;
     referee.turn("g1", json!([]), 0).await;
     assert_eq!(
@@ -422,9 +419,7 @@ async fn an_engine_without_a_move_resigns_that_match() {
 
 #[tokio::test]
 async fn a_panicking_engine_resigns_its_match_and_garbage_lines_are_skipped() {
-    let (listener, addr) = listener().await;
-    let (bot, shutdown) = spawn_bot(config(&addr, vec![GameId::Hex], 1), scripted(Script::Panic));
-    let (mut referee, _) = FakeReferee::handshake(&listener).await;
+    let (bot, shutdown, mut referee, _) = connected_bot(vec![GameId::Hex], 1, Script::Panic).await;
     referee.write.write_all(b"not json\n").await.unwrap();
     let long_line = vec![b'x'; arena::protocol::MAX_LINE_BYTES + 10];
     referee.write.write_all(&long_line).await.unwrap();
@@ -444,24 +439,12 @@ async fn a_panicking_engine_resigns_its_match_and_garbage_lines_are_skipped() {
 
 #[tokio::test]
 async fn shutdown_ends_the_client_even_while_an_engine_thinks() {
-    let (listener, addr) = listener().await;
-    let saw_abort = Arc::new(AtomicBool::new(false));
-    let thinking = Arc::new(AtomicUsize::new(0));
-    let never_released = Arc::new(AtomicBool::new(false));
-    let _release_on_drop = ReleaseOnDrop(never_released.clone());
-    let (bot, shutdown) = spawn_bot(
-        config(&addr, vec![GameId::Hex], 1),
-        scripted(Script::Hold {
-            release: never_released.clone(),
-            thinking: thinking.clone(),
-            saw_abort: saw_abort.clone(),
-        }),
-    );
-    let (mut referee, _) = FakeReferee::handshake(&listener).await;
+    let flags = HoldFlags::new();
+    let (bot, shutdown, mut referee, _) = connected_bot(vec![GameId::Hex], 1, flags.script()).await;
     referee.start("g1", "hex", json!([]), Value::Null).await;
     referee.turn("g1", json!([]), 0).await;
     wait_until(
-        || thinking.load(Ordering::SeqCst) == 1,
+        || flags.thinking.load(Ordering::SeqCst) == 1,
         "the search never started",
     )
     .await;
@@ -470,7 +453,7 @@ async fn shutdown_ends_the_client_even_while_an_engine_thinks() {
     referee.expect_eof().await;
     // The abandoned search was told to stop.
     wait_until(
-        || saw_abort.load(Ordering::SeqCst),
+        || flags.saw_abort.load(Ordering::SeqCst),
         "the engine was not aborted",
     )
     .await;
@@ -478,9 +461,7 @@ async fn shutdown_ends_the_client_even_while_an_engine_thinks() {
 
 #[tokio::test]
 async fn the_referee_closing_during_a_match_is_an_error() {
-    let (listener, addr) = listener().await;
-    let (bot, _shutdown) = spawn_bot(config(&addr, vec![GameId::Hex], 1), scripted(Script::Fail));
-    let (mut referee, _) = FakeReferee::handshake(&listener).await;
+    let (bot, _shutdown, mut referee, _) = connected_bot(vec![GameId::Hex], 1, Script::Fail).await;
     referee.start("g1", "hex", json!([]), Value::Null).await;
     // Make sure the start was read before closing.
     referee.send(json!({"type": "ping", "id": 1})).await;

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{move_budget, Action, Adapter, Fault};
+use super::{move_budget, single_game_start, Action, Adapter, Fault};
 use crate::game::coord::parse_point;
 use crate::game::{Point, Side};
 use crate::protocol::{BotMessage, ClockSpec, RefereeMessage};
@@ -231,29 +231,15 @@ impl Adapter for GtpAdapter {
         now: Instant,
         out: &mut Vec<Action>,
     ) -> Result<(), Fault> {
+        if let Some(start) = single_game_start(msg, "hex", "a GTP engine")? {
+            self.match_id = Some(start.match_id.to_string());
+            self.side = start.side;
+            self.clock = Some(start.clock);
+            self.command(format!("boardsize {SIZE}"), Expect::Setup, now, out);
+            self.command("clear_board".to_string(), Expect::Setup, now, out);
+            return self.play_moves(start.moves, 0, now, out);
+        }
         match msg {
-            RefereeMessage::Start {
-                match_id,
-                game,
-                side,
-                clock,
-                moves,
-                ..
-            } => {
-                if game != "hex" {
-                    return Err(Fault(format!("a GTP engine plays hex only, not {game:?}")));
-                }
-                self.match_id = Some(match_id.clone());
-                self.side = if side == "second" {
-                    Side::Second
-                } else {
-                    Side::First
-                };
-                self.clock = Some(*clock);
-                self.command(format!("boardsize {SIZE}"), Expect::Setup, now, out);
-                self.command("clear_board".to_string(), Expect::Setup, now, out);
-                self.play_moves(moves, 0, now, out)?;
-            }
             RefereeMessage::Turn {
                 moves, ply, clock, ..
             } => {

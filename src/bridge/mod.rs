@@ -29,6 +29,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::time::Instant;
 use tokio_util::codec::Framed;
 
+use crate::game::Side;
 use crate::protocol::{
     self, parse_referee_line, BotMessage, CappedLineCodec, ClockSpec, Frame, RefereeMessage,
     TurnClock, PROTOCOL_VERSION,
@@ -190,6 +191,51 @@ pub fn move_budget(clock: &TurnClock, spec: Option<&ClockSpec>) -> Duration {
         .and_then(|s| s.move_limit_ms)
         .map_or(clock.you_ms, |l| l.min(clock.you_ms));
     Duration::from_millis(limit).saturating_add(CLOCK_MARGIN)
+}
+
+/// What a referee `start` tells an adapter whose engine plays one game only.
+pub struct SingleGameStart<'a> {
+    pub match_id: &'a str,
+    /// `Second` if the `start` says so, otherwise `First`.
+    pub side: Side,
+    pub clock: ClockSpec,
+    /// The moves already played (a resumed match).
+    pub moves: &'a [String],
+}
+
+/// Reads `msg` if it is a `start`, for an adapter that plays only `game`: `None` for any other
+/// message, a fault naming `engine` (e.g. "a GTP engine") if the match is of another game.
+pub fn single_game_start<'a>(
+    msg: &'a RefereeMessage,
+    game: &str,
+    engine: &str,
+) -> Result<Option<SingleGameStart<'a>>, Fault> {
+    let RefereeMessage::Start {
+        match_id,
+        game: started,
+        side,
+        clock,
+        moves,
+        ..
+    } = msg
+    else {
+        return Ok(None);
+    };
+    if started != game {
+        return Err(Fault(format!(
+            "{engine} plays {game} only, not {started:?}"
+        )));
+    }
+    Ok(Some(SingleGameStart {
+        match_id,
+        side: if side == "second" {
+            Side::Second
+        } else {
+            Side::First
+        },
+        clock: *clock,
+        moves,
+    }))
 }
 
 /// A running engine and the adapter that speaks its protocol.
@@ -667,6 +713,47 @@ mod tests {
             move_budget(&clock, Some(&spec)),
             Duration::from_millis(1500)
         );
+    }
+
+    #[test]
+    fn a_single_game_start_is_read_and_other_games_are_faults() {
+        let start = |game: &str, side: &str| RefereeMessage::Start {
+            match_id: "m".into(),
+            game: game.into(),
+            side: side.into(),
+            colour: "W".into(),
+            opponent: "o".into(),
+            rules: serde_json::json!({}),
+            clock: ClockSpec {
+                initial_ms: 1000,
+                increment_ms: 0,
+                move_limit_ms: Some(300),
+            },
+            moves: vec!["F6".into()],
+        };
+        let msg = start("hex", "second");
+        let read = single_game_start(&msg, "hex", "a GTP engine")
+            .unwrap()
+            .unwrap();
+        assert_eq!(read.match_id, "m");
+        assert_eq!(read.side, Side::Second);
+        assert_eq!(read.clock.move_limit_ms, Some(300));
+        assert_eq!(read.moves, ["F6".to_string()]);
+        let msg = start("hex", "first");
+        let read = single_game_start(&msg, "hex", "a GTP engine")
+            .unwrap()
+            .unwrap();
+        assert_eq!(read.side, Side::First);
+        assert_eq!(
+            single_game_start(&start("jiu", "first"), "connect6", "a sau engine").err(),
+            Some(Fault(
+                "a sau engine plays connect6 only, not \"jiu\"".to_string()
+            ))
+        );
+        let ping = RefereeMessage::Ping { id: 1 };
+        assert!(single_game_start(&ping, "hex", "a GTP engine")
+            .unwrap()
+            .is_none());
     }
 
     #[test]

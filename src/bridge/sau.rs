@@ -10,9 +10,9 @@ use std::collections::VecDeque;
 
 use tokio::time::Instant;
 
-use super::{move_budget, Action, Adapter, Fault};
+use super::{move_budget, single_game_start, Action, Adapter, Fault};
 use crate::game::coord::parse_point;
-use crate::game::Point;
+use crate::game::{Point, Side};
 use crate::protocol::{BotMessage, ClockSpec, RefereeMessage};
 
 /// Connect6 board size.
@@ -122,37 +122,26 @@ impl Adapter for SauAdapter {
         now: Instant,
         out: &mut Vec<Action>,
     ) -> Result<(), Fault> {
-        match msg {
-            RefereeMessage::Start {
-                match_id,
-                game,
-                side,
-                clock,
-                moves,
-                ..
-            } => {
-                if game != "connect6" {
-                    return Err(Fault(format!(
-                        "a sau engine plays connect6 only, not {game:?}"
-                    )));
-                }
-                self.match_id = Some(match_id.clone());
-                self.clock = Some(*clock);
-                if !moves.is_empty() {
-                    // The protocol has no way to set up a position without the engine
-                    // answering moves it did not choose.
-                    return Err(Fault(format!(
-                        "cannot resume a game already {} moves in with a sau engine",
-                        moves.len()
-                    )));
-                }
-                if side == "second" {
-                    out.push(Action::Engine("new white".to_string()));
-                } else {
-                    out.push(Action::Engine("new black".to_string()));
-                    self.owed += 1;
-                }
+        if let Some(start) = single_game_start(msg, "connect6", "a sau engine")? {
+            self.match_id = Some(start.match_id.to_string());
+            self.clock = Some(start.clock);
+            if !start.moves.is_empty() {
+                // The protocol has no way to set up a position without the engine
+                // answering moves it did not choose.
+                return Err(Fault(format!(
+                    "cannot resume a game already {} moves in with a sau engine",
+                    start.moves.len()
+                )));
             }
+            if start.side == Side::Second {
+                out.push(Action::Engine("new white".to_string()));
+            } else {
+                out.push(Action::Engine("new black".to_string()));
+                self.owed += 1;
+            }
+            return Ok(());
+        }
+        match msg {
             RefereeMessage::Turn { moves, clock, .. } => {
                 for mv in moves {
                     out.push(Action::Engine(format!("move {}", move_to_sau(mv)?)));
@@ -272,16 +261,13 @@ mod tests {
         }
     }
 
-    #[test]
-    fn black_answers_new_black_and_early_moves_wait_for_the_turn() {
-        let now = Instant::now();
-        let mut sau = SauAdapter::new();
-        let mut out = Vec::new();
-        let start = RefereeMessage::Start {
+    /// A `start` of match `m`, a fresh Connect6 game unless `moves` are given.
+    fn start(side: &str, colour: &str, moves: &[&str]) -> RefereeMessage {
+        RefereeMessage::Start {
             match_id: "m".into(),
             game: "connect6".into(),
-            side: "first".into(),
-            colour: "B".into(),
+            side: side.into(),
+            colour: colour.into(),
             opponent: "o".into(),
             rules: serde_json::json!({}),
             clock: ClockSpec {
@@ -289,8 +275,16 @@ mod tests {
                 increment_ms: 0,
                 move_limit_ms: None,
             },
-            moves: vec![],
-        };
+            moves: moves.iter().map(|m| m.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn black_answers_new_black_and_early_moves_wait_for_the_turn() {
+        let now = Instant::now();
+        let mut sau = SauAdapter::new();
+        let mut out = Vec::new();
+        let start = start("first", "B", &[]);
         sau.on_referee(&start, "", now, &mut out).unwrap();
         assert_eq!(out, [Action::Engine("new black".into())]);
         out.clear();
@@ -327,20 +321,7 @@ mod tests {
     #[test]
     fn resuming_a_started_game_is_refused() {
         let mut sau = SauAdapter::new();
-        let start = RefereeMessage::Start {
-            match_id: "m".into(),
-            game: "connect6".into(),
-            side: "second".into(),
-            colour: "W".into(),
-            opponent: "o".into(),
-            rules: serde_json::json!({}),
-            clock: ClockSpec {
-                initial_ms: 1000,
-                increment_ms: 0,
-                move_limit_ms: None,
-            },
-            moves: vec!["J10".into()],
-        };
+        let start = start("second", "W", &["J10"]);
         assert!(sau
             .on_referee(&start, "", Instant::now(), &mut Vec::new())
             .is_err());
