@@ -223,8 +223,17 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
     probe::enable(plan.keep_think);
     let _ = probe::take_think_samples();
     let _ = probe::take_timeout_samples();
+    let ready_before = probe::servers_ready();
     let server = tokio::spawn(crate::server::run(config, listener, shutdown.clone()));
-    // Let the server build its schedule before reading the idle footprint.
+    // The idle footprint includes the built schedule: wait until the server has built it (on
+    // a busy machine that can take seconds), then a moment for its first standings write.
+    let setup_deadline = Instant::now() + Duration::from_secs(60);
+    while probe::servers_ready() == ready_before && Instant::now() < setup_deadline {
+        if server.is_finished() {
+            break;
+        }
+        sleep(Duration::from_millis(20)).await;
+    }
     sleep(Duration::from_millis(300)).await;
     let rss_idle_kib = rss_kib();
 

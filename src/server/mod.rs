@@ -200,6 +200,7 @@ pub async fn run(
         tokens,
         shutdown: stop.clone(),
     });
+    probe::server_ready();
     let accept = tokio::spawn(accept_loop(listener, ctx, stop.clone()));
     let engines = builtin::start_builtins(&config, address, builtins, stop.clone());
 

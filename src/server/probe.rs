@@ -294,6 +294,20 @@ pub fn take_timeout_samples() -> Vec<TimeoutSample> {
     std::mem::take(&mut *kept)
 }
 
+/// Servers of this process that have finished setting up (schedule built, accepting bots).
+static SERVERS_READY: AtomicU64 = AtomicU64::new(0);
+
+/// A server has built its schedule and starts accepting bots (always counted: one relaxed add
+/// per server start).
+pub fn server_ready() {
+    SERVERS_READY.fetch_add(1, Ordering::Relaxed);
+}
+
+/// How many servers of this process have reached `server_ready`.
+pub fn servers_ready() -> u64 {
+    SERVERS_READY.load(Ordering::Relaxed)
+}
+
 /// Counts a referee task as running until it is dropped (however the task ends).
 pub struct RunningMatch(());
 
