@@ -46,6 +46,8 @@ pub fn kernel_receive_timestamps_refused() -> bool {
 struct ControlBuffer([u8; 64]);
 
 /// The read half of a TCP connection, with the kernel's receive time of its latest read.
+// Off Linux the stamping fields are set but never used.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub struct ArrivalStampedRead {
     inner: OwnedReadHalf,
     /// Whether the kernel accepted `SO_TIMESTAMPNS` (and the caller wanted it).
@@ -100,10 +102,11 @@ impl AsyncRead for ArrivalStampedRead {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if !this.stamping {
-            return Pin::new(&mut this.inner).poll_read(cx, buf);
+        #[cfg(target_os = "linux")]
+        if this.stamping {
+            return kernel::poll_read_stamped(this, cx, buf);
         }
-        kernel::poll_read_stamped(this, cx, buf)
+        Pin::new(&mut this.inner).poll_read(cx, buf)
     }
 }
 
@@ -186,27 +189,15 @@ mod kernel {
 /// Elsewhere: no kernel stamps; lines are stamped when read.
 #[cfg(not(target_os = "linux"))]
 mod kernel {
-    use std::io;
-    use std::pin::Pin;
     use std::sync::atomic::Ordering;
-    use std::task::{Context, Poll};
 
-    use tokio::io::{AsyncRead, ReadBuf};
     use tokio::net::tcp::OwnedReadHalf;
 
-    use super::{ArrivalStampedRead, REFUSED};
+    use super::REFUSED;
 
     pub fn enable_stamps(_inner: &OwnedReadHalf) -> bool {
         REFUSED.store(true, Ordering::Relaxed);
         false
-    }
-
-    pub fn poll_read_stamped(
-        this: &mut ArrivalStampedRead,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut this.inner).poll_read(cx, buf)
     }
 }
 
