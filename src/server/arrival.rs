@@ -124,6 +124,9 @@ mod kernel {
 
     use super::{arrival_instant, ArrivalStampedRead, REFUSED};
 
+    /// Most bytes one stamped read takes.
+    const MAX_READ_BYTES: usize = 8 * 1024;
+
     /// Asks the kernel to stamp the socket's received packets; false if it refuses.
     pub fn enable_stamps(inner: &OwnedReadHalf) -> bool {
         match setsockopt(inner.as_ref(), sockopt::ReceiveTimestampns, &true) {
@@ -145,7 +148,10 @@ mod kernel {
         let stream = this.inner.as_ref();
         loop {
             ready!(stream.poll_read_ready(cx))?;
-            let unfilled = buf.initialize_unfilled();
+            // Zeroed before each read (recvmsg wants initialised memory): at most
+            // MAX_READ_BYTES, however far a long line once grew the buffer.
+            let room = buf.remaining().min(MAX_READ_BYTES);
+            let unfilled = buf.initialize_unfilled_to(room);
             let control = &mut this.control.0;
             let read = stream.try_io(Interest::READABLE, || {
                 let mut iov = [io::IoSliceMut::new(unfilled)];
