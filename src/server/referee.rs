@@ -257,6 +257,12 @@ impl Referee {
         self.turn_start() + self.allowed(side) + self.lag_credit(side)
     }
 
+    /// When a loss on time is declared: the deadline plus the settle window, in which a move
+    /// the kernel received in time but a busy server had not read yet still counts.
+    fn verdict_at(&self, side: Side) -> Instant {
+        self.deadline(side) + self.settings.timeout_settle
+    }
+
     /// Sends `turn` to the side to move, with its time left now; `stamped` for the line that
     /// starts the turn (not one sent again after a reconnect: the clock kept running).
     fn send_turn(&mut self, side: Side, stamped: bool) {
@@ -529,9 +535,7 @@ pub async fn run_journaled_match(
         tokio::pin!(shutting_down);
         loop {
             let mover = referee.game.turn();
-            // The loss on time is declared a little after the deadline, so that a move the
-            // kernel received in time but a busy server had not yet read still counts.
-            let verdict_at = referee.deadline(mover) + referee.settings.timeout_settle;
+            let verdict_at = referee.verdict_at(mover);
             let grace = referee.grace_end();
             tokio::select! {
                 biased;
@@ -567,7 +571,7 @@ pub async fn run_journaled_match(
                         Handled::Nothing => {
                             // A stream of other input must not hold the mover's clock back.
                             let m = referee.game.turn();
-                            if Instant::now() > referee.deadline(m) + referee.settings.timeout_settle {
+                            if Instant::now() > referee.verdict_at(m) {
                                 break 'play Outcome::win(m.opponent(), EndReason::Timeout);
                             }
                         }
@@ -576,7 +580,7 @@ pub async fn run_journaled_match(
                 _ = sleep_until(verdict_at) => {
                     // The turn may have been written (and its clock started) after the timer
                     // was set: then this is not the end yet.
-                    if Instant::now() < referee.deadline(mover) + referee.settings.timeout_settle {
+                    if Instant::now() < referee.verdict_at(mover) {
                         continue;
                     }
                     break 'play Outcome::win(mover.opponent(), EndReason::Timeout);
