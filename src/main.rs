@@ -4,7 +4,7 @@ use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 use arena::game::GameId;
 
@@ -90,13 +90,8 @@ enum Command {
     },
     /// Connect a built-in engine to a referee as a bot (until the referee closes or ctrl-c).
     Bot {
-        /// Referee address, host:port.
-        #[arg(long)]
-        server: String,
-        #[arg(long)]
-        name: String,
-        #[arg(long)]
-        token: String,
+        #[command(flatten)]
+        login: Login,
         /// Engine id (see `arena engines`).
         #[arg(long)]
         engine: String,
@@ -111,7 +106,7 @@ enum Command {
         max_games: u32,
     },
     /// Measure the rules' speed and the referee under load (1,000 concurrent matches of bots
-    /// in a child process over loopback TCP); see docs/benchmarks.md. Takes about a minute.
+    /// in a child process over loopback TCP); see docs/benchmarks.md. Takes about 35 seconds.
     Bench {
         /// Print one JSON object instead of the readable report.
         #[arg(long)]
@@ -140,13 +135,8 @@ enum Command {
     /// Play an existing engine in the arena: connect to the referee and run the engine (the
     /// command after `--`) as a child process for each match, translating its protocol.
     Connect {
-        /// The referee's address, HOST:PORT.
-        #[arg(long)]
-        server: String,
-        #[arg(long)]
-        name: String,
-        #[arg(long)]
-        token: String,
+        #[command(flatten)]
+        login: Login,
         /// What the engine speaks: json (protocol v1), gtp (Hex) or sau (Connect6).
         #[arg(long)]
         protocol: arena::bridge::EngineProtocol,
@@ -164,6 +154,20 @@ enum Command {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+}
+
+/// How a bot logs in to a referee (`arena bot`, `arena connect`).
+#[derive(Args)]
+struct Login {
+    /// The referee's address, HOST:PORT.
+    #[arg(long)]
+    server: String,
+    /// The bot's name in the arena's config.
+    #[arg(long)]
+    name: String,
+    /// The bot's token in the arena's config.
+    #[arg(long)]
+    token: String,
 }
 
 /// Logs to stderr: info by default, debug with -v, trace with -vv; RUST_LOG overrides.
@@ -234,9 +238,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             arena::tools::replay(game, &parse_rules(&rules)?, io::stdin().lock(), &mut out)?;
         }
         Command::Bot {
-            server,
-            name,
-            token,
+            login:
+                Login {
+                    server,
+                    name,
+                    token,
+                },
             engine,
             options,
             games,
@@ -295,9 +302,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Connect {
-            server,
-            name,
-            token,
+            login:
+                Login {
+                    server,
+                    name,
+                    token,
+                },
             protocol,
             games,
             init,
