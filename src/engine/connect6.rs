@@ -989,16 +989,7 @@ mod tests {
 
     /// A position with the given stones, `turn` (`x` or `o`) to place two stones.
     fn position(black: &[&str], white: &[&str], turn: char) -> Connect6 {
-        let mut grid = [['.'; SIZE as usize]; SIZE as usize];
-        for (list, ch) in [(black, 'x'), (white, 'o')] {
-            for s in list {
-                let p = pt(s);
-                grid[p.row as usize][p.col as usize] = ch;
-            }
-        }
-        let rows: Vec<String> = grid.iter().rev().map(|r| r.iter().collect()).collect();
-        let text = format!("{} {turn}", rows.join("/"));
-        Connect6::from_position_text(&text, &Options::default()).unwrap()
+        crate::game::test_support::connect6_position(black, white, turn, 2)
     }
 
     fn engine(options: serde_json::Value) -> Connect6Engine {

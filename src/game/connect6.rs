@@ -537,18 +537,9 @@ mod tests {
         Connect6::parse_move(text).unwrap()
     }
 
-    /// Position text with the given stones, `turn` to move, `stones` due.
+    /// Position with the given stones, `turn` to move, `stones` due.
     fn position(black: &[&str], white: &[&str], turn: char, stones: u8) -> Connect6 {
-        let mut grid = [['.'; SIZE as usize]; SIZE as usize];
-        for (list, ch) in [(black, 'x'), (white, 'o')] {
-            for s in list {
-                let p = pt(s);
-                grid[p.row as usize][p.col as usize] = ch;
-            }
-        }
-        let rows: Vec<String> = grid.iter().rev().map(|r| r.iter().collect()).collect();
-        let text = format!("{} {turn} stones={stones}", rows.join("/"));
-        Connect6::from_position_text(&text, &Options::default()).unwrap()
+        crate::game::test_support::connect6_position(black, white, turn, stones)
     }
 
     /// Colour of (col, row) in a pattern with no three in a row in any direction.

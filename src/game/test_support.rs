@@ -1,5 +1,6 @@
-//! Test-only helpers shared by the rules' unit tests: the one deterministic PRNG they draw from
-//! (dependency-free, so the rules stay free of `rand`) and the junk texts fed to their parsers.
+//! Test-only helpers shared by the rules' and engines' unit tests: the one deterministic PRNG
+//! they draw from (dependency-free, so the rules stay free of `rand`), the junk texts fed to
+//! their parsers, and Connect6 positions built from lists of stones.
 
 use super::Rules;
 
@@ -130,4 +131,25 @@ fn junk_texts_stay_in_bounds_and_use_the_alphabet() {
         edited_text(&mut rng, "", &['a']).trim_start_matches('a'),
         ""
     );
+}
+
+/// A Connect6 position with the given stones (point names such as `J10`), `turn` (`x` for
+/// Black, `o` for White) to move with `stones` still to place this turn.
+pub(crate) fn connect6_position(
+    black: &[&str],
+    white: &[&str],
+    turn: char,
+    stones: u8,
+) -> super::connect6::Connect6 {
+    use super::connect6::{Connect6, Options, SIZE};
+    let mut grid = [['.'; SIZE as usize]; SIZE as usize];
+    for (list, ch) in [(black, 'x'), (white, 'o')] {
+        for s in list {
+            let p = super::coord::parse_point(s, SIZE).expect("a point on the board");
+            grid[p.row as usize][p.col as usize] = ch;
+        }
+    }
+    let rows: Vec<String> = grid.iter().rev().map(|r| r.iter().collect()).collect();
+    let text = format!("{} {turn} stones={stones}", rows.join("/"));
+    Connect6::from_position_text(&text, &Options::default()).expect("a valid position")
 }
