@@ -1003,6 +1003,21 @@ mod tests {
     }
 
     #[test]
+    fn chatter_logging_is_bounded_and_lines_are_cut() {
+        let mut log = ChatterLog::default();
+        let long = "x".repeat(5_000);
+        for _ in 0..10_000 {
+            log.note(&long);
+        }
+        assert_eq!(log.lines(), 10_000);
+        assert!(log.logged_bytes < CHATTER_LOG_BYTES + CHATTER_LINE_CHARS * 4);
+        assert!(log.unlogged > 9_000);
+        assert_eq!(cut("ab", 5), "ab");
+        assert_eq!(cut("abcdef", 3), "abc…");
+        assert_eq!(cut("六子棋联赛", 2), "六子…");
+    }
+
+    #[test]
     fn protocols_parse() {
         for p in [
             EngineProtocol::Json,
