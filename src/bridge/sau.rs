@@ -2,7 +2,7 @@
 //! the adapter. The engine gets `new black` or `new white`, then `move XY` (one stone) or
 //! `move XYXY` (two stones) for each opponent turn, and answers with its own `move ...` line
 //! whenever it is its turn (Black answers `new black` with its opening stone). Only a line that
-//! is exactly `move XY`/`move XYXY` (or `name ...`, the answer to `name`) counts: engines print
+//! is exactly `move XY`/`move XYXY` (or `name NAME`, the answer to `name`) counts: engines print
 //! banners, help texts and search statistics between their moves, and all of that is chatter for
 //! the log. A `move` line whose letters are not points A–S is a fault. At the end the engine
 //! gets `quit`.
@@ -174,11 +174,8 @@ impl Adapter for SauAdapter {
     ) -> Result<Heard, Fault> {
         let line = line.trim();
         let mut words = line.split_whitespace();
+        // Two words exactly: Cloudict's help text has a line starting `name        - print`.
         let (Some(word), Some(letters), None) = (words.next(), words.next(), words.next()) else {
-            if let Some(name) = line.strip_prefix("name ") {
-                self.name = Some(name.trim().to_string());
-                return Ok(Heard::Protocol);
-            }
             return Ok(Heard::Chatter);
         };
         if word == "name" {
@@ -361,6 +358,7 @@ mod tests {
             "move J10",
             "move JJ KK",
             "Move JJ",
+            "            name        - print the name of the Game Engine.",
         ] {
             assert_eq!(
                 sau.on_engine_line(chatter, now, &mut out),
