@@ -347,10 +347,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
             if check {
-                let passed = runtime.block_on(arena::bridge::conformance::run_check(
-                    &options,
-                    &mut out,
-                ))?;
+                let passed =
+                    runtime.block_on(arena::bridge::conformance::run_check(&options, &mut out))?;
                 if !passed {
                     return Ok(ExitCode::FAILURE);
                 }
@@ -437,9 +435,13 @@ fn serve(config_path: &std::path::Path, listen: Option<&str>) -> anyhow::Result<
 /// (the login group is shared with `arena bot`, where it is always required).
 fn parse_cli() -> Cli {
     let command = Cli::command().mut_subcommand("connect", |connect| {
-        ["server", "name", "token"].into_iter().fold(connect, |cmd, id| {
-            cmd.mut_arg(id, |arg| arg.required(false).required_unless_present("check"))
-        })
+        ["server", "name", "token"]
+            .into_iter()
+            .fold(connect, |cmd, id| {
+                cmd.mut_arg(id, |arg| {
+                    arg.required(false).required_unless_present("check")
+                })
+            })
     });
     let mut matches = command.get_matches();
     Cli::from_arg_matches_mut(&mut matches).unwrap_or_else(|e| e.exit())

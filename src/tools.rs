@@ -76,7 +76,12 @@ pub fn replay_line(start: &dyn game::AnyGame, line: &str) -> String {
         match position.play_text(text) {
             Ok(_) => ply += 1,
             Err(PlayError::Parse(e)) => {
-                return format!("illegal {} {text} {} (at character {})", ply + 1, e.what, e.at);
+                return format!(
+                    "illegal {} {text} {} (at character {})",
+                    ply + 1,
+                    e.what,
+                    e.at
+                );
             }
             Err(PlayError::Illegal { why, .. }) => {
                 return format!("illegal {} {text} {why}", ply + 1);

@@ -701,7 +701,10 @@ async fn an_engine_that_exits_at_once_is_refused_quoting_what_it_printed() {
         &python("sau_engine.py", &["exit"]),
     )
     .await;
-    assert!(stderr.contains("On help for GameEngine FakeDict"), "{stderr}");
+    assert!(
+        stderr.contains("On help for GameEngine FakeDict"),
+        "{stderr}"
+    );
 }
 
 #[tokio::test]
@@ -713,9 +716,12 @@ async fn an_engine_that_needs_its_folder_is_refused_without_it() {
 #[tokio::test]
 async fn a_gtp_engine_that_answers_question_marks_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let stderr =
-        refused_before_connecting("gtp", &[], &python("gtp_engine.py", &[&dir_arg(&dir), "refuse"]))
-            .await;
+    let stderr = refused_before_connecting(
+        "gtp",
+        &[],
+        &python("gtp_engine.py", &[&dir_arg(&dir), "refuse"]),
+    )
+    .await;
     assert!(stderr.contains("refused \"name\": not today"), "{stderr}");
     assert!(stderr.contains("`? not today`"), "{stderr}");
     let pid = read_pid(&dir.path().join("pid")).await;
@@ -828,7 +834,10 @@ async fn conformance_check_passes_a_good_engine_and_names_a_broken_ones_faults()
     assert!(report.contains("says its name is \"FakeDict\""), "{report}");
     assert!(report.contains("ply  1  engine  J10  ok"), "{report}");
     assert!(report.contains("the engine plays second (W)"), "{report}");
-    assert!(report.lines().last().unwrap().starts_with("PASS"), "{report}");
+    assert!(
+        report.lines().last().unwrap().starts_with("PASS"),
+        "{report}"
+    );
 
     let (ok, report) = conformance("sau", &cwd, &python("sau_engine.py", &["letters"])).await;
     assert!(!ok, "{report}");
@@ -836,7 +845,14 @@ async fn conformance_check_passes_a_good_engine_and_names_a_broken_ones_faults()
         report.contains("FAIL ply 1: the engine printed \"move J10\", which is not a move line"),
         "{report}"
     );
-    assert!(report.lines().last().unwrap().starts_with("FAIL: 2 problem"), "{report}");
+    assert!(
+        report
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("FAIL: 2 problem"),
+        "{report}"
+    );
 
     let (ok, report) = conformance("sau", &cwd, &python("sau_engine.py", &["occupied"])).await;
     assert!(!ok, "{report}");
@@ -848,14 +864,25 @@ async fn conformance_check_passes_a_good_engine_and_names_a_broken_ones_faults()
     assert!(report.contains("FAIL start:"), "{report}");
 
     let gtp_dir = tempfile::tempdir().unwrap();
-    let (ok, report) =
-        conformance("gtp", &[], &python("gtp_engine.py", &[&dir_arg(&gtp_dir), "chatty"])).await;
+    let (ok, report) = conformance(
+        "gtp",
+        &[],
+        &python("gtp_engine.py", &[&dir_arg(&gtp_dir), "chatty"]),
+    )
+    .await;
     assert!(ok, "{report}");
     assert!(report.contains("says its name is \"fake-gtp\""), "{report}");
-    let (ok, report) =
-        conformance("gtp", &[], &python("gtp_engine.py", &[&dir_arg(&gtp_dir), "refuse"])).await;
+    let (ok, report) = conformance(
+        "gtp",
+        &[],
+        &python("gtp_engine.py", &[&dir_arg(&gtp_dir), "refuse"]),
+    )
+    .await;
     assert!(!ok, "{report}");
-    assert!(report.contains("FAIL start: the engine refused \"name\""), "{report}");
+    assert!(
+        report.contains("FAIL start: the engine refused \"name\""),
+        "{report}"
+    );
 }
 
 /// The example Python bot (`bots/python/arena_random_bot.py`) against itself through a fake

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use tokio_util::bytes::BytesMut;
 use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
+use tokio_util::bytes::BytesMut;
 use tokio_util::codec::{Decoder, FramedRead};
 
 use crate::protocol::{CappedLineCodec, Frame};
@@ -180,7 +180,10 @@ impl EngineProcess {
 
     /// Its exit status if it exits within `wait` (reaped), else `None`.
     pub async fn wait_exit_within(&mut self, wait: Duration) -> Option<ExitStatus> {
-        tokio::time::timeout(wait, self.wait_exit()).await.ok()?.ok()
+        tokio::time::timeout(wait, self.wait_exit())
+            .await
+            .ok()?
+            .ok()
     }
 
     /// Ends the engine: sends `quit` (its protocol's quit command, if it has one) and closes
@@ -408,7 +411,10 @@ mod tests {
             "cat data.in; printf 'We loss!'",
         )
         .unwrap();
-        let cmd: Vec<String> = ["sh", "./engine.sh"].iter().map(|s| s.to_string()).collect();
+        let cmd: Vec<String> = ["sh", "./engine.sh"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         let mut engine = EngineProcess::spawn(&cmd, Some(dir.path()), 1024).unwrap();
         assert_eq!(
             engine.next_output().await,

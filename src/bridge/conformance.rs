@@ -60,7 +60,10 @@ pub async fn run_check(
     let hello_games = engine.adapter.engine_games();
     engine.stop().await;
     match (&name, options.protocol) {
-        (Some(name), _) => say(out, format!("ok   start: it runs and says its name is {name:?}"))?,
+        (Some(name), _) => say(
+            out,
+            format!("ok   start: it runs and says its name is {name:?}"),
+        )?,
         (None, EngineProtocol::Sau) => say(
             out,
             "ok   start: it stays up (it does not answer `name`, which is allowed)",
@@ -287,11 +290,17 @@ async fn play_check_game(
         }
         None if game.outcome().is_some() || resigned => say(
             out,
-            format!("game {number}: over after {} plies, {result} by {reason}", moves.len()),
+            format!(
+                "game {number}: over after {} plies, {result} by {reason}",
+                moves.len()
+            ),
         )?,
         None => say(
             out,
-            format!("game {number}: stopped after {} plies (a short game)", moves.len()),
+            format!(
+                "game {number}: stopped after {} plies (a short game)",
+                moves.len()
+            ),
         )?,
     }
     Ok(())

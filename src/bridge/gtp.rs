@@ -257,22 +257,21 @@ impl Adapter for GtpAdapter {
             self.command("clear_board".to_string(), Expect::Setup, now, out);
             return self.play_moves(start.moves, 0, now, out);
         }
-        match msg {
-            RefereeMessage::Turn {
-                moves, ply, clock, ..
-            } => {
-                let first_ply = (*ply as usize).checked_sub(moves.len()).ok_or_else(|| {
-                    Fault(format!(
-                        "turn says ply {ply} but lists {} moves",
-                        moves.len()
-                    ))
-                })?;
-                self.play_moves(moves, first_ply, now, out)?;
-                let colour = colour_of_side(self.side);
-                self.move_deadline = Some(now + move_budget(clock, self.clock.as_ref()));
-                self.command(format!("genmove {colour}"), Expect::Genmove, now, out);
-            }
-            _ => {}
+        // `end` needs nothing here: the bridge sends `quit` when it stops the engine.
+        if let RefereeMessage::Turn {
+            moves, ply, clock, ..
+        } = msg
+        {
+            let first_ply = (*ply as usize).checked_sub(moves.len()).ok_or_else(|| {
+                Fault(format!(
+                    "turn says ply {ply} but lists {} moves",
+                    moves.len()
+                ))
+            })?;
+            self.play_moves(moves, first_ply, now, out)?;
+            let colour = colour_of_side(self.side);
+            self.move_deadline = Some(now + move_budget(clock, self.clock.as_ref()));
+            self.command(format!("genmove {colour}"), Expect::Genmove, now, out);
         }
         Ok(())
     }

@@ -560,11 +560,7 @@ pub async fn check_engine(
                 break None;
             }
         }
-        let wake = if sau {
-            started + SAU_ALIVE
-        } else {
-            answer_by
-        };
+        let wake = if sau { started + SAU_ALIVE } else { answer_by };
         let wake = engine.exited_at.map_or(wake, |t| wake.min(t + EXIT_DRAIN));
         tokio::select! {
             news = engine.next_news(&mut out) => match news {

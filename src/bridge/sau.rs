@@ -148,20 +148,18 @@ impl Adapter for SauAdapter {
             }
             return Ok(());
         }
-        match msg {
-            RefereeMessage::Turn { moves, clock, .. } => {
-                for mv in moves {
-                    out.push(Action::Engine(format!("move {}", move_to_sau(mv)?)));
-                    self.owed += 1;
-                }
-                if let Some(mv) = self.early.pop_front() {
-                    self.send_move(mv, out);
-                } else {
-                    self.awaiting = true;
-                    self.move_deadline = Some(now + move_budget(clock, self.clock.as_ref()));
-                }
+        // `end` needs nothing here: the bridge sends `quit` when it stops the engine.
+        if let RefereeMessage::Turn { moves, clock, .. } = msg {
+            for mv in moves {
+                out.push(Action::Engine(format!("move {}", move_to_sau(mv)?)));
+                self.owed += 1;
             }
-            _ => {}
+            if let Some(mv) = self.early.pop_front() {
+                self.send_move(mv, out);
+            } else {
+                self.awaiting = true;
+                self.move_deadline = Some(now + move_budget(clock, self.clock.as_ref()));
+            }
         }
         Ok(())
     }
