@@ -69,11 +69,16 @@ pub struct EngineProcess {
 }
 
 impl EngineProcess {
+    /// Starts `command[0]` in the current folder; see `spawn_in`.
+    pub fn spawn(command: &[String], max_line: usize) -> Result<EngineProcess, SpawnError> {
+        EngineProcess::spawn_in(command, None, max_line)
+    }
+
     /// Starts `command[0]` with the remaining arguments, stdin/stdout piped, stderr passed
     /// through, in a new process group, in folder `cwd` if given (a relative program path
     /// with a `/`, like `./engine`, is then taken from that folder). Lines longer than
     /// `max_line` bytes are reported as `TooLong`.
-    pub fn spawn(
+    pub fn spawn_in(
         command: &[String],
         cwd: Option<&Path>,
         max_line: usize,
@@ -186,11 +191,16 @@ impl EngineProcess {
             .ok()
     }
 
+    /// Ends the engine without a quit command; see `shutdown_with`.
+    pub async fn shutdown(self) {
+        self.shutdown_with(None).await;
+    }
+
     /// Ends the engine: sends `quit` (its protocol's quit command, if it has one) and closes
     /// its stdin, gives it `EXIT_GRACE` to exit, sends SIGTERM to its group, waits
     /// `EXIT_GRACE` again, then SIGKILLs the group, and reaps the child. Whatever else is left
     /// in the group (grandchildren) is killed too. Bounded in time.
-    pub async fn shutdown(mut self, quit: Option<&str>) {
+    pub async fn shutdown_with(mut self, quit: Option<&str>) {
         if let (Some(line), None) = (quit, self.exit) {
             self.send(line);
         }
@@ -346,7 +356,7 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let mut engine = EngineProcess::spawn(&cmd, None, 1024).unwrap();
+        let mut engine = EngineProcess::spawn(&cmd, 1024).unwrap();
         let pid = engine.pid().unwrap();
         let EngineOutput::Line(grandchild) = engine.next_output().await else {
             panic!("expected the grandchild's pid");
@@ -358,7 +368,7 @@ mod tests {
             EngineOutput::Line("got hi".into())
         );
         assert!(alive(pid) && alive(grandchild));
-        engine.shutdown(None).await;
+        engine.shutdown().await;
         assert!(!alive(pid), "engine still there");
         // The grandchild is not our child: once killed, it is init's to reap (and init may
         // take its time), so a zombie counts as gone.
@@ -381,7 +391,7 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let mut engine = EngineProcess::spawn(&cmd, None, 1024).unwrap();
+        let mut engine = EngineProcess::spawn(&cmd, 1024).unwrap();
         let pid = engine.pid().unwrap();
         assert_eq!(
             engine.next_output().await,
@@ -415,7 +425,7 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let mut engine = EngineProcess::spawn(&cmd, Some(dir.path()), 1024).unwrap();
+        let mut engine = EngineProcess::spawn_in(&cmd, Some(dir.path()), 1024).unwrap();
         assert_eq!(
             engine.next_output().await,
             EngineOutput::Line("from its folder".into())
@@ -425,10 +435,10 @@ mod tests {
             EngineOutput::Line("We loss!".into())
         );
         assert_eq!(engine.next_output().await, EngineOutput::Closed);
-        engine.shutdown(Some("quit")).await;
+        engine.shutdown_with(Some("quit")).await;
         let missing = dir.path().join("missing");
         assert!(matches!(
-            EngineProcess::spawn(&cmd, Some(&missing), 1024),
+            EngineProcess::spawn_in(&cmd, Some(&missing), 1024),
             Err(SpawnError::NoFolder { .. })
         ));
     }
@@ -442,8 +452,8 @@ mod tests {
             log.display()
         );
         let cmd: Vec<String> = vec!["sh".into(), "-c".into(), script];
-        let engine = EngineProcess::spawn(&cmd, None, 1024).unwrap();
-        engine.shutdown(Some("quit")).await;
+        let engine = EngineProcess::spawn(&cmd, 1024).unwrap();
+        engine.shutdown_with(Some("quit")).await;
         assert_eq!(std::fs::read_to_string(&log).unwrap(), "quit\n");
     }
 
@@ -453,12 +463,12 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let mut engine = EngineProcess::spawn(&cmd, None, 10).unwrap();
+        let mut engine = EngineProcess::spawn(&cmd, 10).unwrap();
         assert_eq!(engine.next_output().await, EngineOutput::TooLong);
         assert_eq!(engine.next_output().await, EngineOutput::Line("ok".into()));
         assert_eq!(engine.next_output().await, EngineOutput::Closed);
         assert_eq!(engine.next_output().await, EngineOutput::Closed);
         assert!(engine.wait_exit().await.unwrap().success());
-        engine.shutdown(None).await;
+        engine.shutdown().await;
     }
 }

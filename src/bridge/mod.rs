@@ -367,7 +367,7 @@ pub enum EngineNews {
 impl Engine {
     /// Starts the engine of `options` (in its folder) and sends its `--init` lines.
     pub fn start(options: &ConnectOptions, server: Option<&str>) -> Result<Engine, SpawnError> {
-        let process = EngineProcess::spawn(
+        let process = EngineProcess::spawn_in(
             &options.command,
             options.cwd.as_deref(),
             protocol::MAX_LINE_BYTES,
@@ -518,11 +518,11 @@ impl Engine {
     }
 
     /// Ends the engine: its protocol's quit command, a bounded wait, then the process group
-    /// is killed (see `EngineProcess::shutdown`).
+    /// is killed (see `EngineProcess::shutdown_with`).
     pub async fn stop(self) {
         self.chatter.summarise();
         let quit = self.adapter.quit_command();
-        self.process.shutdown(quit).await;
+        self.process.shutdown_with(quit).await;
     }
 }
 
