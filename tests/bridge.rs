@@ -1,7 +1,11 @@
 //! `arena connect` through the real binary: a fake referee on 127.0.0.1:0 (using the library's
 //! rules to check every move) plays scripted matches with the bridge and fake engines from
-//! `tests/fixtures/bridge/` (json, GTP) or the example C engine (sau); engines that crash, print
-//! garbage or hang must lose their game at once by `resign`, and leave no process behind.
+//! `tests/fixtures/bridge/` (json, GTP, and a Cloudict-like sau engine) or the example C engine
+//! (sau); engines that crash, print garbage or hang must lose their game at once by `resign`, and
+//! leave no process behind. Engines that print banners and chatter, need their own folder or spin
+//! at the end of their input play as they are; engines that cannot start, exit at once or answer
+//! `?` are refused before the bridge connects; `arena connect --check` judges a good and a broken
+//! engine without a server.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
