@@ -662,7 +662,7 @@ async fn refused_before_connecting(protocol: &str, extra: &[&str], engine: &[Str
     let addr = listener.local_addr().unwrap().to_string();
     let output = Command::new(env!("CARGO_BIN_EXE_arena"))
         .args([
-            "connect", "--server", &addr, "--name", "bridged", "--token", "tok",
+            "connect", "--server", &addr, "--name", "refused", "--token", "tok",
         ])
         .args(["--protocol", protocol])
         .args(extra)
@@ -678,12 +678,21 @@ async fn refused_before_connecting(protocol: &str, extra: &[&str], engine: &[Str
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(!output.status.success(), "{stderr}");
-    assert!(
-        tokio::time::timeout(Duration::from_millis(200), listener.accept())
-            .await
-            .is_err(),
-        "the bridge connected although its engine failed the check"
-    );
+    // The bridge has exited: had it connected, its hello would be waiting. (Other tests' bots
+    // that reconnect may reach this port once it is reused; they have other names.)
+    while let Ok(Ok((stream, _))) =
+        tokio::time::timeout(Duration::from_millis(200), listener.accept()).await
+    {
+        let mut link = Framed::new(stream, CappedLineCodec::new(MAX_LINE_BYTES));
+        if let Ok(Some(Ok(Frame::Line(line)))) =
+            tokio::time::timeout(Duration::from_millis(500), link.next()).await
+        {
+            assert!(
+                !line.contains(r#""name":"refused""#),
+                "the bridge connected although its engine failed the check"
+            );
+        }
+    }
     assert!(stderr.contains("failed its start check"), "{stderr}");
     assert!(stderr.contains(&engine.join(" ")), "{stderr}");
     stderr
