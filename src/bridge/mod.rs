@@ -53,8 +53,9 @@ pub const CLOCK_MARGIN: Duration = Duration::from_millis(500);
 pub const WELCOME_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long an exited engine's remaining output is still read before the exit counts.
 const EXIT_DRAIN: Duration = Duration::from_millis(300);
-/// How long a sau engine must stay up, at the check before connecting, to count as started.
-pub const SAU_ALIVE: Duration = Duration::from_millis(500);
+/// How long a sau engine that does not answer `name` must stay up, at the check before
+/// connecting, to count as started (one that answers passes at once).
+pub const SAU_ALIVE: Duration = Duration::from_secs(1);
 /// How much of an engine run's chatter goes to the debug log; the rest is only counted.
 pub const CHATTER_LOG_BYTES: usize = 16 * 1024;
 /// Chatter lines are logged cut to this many characters.
@@ -226,7 +227,7 @@ pub trait Adapter: Send {
     /// `protocol_version`, `boardsize`; sau `name`). A json engine's `hello` needs no asking.
     fn on_check(&mut self, _now: Instant, _out: &mut Vec<Action>) {}
     /// Every check command has been answered (json: the engine has said hello). A sau engine
-    /// need not answer: staying up for `SAU_ALIVE` is enough.
+    /// need not answer: staying up for `SAU_ALIVE` is enough too.
     fn check_answered(&self) -> bool {
         false
     }
@@ -527,8 +528,8 @@ impl Engine {
 }
 
 /// The check before connecting: starts the engine once and sees that it speaks its protocol
-/// (GTP: answers `name`, `protocol_version`, `boardsize 11`; sau: stays up for `SAU_ALIVE`,
-/// answering `name` if it can; json: says hello within `setup_timeout`). Returns the engine
+/// (GTP: answers `name`, `protocol_version`, `boardsize 11`; sau: answers `name`, or else stays
+/// up for `SAU_ALIVE`; json: says hello within `setup_timeout`). Returns the engine
 /// and its name, or an error naming the command and quoting what it printed.
 pub async fn check_engine(
     options: &ConnectOptions,
@@ -556,7 +557,7 @@ pub async fn check_engine(
             if sau && Instant::now() >= started + SAU_ALIVE {
                 break None;
             }
-            if !sau && engine.adapter.check_answered() {
+            if engine.adapter.check_answered() {
                 break None;
             }
         }
