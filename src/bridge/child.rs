@@ -436,6 +436,18 @@ mod tests {
         );
         assert_eq!(engine.next_output().await, EngineOutput::Closed);
         engine.shutdown_with(Some("quit")).await;
+        // A relative program path is taken from the engine's folder, as `./gameEngine` is.
+        use std::os::unix::fs::PermissionsExt;
+        let program = dir.path().join("engine.sh");
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(&program, "#!/bin/sh\ncat data.in\n").unwrap();
+        let relative = vec!["./engine.sh".to_string()];
+        let mut engine = EngineProcess::spawn_in(&relative, Some(dir.path()), 1024).unwrap();
+        assert_eq!(
+            engine.next_output().await,
+            EngineOutput::Line("from its folder".into())
+        );
+        engine.shutdown().await;
         let missing = dir.path().join("missing");
         assert!(matches!(
             EngineProcess::spawn_in(&cmd, Some(&missing), 1024),
