@@ -4,7 +4,7 @@ use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use arena::game::GameId;
 
@@ -37,6 +37,8 @@ enum Command {
     /// Count leaf positions for each depth 1..=DEPTH from the start position.
     Perft {
         game: GameId,
+        /// At least 1.
+        #[arg(value_parser = clap::value_parser!(u32).range(1..))]
         depth: u32,
         /// Rule options as a JSON object, e.g. '{"swap":true}'.
         #[arg(long, default_value = "{}")]
@@ -133,10 +135,19 @@ enum Command {
         json: bool,
     },
     /// Play an existing engine in the arena: connect to the referee and run the engine (the
-    /// command after `--`) as a child process for each match, translating its protocol.
+    /// command after `--`) as a child process for each match, translating its protocol. With
+    /// --check, no server: play one short game as each side against the random engine and
+    /// report what the engine does wrong.
     Connect {
+        /// --server, --name and --token (not needed with --check).
         #[command(flatten)]
-        login: Login,
+        login: Option<Login>,
+        /// Check the engine's protocol without a server (see docs/bots.md).
+        #[arg(long)]
+        check: bool,
+        /// The folder the engine runs in (a relative command like ./engine is taken from it).
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<std::path::PathBuf>,
         /// What the engine speaks: json (protocol v1), gtp (Hex) or sau (Connect6).
         #[arg(long)]
         protocol: arena::bridge::EngineProtocol,
@@ -302,31 +313,49 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Connect {
-            login:
-                Login {
-                    server,
-                    name,
-                    token,
-                },
+            login,
+            check,
+            cwd,
             protocol,
             games,
             init,
             setup_timeout_ms,
             command,
         } => {
+            let login = match (login, check) {
+                (Some(login), _) => login,
+                (None, true) => Login {
+                    server: String::new(),
+                    name: "checked-engine".to_string(),
+                    token: String::new(),
+                },
+                (None, false) => anyhow::bail!(
+                    "arena connect needs --server, --name and --token (or --check to test the \
+                     engine without a server)"
+                ),
+            };
             let options = arena::bridge::ConnectOptions {
-                server,
-                name,
-                token,
+                server: login.server,
+                name: login.name,
+                token: login.token,
                 protocol,
                 games,
                 init,
                 command,
+                cwd,
                 setup_timeout: std::time::Duration::from_millis(setup_timeout_ms),
             };
             let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
-            let matches = runtime.block_on(arena::bridge::run(options))?;
-            tracing::info!("done after {matches} match(es)");
+            if check {
+                let passed =
+                    runtime.block_on(arena::bridge::conformance::run_check(&options, &mut out))?;
+                if !passed {
+                    return Ok(ExitCode::FAILURE);
+                }
+            } else {
+                let matches = runtime.block_on(arena::bridge::run(options))?;
+                tracing::info!("done after {matches} match(es)");
+            }
         }
         Command::Check { files, rules } => {
             let rules = rules.as_deref().map(parse_rules).transpose()?;
@@ -402,8 +431,24 @@ fn serve(config_path: &std::path::Path, listen: Option<&str>) -> anyhow::Result<
     Ok(ExitCode::SUCCESS)
 }
 
+/// The command line: the derived parser, except that `arena connect --check` needs no login
+/// (the login group is shared with `arena bot`, where it is always required).
+fn parse_cli() -> Cli {
+    let command = Cli::command().mut_subcommand("connect", |connect| {
+        ["server", "name", "token"]
+            .into_iter()
+            .fold(connect, |cmd, id| {
+                cmd.mut_arg(id, |arg| {
+                    arg.required(false).required_unless_present("check")
+                })
+            })
+    });
+    let mut matches = command.get_matches();
+    Cli::from_arg_matches_mut(&mut matches).unwrap_or_else(|e| e.exit())
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     match run(cli) {
         Ok(code) => code,
         // A reader that stopped early (`arena moves jiu < positions | head`) is not an error:

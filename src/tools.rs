@@ -24,7 +24,8 @@ pub fn perft(
 }
 
 /// `arena moves GAME`: for each position text read, one line listing the legal moves
-/// (space separated), or `error WHY` for a line that is not a position.
+/// (space separated), `-` for a position with none (the game is over), or `error WHY` for a
+/// line that is not a position.
 pub fn moves(
     game: GameId,
     rules: &serde_json::Value,
@@ -35,14 +36,22 @@ pub fn moves(
         input,
         out,
         |line, out| match game::game_from_position_text(game, line, rules) {
-            Ok(position) => writeln!(out, "{}", position.move_listing().join(" ")),
+            Ok(position) => {
+                let listing = position.move_listing();
+                if listing.is_empty() || position.outcome().is_some() {
+                    writeln!(out, "-")
+                } else {
+                    writeln!(out, "{}", listing.join(" "))
+                }
+            }
             Err(e) => writeln!(out, "error {e}"),
         },
     )
 }
 
 /// `arena replay GAME`: for each game (moves separated by spaces), one line:
-/// `first PLY REASON`, `second PLY REASON`, `draw PLY REASON`, `none PLY` or `illegal PLY MOVE`.
+/// `first PLY REASON`, `second PLY REASON`, `draw PLY REASON`, `none PLY` or
+/// `illegal PLY MOVE WHY…` (WHY is free text, possibly several words, after the three fields).
 /// PLY is the number of moves played; for `illegal` it is the number of the refused move.
 pub fn replay(
     game: GameId,
@@ -62,12 +71,20 @@ pub fn replay_line(start: &dyn game::AnyGame, line: &str) -> String {
     let mut ply = 0usize;
     for text in line.split_whitespace() {
         if position.outcome().is_some() {
-            return format!("illegal {} {text}", ply + 1);
+            return format!("illegal {} {text} the game is already over", ply + 1);
         }
         match position.play_text(text) {
             Ok(_) => ply += 1,
-            Err(PlayError::Parse(_) | PlayError::Illegal { .. }) => {
-                return format!("illegal {} {text}", ply + 1);
+            Err(PlayError::Parse(e)) => {
+                return format!(
+                    "illegal {} {text} {} (at character {})",
+                    ply + 1,
+                    e.what,
+                    e.at
+                );
+            }
+            Err(PlayError::Illegal { why, .. }) => {
+                return format!("illegal {} {text} {why}", ply + 1);
             }
         }
     }

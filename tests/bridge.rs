@@ -1,7 +1,11 @@
 //! `arena connect` through the real binary: a fake referee on 127.0.0.1:0 (using the library's
 //! rules to check every move) plays scripted matches with the bridge and fake engines from
-//! `tests/fixtures/bridge/` (json, GTP) or the example C engine (sau); engines that crash, print
-//! garbage or hang must lose their game at once by `resign`, and leave no process behind.
+//! `tests/fixtures/bridge/` (json, GTP, and a Cloudict-like sau engine) or the example C engine
+//! (sau); engines that crash, print garbage or hang must lose their game at once by `resign`, and
+//! leave no process behind. Engines that print banners and chatter, need their own folder or spin
+//! at the end of their input play as they are; engines that cannot start, exit at once or answer
+//! `?` are refused before the bridge connects; `arena connect --check` judges a good and a broken
+//! engine without a server.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -497,7 +501,22 @@ async fn gtp_engine_gets_mapped_commands_and_its_moves_are_mapped_back() {
     assert_reaped(read_pid(&pid_file).await).await;
     std::fs::remove_file(&pid_file).unwrap();
     let log = std::fs::read_to_string(dir.path().join("log")).unwrap();
-    let commands: Vec<&str> = log.lines().collect();
+    let all: Vec<&str> = log.lines().collect();
+    // First the check before connecting (the init lines, then name, protocol_version and
+    // boardsize, then quit), then the match's own engine.
+    let quit = all.iter().position(|c| *c == "quit").unwrap();
+    assert_eq!(
+        &all[..=quit],
+        [
+            "name",
+            "no_such_command",
+            "name",
+            "protocol_version",
+            "boardsize 11",
+            "quit"
+        ]
+    );
+    let commands = &all[quit + 1..];
     assert_eq!(
         &commands[..4],
         ["name", "no_such_command", "boardsize 11", "clear_board"]
@@ -636,14 +655,247 @@ async fn hanging_engine_resigns_when_its_clock_runs_out_and_its_group_is_killed(
     failing_engine_resigns("hang", 1_000, "did not answer in time").await;
 }
 
+/// Runs `arena connect` on an engine that fails its start check: it must exit non-zero without
+/// ever connecting, naming the command. Returns its stderr.
+async fn refused_before_connecting(protocol: &str, extra: &[&str], engine: &[String]) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let output = Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args([
+            "connect", "--server", &addr, "--name", "refused", "--token", "tok",
+        ])
+        .args(["--protocol", protocol])
+        .args(extra)
+        .arg("--")
+        .args(engine)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(WAIT, output)
+        .await
+        .expect("the bridge did not give up")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!output.status.success(), "{stderr}");
+    // The bridge has exited: had it connected, its hello would be waiting. (Other tests' bots
+    // that reconnect may reach this port once it is reused; they have other names.)
+    while let Ok(Ok((stream, _))) =
+        tokio::time::timeout(Duration::from_millis(200), listener.accept()).await
+    {
+        let mut link = Framed::new(stream, CappedLineCodec::new(MAX_LINE_BYTES));
+        if let Ok(Some(Ok(Frame::Line(line)))) =
+            tokio::time::timeout(Duration::from_millis(500), link.next()).await
+        {
+            assert!(
+                !line.contains(r#""name":"refused""#),
+                "the bridge connected although its engine failed the check"
+            );
+        }
+    }
+    assert!(stderr.contains("failed its start check"), "{stderr}");
+    assert!(stderr.contains(&engine.join(" ")), "{stderr}");
+    stderr
+}
+
 #[tokio::test]
-async fn an_engine_that_cannot_start_loses_its_game() {
-    let (bridge, mut referee) =
-        start_bridge("gtp", &[], &["/nonexistent/engine-binary".to_string()]).await;
-    let played = play_hex(&mut referee, "x1", Side::First).await;
-    assert!(played.outcome.is_none());
-    let stderr = finish(bridge, referee).await;
+async fn an_engine_that_cannot_start_is_refused_before_connecting() {
+    let stderr =
+        refused_before_connecting("gtp", &[], &["/nonexistent/engine-binary".to_string()]).await;
     assert!(stderr.contains("cannot start engine"), "{stderr}");
+}
+
+#[tokio::test]
+async fn an_engine_that_exits_at_once_is_refused_quoting_what_it_printed() {
+    let dir = sau_folder();
+    let stderr = refused_before_connecting(
+        "sau",
+        &["--cwd", &dir_arg(&dir)],
+        &python("sau_engine.py", &["exit"]),
+    )
+    .await;
+    assert!(
+        stderr.contains("On help for GameEngine FakeDict"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn an_engine_that_needs_its_folder_is_refused_without_it() {
+    let stderr = refused_before_connecting("sau", &[], &python("sau_engine.py", &[])).await;
+    assert!(stderr.contains("Can't open patterns.in"), "{stderr}");
+}
+
+#[tokio::test]
+async fn a_gtp_engine_that_answers_question_marks_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let stderr = refused_before_connecting(
+        "gtp",
+        &[],
+        &python("gtp_engine.py", &[&dir_arg(&dir), "refuse"]),
+    )
+    .await;
+    assert!(stderr.contains("refused \"name\": not today"), "{stderr}");
+    assert!(stderr.contains("`? not today`"), "{stderr}");
+    let pid = read_pid(&dir.path().join("pid")).await;
+    assert_reaped(pid).await;
+}
+
+/// A folder with the `patterns.in` the fake Cloudict needs.
+fn sau_folder() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("patterns.in"), "fake patterns\n").unwrap();
+    dir
+}
+
+/// The fake Cloudict (banner, search chatter, `We loss!` without a newline, its own folder)
+/// plays whole games as Black and White through `--protocol sau --cwd`; in `deaf` mode it also
+/// ignores `quit` and spins at the end of its input, and is killed with its group.
+async fn cloudict_like_engine_plays_whole_games(mode: &str) {
+    let dir = sau_folder();
+    let (bridge, mut referee) = start_bridge(
+        "sau",
+        &["--cwd", &dir_arg(&dir)],
+        &python("sau_engine.py", &[mode]),
+    )
+    .await;
+    for (id, side) in [("c1", Side::First), ("c2", Side::Second)] {
+        let played = play_match(
+            &mut referee,
+            id,
+            GameId::Connect6,
+            serde_json::json!({}),
+            side,
+            &[],
+            LONG_CLOCK_MS,
+        )
+        .await;
+        let outcome = played.outcome.expect("the chatty sau engine resigned");
+        assert!(outcome.reason.is_board_result(), "{outcome:?}");
+        assert!(played.bridge_moves.len() >= 3, "{played:?}");
+        // Each match's engine is gone once the match is over (quit, or killed if deaf).
+        let pid = read_pid(&dir.path().join("pid")).await;
+        assert_reaped(pid).await;
+        std::fs::remove_file(dir.path().join("pid")).unwrap();
+    }
+    let stderr = finish(bridge, referee).await;
+    assert!(!stderr.contains("resigning"), "{stderr}");
+}
+
+#[tokio::test]
+async fn a_chatty_cloudict_like_engine_plays_whole_games_in_its_own_folder() {
+    cloudict_like_engine_plays_whole_games("cloudict").await;
+}
+
+#[tokio::test]
+async fn an_engine_that_spins_at_end_of_input_is_killed_after_each_game() {
+    cloudict_like_engine_plays_whole_games("deaf").await;
+}
+
+#[tokio::test]
+async fn a_chatty_gtp_engine_plays_and_a_resigning_one_resigns() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bridge, mut referee) = start_bridge(
+        "gtp",
+        &[],
+        &python("gtp_engine.py", &[&dir_arg(&dir), "chatty"]),
+    )
+    .await;
+    let played = play_hex(&mut referee, "h1", Side::First).await;
+    assert!(played.outcome.is_some(), "the chatty GTP engine resigned");
+    finish(bridge, referee).await;
+
+    let (bridge, mut referee) = start_bridge(
+        "gtp",
+        &[],
+        &python("gtp_engine.py", &[&dir_arg(&dir), "resign"]),
+    )
+    .await;
+    let played = play_hex(&mut referee, "h2", Side::First).await;
+    assert!(played.outcome.is_none(), "= resign must resign");
+    assert!(played.bridge_moves.is_empty());
+    let stderr = finish(bridge, referee).await;
+    assert!(stderr.contains("the engine resigns"), "{stderr}");
+}
+
+/// `arena connect --check`: no server; returns (exit success, stdout).
+async fn conformance(protocol: &str, extra: &[&str], engine: &[String]) -> (bool, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(["connect", "--check", "--protocol", protocol])
+        .args(extra)
+        .arg("--")
+        .args(engine)
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(WAIT * 3, output)
+        .await
+        .expect("the check did not finish")
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn conformance_check_passes_a_good_engine_and_names_a_broken_ones_faults() {
+    let dir = sau_folder();
+    let cwd = ["--cwd", &dir_arg(&dir)];
+    let (ok, report) = conformance("sau", &cwd, &python("sau_engine.py", &[])).await;
+    assert!(ok, "{report}");
+    assert!(report.contains("says its name is \"FakeDict\""), "{report}");
+    assert!(report.contains("ply  1  engine  J10  ok"), "{report}");
+    assert!(report.contains("the engine plays second (W)"), "{report}");
+    assert!(
+        report.lines().last().unwrap().starts_with("PASS"),
+        "{report}"
+    );
+
+    let (ok, report) = conformance("sau", &cwd, &python("sau_engine.py", &["letters"])).await;
+    assert!(!ok, "{report}");
+    assert!(
+        report.contains("FAIL ply 1: the engine printed \"move J10\", which is not a move line"),
+        "{report}"
+    );
+    assert!(
+        report
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("FAIL: 2 problem"),
+        "{report}"
+    );
+
+    let (ok, report) = conformance("sau", &cwd, &python("sau_engine.py", &["occupied"])).await;
+    assert!(!ok, "{report}");
+    assert!(report.contains("FAIL ply 3: illegal move"), "{report}");
+    assert!(report.contains("J10 is already occupied"), "{report}");
+
+    let (ok, report) = conformance("sau", &cwd, &python("sau_engine.py", &["exit"])).await;
+    assert!(!ok, "{report}");
+    assert!(report.contains("FAIL start:"), "{report}");
+
+    let gtp_dir = tempfile::tempdir().unwrap();
+    let (ok, report) = conformance(
+        "gtp",
+        &[],
+        &python("gtp_engine.py", &[&dir_arg(&gtp_dir), "chatty"]),
+    )
+    .await;
+    assert!(ok, "{report}");
+    assert!(report.contains("says its name is \"fake-gtp\""), "{report}");
+    let (ok, report) = conformance(
+        "gtp",
+        &[],
+        &python("gtp_engine.py", &[&dir_arg(&gtp_dir), "refuse"]),
+    )
+    .await;
+    assert!(!ok, "{report}");
+    assert!(
+        report.contains("FAIL start: the engine refused \"name\""),
+        "{report}"
+    );
 }
 
 /// The example Python bot (`bots/python/arena_random_bot.py`) against itself through a fake

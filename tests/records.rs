@@ -376,7 +376,15 @@ fn mutated_records_are_judged_without_panics_and_accepted_ones_round_trip() {
                     let read = Record::parse(&bytes).unwrap();
                     let text = read.to_text().unwrap();
                     let again = Record::parse(text.as_bytes()).unwrap();
-                    assert_eq!(again.moves, read.moves, "{name}: {text}");
+                    // The writer writes the moves as played: a last Connect6 pair whose first
+                    // stone already won comes back as that stone alone.
+                    let mut position = arena::game::new_game(read.game, &read.rules).unwrap();
+                    let played: Vec<String> = read
+                        .moves
+                        .iter()
+                        .map(|m| position.play_text(m).unwrap())
+                        .collect();
+                    assert_eq!(again.moves, played, "{name}: {text}");
                     assert_eq!(again.result, read.result);
                 }
                 record::CheckVerdict::Invalid(why) => {

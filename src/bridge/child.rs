@@ -1,7 +1,9 @@
-//! The engine child process: spawning it in its own process group, reading its stdout as capped
-//! lines and writing its stdin without ever blocking the bridge, and killing the whole group
-//! (SIGTERM, a short grace, SIGKILL) and reaping it on every exit path, a panic included.
+//! The engine child process: spawning it in its own process group (in its own folder if asked),
+//! reading its stdout as capped lines (a last line without a newline included) and writing its
+//! stdin without ever blocking the bridge, and ending it on every exit path, a panic included:
+//! its quit command, a bounded wait, then SIGTERM and SIGKILL to the whole group, and reaping.
 
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -9,12 +11,14 @@ use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
-use tokio_util::codec::FramedRead;
+use tokio_util::bytes::BytesMut;
+use tokio_util::codec::{Decoder, FramedRead};
 
 use crate::protocol::{CappedLineCodec, Frame};
 
-/// How long the engine may take to exit by itself after its stdin closes, and again after
-/// SIGTERM, before the next step.
+/// How long the engine may take to exit by itself after its quit command and the end of its
+/// input, and again after SIGTERM, before the next step. Engines that loop forever at the end
+/// of their input (Cloudict does, at full CPU) are killed after this.
 pub const EXIT_GRACE: Duration = Duration::from_millis(300);
 
 /// Something the engine printed, or why its output stopped.
@@ -49,6 +53,8 @@ pub enum SpawnError {
         command: String,
         source: std::io::Error,
     },
+    #[error("cannot start engine {command:?}: its folder {} is not a folder", .dir.display())]
+    NoFolder { command: String, dir: PathBuf },
 }
 
 /// A running engine. Dropping it kills its process group; `shutdown` does it politely first.
@@ -63,12 +69,40 @@ pub struct EngineProcess {
 }
 
 impl EngineProcess {
-    /// Starts `command[0]` with the remaining arguments, stdin/stdout piped, stderr passed
-    /// through, in a new process group. Lines longer than `max_line` bytes are reported as
-    /// `TooLong`.
+    /// Starts `command[0]` in the current folder; see `spawn_in`.
     pub fn spawn(command: &[String], max_line: usize) -> Result<EngineProcess, SpawnError> {
+        EngineProcess::spawn_in(command, None, max_line)
+    }
+
+    /// Starts `command[0]` with the remaining arguments, stdin/stdout piped, stderr passed
+    /// through, in a new process group, in folder `cwd` if given (a relative program path
+    /// with a `/`, like `./engine`, is then taken from that folder). Lines longer than
+    /// `max_line` bytes are reported as `TooLong`.
+    pub fn spawn_in(
+        command: &[String],
+        cwd: Option<&Path>,
+        max_line: usize,
+    ) -> Result<EngineProcess, SpawnError> {
         let (program, args) = command.split_first().ok_or(SpawnError::NoCommand)?;
-        let mut cmd = Command::new(program);
+        let mut cmd = match cwd {
+            Some(dir) => {
+                if !dir.is_dir() {
+                    return Err(SpawnError::NoFolder {
+                        command: command.join(" "),
+                        dir: dir.to_path_buf(),
+                    });
+                }
+                let path = Path::new(program);
+                let mut cmd = if path.is_relative() && program.contains('/') {
+                    Command::new(dir.join(path))
+                } else {
+                    Command::new(program)
+                };
+                cmd.current_dir(dir);
+                cmd
+            }
+            None => Command::new(program),
+        };
         cmd.args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -149,10 +183,27 @@ impl EngineProcess {
         Ok(status)
     }
 
-    /// Ends the engine: closes its stdin, gives it `EXIT_GRACE` to exit, sends SIGTERM to its
-    /// group, waits `EXIT_GRACE` again, then SIGKILLs the group, and reaps the child. Whatever
-    /// else is left in the group (grandchildren) is killed too. Bounded in time.
-    pub async fn shutdown(mut self) {
+    /// Its exit status if it exits within `wait` (reaped), else `None`.
+    pub async fn wait_exit_within(&mut self, wait: Duration) -> Option<ExitStatus> {
+        tokio::time::timeout(wait, self.wait_exit())
+            .await
+            .ok()?
+            .ok()
+    }
+
+    /// Ends the engine without a quit command; see `shutdown_with`.
+    pub async fn shutdown(self) {
+        self.shutdown_with(None).await;
+    }
+
+    /// Ends the engine: sends `quit` (its protocol's quit command, if it has one) and closes
+    /// its stdin, gives it `EXIT_GRACE` to exit, sends SIGTERM to its group, waits
+    /// `EXIT_GRACE` again, then SIGKILLs the group, and reaps the child. Whatever else is left
+    /// in the group (grandchildren) is killed too. Bounded in time.
+    pub async fn shutdown_with(mut self, quit: Option<&str>) {
+        if let (Some(line), None) = (quit, self.exit) {
+            self.send(line);
+        }
         self.input = None;
         if self.exit.is_none() {
             if let Ok(Ok(status)) = tokio::time::timeout(EXIT_GRACE, self.child.wait()).await {
@@ -213,7 +264,7 @@ async fn read_lines(
     max_line: usize,
     tx: mpsc::Sender<EngineOutput>,
 ) {
-    let mut frames = FramedRead::new(stdout, CappedLineCodec::new(max_line));
+    let mut frames = FramedRead::new(stdout, EngineLineCodec::new(max_line));
     loop {
         let item = match frames.next().await {
             Some(Ok(Frame::Line(line))) => EngineOutput::Line(line),
@@ -226,6 +277,50 @@ async fn read_lines(
         if tx.send(item).await.is_err() || last {
             return;
         }
+    }
+}
+
+/// Capped lines like the referee link's, except that a last line the engine ends without a
+/// newline (Cloudict's `We loss!`) still counts when its output closes.
+struct EngineLineCodec {
+    lines: CappedLineCodec,
+    max_line: usize,
+}
+
+impl EngineLineCodec {
+    fn new(max_line: usize) -> EngineLineCodec {
+        EngineLineCodec {
+            lines: CappedLineCodec::new(max_line),
+            max_line,
+        }
+    }
+}
+
+impl Decoder for EngineLineCodec {
+    type Item = Frame;
+    type Error = std::io::Error;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, std::io::Error> {
+        self.lines.decode(buf)
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, std::io::Error> {
+        if let Some(frame) = self.lines.decode(buf)? {
+            return Ok(Some(frame));
+        }
+        if buf.is_empty() {
+            return Ok(None);
+        }
+        // The unterminated rest: end it with a newline and let the line codec judge it.
+        if buf.len() > self.max_line {
+            buf.clear();
+            self.lines = CappedLineCodec::new(self.max_line);
+            return Ok(Some(Frame::TooLong));
+        }
+        buf.extend_from_slice(b"\n");
+        let frame = self.lines.decode(buf)?;
+        buf.clear();
+        Ok(frame)
     }
 }
 
@@ -315,6 +410,63 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         assert!(gone, "engine survived its drop");
+    }
+
+    #[tokio::test]
+    async fn a_last_line_without_newline_counts_and_the_folder_is_the_engines() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("data.in"), "from its folder\n").unwrap();
+        std::fs::write(
+            dir.path().join("engine.sh"),
+            "cat data.in; printf 'We loss!'",
+        )
+        .unwrap();
+        let cmd: Vec<String> = ["sh", "./engine.sh"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let mut engine = EngineProcess::spawn_in(&cmd, Some(dir.path()), 1024).unwrap();
+        assert_eq!(
+            engine.next_output().await,
+            EngineOutput::Line("from its folder".into())
+        );
+        assert_eq!(
+            engine.next_output().await,
+            EngineOutput::Line("We loss!".into())
+        );
+        assert_eq!(engine.next_output().await, EngineOutput::Closed);
+        engine.shutdown_with(Some("quit")).await;
+        // A relative program path is taken from the engine's folder, as `./gameEngine` is.
+        use std::os::unix::fs::PermissionsExt;
+        let program = dir.path().join("engine.sh");
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(&program, "#!/bin/sh\ncat data.in\n").unwrap();
+        let relative = vec!["./engine.sh".to_string()];
+        let mut engine = EngineProcess::spawn_in(&relative, Some(dir.path()), 1024).unwrap();
+        assert_eq!(
+            engine.next_output().await,
+            EngineOutput::Line("from its folder".into())
+        );
+        engine.shutdown().await;
+        let missing = dir.path().join("missing");
+        assert!(matches!(
+            EngineProcess::spawn_in(&cmd, Some(&missing), 1024),
+            Err(SpawnError::NoFolder { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn quit_is_sent_before_the_input_closes() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        let script = format!(
+            "while read l; do echo \"$l\" >> {}; done; exit 0",
+            log.display()
+        );
+        let cmd: Vec<String> = vec!["sh".into(), "-c".into(), script];
+        let engine = EngineProcess::spawn(&cmd, 1024).unwrap();
+        engine.shutdown_with(Some("quit")).await;
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "quit\n");
     }
 
     #[tokio::test]

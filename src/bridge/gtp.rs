@@ -1,8 +1,12 @@
 //! GTP engines for Hex (the MoHex/Benzene family): the coordinate and colour mapping between the
 //! contest's Hex and GTP, and the adapter that turns `start`/`turn` into `boardsize`,
-//! `clear_board`, `play` and `genmove` commands and reads the `=`/`?` answers.
+//! `clear_board`, `play` and `genmove` commands and reads the `=`/`?` answers. An answer starts
+//! with `=` or `?` and ends at a blank line; lines before an answer starts (banners, debug output
+//! some engines print on stdout) are chatter for the log. `= resign` resigns the game. Before
+//! the first match the engine is checked with `name`, `protocol_version` and `boardsize 11`; at
+//! the end it gets `quit`.
 //!
-//! Mapping (RULES.md): contest cell (c, r), rows numbered from the bottom, is GTP cell
+//! Mapping (docs/rules.md, Hex): contest cell (c, r), rows numbered from the bottom, is GTP cell
 //! (c, 12 − r), GTP rows numbered from the top (a1 is the top-left corner); column letters are
 //! the same (a–k, `i` included, as Benzene names cells). Red, who moves first and joins the
 //! bottom and top edges, is GTP `black` (Benzene's first player, who joins north and south);
@@ -13,7 +17,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{move_budget, single_game_start, Action, Adapter, Fault};
+use super::{move_budget, single_game_start, Action, Adapter, Fault, Heard};
 use crate::game::coord::parse_point;
 use crate::game::{Point, Side};
 use crate::protocol::{BotMessage, ClockSpec, RefereeMessage};
@@ -105,6 +109,8 @@ enum Expect {
     Setup,
     /// `genmove`: the answer is our move.
     Genmove,
+    /// The check before connecting: an error answer is a failure; `name`'s answer is kept.
+    Check,
 }
 
 struct Sent {
@@ -125,6 +131,10 @@ pub struct GtpAdapter {
     match_id: Option<String>,
     side: Side,
     clock: Option<ClockSpec>,
+    /// The answer to `name` during the check.
+    name: Option<String>,
+    /// Check commands still unanswered.
+    checks_pending: usize,
 }
 
 impl GtpAdapter {
@@ -138,6 +148,8 @@ impl GtpAdapter {
             match_id: None,
             side: Side::First,
             clock: None,
+            name: None,
+            checks_pending: 0,
         }
     }
 
@@ -191,6 +203,12 @@ impl GtpAdapter {
                 )))
             }
             (_, Expect::Init) | (_, Expect::Setup) => {}
+            (_, Expect::Check) => {
+                self.checks_pending = self.checks_pending.saturating_sub(1);
+                if sent.command == "name" {
+                    self.name = Some(rest.to_string());
+                }
+            }
             (_, Expect::Genmove) => {
                 self.move_deadline = None;
                 let match_id = self.match_id.clone().unwrap_or_default();
@@ -239,28 +257,21 @@ impl Adapter for GtpAdapter {
             self.command("clear_board".to_string(), Expect::Setup, now, out);
             return self.play_moves(start.moves, 0, now, out);
         }
-        match msg {
-            RefereeMessage::Turn {
-                moves, ply, clock, ..
-            } => {
-                let first_ply = (*ply as usize).checked_sub(moves.len()).ok_or_else(|| {
-                    Fault(format!(
-                        "turn says ply {ply} but lists {} moves",
-                        moves.len()
-                    ))
-                })?;
-                self.play_moves(moves, first_ply, now, out)?;
-                let colour = colour_of_side(self.side);
-                self.move_deadline = Some(now + move_budget(clock, self.clock.as_ref()));
-                self.command(format!("genmove {colour}"), Expect::Genmove, now, out);
-            }
-            RefereeMessage::End { .. } => {
-                self.sent.clear();
-                self.move_deadline = None;
-                self.setup_deadline = None;
-                out.push(Action::Engine("quit".to_string()));
-            }
-            _ => {}
+        // `end` needs nothing here: the bridge sends `quit` when it stops the engine.
+        if let RefereeMessage::Turn {
+            moves, ply, clock, ..
+        } = msg
+        {
+            let first_ply = (*ply as usize).checked_sub(moves.len()).ok_or_else(|| {
+                Fault(format!(
+                    "turn says ply {ply} but lists {} moves",
+                    moves.len()
+                ))
+            })?;
+            self.play_moves(moves, first_ply, now, out)?;
+            let colour = colour_of_side(self.side);
+            self.move_deadline = Some(now + move_budget(clock, self.clock.as_ref()));
+            self.command(format!("genmove {colour}"), Expect::Genmove, now, out);
         }
         Ok(())
     }
@@ -270,28 +281,27 @@ impl Adapter for GtpAdapter {
         line: &str,
         now: Instant,
         out: &mut Vec<Action>,
-    ) -> Result<(), Fault> {
+    ) -> Result<Heard, Fault> {
         let trimmed = line.trim();
         if self.answer.is_empty() {
             if trimmed.is_empty() {
-                return Ok(());
+                return Ok(Heard::Protocol);
             }
             if !(trimmed.starts_with('=') || trimmed.starts_with('?')) {
-                return Err(Fault(format!(
-                    "the engine printed {trimmed:?}, which is not a GTP answer"
-                )));
+                return Ok(Heard::Chatter);
             }
             self.answer.push(trimmed.to_string());
-            return Ok(());
+            return Ok(Heard::Protocol);
         }
         if trimmed.is_empty() {
-            return self.finish_answer(now, out);
+            self.finish_answer(now, out)?;
+            return Ok(Heard::Protocol);
         }
         self.answer.push(trimmed.to_string());
         if self.answer.len() > 10_000 {
             return Err(Fault("the engine's answer never ends".to_string()));
         }
-        Ok(())
+        Ok(Heard::Protocol)
     }
 
     fn deadline(&self) -> Option<Instant> {
@@ -303,6 +313,25 @@ impl Adapter for GtpAdapter {
             self.setup_deadline
         }
     }
+
+    fn quit_command(&self) -> Option<&'static str> {
+        Some("quit")
+    }
+
+    fn on_check(&mut self, now: Instant, out: &mut Vec<Action>) {
+        for command in ["name", "protocol_version", "boardsize 11"] {
+            self.checks_pending += 1;
+            self.command(command.to_string(), Expect::Check, now, out);
+        }
+    }
+
+    fn check_answered(&self) -> bool {
+        self.checks_pending == 0
+    }
+
+    fn engine_name(&self) -> Option<String> {
+        self.name.clone()
+    }
 }
 
 #[cfg(test)]
@@ -311,7 +340,7 @@ mod tests {
     use crate::protocol::TurnClock;
 
     #[test]
-    fn corners_map_as_rules_md_says() {
+    fn corners_map_as_the_rules_say() {
         // Contest A1 is the bottom-left corner: GTP a11. Contest A11 is the top-left: GTP a1.
         assert_eq!(cell_to_gtp(Point::new(0, 0)), "a11");
         assert_eq!(cell_to_gtp(Point::new(0, 10)), "a1");
@@ -346,7 +375,7 @@ mod tests {
 
     #[test]
     fn neighbours_and_swap_keep_their_meaning() {
-        // RULES.md: (c, r) touches (c+1, r+1); in GTP that is (x+1, y−1), Benzene's neighbour.
+        // The rules: (c, r) touches (c+1, r+1); in GTP that is (x+1, y−1), Benzene's neighbour.
         let p = Point::new(3, 4);
         let q = Point::new(4, 5);
         let (gp, gq) = (cell_to_gtp(p), cell_to_gtp(q));
@@ -436,8 +465,11 @@ mod tests {
                 mv: "K11".into()
             })]
         );
-        // Garbage and refusals are faults.
-        assert!(gtp.on_engine_line("hello there", now, &mut out).is_err());
+        // Stray lines outside an answer are chatter; refusals are faults.
+        assert_eq!(
+            gtp.on_engine_line("hello there", now, &mut out),
+            Ok(Heard::Chatter)
+        );
         let turn = RefereeMessage::Turn {
             match_id: "m1".into(),
             moves: vec!["B2".into()],
@@ -452,5 +484,69 @@ mod tests {
         assert_eq!(lines(&out), ["play w b10", "genmove b"]);
         gtp.on_engine_line("? illegal move", now, &mut out).unwrap();
         assert!(gtp.on_engine_line("", now, &mut out).is_err());
+    }
+
+    #[test]
+    fn the_check_asks_name_version_and_size_and_a_refusal_fails_it() {
+        let now = Instant::now();
+        let mut gtp = GtpAdapter::new(Duration::from_secs(5));
+        let mut out = Vec::new();
+        gtp.on_check(now, &mut out);
+        assert_eq!(lines(&out), ["name", "protocol_version", "boardsize 11"]);
+        assert!(!gtp.check_answered());
+        for line in ["MoHex 2.0 starting", "= MoHex", "", "= 2", ""] {
+            gtp.on_engine_line(line, now, &mut out).unwrap();
+        }
+        assert!(!gtp.check_answered());
+        assert_eq!(gtp.engine_name().as_deref(), Some("MoHex"));
+        gtp.on_engine_line("? unacceptable size", now, &mut out)
+            .unwrap();
+        let fault = gtp.on_engine_line("", now, &mut out).unwrap_err();
+        assert!(fault.0.contains("boardsize 11"), "{fault}");
+    }
+
+    #[test]
+    fn resign_answers_resign_the_game() {
+        let now = Instant::now();
+        let mut gtp = GtpAdapter::new(Duration::from_secs(5));
+        let mut out = Vec::new();
+        let start = RefereeMessage::Start {
+            match_id: "m2".into(),
+            game: "hex".into(),
+            side: "second".into(),
+            colour: "B".into(),
+            opponent: "o".into(),
+            rules: serde_json::json!({}),
+            clock: ClockSpec {
+                initial_ms: 1000,
+                increment_ms: 0,
+                move_limit_ms: None,
+            },
+            moves: vec![],
+        };
+        gtp.on_referee(&start, "", now, &mut out).unwrap();
+        for line in ["=", "", "=", ""] {
+            gtp.on_engine_line(line, now, &mut out).unwrap();
+        }
+        let turn = RefereeMessage::Turn {
+            match_id: "m2".into(),
+            moves: vec!["F6".into()],
+            ply: 1,
+            clock: TurnClock {
+                you_ms: 700,
+                opponent_ms: 1000,
+            },
+        };
+        gtp.on_referee(&turn, "", now, &mut out).unwrap();
+        out.clear();
+        for line in ["=", "", "= resign", ""] {
+            gtp.on_engine_line(line, now, &mut out).unwrap();
+        }
+        assert_eq!(
+            out,
+            [Action::Server(BotMessage::Resign {
+                match_id: "m2".into()
+            })]
+        );
     }
 }

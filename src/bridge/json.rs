@@ -3,13 +3,14 @@
 //! referee with the command line's name and token, so the engine's name and token are not
 //! used); `ping` is answered by the bridge and the engine's `pong`s are dropped; everything
 //! else is relayed line for line, referee messages verbatim, engine messages re-serialised after
-//! they parse.
+//! they parse. Engine lines that do not start with `{` are chatter for the log; a line that
+//! starts with `{` must be a protocol message.
 
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{move_budget, Action, Adapter, Fault};
+use super::{move_budget, Action, Adapter, Fault, Heard};
 use crate::protocol::{parse_bot_line, BotMessage, ClockSpec, RefereeMessage, PROTOCOL_VERSION};
 
 /// Relays one protocol-v1 engine.
@@ -21,6 +22,8 @@ pub struct JsonAdapter {
     server: Option<String>,
     /// The games of the engine's `hello`, once it has said it.
     engine_games: Option<Vec<String>>,
+    /// The name in the engine's `hello`.
+    engine_name: Option<String>,
     hello_deadline: Option<Instant>,
     welcomed: bool,
     /// Referee lines held back until the engine has been welcomed.
@@ -37,6 +40,7 @@ impl JsonAdapter {
             bridge_name: bridge_name.to_string(),
             server,
             engine_games: None,
+            engine_name: None,
             hello_deadline: None,
             welcomed: false,
             held: Vec::new(),
@@ -105,24 +109,28 @@ impl Adapter for JsonAdapter {
         line: &str,
         _now: Instant,
         out: &mut Vec<Action>,
-    ) -> Result<(), Fault> {
-        if line.trim().is_empty() {
-            return Ok(());
+    ) -> Result<Heard, Fault> {
+        if !line.trim_start().starts_with('{') {
+            return Ok(Heard::Chatter);
         }
         let msg = parse_bot_line(line)
             .map_err(|e| Fault(format!("the engine printed {line:?}: {}", e.message)))?;
         match msg {
             BotMessage::Hello {
-                protocol, games, ..
+                protocol,
+                games,
+                name,
+                ..
             } => {
                 if self.engine_games.is_some() {
                     tracing::warn!("the engine said hello twice; ignored");
-                    return Ok(());
+                    return Ok(Heard::Protocol);
                 }
                 if protocol != PROTOCOL_VERSION {
                     tracing::warn!("the engine asks for protocol {protocol}; the bridge speaks 1");
                 }
                 self.engine_games = Some(games);
+                self.engine_name = Some(name);
                 self.hello_deadline = None;
                 self.maybe_welcome(out);
             }
@@ -133,7 +141,7 @@ impl Adapter for JsonAdapter {
                 out.push(Action::Server(msg));
             }
         }
-        Ok(())
+        Ok(Heard::Protocol)
     }
 
     fn deadline(&self) -> Option<Instant> {
@@ -148,6 +156,14 @@ impl Adapter for JsonAdapter {
 
     fn engine_games(&self) -> Option<Vec<String>> {
         self.engine_games.clone()
+    }
+
+    fn check_answered(&self) -> bool {
+        self.engine_games.is_some()
+    }
+
+    fn engine_name(&self) -> Option<String> {
+        self.engine_name.clone()
     }
 }
 
@@ -201,7 +217,11 @@ mod tests {
             })]
         );
         assert_eq!(json.deadline(), None);
-        assert!(json.on_engine_line("garbage", now, &mut out).is_err());
+        assert_eq!(
+            json.on_engine_line("loading weights...", now, &mut out),
+            Ok(Heard::Chatter)
+        );
+        assert!(json.on_engine_line("{garbage", now, &mut out).is_err());
         assert!(json
             .on_engine_line(r#"{"type":"dance"}"#, now, &mut out)
             .is_err());

@@ -4,22 +4,32 @@
 //! protocol: `json` (protocol v1 itself, relayed), `gtp` (Hex, MoHex/Benzene family) or `sau`
 //! (Connect6, the contest's common text protocol).
 //!
-//! Failure policy: an engine that crashes, closes its output, prints something its protocol does
-//! not allow, refuses a command, or stalls past its clock loses the current game: the bridge
-//! sends `resign` at once, says why on stderr, and kills the engine's whole process group. Every
-//! wait for the engine has a deadline: the clock of the last `turn` (plus `CLOCK_MARGIN`) while a
-//! move is due, `setup_timeout` for anything else it must answer.
+//! Engines as they are: each adapter acts only on its protocol's lines; everything else an engine
+//! prints (banners, help, search statistics) is chatter, logged at debug level up to
+//! `CHATTER_LOG_BYTES` per engine run (then counted only), so a chatty engine fills neither disk
+//! nor memory. Before connecting, the engine is started once and checked (`check_engine`): an
+//! engine that cannot start, exits at once or refuses its protocol's first commands is refused
+//! with a message naming the command and what it printed, before it costs a game.
+//!
+//! Failure policy: an engine that crashes, closes its output, prints a protocol line that is
+//! wrong, refuses a command, or stalls past its clock loses the current game: the bridge
+//! sends `resign` at once, says why on stderr, and ends the engine. Every wait for the engine
+//! has a deadline: the clock of the last `turn` (plus `CLOCK_MARGIN`) while a move is due,
+//! `setup_timeout` for anything else it must answer. After each match the engine gets its
+//! protocol's `quit`, a bounded wait, then its whole process group is killed.
 //!
 //! Reads from the referee are capped at 64 KiB per line; the welcome is awaited at most
 //! `WELCOME_TIMEOUT`, but afterwards there is no idle timeout, since between matches the
 //! referee may stay silent for as long as its pairing takes (it pings to check on us).
 
 pub mod child;
+pub mod conformance;
 pub mod gtp;
 pub mod json;
 pub mod sau;
 
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -43,6 +53,15 @@ pub const CLOCK_MARGIN: Duration = Duration::from_millis(500);
 pub const WELCOME_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long an exited engine's remaining output is still read before the exit counts.
 const EXIT_DRAIN: Duration = Duration::from_millis(300);
+/// How long a sau engine that does not answer `name` must stay up, at the check before
+/// connecting, to count as started (one that answers passes at once).
+pub const SAU_ALIVE: Duration = Duration::from_secs(1);
+/// How much of an engine run's chatter goes to the debug log; the rest is only counted.
+pub const CHATTER_LOG_BYTES: usize = 16 * 1024;
+/// Chatter lines are logged cut to this many characters.
+pub const CHATTER_LINE_CHARS: usize = 200;
+/// How many lines of output the start check quotes when it refuses an engine.
+const QUOTED_LINES: usize = 6;
 
 /// The protocol the engine speaks on its stdin/stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +81,7 @@ impl EngineProtocol {
     }
 
     /// The games the bridge offers when `--games` is not given (json asks the engine).
-    fn default_games(self) -> Option<Vec<String>> {
+    pub fn default_games(self) -> Option<Vec<String>> {
         match self {
             EngineProtocol::Json => None,
             EngineProtocol::Gtp => Some(vec!["hex".to_string()]),
@@ -106,6 +125,8 @@ pub struct ConnectOptions {
     pub init: Vec<String>,
     /// The engine command and its arguments.
     pub command: Vec<String>,
+    /// The folder the engine runs in (default: the bridge's own).
+    pub cwd: Option<PathBuf>,
     /// Deadline for answers that are not moves (GTP setup, the json engine's `hello`).
     pub setup_timeout: Duration,
 }
@@ -128,8 +149,15 @@ pub enum BridgeError {
     NoWelcome(Duration),
     #[error(transparent)]
     Spawn(#[from] SpawnError),
-    #[error("the engine did not say hello: {0}")]
-    NoEngineHello(String),
+    #[error("engine `{command}` failed its start check: {problem}; {printed}")]
+    EngineCheck {
+        command: String,
+        problem: String,
+        /// What it printed, quoted, or "it printed nothing".
+        printed: String,
+    },
+    #[error("cannot write the report: {0}")]
+    Report(std::io::Error),
     #[error("interrupted by {0}")]
     Interrupted(&'static str),
 }
@@ -142,6 +170,15 @@ impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// What a line the engine printed was to its adapter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Heard {
+    /// A line of the protocol (acted on).
+    Protocol,
+    /// Anything else: banners, help texts, search output. Logged, never acted on.
+    Chatter,
 }
 
 /// What an adapter wants done.
@@ -169,17 +206,33 @@ pub trait Adapter: Send {
         now: Instant,
         out: &mut Vec<Action>,
     ) -> Result<(), Fault>;
-    /// A line the engine printed.
+    /// A line the engine printed: a protocol line is acted on, anything else is chatter.
     fn on_engine_line(
         &mut self,
         line: &str,
         now: Instant,
         out: &mut Vec<Action>,
-    ) -> Result<(), Fault>;
+    ) -> Result<Heard, Fault>;
     /// When the engine's pending answer is overdue, if it owes one.
     fn deadline(&self) -> Option<Instant>;
     /// The games of a json engine's `hello`, once said.
     fn engine_games(&self) -> Option<Vec<String>> {
+        None
+    }
+    /// The line that asks the engine to exit, sent when a match is over.
+    fn quit_command(&self) -> Option<&'static str> {
+        None
+    }
+    /// The check before connecting: the commands that ask the engine who it is (GTP `name`,
+    /// `protocol_version`, `boardsize`; sau `name`). A json engine's `hello` needs no asking.
+    fn on_check(&mut self, _now: Instant, _out: &mut Vec<Action>) {}
+    /// Every check command has been answered (json: the engine has said hello). A sau engine
+    /// need not answer: staying up for `SAU_ALIVE` is enough too.
+    fn check_answered(&self) -> bool {
+        false
+    }
+    /// The engine's name, if it has said it.
+    fn engine_name(&self) -> Option<String> {
         None
     }
 }
@@ -238,19 +291,88 @@ pub fn single_game_start<'a>(
     }))
 }
 
+/// Logs an engine's chatter at debug level, bounded: at most `CHATTER_LOG_BYTES` per engine
+/// run, each line cut to `CHATTER_LINE_CHARS`; beyond that lines are only counted.
+#[derive(Debug, Default)]
+pub struct ChatterLog {
+    logged_bytes: usize,
+    lines: u64,
+    unlogged: u64,
+}
+
+impl ChatterLog {
+    pub fn note(&mut self, line: &str) {
+        self.lines += 1;
+        if self.logged_bytes >= CHATTER_LOG_BYTES {
+            self.unlogged += 1;
+            return;
+        }
+        let shown = cut(line, CHATTER_LINE_CHARS);
+        self.logged_bytes += shown.len();
+        tracing::debug!("engine chatter (ignored): {shown}");
+        if self.logged_bytes >= CHATTER_LOG_BYTES {
+            tracing::debug!(
+                "{CHATTER_LOG_BYTES} bytes of engine chatter logged; further lines are only counted"
+            );
+        }
+    }
+
+    /// Lines noted so far.
+    pub fn lines(&self) -> u64 {
+        self.lines
+    }
+
+    fn summarise(&self) {
+        if self.unlogged > 0 {
+            tracing::debug!(
+                "{} more lines of engine chatter were not logged",
+                self.unlogged
+            );
+        }
+    }
+}
+
+/// `line` cut to at most `chars` characters, with `…` when cut.
+fn cut(line: &str, chars: usize) -> String {
+    match line.char_indices().nth(chars) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_string(),
+    }
+}
+
 /// A running engine and the adapter that speaks its protocol.
-struct Engine {
+pub struct Engine {
     process: EngineProcess,
     adapter: Box<dyn Adapter>,
+    protocol: EngineProtocol,
     /// It has been given a match (engines are not reused across matches).
     used: bool,
     /// When it exited; its remaining output is read for a moment before that counts.
     exited_at: Option<Instant>,
+    chatter: ChatterLog,
+    /// The first lines it printed (cut), quoted when the start check refuses it.
+    first_lines: Vec<String>,
+}
+
+/// What the engine's output meant.
+#[derive(Debug)]
+pub enum EngineNews {
+    /// A protocol line, acted on (the actions are in `out`).
+    Protocol,
+    /// A line that is not the protocol's (already logged).
+    Chatter(String),
+    /// The engine exited; its remaining output is still read for `EXIT_DRAIN`.
+    Exited(String),
 }
 
 impl Engine {
-    fn start(options: &ConnectOptions, server: Option<&str>) -> Result<Engine, SpawnError> {
-        let process = EngineProcess::spawn(&options.command, protocol::MAX_LINE_BYTES)?;
+    /// Starts the engine of `options` (in its folder) and sends its `--init` lines.
+    pub fn start(options: &ConnectOptions, server: Option<&str>) -> Result<Engine, SpawnError> {
+        let process = EngineProcess::spawn_in(
+            &options.command,
+            options.cwd.as_deref(),
+            protocol::MAX_LINE_BYTES,
+        )?;
         let adapter: Box<dyn Adapter> = match options.protocol {
             EngineProtocol::Json => Box::new(json::JsonAdapter::new(
                 &options.name,
@@ -263,17 +385,19 @@ impl Engine {
         let mut engine = Engine {
             process,
             adapter,
+            protocol: options.protocol,
             used: false,
             exited_at: None,
+            chatter: ChatterLog::default(),
+            first_lines: Vec::new(),
         };
         let mut out = Vec::new();
         engine
             .adapter
             .on_spawn(&options.init, Instant::now(), &mut out);
-        for action in out {
-            if let Action::Engine(line) = action {
-                engine.process.send(&line);
-            }
+        if let Err(fault) = engine.send_lines(out) {
+            // It is already gone: its closed output says so next.
+            tracing::debug!("{fault}");
         }
         tracing::info!(
             pid = ?engine.process.pid(),
@@ -281,6 +405,27 @@ impl Engine {
             options.command.join(" ")
         );
         Ok(engine)
+    }
+
+    /// Sends the engine lines among `actions`; returns the messages for the referee, or a
+    /// fault if the engine no longer takes input.
+    pub fn send_lines(&mut self, actions: Vec<Action>) -> Result<Vec<BotMessage>, Fault> {
+        let mut to_referee = Vec::new();
+        for action in actions {
+            match action {
+                Action::Engine(line) => {
+                    if !self.process.send(&line) {
+                        return Err(Fault("the engine closed its input".to_string()));
+                    }
+                }
+                Action::Server(msg) => to_referee.push(msg),
+            }
+        }
+        Ok(to_referee)
+    }
+
+    pub fn adapter(&mut self) -> &mut dyn Adapter {
+        self.adapter.as_mut()
     }
 
     /// The next event, or never if the engine is gone.
@@ -291,6 +436,71 @@ impl Engine {
         engine.process.next_event().await
     }
 
+    /// The next thing the engine did, read through its adapter; protocol actions go to `out`.
+    /// A fault ends the engine's game. Cancel-safe.
+    pub async fn next_news(&mut self, out: &mut Vec<Action>) -> Result<EngineNews, Fault> {
+        let event = self.process.next_event().await;
+        self.hear(event, Instant::now(), out)
+    }
+
+    fn hear(
+        &mut self,
+        event: EngineEvent,
+        now: Instant,
+        out: &mut Vec<Action>,
+    ) -> Result<EngineNews, Fault> {
+        let output = match event {
+            EngineEvent::Exited(status) => {
+                tracing::debug!("engine exited: {status}");
+                self.exited_at = Some(now);
+                return Ok(EngineNews::Exited(status));
+            }
+            EngineEvent::Output(output) => output,
+        };
+        let chatter = match output {
+            EngineOutput::Line(line) => {
+                if self.first_lines.len() < QUOTED_LINES && !line.trim().is_empty() {
+                    self.first_lines.push(cut(&line, CHATTER_LINE_CHARS));
+                }
+                match self.adapter.on_engine_line(&line, now, out)? {
+                    Heard::Protocol => {
+                        tracing::debug!("from engine: {line}");
+                        return Ok(EngineNews::Protocol);
+                    }
+                    Heard::Chatter => line,
+                }
+            }
+            // Not a line of any protocol; a json engine must print JSON lines only.
+            EngineOutput::TooLong if self.protocol != EngineProtocol::Json => {
+                format!("(a line longer than {} bytes)", protocol::MAX_LINE_BYTES)
+            }
+            EngineOutput::NotUtf8 if self.protocol != EngineProtocol::Json => {
+                "(a line that is not UTF-8)".to_string()
+            }
+            EngineOutput::TooLong => {
+                return Err(Fault(format!(
+                    "the engine printed a line longer than {} bytes",
+                    protocol::MAX_LINE_BYTES
+                )))
+            }
+            EngineOutput::NotUtf8 => {
+                return Err(Fault(
+                    "the engine printed a line that is not UTF-8".to_string(),
+                ))
+            }
+            EngineOutput::Closed => {
+                return Err(Fault(
+                    "the engine closed its output (it exited or crashed)".to_string(),
+                ))
+            }
+            EngineOutput::ReadError(e) => {
+                return Err(Fault(format!("reading the engine's output failed: {e}")))
+            }
+        };
+        self.chatter.note(&chatter);
+        Ok(EngineNews::Chatter(chatter))
+    }
+
     fn deadline(&self) -> Option<Instant> {
         let exit = self.exited_at.map(|t| t + EXIT_DRAIN);
         match (self.adapter.deadline(), exit) {
@@ -298,6 +508,103 @@ impl Engine {
             (a, b) => a.or(b),
         }
     }
+
+    /// "it printed: `a` | `b`" or "it printed nothing".
+    fn quoted_output(&self) -> String {
+        if self.first_lines.is_empty() {
+            return "it printed nothing".to_string();
+        }
+        let quoted: Vec<String> = self.first_lines.iter().map(|l| format!("`{l}`")).collect();
+        format!("it printed: {}", quoted.join(" | "))
+    }
+
+    /// Ends the engine: its protocol's quit command, a bounded wait, then the process group
+    /// is killed (see `EngineProcess::shutdown_with`).
+    pub async fn stop(self) {
+        self.chatter.summarise();
+        let quit = self.adapter.quit_command();
+        self.process.shutdown_with(quit).await;
+    }
+}
+
+/// The check before connecting: starts the engine once and sees that it speaks its protocol
+/// (GTP: answers `name`, `protocol_version`, `boardsize 11`; sau: answers `name`, or else stays
+/// up for `SAU_ALIVE`; json: says hello within `setup_timeout`). Returns the engine
+/// and its name, or an error naming the command and quoting what it printed.
+pub async fn check_engine(
+    options: &ConnectOptions,
+) -> Result<(Engine, Option<String>), BridgeError> {
+    let command = options.command.join(" ");
+    let refuse = |problem: String, printed: String| BridgeError::EngineCheck {
+        command: command.clone(),
+        problem,
+        printed,
+    };
+    let mut engine = Engine::start(options, None)
+        .map_err(|e| refuse(e.to_string(), "it printed nothing".to_string()))?;
+    let started = Instant::now();
+    let mut out = Vec::new();
+    engine.adapter.on_check(started, &mut out);
+    if let Err(fault) = engine.send_lines(std::mem::take(&mut out)) {
+        let printed = engine.quoted_output();
+        engine.stop().await;
+        return Err(refuse(fault.0, printed));
+    }
+    let sau = options.protocol == EngineProtocol::Sau;
+    let answer_by = started + options.setup_timeout;
+    let problem = loop {
+        if engine.exited_at.is_none() {
+            if sau && Instant::now() >= started + SAU_ALIVE {
+                break None;
+            }
+            if engine.adapter.check_answered() {
+                break None;
+            }
+        }
+        let wake = if sau { started + SAU_ALIVE } else { answer_by };
+        let wake = engine.exited_at.map_or(wake, |t| wake.min(t + EXIT_DRAIN));
+        tokio::select! {
+            news = engine.next_news(&mut out) => match news {
+                Ok(EngineNews::Exited(status)) => {
+                    tracing::debug!("engine exited during the check: {status}");
+                }
+                Ok(_) => {
+                    if let Err(fault) = engine.send_lines(std::mem::take(&mut out)) {
+                        break Some(fault.0);
+                    }
+                }
+                Err(fault) => break Some(fault.0),
+            },
+            _ = tokio::time::sleep_until(wake) => {
+                if engine.exited_at.is_some() {
+                    break Some("the engine exited".to_string());
+                }
+                if !sau {
+                    break Some(format!(
+                        "no answer within {} ms (see --setup-timeout-ms)",
+                        options.setup_timeout.as_millis()
+                    ));
+                }
+            }
+        }
+    };
+    if let Some(problem) = problem {
+        let status = match engine.process.wait_exit_within(EXIT_DRAIN).await {
+            Some(status) => format!(" ({status})"),
+            None => String::new(),
+        };
+        let printed = engine.quoted_output();
+        engine.stop().await;
+        return Err(refuse(format!("{problem}{status}"), printed));
+    }
+    let name = engine.adapter.engine_name();
+    tracing::info!(
+        "engine `{command}` passed its start check{}",
+        name.as_deref()
+            .map(|n| format!(" (it says its name is {n:?})"))
+            .unwrap_or_default()
+    );
+    Ok((engine, name))
 }
 
 async fn sleep_until_opt(deadline: Option<Instant>) {
@@ -335,19 +642,19 @@ impl Bridge {
 
     /// Carries out adapter actions; a line the engine can no longer take is a fault.
     async fn apply(&mut self, actions: Vec<Action>) -> Result<Result<(), Fault>, BridgeError> {
-        for action in actions {
-            match action {
-                Action::Engine(line) => {
-                    if let Some(engine) = &self.engine {
-                        if !engine.process.send(&line) {
-                            return Ok(Err(Fault("the engine closed its input".to_string())));
-                        }
-                    }
+        let Some(engine) = &mut self.engine else {
+            return Ok(Ok(()));
+        };
+        let sent = engine.send_lines(actions);
+        match sent {
+            Ok(messages) => {
+                for msg in messages {
+                    self.send_server(&msg).await?;
                 }
-                Action::Server(msg) => self.send_server(&msg).await?,
+                Ok(Ok(()))
             }
+            Err(fault) => Ok(Err(fault)),
         }
-        Ok(Ok(()))
     }
 
     /// The engine failed: resign the current match (once), say why, stop the engine.
@@ -361,15 +668,13 @@ impl Bridge {
             }
             _ => tracing::error!("engine failed: {fault}"),
         }
-        if let Some(engine) = self.engine.take() {
-            engine.process.shutdown().await;
-        }
+        self.stop_engine().await;
         Ok(())
     }
 
     async fn stop_engine(&mut self) {
         if let Some(engine) = self.engine.take() {
-            engine.process.shutdown().await;
+            engine.stop().await;
         }
     }
 
@@ -494,44 +799,16 @@ impl Bridge {
     }
 
     async fn on_engine_event(&mut self, event: EngineEvent) -> Result<(), BridgeError> {
-        let fault = match event {
-            EngineEvent::Exited(status) => {
-                tracing::debug!("engine exited: {status}");
-                if let Some(engine) = &mut self.engine {
-                    engine.exited_at = Some(Instant::now());
-                }
-                return Ok(());
-            }
-            EngineEvent::Output(EngineOutput::Line(line)) => {
-                tracing::debug!("from engine: {line}");
-                let Some(engine) = &mut self.engine else {
-                    return Ok(());
-                };
-                let mut out = Vec::new();
-                let result = engine
-                    .adapter
-                    .on_engine_line(&line, Instant::now(), &mut out);
-                let applied = self.apply(out).await?;
-                match result.and(applied) {
-                    Ok(()) => return Ok(()),
-                    Err(fault) => fault,
-                }
-            }
-            EngineEvent::Output(EngineOutput::TooLong) => Fault(format!(
-                "the engine printed a line longer than {} bytes",
-                protocol::MAX_LINE_BYTES
-            )),
-            EngineEvent::Output(EngineOutput::NotUtf8) => {
-                Fault("the engine printed a line that is not UTF-8".to_string())
-            }
-            EngineEvent::Output(EngineOutput::Closed) => {
-                Fault("the engine closed its output (it exited or crashed)".to_string())
-            }
-            EngineEvent::Output(EngineOutput::ReadError(e)) => {
-                Fault(format!("reading the engine's output failed: {e}"))
-            }
+        let Some(engine) = &mut self.engine else {
+            return Ok(());
         };
-        self.engine_failed(fault).await
+        let mut out = Vec::new();
+        let heard = engine.hear(event, Instant::now(), &mut out);
+        let applied = self.apply(out).await?;
+        match heard.and(applied) {
+            Ok(()) => Ok(()),
+            Err(fault) => self.engine_failed(fault).await,
+        }
     }
 
     async fn on_deadline(&mut self) -> Result<(), BridgeError> {
@@ -570,55 +847,21 @@ impl Bridge {
     }
 }
 
-/// Starts a json engine and waits for its `hello` (for its games list).
-async fn probe_json_engine(options: &ConnectOptions) -> Result<(Engine, Vec<String>), BridgeError> {
-    let mut engine = Some(Engine::start(options, None)?);
-    loop {
-        let deadline = engine.as_ref().and_then(Engine::deadline);
-        let event = tokio::select! {
-            event = Engine::next_event(&mut engine) => event,
-            _ = sleep_until_opt(deadline) => {
-                return Err(BridgeError::NoEngineHello(format!(
-                    "nothing within {:?}",
-                    options.setup_timeout
-                )))
-            }
-        };
-        let Some(e) = &mut engine else {
-            return Err(BridgeError::NoEngineHello("engine gone".to_string()));
-        };
-        match event {
-            EngineEvent::Exited(status) => {
-                e.exited_at = Some(Instant::now());
-                tracing::debug!("engine exited: {status}");
-            }
-            EngineEvent::Output(EngineOutput::Line(line)) => {
-                let mut out = Vec::new();
-                e.adapter
-                    .on_engine_line(&line, Instant::now(), &mut out)
-                    .map_err(|f| BridgeError::NoEngineHello(f.0))?;
-                if let Some(games) = e.adapter.engine_games() {
-                    if let Some(e) = engine.take() {
-                        return Ok((e, games));
-                    }
-                }
-            }
-            EngineEvent::Output(other) => {
-                return Err(BridgeError::NoEngineHello(format!("{other:?}")));
-            }
-        }
-    }
-}
-
 /// Runs `arena connect` until the referee closes the connection. Returns the number of matches
-/// played. The engine never outlives this call (nor a panic inside it).
+/// played. The engine is checked before connecting (`check_engine`); it never outlives this
+/// call (nor a panic inside it).
 pub async fn run(options: ConnectOptions) -> Result<u32, BridgeError> {
+    let (checked, _name) = check_engine(&options).await?;
     let mut engine = None;
     let games = match (options.games.clone(), options.protocol.default_games()) {
-        (Some(games), _) | (None, Some(games)) => games,
+        (Some(games), _) | (None, Some(games)) => {
+            checked.stop().await;
+            games
+        }
         (None, None) => {
-            let (probe, games) = probe_json_engine(&options).await?;
-            engine = Some(probe);
+            let games = checked.adapter.engine_games().unwrap_or_default();
+            // A json engine keeps running: it has said hello and waits for its welcome.
+            engine = Some(checked);
             games
         }
     };
@@ -754,6 +997,21 @@ mod tests {
         assert!(single_game_start(&ping, "hex", "a GTP engine")
             .unwrap()
             .is_none());
+    }
+
+    #[test]
+    fn chatter_logging_is_bounded_and_lines_are_cut() {
+        let mut log = ChatterLog::default();
+        let long = "x".repeat(5_000);
+        for _ in 0..10_000 {
+            log.note(&long);
+        }
+        assert_eq!(log.lines(), 10_000);
+        assert!(log.logged_bytes < CHATTER_LOG_BYTES + CHATTER_LINE_CHARS * 4);
+        assert!(log.unlogged > 9_000);
+        assert_eq!(cut("ab", 5), "ab");
+        assert_eq!(cut("abcdef", 3), "abc…");
+        assert_eq!(cut("六子棋联赛", 2), "六子…");
     }
 
     #[test]

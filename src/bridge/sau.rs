@@ -1,7 +1,11 @@
 //! Connect6 engines speaking the contest's common text protocol ("sau"): the point mapping and
 //! the adapter. The engine gets `new black` or `new white`, then `move XY` (one stone) or
 //! `move XYXY` (two stones) for each opponent turn, and answers with its own `move ...` line
-//! whenever it is its turn (Black answers `new black` with its opening stone).
+//! whenever it is its turn (Black answers `new black` with its opening stone). Only a line that
+//! is exactly `move XY`/`move XYXY` (or `name NAME`, the answer to `name`) counts: engines print
+//! banners, help texts and search statistics between their moves, and all of that is chatter for
+//! the log. A `move` line whose letters are not points A–S is a fault. At the end the engine
+//! gets `quit`.
 //!
 //! A point is two letters A–S, column then row, row A at the bottom: contest `J10` is `JJ`
 //! (column letters are the contest's, row number r is letter 'A' + r − 1).
@@ -10,7 +14,7 @@ use std::collections::VecDeque;
 
 use tokio::time::Instant;
 
-use super::{move_budget, single_game_start, Action, Adapter, Fault};
+use super::{move_budget, single_game_start, Action, Adapter, Fault, Heard};
 use crate::game::coord::parse_point;
 use crate::game::{Point, Side};
 use crate::protocol::{BotMessage, ClockSpec, RefereeMessage};
@@ -80,6 +84,8 @@ pub struct SauAdapter {
     /// A `turn` is waiting for the engine's move.
     awaiting: bool,
     move_deadline: Option<Instant>,
+    /// What the engine answered to `name`.
+    name: Option<String>,
 }
 
 impl SauAdapter {
@@ -91,6 +97,7 @@ impl SauAdapter {
             early: VecDeque::new(),
             awaiting: false,
             move_deadline: None,
+            name: None,
         }
     }
 
@@ -141,25 +148,18 @@ impl Adapter for SauAdapter {
             }
             return Ok(());
         }
-        match msg {
-            RefereeMessage::Turn { moves, clock, .. } => {
-                for mv in moves {
-                    out.push(Action::Engine(format!("move {}", move_to_sau(mv)?)));
-                    self.owed += 1;
-                }
-                if let Some(mv) = self.early.pop_front() {
-                    self.send_move(mv, out);
-                } else {
-                    self.awaiting = true;
-                    self.move_deadline = Some(now + move_budget(clock, self.clock.as_ref()));
-                }
+        // `end` needs nothing here: the bridge sends `quit` when it stops the engine.
+        if let RefereeMessage::Turn { moves, clock, .. } = msg {
+            for mv in moves {
+                out.push(Action::Engine(format!("move {}", move_to_sau(mv)?)));
+                self.owed += 1;
             }
-            RefereeMessage::End { .. } => {
-                self.awaiting = false;
-                self.move_deadline = None;
-                out.push(Action::Engine("end".to_string()));
+            if let Some(mv) = self.early.pop_front() {
+                self.send_move(mv, out);
+            } else {
+                self.awaiting = true;
+                self.move_deadline = Some(now + move_budget(clock, self.clock.as_ref()));
             }
-            _ => {}
         }
         Ok(())
     }
@@ -169,21 +169,21 @@ impl Adapter for SauAdapter {
         line: &str,
         _now: Instant,
         out: &mut Vec<Action>,
-    ) -> Result<(), Fault> {
+    ) -> Result<Heard, Fault> {
         let line = line.trim();
-        if line.is_empty() {
-            return Ok(());
-        }
         let mut words = line.split_whitespace();
+        // Two words exactly: Cloudict's help text has a line starting `name        - print`.
         let (Some(word), Some(letters), None) = (words.next(), words.next(), words.next()) else {
-            return Err(Fault(format!(
-                "the engine printed {line:?}, expected `move XY` or `move XYXY`"
-            )));
+            return Ok(Heard::Chatter);
         };
-        if !word.eq_ignore_ascii_case("move") {
-            return Err(Fault(format!(
-                "the engine printed {line:?}, expected `move XY` or `move XYXY`"
-            )));
+        if word == "name" {
+            self.name = Some(letters.to_string());
+            return Ok(Heard::Protocol);
+        }
+        let looks_like_points =
+            matches!(letters.len(), 2 | 4) && letters.bytes().all(|b| b.is_ascii_alphabetic());
+        if word != "move" || !looks_like_points {
+            return Ok(Heard::Chatter);
         }
         let Some(mv) = move_from_sau(letters) else {
             return Err(Fault(format!(
@@ -201,7 +201,7 @@ impl Adapter for SauAdapter {
         } else {
             self.early.push_back(mv);
         }
-        Ok(())
+        Ok(Heard::Protocol)
     }
 
     fn deadline(&self) -> Option<Instant> {
@@ -210,6 +210,22 @@ impl Adapter for SauAdapter {
         } else {
             None
         }
+    }
+
+    fn quit_command(&self) -> Option<&'static str> {
+        Some("quit")
+    }
+
+    fn on_check(&mut self, _now: Instant, out: &mut Vec<Action>) {
+        out.push(Action::Engine("name".to_string()));
+    }
+
+    fn check_answered(&self) -> bool {
+        self.name.is_some()
+    }
+
+    fn engine_name(&self) -> Option<String> {
+        self.name.clone()
     }
 }
 
@@ -313,9 +329,60 @@ mod tests {
             })]
         );
         assert_eq!(sau.deadline(), None);
-        // A move nobody asked for, or garbage, is a fault.
+        // A move nobody asked for, or a move off the board, is a fault.
         assert!(sau.on_engine_line("move AA", now, &mut out).is_err());
-        assert!(sau.on_engine_line("hello", now, &mut out).is_err());
+        assert!(sau.on_engine_line("move ZZ", now, &mut out).is_err());
+    }
+
+    #[test]
+    fn only_exact_move_and_name_lines_count_the_rest_is_chatter() {
+        let now = Instant::now();
+        let mut sau = SauAdapter::new();
+        let mut out = Vec::new();
+        sau.on_referee(&start("second", "W", &[]), "", now, &mut out)
+            .unwrap();
+        assert_eq!(out, [Action::Engine("new white".into())]);
+        out.clear();
+        for chatter in [
+            "On help for GameEngine Cloudict.Connect6",
+            "            move XXXX   - tell the engine that the opponent take the move XXXX,",
+            "VCF time : 0.001",
+            "AB Time :\t0.152",
+            "Node :\t1234",
+            "",
+            "We loss!",
+            "move",
+            "moves JJ",
+            "move J10",
+            "move JJ KK",
+            "Move JJ",
+            "            name        - print the name of the Game Engine.",
+        ] {
+            assert_eq!(
+                sau.on_engine_line(chatter, now, &mut out),
+                Ok(Heard::Chatter),
+                "{chatter:?}"
+            );
+        }
+        assert!(out.is_empty());
+        assert_eq!(
+            sau.on_engine_line("name Cloudict.Connect6", now, &mut out),
+            Ok(Heard::Protocol)
+        );
+        assert_eq!(sau.engine_name().as_deref(), Some("Cloudict.Connect6"));
+        sau.on_referee(&turn(&["J10"]), "", now, &mut out).unwrap();
+        out.clear();
+        assert_eq!(
+            sau.on_engine_line("  move KKLL  ", now, &mut out),
+            Ok(Heard::Protocol)
+        );
+        assert_eq!(
+            out,
+            [Action::Server(BotMessage::Move {
+                match_id: "m".into(),
+                mv: "K11,L12".into()
+            })]
+        );
     }
 
     #[test]

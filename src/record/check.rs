@@ -2,9 +2,11 @@
 //! file `ok RESULT FILE` or `invalid WHY FILE`.
 //!
 //! A record is valid when it parses, every move is legal, each move's colour letter names the
-//! side to move, no move follows the end of the game, and the stated result agrees with the
-//! result the moves reach. When the moves end nothing (RESULT `none`), the stated result must
-//! have come from a clock, a resignation or a forfeit, and is accepted as it stands.
+//! side to move, no move follows the end of the game (one exception: the second stone of a
+//! Connect6 record's last turn, when the first already made six, is ignored), and the stated
+//! result agrees with the result the moves reach. When the moves end nothing (RESULT `none`),
+//! the stated result must have come from a clock, a resignation or a forfeit, and is accepted
+//! as it stands.
 
 use std::fmt;
 use std::fs::File;
@@ -197,8 +199,11 @@ fn check_parsed(
             .play_text(&mv.text)
             .map_err(|e| play_failure(number, mv, e))?;
         if played != canonical {
-            // Connect6: the pair's first stone already won; its second stone is after the end.
-            if let Some(outcome) = position.outcome() {
+            // Connect6: the pair's first stone already won. In the record's last turn its
+            // second stone is ignored (as the server ignores it in a bot's `J10,K11`); before
+            // any later move it is a stone after the end.
+            let last = number == parsed.moves.len();
+            if let (Some(outcome), false) = (position.outcome(), last) {
                 return Err(CheckFailure::AfterEnd {
                     token: mv.token + mv.token_count.saturating_sub(1),
                     text: mv.written.rsplit(';').next().unwrap_or("").to_string(),
@@ -284,6 +289,23 @@ mod tests {
             matches!(verdict, CheckVerdict::Invalid(CheckFailure::Rules(_))),
             "{verdict}"
         );
+    }
+
+    #[test]
+    fn only_the_last_connect6_turn_may_carry_a_stone_after_six() {
+        let head = "{[C6][a B][b W][先手胜][2024.01.01 10:00][e];B(J,10);W(A,1);W(A,2);B(J,11);\
+                    B(J,12);W(A,3);W(A,4);B(J,13);B(J,14);W(B,1);W(B,2)";
+        let ignored = format!("{head};B(J,15);B(J,9)}}");
+        assert!(check_bytes(ignored.as_bytes()).is_ok(), "{ignored}");
+        let followed = format!("{head};B(J,15);B(J,9);W(C,1)}}");
+        assert!(matches!(
+            check_bytes(followed.as_bytes()),
+            CheckVerdict::Invalid(CheckFailure::AfterEnd { token: 13, .. })
+        ));
+        // A lone winning stone followed by a stone of the same side is not a pair of the last
+        // turn either way: three black stones make a pair and a lone stone after the end.
+        let three = format!("{head};B(J,15);B(J,9);B(C,3)}}");
+        assert!(!check_bytes(three.as_bytes()).is_ok());
     }
 
     #[test]

@@ -94,9 +94,9 @@ fn replay_handles_a_hundred_thousand_lines() {
     for (i, line) in lines.iter().enumerate() {
         let expected = match i % 4 {
             0 => "none 3",
-            1 => "illegal 2 F6",
+            1 => "illegal 2 F6 F6 is already occupied",
             2 => "none 0",
-            _ => "illegal 1 Z99",
+            _ => "illegal 1 Z99 column Z is off the board (A-K) (at character 1)",
         };
         assert_eq!(*line, expected, "line {}", i + 1);
     }
@@ -118,6 +118,15 @@ fn perft_prints_one_line_per_depth_for_every_game() {
         assert_eq!(lines[0], first, "{game}");
         assert!(lines[1].starts_with("2 "), "{game}: {text}");
     }
+}
+
+#[test]
+fn perft_to_depth_zero_is_refused() {
+    let output = arena().args(["perft", "hex", "0"]).output().unwrap();
+    assert!(!output.status.success());
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("invalid value '0'"), "{stderr}");
 }
 
 #[test]
