@@ -241,8 +241,10 @@ struct Login {
 }
 
 /// Logs to stderr: info by default, debug with -v, trace with -vv; RUST_LOG overrides.
-fn init_logging(verbose: u8) {
+fn init_logging(verbose: u8, quiet: bool) {
     let default = match verbose {
+        // `arena match` shows its own progress line; the server's per-game log would drown it.
+        0 if quiet => "warn",
         0 => "info",
         1 => "debug",
         _ => "trace",
@@ -286,7 +288,10 @@ fn parse_rules(text: &str) -> anyhow::Result<serde_json::Value> {
 }
 
 fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
-    init_logging(cli.verbose);
+    init_logging(
+        cli.verbose,
+        matches!(cli.command, Some(Command::Match(_) | Command::Duel { .. })),
+    );
     // Not `stdout().lock()`: the server prints progress lines from its own threads (in-process
     // under `arena bench`), which would wait forever on a lock this thread holds.
     let mut out = BufWriter::new(io::stdout());

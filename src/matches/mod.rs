@@ -388,11 +388,19 @@ impl Tally {
 
     /// Elo difference with its interval: from the pairs when there are complete pairs (their
     /// spread is what the openings leave), else from the games.
+    /// When the pairs show no spread at all (every pair scored alike), the interval comes from
+    /// the counts regularised as the SPRT does (each empty count as 0.001 pairs), so that it is
+    /// not a single point.
     pub fn elo(&self) -> Option<EloEstimate> {
         let pairs = self.pentanomial();
-        Moments::pentanomial(&pairs)
-            .or_else(|| Moments::trinomial(self.wdl))
-            .map(EloEstimate::of)
+        match Moments::pentanomial(&pairs) {
+            Some(m) if m.variance > 0.0 => Some(EloEstimate::of(m)),
+            Some(m) => Moments::regularized(&pairs).map(|r| EloEstimate {
+                elo: stats::elo_of_score(m.mean),
+                ..EloEstimate::of(r)
+            }),
+            None => Moments::trinomial(self.wdl).map(EloEstimate::of),
+        }
     }
 }
 
@@ -515,7 +523,7 @@ impl MatchReport {
             self.engines[0],
             self.games,
             100.0 * self.score,
-            elo_text(self.elo, self.elo_ci95),
+            elo_text(self.games, self.score, self.elo, self.elo_ci95),
         );
         if let Some(sprt) = &self.sprt {
             line.push_str(&format!(
@@ -555,7 +563,7 @@ impl MatchReport {
         writeln!(
             out,
             "Elo         {} (95%)",
-            elo_text(self.elo, self.elo_ci95)
+            elo_text(self.games, self.score, self.elo, self.elo_ci95)
         )?;
         if let Some(los) = self.los {
             writeln!(out, "LOS         {:.1}%", 100.0 * los)?;
@@ -614,12 +622,15 @@ fn signed(x: f64) -> String {
     format!("{x:+.1}")
 }
 
-fn elo_text(elo: Option<f64>, ci: [Option<f64>; 2]) -> String {
+/// `+87.3 [-20.1, +201.5]`; a score of 1 or 0 is `+inf` or `-inf`.
+fn elo_text(games: u32, score: f64, elo: Option<f64>, ci: [Option<f64>; 2]) -> String {
+    let infinite = |x: f64| if x > 0.5 { "+inf" } else { "-inf" };
     let bound = |x: Option<f64>, inf: &str| x.map_or_else(|| inf.to_string(), signed);
-    match elo {
-        Some(e) => format!("{} [{}, {}]", signed(e), bound(ci[0], "-inf"), bound(ci[1], "+inf")),
-        None => "n/a".to_string(),
+    if games == 0 {
+        return "n/a".to_string();
     }
+    let centre = elo.map_or_else(|| infinite(score).to_string(), signed);
+    format!("{centre} [{}, {}]", bound(ci[0], "-inf"), bound(ci[1], "+inf"))
 }
 
 /// Reads games.jsonl from where it was last read, one complete line at a time.

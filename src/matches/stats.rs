@@ -48,20 +48,20 @@ pub struct Moments {
 
 impl Moments {
     fn of(counts: &[u32], scores: &[f64]) -> Option<Moments> {
-        let samples: f64 = counts.iter().map(|&c| f64::from(c)).sum();
-        if samples == 0.0 {
+        let counts: Vec<f64> = counts.iter().map(|&c| f64::from(c)).collect();
+        Moments::of_real(&counts, scores)
+    }
+
+    fn of_real(counts: &[f64], scores: &[f64]) -> Option<Moments> {
+        let samples: f64 = counts.iter().sum();
+        if samples <= 0.0 {
             return None;
         }
-        let mean = counts
-            .iter()
-            .zip(scores)
-            .map(|(&c, &s)| f64::from(c) * s)
-            .sum::<f64>()
-            / samples;
+        let mean = counts.iter().zip(scores).map(|(c, s)| c * s).sum::<f64>() / samples;
         let variance = counts
             .iter()
             .zip(scores)
-            .map(|(&c, &s)| f64::from(c) * (s - mean).powi(2))
+            .map(|(c, s)| c * (s - mean).powi(2))
             .sum::<f64>()
             / samples;
         Some(Moments {
@@ -79,6 +79,13 @@ impl Moments {
     /// From pentanomial counts (one sample per game pair, scored 0 to 1).
     pub fn pentanomial(pairs: &Pentanomial) -> Option<Moments> {
         Moments::of(pairs, &PAIR_SCORES)
+    }
+
+    /// As [`Moments::pentanomial`], each empty count taken as 0.001 pairs (OpenBench's
+    /// regularisation for the SPRT).
+    pub fn regularized(pairs: &Pentanomial) -> Option<Moments> {
+        let counts: Vec<f64> = pairs.iter().map(|&c| f64::from(c).max(1e-3)).collect();
+        Moments::of_real(&counts, &PAIR_SCORES)
     }
 
     /// Standard error of the mean.
@@ -264,13 +271,17 @@ impl SprtSpec {
         ((1.0 - self.beta) / self.alpha).ln()
     }
 
-    /// The log-likelihood ratio of the pentanomial counts (0 while there is no pair or no
-    /// spread, as in fastchess):
+    /// The log-likelihood ratio of the pentanomial counts (0 while there is no pair). As
+    /// OpenBench does, every empty count is taken as 0.001 pairs, so that a one-sided run (every
+    /// pair won twice: no spread at all) still builds evidence instead of staying at 0:
     /// `LLR = N · (s1 − s0) · (2·mean − s0 − s1) / (2·variance)`, with the pair scores' mean and
     /// variance, and s0, s1 the scores of elo0, elo1 (normalised: `s = ½ + nElo · √(2·variance)
     /// · ln10 / 800`, per-game spread being √2 times the pair's).
     pub fn llr(&self, pairs: &Pentanomial) -> f64 {
-        let Some(m) = Moments::pentanomial(pairs) else {
+        if pairs.iter().all(|&c| c == 0) {
+            return 0.0;
+        }
+        let Some(m) = Moments::regularized(pairs) else {
             return 0.0;
         };
         if m.variance <= 0.0 {
@@ -412,8 +423,12 @@ mod tests {
         assert_eq!(weak.decision, Some(false), "{weak:?}");
         let early = spec.result(&[0, 0, 1, 0, 1]);
         assert_eq!(early.decision, None, "{early:?}");
-        // No spread yet: no evidence either way.
-        assert_eq!(spec.llr(&[0, 0, 0, 0, 5]), 0.0);
+        assert_eq!(spec.llr(&[0; 5]), 0.0);
+        // Every pair won twice: no spread, but the regularised counts still decide, within a
+        // handful of pairs (1 pair: LLR ≈ 0.47, not yet).
+        assert_eq!(spec.result(&[0, 0, 0, 0, 1]).decision, None);
+        assert_eq!(spec.result(&[0, 0, 0, 0, 6]).decision, Some(true));
+        assert_eq!(spec.result(&[6, 0, 0, 0, 0]).decision, Some(false));
     }
 
     #[test]
