@@ -88,7 +88,7 @@ impl FromStr for EngineKind {
         }
         spec.parse::<ProgramSpec>()
             .map(EngineKind::Program)
-            .map_err(|e| err(format!("{e}; or builtin:ENGINE")))
+            .map_err(|e| MatchError::Plan(format!("--engine {e}; or builtin:ENGINE")))
     }
 }
 
@@ -754,7 +754,10 @@ pub async fn run(
             }
         };
         let added = add_lines(follower.read_new(), &mut tally, &mut seen);
-        if added > 0 || finished {
+        if finished {
+            report = report_now(&tally);
+        }
+        if added > 0 {
             report = report_now(&tally);
             let played = tally.games().saturating_sub(resumed);
             let eta = (played > 0).then(|| {
