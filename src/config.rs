@@ -395,7 +395,11 @@ impl Config {
                 ));
             }
             if kinds > 1 {
-                let field = if bot.program.is_some() { "program" } else { "builtin" };
+                let field = if bot.program.is_some() {
+                    "program"
+                } else {
+                    "builtin"
+                };
                 return Err(ConfigError::invalid(
                     key(field),
                     format!(
@@ -429,10 +433,7 @@ impl Config {
                     ("memory_mb", bot.memory_mb.is_some()),
                 ] {
                     if set {
-                        return Err(ConfigError::invalid(
-                            key(field),
-                            "only for `program` bots",
-                        ));
+                        return Err(ConfigError::invalid(key(field), "only for `program` bots"));
                     }
                 }
             }

@@ -487,22 +487,37 @@ fn engine_entries(
     let Some(sub) = sub else {
         return Ok(entries);
     };
-    let engine_at: Vec<usize> = sub.indices_of("engines").map(|i| i.collect()).unwrap_or_default();
+    let engine_at: Vec<usize> = sub
+        .indices_of("engines")
+        .map(|i| i.collect())
+        .unwrap_or_default();
     let owner = |index: usize, flag: &str| -> anyhow::Result<usize> {
         engine_at
             .iter()
             .rposition(|&at| at < index)
             .ok_or_else(|| anyhow::anyhow!("{flag} must follow the --engine it is for"))
     };
-    for (name, index) in args.names.iter().zip(sub.indices_of("names").into_iter().flatten()) {
+    for (name, index) in args
+        .names
+        .iter()
+        .zip(sub.indices_of("names").into_iter().flatten())
+    {
         let e = owner(index, "--name")?;
         entries[e].name = Some(name.clone());
     }
-    for (dir, index) in args.dirs.iter().zip(sub.indices_of("dirs").into_iter().flatten()) {
+    for (dir, index) in args
+        .dirs
+        .iter()
+        .zip(sub.indices_of("dirs").into_iter().flatten())
+    {
         let e = owner(index, "--dir")?;
         entries[e].dir = Some(dir.clone());
     }
-    for (line, index) in args.inits.iter().zip(sub.indices_of("inits").into_iter().flatten()) {
+    for (line, index) in args
+        .inits
+        .iter()
+        .zip(sub.indices_of("inits").into_iter().flatten())
+    {
         let e = owner(index, "--init")?;
         entries[e].init.push(line.clone());
     }
@@ -579,9 +594,8 @@ fn run_match(
         }
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let report = runtime.block_on(async {
-        matches::run(&plan, shutdown_on_ctrl_c(), &mut observer).await
-    });
+    let report =
+        runtime.block_on(async { matches::run(&plan, shutdown_on_ctrl_c(), &mut observer).await });
     if terminal {
         eprintln!();
     }

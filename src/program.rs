@@ -37,12 +37,13 @@ impl FromStr for ProgramSpec {
         let (protocol, command) = spec
             .split_once(':')
             .ok_or_else(|| ProgramSpecError::NoProtocol(spec.to_string()))?;
-        let protocol = protocol
-            .parse::<EngineProtocol>()
-            .map_err(|message| ProgramSpecError::Protocol {
-                spec: spec.to_string(),
-                message,
-            })?;
+        let protocol =
+            protocol
+                .parse::<EngineProtocol>()
+                .map_err(|message| ProgramSpecError::Protocol {
+                    spec: spec.to_string(),
+                    message,
+                })?;
         let command = shlex::split(command)
             .filter(|words| !words.is_empty())
             .ok_or_else(|| ProgramSpecError::Command(spec.to_string()))?;
@@ -134,7 +135,10 @@ impl Limits {
         if !self.cpus.is_empty() {
             if let Err(e) = set_affinity(&self.cpus) {
                 // Not fatal: an engine without pinning still plays.
-                eprintln!("arena engine-exec: cannot pin to cores {:?}: {e}", self.cpus);
+                eprintln!(
+                    "arena engine-exec: cannot pin to cores {:?}: {e}",
+                    self.cpus
+                );
             }
         }
         std::process::Command::new(program).args(args).exec()

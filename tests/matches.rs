@@ -39,15 +39,35 @@ fn games_jsonl(out: &Path) -> Vec<Value> {
 }
 
 fn sum(v: &Value) -> u64 {
-    v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).sum()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .sum()
 }
 
 #[test]
 fn a_match_of_builtins_plays_every_game_from_the_openings_and_reports() {
     let out = tempfile::tempdir().unwrap();
     let output = arena()
-        .args(["match", "hex", "--engine", "builtin:greedy", "--engine", "builtin:random"])
-        .args(["--games", "4", "--concurrency", "2", "--clock", "5+0", "--json", "--out"])
+        .args([
+            "match",
+            "hex",
+            "--engine",
+            "builtin:greedy",
+            "--engine",
+            "builtin:random",
+        ])
+        .args([
+            "--games",
+            "4",
+            "--concurrency",
+            "2",
+            "--clock",
+            "5+0",
+            "--json",
+            "--out",
+        ])
         .arg(out.path())
         .output()
         .unwrap();
@@ -76,14 +96,24 @@ fn a_match_of_builtins_plays_every_game_from_the_openings_and_reports() {
     // with the colours reversed.
     let lines = games_jsonl(out.path());
     assert_eq!(lines.len(), 4);
-    assert_eq!(std::fs::read_dir(out.path().join("records")).unwrap().count(), 4);
+    assert_eq!(
+        std::fs::read_dir(out.path().join("records"))
+            .unwrap()
+            .count(),
+        4
+    );
     let openings =
         arena::openings::builtin_openings(arena::game::GameId::Hex, &Value::Null).unwrap();
     for line in &lines {
         let id = line["match"].as_str().unwrap();
         let number: usize = id.rsplit_once("-g").unwrap().1.parse().unwrap();
         let opening = &openings[(number - 1) / 2];
-        let moves: Vec<&str> = line["moves"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
+        let moves: Vec<&str> = line["moves"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.as_str().unwrap())
+            .collect();
         assert_eq!(&moves[..opening.len()], opening.as_slice(), "{id}");
         let greedy_first = line["first"] == "greedy";
         assert_eq!(greedy_first, number % 2 == 1, "{id}: colours alternate");
@@ -91,14 +121,32 @@ fn a_match_of_builtins_plays_every_game_from_the_openings_and_reports() {
 
     // Run again with the same command: everything is already played; the table is printed.
     let output = arena()
-        .args(["match", "hex", "--engine", "builtin:greedy", "--engine", "builtin:random"])
-        .args(["--games", "4", "--concurrency", "2", "--clock", "5+0", "--out"])
+        .args([
+            "match",
+            "hex",
+            "--engine",
+            "builtin:greedy",
+            "--engine",
+            "builtin:random",
+        ])
+        .args([
+            "--games",
+            "4",
+            "--concurrency",
+            "2",
+            "--clock",
+            "5+0",
+            "--out",
+        ])
         .arg(out.path())
         .output()
         .unwrap();
     let table = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{table}");
-    assert!(table.contains(&format!("greedy: W {w} D {d} L {l}")), "{table}");
+    assert!(
+        table.contains(&format!("greedy: W {w} D {d} L {l}")),
+        "{table}"
+    );
     for part in ["Elo", "LOS", "pairs", "end reasons"] {
         assert!(table.contains(part), "{part}: {table}");
     }
@@ -125,10 +173,17 @@ fn an_interrupted_match_kills_its_engines_and_resumes_with_the_same_command() {
         }
         c
     };
-    let mut child = command(false).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let child = command(false)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let began = Instant::now();
     while games_jsonl(out.path()).is_empty() {
-        assert!(began.elapsed() < Duration::from_secs(120), "no game finished");
+        assert!(
+            began.elapsed() < Duration::from_secs(120),
+            "no game finished"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     // SAFETY: sends SIGINT to the child we started.
@@ -141,7 +196,10 @@ fn an_interrupted_match_kills_its_engines_and_resumes_with_the_same_command() {
     let played = games_jsonl(out.path()).len();
     assert!(played < 6, "interrupted before the end ({played} games)");
     assert!(table.contains("interrupted"), "{table}");
-    assert!(table.contains(&format!("games       {played} of 6")), "{table}");
+    assert!(
+        table.contains(&format!("games       {played} of 6")),
+        "{table}"
+    );
     let pid: i32 = std::fs::read_to_string(engine_dir.path().join("pid"))
         .unwrap()
         .trim()
@@ -182,7 +240,16 @@ fn an_sprt_stops_a_lopsided_match_with_h1() {
 #[test]
 fn per_engine_settings_must_follow_an_engine() {
     let output = arena()
-        .args(["match", "hex", "--name", "x", "--engine", "builtin:greedy", "--engine", "builtin:random"])
+        .args([
+            "match",
+            "hex",
+            "--name",
+            "x",
+            "--engine",
+            "builtin:greedy",
+            "--engine",
+            "builtin:random",
+        ])
         .output()
         .unwrap();
     assert!(!output.status.success());
@@ -193,7 +260,14 @@ fn per_engine_settings_must_follow_an_engine() {
         .unwrap();
     assert!(String::from_utf8_lossy(&output.stderr).contains("exactly two --engine"));
     let output = arena()
-        .args(["match", "hex", "--engine", "uci:./x", "--engine", "builtin:random"])
+        .args([
+            "match",
+            "hex",
+            "--engine",
+            "uci:./x",
+            "--engine",
+            "builtin:random",
+        ])
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&output.stderr).contains("expected json, gtp or sau"));
@@ -254,6 +328,10 @@ clock = {{ initial_ms = 10000 }}
     // The engine ran in its folder (it wrote its pid to "."), once per game, and is gone.
     let log = std::fs::read_to_string(team.join("log")).unwrap();
     assert_eq!(log.matches("boardsize 11").count(), 2, "{log}");
-    let pid: i32 = std::fs::read_to_string(team.join("pid")).unwrap().trim().parse().unwrap();
+    let pid: i32 = std::fs::read_to_string(team.join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     assert!(!alive(pid));
 }

@@ -122,7 +122,10 @@ impl EngineEntry {
                 .command
                 .first()
                 .and_then(|c| Path::new(c).file_name())
-                .map_or_else(|| "engine".to_string(), |n| n.to_string_lossy().into_owned()),
+                .map_or_else(
+                    || "engine".to_string(),
+                    |n| n.to_string_lossy().into_owned(),
+                ),
         }
     }
 }
@@ -148,11 +151,15 @@ pub struct MatchPlan {
 
 /// Parses `--clock INITIAL+INC` in seconds (`10+0.1`, `60`) into milliseconds.
 pub fn parse_clock(text: &str) -> Result<(u64, u64), MatchError> {
-    let bad = || MatchError::Plan(format!("--clock {text:?}: expected INITIAL+INCREMENT in seconds, e.g. 10+0.1"));
+    let bad = || {
+        MatchError::Plan(format!(
+            "--clock {text:?}: expected INITIAL+INCREMENT in seconds, e.g. 10+0.1"
+        ))
+    };
     let (initial, increment) = text.split_once('+').unwrap_or((text, "0"));
     let seconds = |s: &str| -> Result<u64, MatchError> {
         let v: f64 = s.trim().parse().map_err(|_| bad())?;
-        if !v.is_finite() || v < 0.0 || v > 1e7 {
+        if !v.is_finite() || !(0.0..=1e7).contains(&v) {
             return Err(bad());
         }
         Ok((v * 1000.0).round() as u64)
@@ -274,8 +281,14 @@ impl MatchPlan {
         // Built-in options are checked now rather than by a client that would retry forever.
         for (entry, name) in self.engines.iter().zip(&names) {
             if let EngineKind::Builtin { engine, options } = &entry.kind {
-                crate::engine::new_engine(engine, self.game, &config.tournaments[0].rules, options, 1)
-                    .map_err(|e| MatchError::Plan(format!("engine {name:?}: {e}")))?;
+                crate::engine::new_engine(
+                    engine,
+                    self.game,
+                    &config.tournaments[0].rules,
+                    options,
+                    1,
+                )
+                .map_err(|e| MatchError::Plan(format!("engine {name:?}: {e}")))?;
             }
         }
         Ok(config)
@@ -364,7 +377,7 @@ impl Tally {
             None => entry.draws += 1,
         }
         let pair = game.number.saturating_sub(1) / 2;
-        let slot = usize::from(game.number % 2 == 0);
+        let slot = usize::from(game.number.is_multiple_of(2));
         self.pairs.entry(pair).or_default()[slot] = Some(points);
     }
 
@@ -513,7 +526,15 @@ impl MatchReport {
             (self.games as usize * WIDTH / self.planned as usize).min(WIDTH)
         };
         let bar: String = (0..WIDTH)
-            .map(|i| if i < done { '=' } else if i == done { '>' } else { ' ' })
+            .map(|i| {
+                if i < done {
+                    '='
+                } else if i == done {
+                    '>'
+                } else {
+                    ' '
+                }
+            })
             .collect();
         let points = f64::from(self.wins) + 0.5 * f64::from(self.draws);
         let mut line = format!(
@@ -533,7 +554,12 @@ impl MatchReport {
         }
         if let Some(eta) = eta {
             let s = eta.as_secs();
-            line.push_str(&format!("  ETA {}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60));
+            line.push_str(&format!(
+                "  ETA {}:{:02}:{:02}",
+                s / 3600,
+                s / 60 % 60,
+                s % 60
+            ));
         }
         line
     }
@@ -630,7 +656,11 @@ fn elo_text(games: u32, score: f64, elo: Option<f64>, ci: [Option<f64>; 2]) -> S
         return "n/a".to_string();
     }
     let centre = elo.map_or_else(|| infinite(score).to_string(), signed);
-    format!("{centre} [{}, {}]", bound(ci[0], "-inf"), bound(ci[1], "+inf"))
+    format!(
+        "{centre} [{}, {}]",
+        bound(ci[0], "-inf"),
+        bound(ci[1], "+inf")
+    )
 }
 
 /// Reads games.jsonl from where it was last read, one complete line at a time.
@@ -708,21 +738,22 @@ pub async fn run(
     let mut follower = JsonlFollower::new(games_file);
     let mut tally = Tally::default();
     let mut seen = std::collections::HashSet::new();
-    let add_lines = |lines: Vec<Value>, tally: &mut Tally, seen: &mut std::collections::HashSet<u32>| {
-        let mut added = 0u32;
-        for line in lines {
-            if line.get("tournament").and_then(Value::as_str) != Some(TOURNAMENT) {
-                continue;
-            }
-            if let Some(game) = GameResult::from_line(&line, &names[0]) {
-                if seen.insert(game.number) {
-                    tally.add(&game);
-                    added += 1;
+    let add_lines =
+        |lines: Vec<Value>, tally: &mut Tally, seen: &mut std::collections::HashSet<u32>| {
+            let mut added = 0u32;
+            for line in lines {
+                if line.get("tournament").and_then(Value::as_str) != Some(TOURNAMENT) {
+                    continue;
+                }
+                if let Some(game) = GameResult::from_line(&line, &names[0]) {
+                    if seen.insert(game.number) {
+                        tally.add(&game);
+                        added += 1;
+                    }
                 }
             }
-        }
-        added
-    };
+            added
+        };
     let resumed = add_lines(follower.read_new(), &mut tally, &mut seen);
     let report_now = |tally: &Tally| {
         let mut r = MatchReport::of(plan.game, &names, plan.games, tally, plan.sprt.as_ref());
@@ -735,7 +766,11 @@ pub async fn run(
     let decided = report.sprt.is_some_and(|s| s.decision.is_some());
     let mut server = None;
     if !decided && report.games < plan.games {
-        server = Some(tokio::spawn(crate::server::run(config, listener, stop.clone())));
+        server = Some(tokio::spawn(crate::server::run(
+            config,
+            listener,
+            stop.clone(),
+        )));
     }
     let began = tokio::time::Instant::now();
     let mut interrupted = false;
@@ -799,7 +834,9 @@ mod tests {
             }
         );
         let kind: EngineKind = "builtin:greedy".parse().unwrap();
-        assert!(matches!(kind, EngineKind::Builtin { ref options, .. } if options == &serde_json::json!({})));
+        assert!(
+            matches!(kind, EngineKind::Builtin { ref options, .. } if options == &serde_json::json!({}))
+        );
         let kind: EngineKind = "gtp:./mohex --quiet".parse().unwrap();
         let EngineKind::Program(p) = kind else {
             panic!("a program")
