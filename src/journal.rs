@@ -179,6 +179,12 @@ impl ConfigFingerprint {
                 )
             };
             field("clock", false, clock(&j.clock), clock(&c.clock));
+            field(
+                "rules",
+                true,
+                canonical_text(&j.rules),
+                canonical_text(&c.rules),
+            );
             if j.openings != c.openings {
                 out.push(format!(
                     "tournament {name}: openings differ: journal has {} openings, config has {} (or other moves)",
@@ -186,12 +192,6 @@ impl ConfigFingerprint {
                     c.openings.len()
                 ));
             }
-            field(
-                "rules",
-                true,
-                canonical_text(&j.rules),
-                canonical_text(&c.rules),
-            );
         }
         out
     }
