@@ -652,6 +652,50 @@ mod tests {
     }
 
     #[test]
+    fn program_bots_and_openings_are_checked() {
+        let base = |bot: &str, openings: &str| {
+            format!(
+                "[[bot]]\nname = \"a\"\n{bot}\n[[bot]]\nname = \"b\"\nbuiltin = \"random\"\n\
+                 [[tournament]]\nname = \"t\"\ngame = \"hex\"\nbots = [\"a\", \"b\"]\nopenings = [{openings}]\n"
+            )
+        };
+        let config = Config::from_toml(&base(
+            "program = \"sau:./engine --fast\"\ndir = \"team7\"\nmemory_mb = 512\ninit = [\"x\"]",
+            "\"A1 B2\"",
+        ))
+        .unwrap();
+        let spec = config.bots[0].program_spec().unwrap();
+        assert_eq!(spec.command, ["./engine", "--fast"]);
+        assert_eq!(config.tournaments[0].opening_of("t-r1-p1-g2"), ["A1", "B2"]);
+        let key = |text: String| {
+            Config::from_toml(&text)
+                .unwrap_err()
+                .key()
+                .map(str::to_string)
+        };
+        assert_eq!(
+            key(base("program = \"uci:./e\"", "")).as_deref(),
+            Some("bot[0].program")
+        );
+        assert_eq!(
+            key(base("program = \"sau:./e\"\ntoken = \"t\"", "")).as_deref(),
+            Some("bot[0].program")
+        );
+        assert_eq!(
+            key(base("token = \"t\"\nmemory_mb = 5", "")).as_deref(),
+            Some("bot[0].memory_mb")
+        );
+        assert_eq!(
+            key(base("program = \"sau:./e\"\nmemory_mb = 0", "")).as_deref(),
+            Some("bot[0].memory_mb")
+        );
+        assert_eq!(
+            key(base("token = \"t\"", "\"A1 A1\"")).as_deref(),
+            Some("tournament[0].openings")
+        );
+    }
+
+    #[test]
     fn a_missing_file_is_a_read_error() {
         let err = Config::load(&fixture("no-such-file.toml")).unwrap_err();
         assert!(matches!(err, ConfigError::Read { .. }));
