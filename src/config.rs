@@ -112,7 +112,8 @@ impl Default for ServerConfig {
     }
 }
 
-/// One `[[bot]]`: a third-party bot (with `token`) or a built-in engine (with `builtin`).
+/// One `[[bot]]`: a third-party bot (with `token`), a built-in engine (with `builtin`) or a
+/// program the server runs itself through the bridge (with `program`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BotConfig {
@@ -127,6 +128,25 @@ pub struct BotConfig {
     /// Our addition: matches a built-in engine plays at once (its `max_games`).
     #[serde(default = "one")]
     pub max_games: u32,
+    /// A program the server starts for each game, `PROTOCOL:COMMAND` (`sau:./team7/engine`).
+    #[serde(default)]
+    pub program: Option<String>,
+    /// The program's working folder.
+    #[serde(default)]
+    pub dir: Option<PathBuf>,
+    /// Lines sent to the program right after it starts.
+    #[serde(default)]
+    pub init: Vec<String>,
+    /// Address-space limit of the program's process, in MiB.
+    #[serde(default)]
+    pub memory_mb: Option<u64>,
+}
+
+impl BotConfig {
+    /// The program spec of a `program` bot, parsed (validated at load).
+    pub fn program_spec(&self) -> Option<crate::program::ProgramSpec> {
+        self.program.as_deref().and_then(|p| p.parse().ok())
+    }
 }
 
 fn one() -> u32 {
@@ -222,6 +242,28 @@ pub struct TournamentConfig {
     pub points: PointsConfig,
     #[serde(default = "default_absent_forfeit_ms")]
     pub absent_forfeit_ms: u64,
+    /// Openings (moves separated by spaces): games 2k−1 and 2k of each pairing start from
+    /// opening k (cycling), colours reversed between the two.
+    #[serde(default)]
+    pub openings: Vec<String>,
+}
+
+impl TournamentConfig {
+    /// The opening game `match_id` starts from (`…-gN`: opening (N−1)/2, cycling), if any.
+    pub fn opening_of(&self, match_id: &str) -> Vec<String> {
+        if self.openings.is_empty() {
+            return Vec::new();
+        }
+        let game = match_id
+            .rsplit_once("-g")
+            .and_then(|(_, n)| n.parse::<usize>().ok())
+            .unwrap_or(1);
+        let index = (game.saturating_sub(1) / 2) % self.openings.len();
+        self.openings[index]
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    }
 }
 
 fn default_format() -> Format {
@@ -340,35 +382,63 @@ impl Config {
                     format!("duplicate bot name {:?}", bot.name),
                 ));
             }
-            match (&bot.token, &bot.builtin) {
-                (None, None) => {
-                    return Err(ConfigError::invalid(
-                        key("token"),
-                        format!(
-                            "bot {:?} needs either `token` (a bot that connects) or `builtin` (an engine id)",
-                            bot.name
-                        ),
-                    ))
-                }
-                (Some(_), Some(_)) => {
-                    return Err(ConfigError::invalid(
-                        key("builtin"),
-                        format!("bot {:?} has both `token` and `builtin`; give one", bot.name),
-                    ))
-                }
-                (Some(token), None) if token.is_empty() => {
-                    return Err(ConfigError::invalid(key("token"), "must not be empty"))
-                }
-                (None, Some(id)) if !engines.iter().any(|e| e.id == id) => {
+            let kinds = usize::from(bot.token.is_some())
+                + usize::from(bot.builtin.is_some())
+                + usize::from(bot.program.is_some());
+            if kinds == 0 {
+                return Err(ConfigError::invalid(
+                    key("token"),
+                    format!(
+                        "bot {:?} needs `token` (a bot that connects), `builtin` (an engine id) or `program` (PROTOCOL:COMMAND)",
+                        bot.name
+                    ),
+                ));
+            }
+            if kinds > 1 {
+                let field = if bot.program.is_some() {
+                    "program"
+                } else {
+                    "builtin"
+                };
+                return Err(ConfigError::invalid(
+                    key(field),
+                    format!(
+                        "bot {:?} has more than one of `token`, `builtin` and `program`; give one",
+                        bot.name
+                    ),
+                ));
+            }
+            if bot.token.as_ref().is_some_and(String::is_empty) {
+                return Err(ConfigError::invalid(key("token"), "must not be empty"));
+            }
+            if let Some(id) = &bot.builtin {
+                if !engines.iter().any(|e| e.id == id) {
                     return Err(ConfigError::invalid(
                         key("builtin"),
                         format!(
                             "unknown engine {id:?} (known: {})",
                             engines.iter().map(|e| e.id).collect::<Vec<_>>().join(", ")
                         ),
-                    ))
+                    ));
                 }
-                _ => {}
+            }
+            if let Some(program) = &bot.program {
+                if let Err(e) = program.parse::<crate::program::ProgramSpec>() {
+                    return Err(ConfigError::invalid(key("program"), e.to_string()));
+                }
+            } else {
+                for (field, set) in [
+                    ("dir", bot.dir.is_some()),
+                    ("init", !bot.init.is_empty()),
+                    ("memory_mb", bot.memory_mb.is_some()),
+                ] {
+                    if set {
+                        return Err(ConfigError::invalid(key(field), "only for `program` bots"));
+                    }
+                }
+            }
+            if bot.memory_mb == Some(0) {
+                return Err(ConfigError::invalid(key("memory_mb"), "must be at least 1"));
             }
             if bot.builtin.is_none() && !bot.options.is_null() {
                 return Err(ConfigError::invalid(
@@ -476,6 +546,10 @@ impl Config {
                     e.message.clone(),
                 )
             })?;
+            if !t.openings.is_empty() {
+                crate::openings::parse_openings(t.game, &t.rules, &t.openings.join("\n"))
+                    .map_err(|e| ConfigError::invalid(key("openings"), e.to_string()))?;
+            }
         }
         Ok(())
     }
@@ -575,6 +649,50 @@ mod tests {
         let config = Config::load(&path).unwrap();
         assert_eq!(config.tournaments.len(), 4);
         assert!(config.bots.iter().all(|b| b.builtin.is_some()));
+    }
+
+    #[test]
+    fn program_bots_and_openings_are_checked() {
+        let base = |bot: &str, openings: &str| {
+            format!(
+                "[[bot]]\nname = \"a\"\n{bot}\n[[bot]]\nname = \"b\"\nbuiltin = \"random\"\n\
+                 [[tournament]]\nname = \"t\"\ngame = \"hex\"\nbots = [\"a\", \"b\"]\nopenings = [{openings}]\n"
+            )
+        };
+        let config = Config::from_toml(&base(
+            "program = \"sau:./engine --fast\"\ndir = \"team7\"\nmemory_mb = 512\ninit = [\"x\"]",
+            "\"A1 B2\"",
+        ))
+        .unwrap();
+        let spec = config.bots[0].program_spec().unwrap();
+        assert_eq!(spec.command, ["./engine", "--fast"]);
+        assert_eq!(config.tournaments[0].opening_of("t-r1-p1-g2"), ["A1", "B2"]);
+        let key = |text: String| {
+            Config::from_toml(&text)
+                .unwrap_err()
+                .key()
+                .map(str::to_string)
+        };
+        assert_eq!(
+            key(base("program = \"uci:./e\"", "")).as_deref(),
+            Some("bot[0].program")
+        );
+        assert_eq!(
+            key(base("program = \"sau:./e\"\ntoken = \"t\"", "")).as_deref(),
+            Some("bot[0].program")
+        );
+        assert_eq!(
+            key(base("token = \"t\"\nmemory_mb = 5", "")).as_deref(),
+            Some("bot[0].memory_mb")
+        );
+        assert_eq!(
+            key(base("program = \"sau:./e\"\nmemory_mb = 0", "")).as_deref(),
+            Some("bot[0].memory_mb")
+        );
+        assert_eq!(
+            key(base("token = \"t\"", "\"A1 A1\"")).as_deref(),
+            Some("tournament[0].openings")
+        );
     }
 
     #[test]

@@ -40,6 +40,10 @@ pub struct TournamentFingerprint {
     pub clock: ClockSettings,
     /// The rule options table, as JSON.
     pub rules: Value,
+    /// Openings the games start from (left out when there are none, so that journals written
+    /// before openings existed keep their fingerprint).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub openings: Vec<String>,
 }
 
 /// The fingerprint of a whole configuration: its tournaments (sorted by name), their canonical
@@ -181,6 +185,13 @@ impl ConfigFingerprint {
                 canonical_text(&j.rules),
                 canonical_text(&c.rules),
             );
+            if j.openings != c.openings {
+                out.push(format!(
+                    "tournament {name}: openings differ: journal has {} openings, config has {} (or other moves)",
+                    j.openings.len(),
+                    c.openings.len()
+                ));
+            }
         }
         out
     }
@@ -608,6 +619,7 @@ mod tests {
                 move_limit_ms: 0,
             },
             rules: json!({"swap": false}),
+            openings: Vec::new(),
         }
     }
 

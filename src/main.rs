@@ -4,7 +4,7 @@ use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use arena::game::GameId;
 
@@ -66,8 +66,26 @@ enum Command {
         #[arg(long)]
         rules: Option<String>,
     },
-    /// Play two built-in engines against each other in-process (colours alternate) and print
-    /// the score of the first: a reproducible strength measurement.
+    /// Play two engines against each other on the arena's own referee, as cutechess-cli and
+    /// fastchess do for chess: built-in engines and programs (gtp, sau, json), openings played
+    /// with both colours, a live progress line, then W/D/L, Elo with its 95% interval, LOS,
+    /// game-pair counts and end reasons; optionally an SPRT. See docs/match.md.
+    Match(MatchArgs),
+    /// Internal: run an engine command under a folder, memory limit and CPU set (how the server
+    /// starts `program` bots with limits).
+    #[command(hide = true)]
+    EngineExec {
+        #[arg(long)]
+        dir: Option<std::path::PathBuf>,
+        #[arg(long)]
+        memory_mb: Option<u64>,
+        #[arg(long, value_delimiter = ',')]
+        cpus: Vec<usize>,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Old name kept as a thin alias of `arena match GAME --engine builtin:A --engine builtin:B
+    /// --move-limit MS` (prints the match table).
     Duel {
         game: GameId,
         /// Engine id of contestant A (see `arena engines`).
@@ -167,6 +185,58 @@ enum Command {
     },
 }
 
+/// `arena match` options.
+#[derive(Args)]
+struct MatchArgs {
+    game: GameId,
+    /// An engine: builtin:ENGINE[:KEY=VALUE,…], gtp:COMMAND, sau:COMMAND or json:COMMAND
+    /// (the command split as a shell splits it). Give exactly two; the first is the one the
+    /// score is counted for.
+    #[arg(long = "engine", required = true, value_name = "SPEC")]
+    engines: Vec<String>,
+    /// Display name of the --engine before it (also its name in records).
+    #[arg(long = "name", value_name = "NAME")]
+    names: Vec<String>,
+    /// Working folder of the --engine before it (a program's relative command is found there).
+    #[arg(long = "dir", value_name = "DIR")]
+    dirs: Vec<std::path::PathBuf>,
+    /// A line sent to the --engine before it right after it starts (repeatable).
+    #[arg(long = "init", value_name = "LINE")]
+    inits: Vec<String>,
+    /// Games to play (pairs of games share an opening, colours reversed).
+    #[arg(long, default_value_t = 20)]
+    games: u32,
+    /// Games played at once (a program engine plays one game at a time).
+    #[arg(long, default_value_t = 1)]
+    concurrency: u32,
+    /// Each side's clock, INITIAL+INCREMENT in seconds.
+    #[arg(long, default_value = "10+0.1")]
+    clock: String,
+    /// Per-move limit in milliseconds (0: none).
+    #[arg(long, default_value_t = 0)]
+    move_limit: u64,
+    /// Rule options, KEY=VALUE,… (e.g. swap=true) or a JSON object.
+    #[arg(long, default_value = "")]
+    rules: String,
+    /// Openings file: one opening per line, moves separated by spaces (default: the game's
+    /// built-in set).
+    #[arg(long)]
+    openings: Option<std::path::PathBuf>,
+    /// Stop when the test decides: elo0=…,elo1=…,alpha=…,beta=…[,model=normalized|logistic].
+    #[arg(long)]
+    sprt: Option<String>,
+    /// Keep records, games.jsonl and the journal here; an interrupted match resumes with the
+    /// same command.
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+    /// Address-space limit of each program engine, in MiB.
+    #[arg(long)]
+    memory_mb: Option<u64>,
+    /// Print one JSON object at the end instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
 /// How a bot logs in to a referee (`arena bot`, `arena connect`).
 #[derive(Args)]
 struct Login {
@@ -182,8 +252,10 @@ struct Login {
 }
 
 /// Logs to stderr: info by default, debug with -v, trace with -vv; RUST_LOG overrides.
-fn init_logging(verbose: u8) {
+fn init_logging(verbose: u8, quiet: bool) {
     let default = match verbose {
+        // `arena match` shows its own progress line; the server's per-game log would drown it.
+        0 if quiet => "warn",
         0 => "info",
         1 => "debug",
         _ => "trace",
@@ -226,8 +298,11 @@ fn parse_rules(text: &str) -> anyhow::Result<serde_json::Value> {
     Ok(value)
 }
 
-fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    init_logging(cli.verbose);
+fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
+    init_logging(
+        cli.verbose,
+        matches!(cli.command, Some(Command::Match(_) | Command::Duel { .. })),
+    );
     // Not `stdout().lock()`: the server prints progress lines from its own threads (in-process
     // under `arena bench`), which would wait forever on a lock this thread holds.
     let mut out = BufWriter::new(io::stdout());
@@ -369,43 +444,203 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             engine_b,
             games,
             move_ms,
-            seed,
+            seed: _,
             rules,
             a_options,
             b_options,
         } => {
-            let config = arena::duel::DuelConfig {
-                game,
-                rules: parse_rules(&rules)?,
-                engines: [
-                    (engine_a.clone(), parse_rules(&a_options)?),
-                    (engine_b.clone(), parse_rules(&b_options)?),
-                ],
-                games,
-                move_ms,
-                seed,
+            let spec = |id: &str, options: &str| -> anyhow::Result<String> {
+                let options = parse_rules(options)?;
+                let pairs: Vec<String> = options
+                    .as_object()
+                    .map(|o| o.iter().map(|(k, v)| format!("{k}={v}")).collect())
+                    .unwrap_or_default();
+                Ok(if pairs.is_empty() {
+                    format!("builtin:{id}")
+                } else {
+                    format!("builtin:{id}:{}", pairs.join(","))
+                })
             };
-            let names = [format!("A:{engine_a}"), format!("B:{engine_b}")];
-            let results = arena::duel::run(&config, |g| {
-                let first = &names[g.first];
-                let second = &names[1 - g.first];
-                let winner = g.winner().map_or("draw", |w| names[w].as_str());
-                println!(
-                    "game {:>3}: {first} (first) vs {second}: {winner} by {} after {} moves; max think A {} ms, B {} ms",
-                    g.index + 1,
-                    g.outcome.reason,
-                    g.moves.len(),
-                    g.max_think_ms[0],
-                    g.max_think_ms[1]
-                );
-            })?;
-            let (w, d, l) = arena::duel::score(&results);
-            println!(
-                "{} vs {}: {w} wins, {d} draws, {l} losses for {}",
-                names[0], names[1], names[0]
-            );
+            let args = MatchArgs {
+                game,
+                engines: vec![spec(&engine_a, &a_options)?, spec(&engine_b, &b_options)?],
+                names: Vec::new(),
+                dirs: Vec::new(),
+                inits: Vec::new(),
+                games,
+                concurrency: 1,
+                clock: "3600".into(),
+                move_limit: move_ms,
+                rules,
+                openings: None,
+                sprt: None,
+                out: None,
+                memory_mb: None,
+                json: false,
+            };
+            return run_match(args, None, &mut out);
+        }
+        Command::Match(args) => {
+            let sub = matches.subcommand_matches("match");
+            return run_match(args, sub, &mut out);
+        }
+        Command::EngineExec {
+            dir,
+            memory_mb,
+            cpus,
+            command,
+        } => {
+            let limits = arena::program::Limits {
+                dir,
+                memory_mb,
+                cpus,
+            };
+            let error = limits.exec(&command);
+            anyhow::bail!("cannot start {:?}: {error}", command.join(" "));
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Attaches each `--name`, `--dir` and `--init` to the `--engine` before it on the command
+/// line (`sub`: the `match` subcommand's matches; `None`: no per-engine settings).
+fn engine_entries(
+    args: &MatchArgs,
+    sub: Option<&ArgMatches>,
+) -> anyhow::Result<Vec<arena::matches::EngineEntry>> {
+    let mut entries = args
+        .engines
+        .iter()
+        .map(|spec| Ok(arena::matches::EngineEntry::new(spec.parse()?)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let Some(sub) = sub else {
+        return Ok(entries);
+    };
+    let engine_at: Vec<usize> = sub
+        .indices_of("engines")
+        .map(|i| i.collect())
+        .unwrap_or_default();
+    let owner = |index: usize, flag: &str| -> anyhow::Result<usize> {
+        engine_at
+            .iter()
+            .rposition(|&at| at < index)
+            .ok_or_else(|| anyhow::anyhow!("{flag} must follow the --engine it is for"))
+    };
+    for (name, index) in args
+        .names
+        .iter()
+        .zip(sub.indices_of("names").into_iter().flatten())
+    {
+        let e = owner(index, "--name")?;
+        entries[e].name = Some(name.clone());
+    }
+    for (dir, index) in args
+        .dirs
+        .iter()
+        .zip(sub.indices_of("dirs").into_iter().flatten())
+    {
+        let e = owner(index, "--dir")?;
+        entries[e].dir = Some(dir.clone());
+    }
+    for (line, index) in args
+        .inits
+        .iter()
+        .zip(sub.indices_of("inits").into_iter().flatten())
+    {
+        let e = owner(index, "--init")?;
+        entries[e].init.push(line.clone());
+    }
+    Ok(entries)
+}
+
+/// `arena match` (and its `duel` alias): plays the match with a live progress line on stderr,
+/// then prints the table (or the JSON object) on stdout.
+fn run_match(
+    args: MatchArgs,
+    sub: Option<&ArgMatches>,
+    out: &mut impl Write,
+) -> anyhow::Result<ExitCode> {
+    use arena::matches::{self, MatchPlan};
+    let entries = engine_entries(&args, sub)?;
+    let engines: [arena::matches::EngineEntry; 2] = entries
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("give exactly two --engine"))?;
+    for entry in &engines {
+        if matches!(entry.kind, matches::EngineKind::Builtin { .. })
+            && (entry.dir.is_some() || !entry.init.is_empty())
+        {
+            anyhow::bail!("--dir and --init are for program engines, not built-in ones");
+        }
+    }
+    let rules = matches::parse_rules(&args.rules)?;
+    let (initial_ms, increment_ms) = matches::parse_clock(&args.clock)?;
+    let normalized = arena::game::normalize_rules(args.game, &rules)
+        .map_err(|e| anyhow::anyhow!("--rules: {}", e.message))?;
+    let openings = match &args.openings {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            arena::openings::parse_openings(args.game, &normalized, &text)
+                .with_context(|| path.display().to_string())?
+        }
+        None => arena::openings::builtin_openings(args.game, &normalized)?,
+    };
+    let sprt = args.sprt.as_deref().map(str::parse).transpose()?;
+    let temporary = args.out.is_none();
+    let out_dir = args.out.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("arena-match-{}", std::process::id()))
+    });
+    let plan = MatchPlan {
+        game: args.game,
+        engines,
+        games: args.games,
+        concurrency: args.concurrency,
+        clock: arena::config::ClockConfig {
+            initial_ms,
+            increment_ms,
+            move_limit_ms: args.move_limit,
+        },
+        rules,
+        openings,
+        sprt,
+        out_dir: out_dir.clone(),
+        memory_mb: args.memory_mb,
+    };
+    let has_program = plan
+        .engines
+        .iter()
+        .any(|e| matches!(e.kind, matches::EngineKind::Program(_)));
+    if has_program && plan.concurrency > 1 {
+        eprintln!("note: a program engine plays one game at a time, so games run one by one");
+    }
+    let terminal = io::IsTerminal::is_terminal(&io::stderr());
+    let mut observer = |report: &matches::MatchReport, eta: Option<std::time::Duration>| {
+        let line = report.progress_line(eta);
+        if terminal {
+            eprint!("\r\x1b[2K{line}");
+        } else {
+            eprintln!("{line}");
+        }
+    };
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let report =
+        runtime.block_on(async { matches::run(&plan, shutdown_on_ctrl_c(), &mut observer).await });
+    if terminal {
+        eprintln!();
+    }
+    // Engines still winding down (a bridge killing its child) finish before the folder goes.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    if temporary {
+        let _ = std::fs::remove_dir_all(&out_dir);
+    }
+    let report = report?;
+    if args.json {
+        serde_json::to_writer(&mut *out, &report)?;
+        writeln!(out)?;
+    } else {
+        report.write_table(out)?;
+    }
+    out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -433,7 +668,7 @@ fn serve(config_path: &std::path::Path, listen: Option<&str>) -> anyhow::Result<
 
 /// The command line: the derived parser, except that `arena connect --check` needs no login
 /// (the login group is shared with `arena bot`, where it is always required).
-fn parse_cli() -> Cli {
+fn parse_cli() -> (Cli, ArgMatches) {
     let command = Cli::command().mut_subcommand("connect", |connect| {
         ["server", "name", "token"]
             .into_iter()
@@ -443,13 +678,14 @@ fn parse_cli() -> Cli {
                 })
             })
     });
-    let mut matches = command.get_matches();
-    Cli::from_arg_matches_mut(&mut matches).unwrap_or_else(|e| e.exit())
+    let matches = command.get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    (cli, matches)
 }
 
 fn main() -> ExitCode {
-    let cli = parse_cli();
-    match run(cli) {
+    let (cli, matches) = parse_cli();
+    match run(cli, &matches) {
         Ok(code) => code,
         // A reader that stopped early (`arena moves jiu < positions | head`) is not an error:
         // stop quietly, as other command-line tools do.

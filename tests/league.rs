@@ -149,6 +149,7 @@ fn swiss_fingerprint(bots: &[String]) -> ConfigFingerprint {
             move_limit_ms: 0,
         },
         rules: json!({"swap": false}),
+        openings: Vec::new(),
     }])
 }
 

@@ -150,6 +150,10 @@ pub fn bench_config(plan: &LoadPlan, out_dir: &Path) -> Result<Config, BenchErro
                 builtin: None,
                 options: serde_json::Value::Null,
                 max_games: 1,
+                program: None,
+                dir: None,
+                init: Vec::new(),
+                memory_mb: None,
             })
             .collect(),
         tournaments: (0..plan.matches)
@@ -170,6 +174,7 @@ pub fn bench_config(plan: &LoadPlan, out_dir: &Path) -> Result<Config, BenchErro
                 rules: serde_json::Value::Null,
                 points: PointsConfig::default(),
                 absent_forfeit_ms: 600_000,
+                openings: Vec::new(),
             })
             .collect(),
     };

@@ -1,6 +1,10 @@
 //! Built-in engines: each configured `builtin` bot is started in-process as a loopback TCP client
 //! of this very server (`crate::client::run_bot`), so it goes through the same listener,
 //! authentication and clocks as any third-party bot. A client that stops early is restarted.
+//! `program` bots are started the same way, through the bridge (`crate::bridge::run`): one
+//! loopback connection per bot, a child process per game (its process group killed when the
+//! game ends), under the bot's folder and memory limit and, when there are enough cores for
+//! every program bot, pinned to a core of its own.
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -82,6 +86,90 @@ pub fn start_builtins(
         });
     }
     tasks
+}
+
+/// A `program` bot to start: its config and the token it logs in with.
+pub struct ProgramBot {
+    pub bot: BotConfig,
+    pub token: String,
+}
+
+/// Starts one bridge per `program` bot into `tasks`, each offering the games of the
+/// tournaments it is entered in.
+pub fn start_programs(
+    config: &Config,
+    address: SocketAddr,
+    programs: Vec<ProgramBot>,
+    stop: CancellationToken,
+    tasks: &mut JoinSet<()>,
+) {
+    let server = loopback(address).to_string();
+    let cores = crate::program::available_cores();
+    let pin = programs.len() >= 2 && programs.len() <= cores.len();
+    let exe = std::env::current_exe().ok();
+    for (index, ProgramBot { bot, token }) in programs.into_iter().enumerate() {
+        let Some(spec) = bot.program_spec() else {
+            continue;
+        };
+        let games: BTreeSet<GameId> = config
+            .tournaments
+            .iter()
+            .filter(|t| t.bots.contains(&bot.name))
+            .map(|t| t.game)
+            .collect();
+        if games.is_empty() {
+            tracing::info!(bot = %bot.name, "program bot is in no tournament; not started");
+            continue;
+        }
+        let limits = crate::program::Limits {
+            dir: bot.dir.clone(),
+            memory_mb: bot.memory_mb,
+            cpus: if pin {
+                cores.get(index).map(|&c| vec![c]).unwrap_or_default()
+            } else {
+                Vec::new()
+            },
+        };
+        let command = match &exe {
+            Some(exe) => limits.wrap(exe, &spec.command),
+            None if limits.dir.is_none() && limits.memory_mb.is_none() => spec.command.clone(),
+            None => {
+                tracing::error!(bot = %bot.name, "cannot find this executable to apply the folder and memory limit; not started");
+                continue;
+            }
+        };
+        let options = crate::bridge::ConnectOptions {
+            server: server.clone(),
+            name: bot.name.clone(),
+            token,
+            protocol: spec.protocol,
+            games: Some(games.iter().map(|g| g.as_str().to_string()).collect()),
+            init: bot.init.clone(),
+            command,
+            cwd: None,
+            setup_timeout: Duration::from_secs(10),
+        };
+        let stop = stop.clone();
+        tasks.spawn(async move {
+            loop {
+                let result = tokio::select! {
+                    _ = stop.cancelled() => break,
+                    result = crate::bridge::run(options.clone()) => result,
+                };
+                if stop.is_cancelled() {
+                    break;
+                }
+                match result {
+                    Ok(_) => tracing::warn!(bot = %options.name, "program bot's bridge disconnected; restarting"),
+                    Err(e) => tracing::warn!(bot = %options.name, error = %e, "program bot's bridge stopped; restarting"),
+                }
+                tokio::select! {
+                    _ = stop.cancelled() => break,
+                    _ = tokio::time::sleep(RESTART_DELAY) => {}
+                }
+            }
+        });
+    }
 }
 
 /// Waits for every built-in client to finish (they stop on the shutdown token).

@@ -78,6 +78,7 @@ pub fn fingerprint(config: &Config) -> ConfigFingerprint {
                     move_limit_ms: t.clock.move_limit_ms,
                 },
                 rules: t.rules.clone(),
+                openings: t.openings.clone(),
             })
             .collect(),
     )

@@ -179,6 +179,7 @@ pub async fn run(
 
     let mut tokens = HashMap::new();
     let mut builtins = Vec::new();
+    let mut programs = Vec::new();
     for bot in &config.bots {
         match (&bot.token, &bot.builtin) {
             (Some(token), _) => {
@@ -188,6 +189,14 @@ pub async fn run(
                 let token = random_token();
                 tokens.insert(bot.name.clone(), token.clone());
                 builtins.push((bot.clone(), engine.clone(), token));
+            }
+            (None, None) if bot.program.is_some() => {
+                let token = random_token();
+                tokens.insert(bot.name.clone(), token.clone());
+                programs.push(builtin::ProgramBot {
+                    bot: bot.clone(),
+                    token,
+                });
             }
             (None, None) => {}
         }
@@ -202,7 +211,8 @@ pub async fn run(
     });
     probe::server_ready();
     let accept = tokio::spawn(accept_loop(listener, ctx, stop.clone()));
-    let engines = builtin::start_builtins(&config, address, builtins, stop.clone());
+    let mut engines = builtin::start_builtins(&config, address, builtins, stop.clone());
+    builtin::start_programs(&config, address, programs, stop.clone(), &mut engines);
 
     let finished = scheduler.run(stop.clone()).await;
     if finished {

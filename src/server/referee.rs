@@ -125,6 +125,9 @@ pub struct ResumePoint {
 pub struct MatchJournaling {
     pub resume: Option<ResumePoint>,
     pub journal: Option<MoveJournal>,
+    /// Moves played before the first turn (an opening, `arena match`): journaled and recorded
+    /// as ordinary moves with no think time. On a resume, those already journaled are skipped.
+    pub opening: Vec<String>,
 }
 
 /// What an input that reaches the referee after the mover's deadline does.
@@ -496,6 +499,24 @@ pub async fn run_journaled_match(
         }
         started = resume.started;
         tracing::info!(match_id = %spec.match_id, moves = replayed.moves.len(), "resuming the match from the journal");
+    }
+    for text in journaling.opening.iter().skip(replayed.moves.len()) {
+        if game.outcome().is_some() {
+            break;
+        }
+        let mover = game.turn();
+        match game.play_text(text) {
+            Ok(recorded) => {
+                replayed.moves.push(&recorded, mover, 0, 0);
+                if let Some(journal) = &journaling.journal {
+                    journal.record_last_move(&replayed.moves, remaining).await;
+                }
+            }
+            Err(e) => {
+                tracing::error!(match_id = %spec.match_id, move = %text, error = %e, "an opening move is illegal; the game starts after the moves before it");
+                break;
+            }
+        }
     }
     let now = Instant::now();
     let gone_since = [

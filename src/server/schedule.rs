@@ -769,6 +769,7 @@ impl Scheduler {
                     let output = self.output.clone();
                     let stop = stop.clone();
                     let id = spec.match_id.clone();
+                    let opening = t.config.opening_of(&id);
                     self.running.spawn(async move {
                         let time = pending
                             .resume
@@ -785,6 +786,7 @@ impl Scheduler {
                             time: time.to_rfc3339(),
                         }]);
                         let journaling = MatchJournaling {
+                            opening,
                             resume: pending.resume,
                             journal: Some(MoveJournal {
                                 journal: journal.clone(),

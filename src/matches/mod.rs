@@ -1,0 +1,981 @@
+//! `arena match`: engine-versus-engine testing on one machine, as cutechess-cli and fastchess
+//! do for chess. A match is a one-tournament league (two bots, `games` games, colours
+//! alternating, game pairs sharing an opening) run by the arena's own server on a loopback
+//! port: built-in engines connect as clients, programs through the bridge, exactly as in a
+//! league. This module turns the command line's plan into that configuration, runs the server,
+//! follows games.jsonl as games finish (the tally), stops early when the SPRT decides, and
+//! builds the report (`stats` does the arithmetic).
+
+pub mod stats;
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{
+    BotConfig, ClockConfig, Config, Format, PointsConfig, ServerConfig, TournamentConfig,
+};
+use crate::game::GameId;
+use crate::program::ProgramSpec;
+use stats::{EloEstimate, Moments, Pentanomial, SprtResult, SprtSpec, Wdl};
+
+/// The tournament name a match runs under (match ids are `match-r1-p1-gN`).
+pub const TOURNAMENT: &str = "match";
+
+/// How often games.jsonl is read for finished games.
+const POLL: Duration = Duration::from_millis(200);
+
+/// Why a match could not be set up or run.
+#[derive(Debug, thiserror::Error)]
+pub enum MatchError {
+    #[error("--engine {spec:?}: {message}")]
+    Engine { spec: String, message: String },
+    #[error("{0}")]
+    Plan(String),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error(transparent)]
+    Server(#[from] crate::server::ServerError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// What plays: a built-in engine with its options, or a program and its protocol.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineKind {
+    Builtin { engine: String, options: Value },
+    Program(ProgramSpec),
+}
+
+impl FromStr for EngineKind {
+    type Err = MatchError;
+    /// `builtin:ENGINE[:KEY=VALUE,…]`, `gtp:COMMAND`, `sau:COMMAND` or `json:COMMAND`.
+    fn from_str(spec: &str) -> Result<EngineKind, MatchError> {
+        let err = |message: String| MatchError::Engine {
+            spec: spec.to_string(),
+            message,
+        };
+        if let Some(rest) = spec.strip_prefix("builtin:") {
+            let (engine, options) = rest.split_once(':').unwrap_or((rest, ""));
+            let engine = engine.trim();
+            if !crate::engine::catalogue().iter().any(|e| e.id == engine) {
+                return Err(err(format!(
+                    "unknown built-in engine {engine:?} (see `arena engines`)"
+                )));
+            }
+            let pairs: Vec<String> = options
+                .split(',')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(str::to_string)
+                .collect();
+            let options =
+                crate::client::parse_engine_options(&pairs).map_err(|e| err(e.to_string()))?;
+            return Ok(EngineKind::Builtin {
+                engine: engine.to_string(),
+                options,
+            });
+        }
+        spec.parse::<ProgramSpec>()
+            .map(EngineKind::Program)
+            .map_err(|e| MatchError::Plan(format!("--engine {e}; or builtin:ENGINE")))
+    }
+}
+
+/// One `--engine` with the settings that follow it on the command line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineEntry {
+    pub kind: EngineKind,
+    /// Display name (also the name in records); by default the engine id or the program's
+    /// file name.
+    pub name: Option<String>,
+    /// Working folder of a program.
+    pub dir: Option<PathBuf>,
+    /// Lines sent to a program right after it starts.
+    pub init: Vec<String>,
+}
+
+impl EngineEntry {
+    pub fn new(kind: EngineKind) -> EngineEntry {
+        EngineEntry {
+            kind,
+            name: None,
+            dir: None,
+            init: Vec::new(),
+        }
+    }
+
+    fn default_name(&self) -> String {
+        match &self.kind {
+            EngineKind::Builtin { engine, .. } => engine.clone(),
+            EngineKind::Program(p) => p
+                .command
+                .first()
+                .and_then(|c| Path::new(c).file_name())
+                .map_or_else(
+                    || "engine".to_string(),
+                    |n| n.to_string_lossy().into_owned(),
+                ),
+        }
+    }
+}
+
+/// Everything `arena match` is asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatchPlan {
+    pub game: GameId,
+    pub engines: [EngineEntry; 2],
+    pub games: u32,
+    pub concurrency: u32,
+    pub clock: ClockConfig,
+    /// Rule options (defaults filled in when the config is checked).
+    pub rules: Value,
+    /// Openings, each as its moves; game pair k plays opening k (cycling).
+    pub openings: Vec<Vec<String>>,
+    pub sprt: Option<SprtSpec>,
+    /// Records, games.jsonl and the journal.
+    pub out_dir: PathBuf,
+    /// Address-space limit of each program engine, in MiB.
+    pub memory_mb: Option<u64>,
+}
+
+/// Parses `--clock INITIAL+INC` in seconds (`10+0.1`, `60`) into milliseconds.
+pub fn parse_clock(text: &str) -> Result<(u64, u64), MatchError> {
+    let bad = || {
+        MatchError::Plan(format!(
+            "--clock {text:?}: expected INITIAL+INCREMENT in seconds, e.g. 10+0.1"
+        ))
+    };
+    let (initial, increment) = text.split_once('+').unwrap_or((text, "0"));
+    let seconds = |s: &str| -> Result<u64, MatchError> {
+        let v: f64 = s.trim().parse().map_err(|_| bad())?;
+        if !v.is_finite() || !(0.0..=1e7).contains(&v) {
+            return Err(bad());
+        }
+        Ok((v * 1000.0).round() as u64)
+    };
+    let initial = seconds(initial)?;
+    if initial == 0 {
+        return Err(bad());
+    }
+    Ok((initial, seconds(increment)?))
+}
+
+/// Parses `--rules swap=true,…` (or a JSON object) into a rules object.
+pub fn parse_rules(text: &str) -> Result<Value, MatchError> {
+    if text.trim_start().starts_with('{') {
+        return serde_json::from_str::<Value>(text)
+            .ok()
+            .filter(Value::is_object)
+            .ok_or_else(|| MatchError::Plan(format!("--rules {text:?} is not a JSON object")));
+    }
+    let pairs: Vec<String> = text
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect();
+    crate::client::parse_engine_options(&pairs)
+        .map_err(|e| MatchError::Plan(format!("--rules: {e}")))
+}
+
+/// The two display names: as given, or the defaults made distinct (`hex`, `hex-2`).
+pub fn engine_names(engines: &[EngineEntry; 2]) -> Result<[String; 2], MatchError> {
+    let mut names = [0, 1].map(|i| {
+        engines[i]
+            .name
+            .clone()
+            .unwrap_or_else(|| engines[i].default_name())
+    });
+    if names[0] == names[1] {
+        if engines[1].name.is_some() && engines[0].name.is_some() {
+            return Err(MatchError::Plan(format!(
+                "both engines are named {:?}; give different names",
+                names[0]
+            )));
+        }
+        let i = if engines[1].name.is_none() { 1 } else { 0 };
+        names[i] = format!("{}-{}", names[i], i + 1);
+    }
+    Ok(names)
+}
+
+impl MatchPlan {
+    /// The arena configuration that plays this match.
+    pub fn config(&self) -> Result<Config, MatchError> {
+        if self.games == 0 {
+            return Err(MatchError::Plan("--games must be at least 1".into()));
+        }
+        if self.concurrency == 0 {
+            return Err(MatchError::Plan("--concurrency must be at least 1".into()));
+        }
+        let names = engine_names(&self.engines)?;
+        let bots = self
+            .engines
+            .iter()
+            .zip(&names)
+            .map(|(entry, name)| {
+                let mut bot = BotConfig {
+                    name: name.clone(),
+                    token: None,
+                    builtin: None,
+                    options: Value::Null,
+                    max_games: 1,
+                    program: None,
+                    dir: None,
+                    init: Vec::new(),
+                    memory_mb: None,
+                };
+                match &entry.kind {
+                    EngineKind::Builtin { engine, options } => {
+                        bot.builtin = Some(engine.clone());
+                        bot.options = options.clone();
+                        bot.max_games = self.concurrency;
+                    }
+                    EngineKind::Program(spec) => {
+                        bot.program = Some(spec.to_string());
+                        bot.dir = entry.dir.clone();
+                        bot.init = entry.init.clone();
+                        bot.memory_mb = self.memory_mb;
+                    }
+                }
+                bot
+            })
+            .collect();
+        let mut config = Config {
+            server: ServerConfig {
+                listen: "127.0.0.1:0".into(),
+                out_dir: self.out_dir.clone(),
+                event: "arena match".into(),
+                exit_when_done: true,
+                progress: false,
+                ..ServerConfig::default()
+            },
+            bots,
+            tournaments: vec![TournamentConfig {
+                name: TOURNAMENT.into(),
+                game: self.game,
+                format: Format::RoundRobin,
+                bots: names.to_vec(),
+                games_per_pairing: self.games,
+                rounds: 1,
+                concurrency: self.concurrency,
+                clock: self.clock,
+                rules: self.rules.clone(),
+                points: PointsConfig::default(),
+                absent_forfeit_ms: 60_000,
+                openings: self.openings.iter().map(|o| o.join(" ")).collect(),
+            }],
+        };
+        config.validate()?;
+        // Built-in options are checked now rather than by a client that would retry forever.
+        for (entry, name) in self.engines.iter().zip(&names) {
+            if let EngineKind::Builtin { engine, options } = &entry.kind {
+                crate::engine::new_engine(
+                    engine,
+                    self.game,
+                    &config.tournaments[0].rules,
+                    options,
+                    1,
+                )
+                .map_err(|e| MatchError::Plan(format!("engine {name:?}: {e}")))?;
+            }
+        }
+        Ok(config)
+    }
+}
+
+/// One finished game as the tally needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GameResult {
+    /// 1-based game number in the match (`…-gN`).
+    pub number: u32,
+    /// Whether the first engine (`--engine` #1) moved first.
+    pub first_engine_first: bool,
+    /// `first`, `second` or `draw`.
+    pub result: String,
+    pub reason: String,
+}
+
+impl GameResult {
+    /// Reads a games.jsonl object of this match (`None` for anything else).
+    pub fn from_line(line: &Value, first_engine: &str) -> Option<GameResult> {
+        let id = line.get("match")?.as_str()?;
+        let number = id.rsplit_once("-g")?.1.parse().ok()?;
+        Some(GameResult {
+            number,
+            first_engine_first: line.get("first")?.as_str()? == first_engine,
+            result: line.get("result")?.as_str()?.to_string(),
+            reason: line.get("reason")?.as_str()?.to_string(),
+        })
+    }
+
+    /// The first engine's points: 1, 0.5 or 0.
+    pub fn points(&self) -> f64 {
+        match (self.result.as_str(), self.first_engine_first) {
+            ("draw", _) => 0.5,
+            ("first", true) | ("second", false) => 1.0,
+            _ => 0.0,
+        }
+    }
+
+    /// Which engine lost (0 or 1), `None` for a draw.
+    pub fn loser(&self) -> Option<usize> {
+        match self.points() {
+            p if p >= 1.0 => Some(1),
+            p if p <= 0.0 => Some(0),
+            _ => None,
+        }
+    }
+}
+
+/// The running count of a match, from the first engine's side.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    pub wdl: Wdl,
+    /// Points of the first engine in each game of each pair (pair k: games 2k+1, 2k+2).
+    pairs: HashMap<u32, [Option<f64>; 2]>,
+    /// End reason → games lost by each engine (draws in `draws`).
+    pub reasons: BTreeMap<String, ReasonCount>,
+}
+
+/// How many games ended for one reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ReasonCount {
+    /// Games the first / second engine lost this way.
+    pub lost_by: [u32; 2],
+    pub draws: u32,
+}
+
+impl ReasonCount {
+    pub fn total(&self) -> u32 {
+        self.lost_by[0] + self.lost_by[1] + self.draws
+    }
+}
+
+impl Tally {
+    pub fn add(&mut self, game: &GameResult) {
+        let points = game.points();
+        match game.loser() {
+            Some(1) => self.wdl.wins += 1,
+            Some(_) => self.wdl.losses += 1,
+            None => self.wdl.draws += 1,
+        }
+        let entry = self.reasons.entry(game.reason.clone()).or_default();
+        match game.loser() {
+            Some(i) => entry.lost_by[i] += 1,
+            None => entry.draws += 1,
+        }
+        let pair = game.number.saturating_sub(1) / 2;
+        let slot = usize::from(game.number.is_multiple_of(2));
+        self.pairs.entry(pair).or_default()[slot] = Some(points);
+    }
+
+    pub fn games(&self) -> u32 {
+        self.wdl.games()
+    }
+
+    /// Complete pairs by the first engine's points in the pair: [0, ½, 1, 1½, 2].
+    pub fn pentanomial(&self) -> Pentanomial {
+        let mut counts = [0u32; 5];
+        for pair in self.pairs.values() {
+            if let [Some(a), Some(b)] = pair {
+                let index = ((a + b) * 2.0).round() as usize;
+                if let Some(c) = counts.get_mut(index) {
+                    *c += 1;
+                }
+            }
+        }
+        counts
+    }
+
+    /// Elo difference with its interval: from the pairs when there are complete pairs (their
+    /// spread is what the openings leave), else from the games.
+    /// When the pairs show no spread at all (every pair scored alike), the interval comes from
+    /// the counts regularised as the SPRT does (each empty count as 0.001 pairs), so that it is
+    /// not a single point.
+    pub fn elo(&self) -> Option<EloEstimate> {
+        let pairs = self.pentanomial();
+        match Moments::pentanomial(&pairs) {
+            Some(m) if m.variance > 0.0 => Some(EloEstimate::of(m)),
+            Some(m) => Moments::regularized(&pairs).map(|r| EloEstimate {
+                elo: stats::elo_of_score(m.mean),
+                ..EloEstimate::of(r)
+            }),
+            None => Moments::trinomial(self.wdl).map(EloEstimate::of),
+        }
+    }
+}
+
+/// The SPRT part of the report.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SprtReport {
+    pub elo0: f64,
+    pub elo1: f64,
+    pub alpha: f64,
+    pub beta: f64,
+    pub llr: f64,
+    pub lower: f64,
+    pub upper: f64,
+    /// `"H0"`, `"H1"` or null while undecided.
+    pub decision: Option<&'static str>,
+}
+
+impl SprtReport {
+    fn of(spec: &SprtSpec, result: SprtResult) -> SprtReport {
+        SprtReport {
+            elo0: spec.elo0,
+            elo1: spec.elo1,
+            alpha: spec.alpha,
+            beta: spec.beta,
+            llr: result.llr,
+            lower: result.lower,
+            upper: result.upper,
+            decision: result.decision.map(|h1| if h1 { "H1" } else { "H0" }),
+        }
+    }
+}
+
+/// The final (or current) state of a match, as `--json` prints it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MatchReport {
+    pub game: String,
+    pub engines: [String; 2],
+    pub games: u32,
+    pub planned: u32,
+    pub wins: u32,
+    pub draws: u32,
+    pub losses: u32,
+    /// Points of the first engine over games, 0 to 1.
+    pub score: f64,
+    /// Null when undefined (no games, or every game won or lost).
+    pub elo: Option<f64>,
+    pub elo_ci95: [Option<f64>; 2],
+    pub los: Option<f64>,
+    /// Game pairs by the first engine's points: [0, ½, 1, 1½, 2].
+    pub pentanomial: Pentanomial,
+    /// End reason → games.
+    pub reasons: BTreeMap<String, u32>,
+    /// End reason → games lost by each engine and draws.
+    pub reasons_detail: BTreeMap<String, ReasonCount>,
+    pub sprt: Option<SprtReport>,
+    /// Stopped by ctrl-c before the planned games (resumable with the same command and --out).
+    pub interrupted: bool,
+    /// Games already in the output folder when this run started.
+    pub resumed_games: u32,
+}
+
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+impl MatchReport {
+    pub fn of(
+        plan_game: GameId,
+        names: &[String; 2],
+        planned: u32,
+        tally: &Tally,
+        sprt: Option<&SprtSpec>,
+    ) -> MatchReport {
+        let elo = tally.elo();
+        let pentanomial = tally.pentanomial();
+        MatchReport {
+            game: plan_game.as_str().to_string(),
+            engines: names.clone(),
+            games: tally.games(),
+            planned,
+            wins: tally.wdl.wins,
+            draws: tally.wdl.draws,
+            losses: tally.wdl.losses,
+            score: tally.wdl.score(),
+            elo: elo.and_then(|e| finite(e.elo)),
+            elo_ci95: [
+                elo.and_then(|e| finite(e.low)),
+                elo.and_then(|e| finite(e.high)),
+            ],
+            los: elo.map(|e| e.los),
+            pentanomial,
+            reasons: tally
+                .reasons
+                .iter()
+                .map(|(k, v)| (k.clone(), v.total()))
+                .collect(),
+            reasons_detail: tally.reasons.clone(),
+            sprt: sprt.map(|s| SprtReport::of(s, s.result(&pentanomial))),
+            interrupted: false,
+            resumed_games: 0,
+        }
+    }
+
+    /// The one-line progress: `[=====>    ] 12/20  A 7.5/12 (62.5%)  Elo +87 [-20, +200]  ETA 0:35`.
+    pub fn progress_line(&self, eta: Option<Duration>) -> String {
+        const WIDTH: usize = 20;
+        let done = if self.planned == 0 {
+            WIDTH
+        } else {
+            (self.games as usize * WIDTH / self.planned as usize).min(WIDTH)
+        };
+        let bar: String = (0..WIDTH)
+            .map(|i| {
+                if i < done {
+                    '='
+                } else if i == done {
+                    '>'
+                } else {
+                    ' '
+                }
+            })
+            .collect();
+        let points = f64::from(self.wins) + 0.5 * f64::from(self.draws);
+        let mut line = format!(
+            "[{bar}] {}/{}  {} {points}/{} ({:.1}%)  Elo {}",
+            self.games,
+            self.planned,
+            self.engines[0],
+            self.games,
+            100.0 * self.score,
+            elo_text(self.games, self.score, self.elo, self.elo_ci95),
+        );
+        if let Some(sprt) = &self.sprt {
+            line.push_str(&format!(
+                "  LLR {:.2} ({:.2}, {:.2})",
+                sprt.llr, sprt.lower, sprt.upper
+            ));
+        }
+        if let Some(eta) = eta {
+            let s = eta.as_secs();
+            line.push_str(&format!(
+                "  ETA {}:{:02}:{:02}",
+                s / 3600,
+                s / 60 % 60,
+                s % 60
+            ));
+        }
+        line
+    }
+
+    /// The final table.
+    pub fn write_table(&self, out: &mut impl Write) -> io::Result<()> {
+        let [a, b] = &self.engines;
+        writeln!(out, "{} match: {a} vs {b}", self.game)?;
+        writeln!(
+            out,
+            "games       {}{}",
+            self.games,
+            if self.games < self.planned {
+                format!(" of {}", self.planned)
+            } else {
+                String::new()
+            }
+        )?;
+        writeln!(
+            out,
+            "{a}: W {} D {} L {}   score {:.1}%",
+            self.wins,
+            self.draws,
+            self.losses,
+            100.0 * self.score
+        )?;
+        writeln!(
+            out,
+            "Elo         {} (95%)",
+            elo_text(self.games, self.score, self.elo, self.elo_ci95)
+        )?;
+        if let Some(los) = self.los {
+            writeln!(out, "LOS         {:.1}%", 100.0 * los)?;
+        }
+        let p = self.pentanomial;
+        writeln!(
+            out,
+            "pairs       [{}, {}, {}, {}, {}]  ({a}'s points per pair: 0, ½, 1, 1½, 2)",
+            p[0], p[1], p[2], p[3], p[4]
+        )?;
+        if let Some(s) = &self.sprt {
+            writeln!(
+                out,
+                "SPRT        elo0={} elo1={} alpha={} beta={}: LLR {:.2} [{:.2}, {:.2}] {}",
+                s.elo0,
+                s.elo1,
+                s.alpha,
+                s.beta,
+                s.llr,
+                s.lower,
+                s.upper,
+                match s.decision {
+                    Some("H1") => format!("H1 accepted ({a} is stronger by at least elo1)"),
+                    Some(_) => format!("H0 accepted ({a} is not stronger by elo1)"),
+                    None => "undecided".to_string(),
+                }
+            )?;
+        }
+        writeln!(out, "end reasons (lost by {a} / lost by {b} / draws):")?;
+        for (reason, count) in &self.reasons_detail {
+            let note = match reason.as_str() {
+                "timeout" => "  (out of time)",
+                "illegal_move" => "  (illegal move)",
+                "resign" => "  (resigned; a crashed program resigns through the bridge)",
+                "disconnect" => "  (connection lost: crashed or killed)",
+                "forfeit" => "  (did not show up)",
+                _ => "",
+            };
+            writeln!(
+                out,
+                "  {reason:<13} {:>4} / {:>4} / {:>4}{note}",
+                count.lost_by[0], count.lost_by[1], count.draws
+            )?;
+        }
+        if self.interrupted {
+            writeln!(
+                out,
+                "interrupted: run the same command (same --out) to play the remaining games"
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn signed(x: f64) -> String {
+    format!("{x:+.1}")
+}
+
+/// `+87.3 [-20.1, +201.5]`; a score of 1 or 0 is `+inf` or `-inf`.
+fn elo_text(games: u32, score: f64, elo: Option<f64>, ci: [Option<f64>; 2]) -> String {
+    let infinite = |x: f64| if x > 0.5 { "+inf" } else { "-inf" };
+    let bound = |x: Option<f64>, inf: &str| x.map_or_else(|| inf.to_string(), signed);
+    if games == 0 {
+        return "n/a".to_string();
+    }
+    let centre = elo.map_or_else(|| infinite(score).to_string(), signed);
+    format!(
+        "{centre} [{}, {}]",
+        bound(ci[0], "-inf"),
+        bound(ci[1], "+inf")
+    )
+}
+
+/// Reads games.jsonl from where it was last read, one complete line at a time.
+#[derive(Debug)]
+struct JsonlFollower {
+    path: PathBuf,
+    offset: u64,
+    partial: Vec<u8>,
+}
+
+impl JsonlFollower {
+    fn new(path: PathBuf) -> JsonlFollower {
+        JsonlFollower {
+            path,
+            offset: 0,
+            partial: Vec::new(),
+        }
+    }
+
+    /// The complete lines added since the last call.
+    fn read_new(&mut self) -> Vec<Value> {
+        let Ok(mut file) = std::fs::File::open(&self.path) else {
+            return Vec::new();
+        };
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if len < self.offset {
+            // Rewritten (a repair at start): read it again from the top.
+            self.offset = 0;
+            self.partial.clear();
+        }
+        if file.seek(SeekFrom::Start(self.offset)).is_err() {
+            return Vec::new();
+        }
+        let mut bytes = Vec::new();
+        if file.read_to_end(&mut bytes).is_err() {
+            return Vec::new();
+        }
+        self.offset += bytes.len() as u64;
+        self.partial.extend_from_slice(&bytes);
+        let mut lines = Vec::new();
+        while let Some(end) = self.partial.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.partial.drain(..=end).collect();
+            if let Ok(value) = serde_json::from_slice::<Value>(&line) {
+                lines.push(value);
+            }
+        }
+        lines
+    }
+}
+
+/// What `run` tells its caller as games finish.
+pub trait MatchObserver {
+    /// After each finished game (and once at start with the games found in the folder).
+    fn progress(&mut self, report: &MatchReport, eta: Option<Duration>);
+}
+
+impl<F: FnMut(&MatchReport, Option<Duration>)> MatchObserver for F {
+    fn progress(&mut self, report: &MatchReport, eta: Option<Duration>) {
+        self(report, eta)
+    }
+}
+
+/// Plays the match: starts the server on a loopback port (its engines connect to it), follows
+/// the games as they finish, stops when every game is played, the SPRT decides, or `shutdown`
+/// is cancelled (then `interrupted` is set: the same plan resumes from `out_dir`).
+pub async fn run(
+    plan: &MatchPlan,
+    shutdown: CancellationToken,
+    observer: &mut impl MatchObserver,
+) -> Result<MatchReport, MatchError> {
+    let config = plan.config()?;
+    let names = engine_names(&plan.engines)?;
+    let listener = crate::server::bind(&config, None).await?;
+    let games_file = config.server.out_dir.join("games.jsonl");
+    let mut follower = JsonlFollower::new(games_file);
+    let mut tally = Tally::default();
+    let mut seen = std::collections::HashSet::new();
+    let add_lines =
+        |lines: Vec<Value>, tally: &mut Tally, seen: &mut std::collections::HashSet<u32>| {
+            let mut added = 0u32;
+            for line in lines {
+                if line.get("tournament").and_then(Value::as_str) != Some(TOURNAMENT) {
+                    continue;
+                }
+                if let Some(game) = GameResult::from_line(&line, &names[0]) {
+                    if seen.insert(game.number) {
+                        tally.add(&game);
+                        added += 1;
+                    }
+                }
+            }
+            added
+        };
+    let resumed = add_lines(follower.read_new(), &mut tally, &mut seen);
+    let report_now = |tally: &Tally| {
+        let mut r = MatchReport::of(plan.game, &names, plan.games, tally, plan.sprt.as_ref());
+        r.resumed_games = resumed;
+        r
+    };
+    let mut report = report_now(&tally);
+    observer.progress(&report, None);
+    let stop = CancellationToken::new();
+    let decided = report.sprt.is_some_and(|s| s.decision.is_some());
+    let mut server = None;
+    if !decided && report.games < plan.games {
+        server = Some(tokio::spawn(crate::server::run(
+            config,
+            listener,
+            stop.clone(),
+        )));
+    }
+    let began = tokio::time::Instant::now();
+    let mut interrupted = false;
+    while let Some(task) = server.as_mut() {
+        let finished = tokio::select! {
+            _ = shutdown.cancelled(), if !interrupted => {
+                interrupted = true;
+                stop.cancel();
+                false
+            }
+            _ = tokio::time::sleep(POLL) => false,
+            done = &mut *task => {
+                server = None;
+                done.map_err(|e| MatchError::Plan(format!("the server task failed: {e}")))??;
+                true
+            }
+        };
+        let added = add_lines(follower.read_new(), &mut tally, &mut seen);
+        if finished {
+            report = report_now(&tally);
+        }
+        if added > 0 {
+            report = report_now(&tally);
+            let played = tally.games().saturating_sub(resumed);
+            let eta = (played > 0).then(|| {
+                began.elapsed().mul_f64(
+                    f64::from(plan.games.saturating_sub(tally.games())) / f64::from(played),
+                )
+            });
+            observer.progress(&report, eta);
+            if report.sprt.is_some_and(|s| s.decision.is_some()) {
+                stop.cancel();
+            }
+        }
+    }
+    report.interrupted = interrupted && report.games < plan.games;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(number: u32, first_engine_first: bool, result: &str, reason: &str) -> GameResult {
+        GameResult {
+            number,
+            first_engine_first,
+            result: result.into(),
+            reason: reason.into(),
+        }
+    }
+
+    #[test]
+    fn engine_specs_parse() {
+        let kind: EngineKind = "builtin:hex:time_ms=2000,playouts=0".parse().unwrap();
+        assert_eq!(
+            kind,
+            EngineKind::Builtin {
+                engine: "hex".into(),
+                options: serde_json::json!({"time_ms": 2000, "playouts": 0}),
+            }
+        );
+        let kind: EngineKind = "builtin:greedy".parse().unwrap();
+        assert!(
+            matches!(kind, EngineKind::Builtin { ref options, .. } if options == &serde_json::json!({}))
+        );
+        let kind: EngineKind = "gtp:./mohex --quiet".parse().unwrap();
+        let EngineKind::Program(p) = kind else {
+            panic!("a program")
+        };
+        assert_eq!(p.command, ["./mohex", "--quiet"]);
+        assert!("builtin:nonesuch".parse::<EngineKind>().is_err());
+        assert!("./engine".parse::<EngineKind>().is_err());
+        assert!("builtin:hex:oops".parse::<EngineKind>().is_err());
+    }
+
+    #[test]
+    fn clocks_and_rules_parse() {
+        assert_eq!(parse_clock("10+0.1").unwrap(), (10_000, 100));
+        assert_eq!(parse_clock("2.5").unwrap(), (2_500, 0));
+        assert!(parse_clock("0+1").is_err());
+        assert!(parse_clock("x+1").is_err());
+        assert_eq!(
+            parse_rules("swap=true").unwrap(),
+            serde_json::json!({"swap": true})
+        );
+        assert_eq!(
+            parse_rules(r#"{"swap":false}"#).unwrap(),
+            serde_json::json!({"swap": false})
+        );
+        assert!(parse_rules("swap").is_err());
+    }
+
+    #[test]
+    fn default_names_are_made_distinct() {
+        let hex = EngineEntry::new("builtin:hex".parse().unwrap());
+        let names = engine_names(&[hex.clone(), hex.clone()]).unwrap();
+        assert_eq!(names, ["hex".to_string(), "hex-2".to_string()]);
+        let program = EngineEntry::new("sau:./bots/v2/engine --fast".parse().unwrap());
+        assert_eq!(
+            engine_names(&[program, hex.clone()]).unwrap(),
+            ["engine".to_string(), "hex".to_string()]
+        );
+        let mut named = hex.clone();
+        named.name = Some("hex".into());
+        let mut other = hex;
+        other.name = Some("hex".into());
+        assert!(engine_names(&[named, other]).is_err());
+    }
+
+    #[test]
+    fn the_tally_counts_games_pairs_and_reasons_from_the_first_engine() {
+        let mut tally = Tally::default();
+        // Pair 0: A wins with first, draws with second → 1½.
+        tally.add(&result(1, true, "first", "connection"));
+        tally.add(&result(2, false, "draw", "board_full"));
+        // Pair 1: A loses both (once on time) → 0.
+        tally.add(&result(3, true, "second", "connection"));
+        tally.add(&result(4, false, "first", "timeout"));
+        // Pair 2: only the first game so far (A wins as second).
+        tally.add(&result(5, false, "second", "illegal_move"));
+        assert_eq!(
+            tally.wdl,
+            Wdl {
+                wins: 2,
+                draws: 1,
+                losses: 2
+            }
+        );
+        assert_eq!(tally.pentanomial(), [1, 0, 0, 1, 0]);
+        assert_eq!(tally.reasons["timeout"].lost_by, [1, 0]);
+        assert_eq!(tally.reasons["illegal_move"].lost_by, [0, 1]);
+        assert_eq!(tally.reasons["connection"].lost_by, [1, 1]);
+        assert_eq!(tally.reasons["board_full"].draws, 1);
+        let report = MatchReport::of(GameId::Hex, &["a".into(), "b".into()], 10, &tally, None);
+        assert_eq!(report.games, 5);
+        assert!((report.score - 0.5).abs() < 1e-12);
+        assert_eq!(report.reasons["connection"], 2);
+        let json = serde_json::to_value(&report).unwrap();
+        for key in [
+            "games",
+            "wins",
+            "draws",
+            "losses",
+            "score",
+            "elo",
+            "elo_ci95",
+            "pentanomial",
+            "reasons",
+            "sprt",
+        ] {
+            assert!(json.get(key).is_some(), "{key}");
+        }
+        let mut table = Vec::new();
+        report.write_table(&mut table).unwrap();
+        let table = String::from_utf8(table).unwrap();
+        assert!(table.contains("a: W 2 D 1 L 2"), "{table}");
+        assert!(table.contains("pairs       [1, 0, 0, 1, 0]"), "{table}");
+        assert!(report.progress_line(None).contains("5/10"));
+    }
+
+    #[test]
+    fn a_game_line_is_read_from_the_first_engines_side() {
+        let line = serde_json::json!({
+            "match": "match-r1-p1-g4", "tournament": "match", "first": "b", "second": "a",
+            "result": "second", "reason": "resign"
+        });
+        let game = GameResult::from_line(&line, "a").unwrap();
+        assert_eq!(game.number, 4);
+        assert!(!game.first_engine_first);
+        assert_eq!(game.points(), 1.0);
+        assert_eq!(game.loser(), Some(1));
+    }
+
+    #[test]
+    fn the_plan_becomes_a_valid_league_with_openings() {
+        let plan = MatchPlan {
+            game: GameId::Hex,
+            engines: [
+                EngineEntry::new("builtin:hex:time_ms=50".parse().unwrap()),
+                EngineEntry::new("builtin:greedy".parse().unwrap()),
+            ],
+            games: 4,
+            concurrency: 2,
+            clock: ClockConfig {
+                initial_ms: 10_000,
+                increment_ms: 100,
+                move_limit_ms: 0,
+            },
+            rules: Value::Null,
+            openings: vec![vec!["A1".into()], vec!["B2".into()]],
+            sprt: None,
+            out_dir: PathBuf::from("out"),
+            memory_mb: None,
+        };
+        let config = plan.config().unwrap();
+        let t = &config.tournaments[0];
+        assert_eq!(t.bots, ["hex", "greedy"]);
+        assert_eq!(config.bots[0].max_games, 2);
+        assert_eq!(t.opening_of("match-r1-p1-g1"), ["A1"]);
+        assert_eq!(t.opening_of("match-r1-p1-g2"), ["A1"]);
+        assert_eq!(t.opening_of("match-r1-p1-g3"), ["B2"]);
+        assert_eq!(t.opening_of("match-r1-p1-g5"), ["A1"]);
+        let mut bad = plan.clone();
+        bad.engines[0] = EngineEntry::new("builtin:hex:nonsense=1".parse().unwrap());
+        assert!(bad.config().is_err());
+    }
+}

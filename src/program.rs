@@ -1,0 +1,257 @@
+//! Program engines: the `PROTOCOL:COMMAND` specs (`sau:./team7/engine`, `gtp:./mohex --quiet`)
+//! that `arena match` and league `program` bots run through the bridge, and the limits a child
+//! engine runs under (its folder, an address-space cap, the cores it may use). The limits are
+//! applied by `arena engine-exec`, a hidden subcommand that sets them on itself and then
+//! executes the engine in place (same pid, same process group, so the bridge's group kill
+//! still reaches it).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use crate::bridge::EngineProtocol;
+
+/// Why a program spec was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProgramSpecError {
+    #[error("{0:?}: expected PROTOCOL:COMMAND with PROTOCOL gtp, sau or json (e.g. \"sau:./engine --fast\")")]
+    NoProtocol(String),
+    #[error("{spec:?}: {message}")]
+    Protocol { spec: String, message: String },
+    #[error("{0:?}: the command is empty or its quotes do not match")]
+    Command(String),
+}
+
+/// A program and the protocol it speaks on stdin/stdout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramSpec {
+    pub protocol: EngineProtocol,
+    /// The command and its arguments, split as a POSIX shell splits words (quotes and
+    /// backslashes; no variables, globs or redirections).
+    pub command: Vec<String>,
+}
+
+impl FromStr for ProgramSpec {
+    type Err = ProgramSpecError;
+    fn from_str(spec: &str) -> Result<ProgramSpec, ProgramSpecError> {
+        let (protocol, command) = spec
+            .split_once(':')
+            .ok_or_else(|| ProgramSpecError::NoProtocol(spec.to_string()))?;
+        let protocol =
+            protocol
+                .parse::<EngineProtocol>()
+                .map_err(|message| ProgramSpecError::Protocol {
+                    spec: spec.to_string(),
+                    message,
+                })?;
+        let command = shlex::split(command)
+            .filter(|words| !words.is_empty())
+            .ok_or_else(|| ProgramSpecError::Command(spec.to_string()))?;
+        Ok(ProgramSpec { protocol, command })
+    }
+}
+
+impl fmt::Display for ProgramSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let words: Vec<String> = self
+            .command
+            .iter()
+            .map(|w| shlex::try_quote(w).map_or_else(|_| w.clone(), |q| q.into_owned()))
+            .collect();
+        write!(f, "{}:{}", self.protocol, words.join(" "))
+    }
+}
+
+/// What a child engine runs under.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// The working folder (the command is looked up from there when it is a relative path).
+    pub dir: Option<PathBuf>,
+    /// Address-space limit (RLIMIT_AS) in MiB.
+    pub memory_mb: Option<u64>,
+    /// CPU cores the engine may run on (empty: any).
+    pub cpus: Vec<usize>,
+}
+
+impl Limits {
+    pub fn is_empty(&self) -> bool {
+        self.dir.is_none() && self.memory_mb.is_none() && self.cpus.is_empty()
+    }
+
+    /// The command line the bridge starts: `command` itself, or, with limits, `exe
+    /// engine-exec [--dir D] [--memory-mb M] [--cpus 0,1] -- command…` (`exe` being this
+    /// program, `arena`).
+    pub fn wrap(&self, exe: &Path, command: &[String]) -> Vec<String> {
+        if self.is_empty() {
+            return command.to_vec();
+        }
+        let mut line = vec![exe.display().to_string(), "engine-exec".to_string()];
+        if let Some(dir) = &self.dir {
+            line.push("--dir".into());
+            line.push(dir.display().to_string());
+        }
+        if let Some(mb) = self.memory_mb {
+            line.push("--memory-mb".into());
+            line.push(mb.to_string());
+        }
+        if !self.cpus.is_empty() {
+            line.push("--cpus".into());
+            line.push(
+                self.cpus
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            );
+        }
+        line.push("--".into());
+        line.extend(command.iter().cloned());
+        line
+    }
+
+    /// Applies the limits to this process, then replaces it with `command`. Returns only on
+    /// failure.
+    pub fn exec(&self, command: &[String]) -> std::io::Error {
+        use std::os::unix::process::CommandExt;
+        let Some((program, args)) = command.split_first() else {
+            return std::io::Error::other("no engine command");
+        };
+        if let Some(dir) = &self.dir {
+            if let Err(e) = std::env::set_current_dir(dir) {
+                return std::io::Error::new(e.kind(), format!("folder {}: {e}", dir.display()));
+            }
+        }
+        if let Some(mb) = self.memory_mb {
+            let bytes = mb.saturating_mul(1 << 20);
+            let limit = libc::rlimit {
+                rlim_cur: bytes as libc::rlim_t,
+                rlim_max: bytes as libc::rlim_t,
+            };
+            // SAFETY: setrlimit only reads the struct passed.
+            if unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) } != 0 {
+                return std::io::Error::last_os_error();
+            }
+        }
+        if !self.cpus.is_empty() {
+            if let Err(e) = set_affinity(&self.cpus) {
+                // Not fatal: an engine without pinning still plays.
+                eprintln!(
+                    "arena engine-exec: cannot pin to cores {:?}: {e}",
+                    self.cpus
+                );
+            }
+        }
+        std::process::Command::new(program).args(args).exec()
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn set_affinity(cpus: &[usize]) -> std::io::Result<()> {
+    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET writes inside it for indices below
+    // CPU_SETSIZE (checked), and sched_setaffinity only reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &cpu in cpus {
+            if cpu < libc::CPU_SETSIZE as usize {
+                libc::CPU_SET(cpu, &mut set);
+            }
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn set_affinity(_cpus: &[usize]) -> std::io::Result<()> {
+    Err(std::io::Error::other("CPU affinity is only set on Linux"))
+}
+
+/// The cores this process may use, in order (at least one entry; `[0]` when unknown).
+pub fn available_cores() -> Vec<usize> {
+    #[cfg(target_os = "linux")]
+    // SAFETY: sched_getaffinity fills the zeroed set it is given; CPU_ISSET reads inside it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            let cores: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| libc::CPU_ISSET(c, &set))
+                .collect();
+            if !cores.is_empty() {
+                return cores;
+            }
+        }
+    }
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (0..n).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_split_as_a_shell_does_and_round_trip() {
+        let spec: ProgramSpec = "gtp:./mohex --quiet 'two words'".parse().unwrap();
+        assert_eq!(spec.protocol, EngineProtocol::Gtp);
+        assert_eq!(spec.command, ["./mohex", "--quiet", "two words"]);
+        assert_eq!(spec.to_string().parse::<ProgramSpec>().unwrap(), spec);
+        let spec: ProgramSpec = "sau:python3 bot.py".parse().unwrap();
+        assert_eq!(spec.protocol, EngineProtocol::Sau);
+        assert_eq!(spec.command, ["python3", "bot.py"]);
+    }
+
+    #[test]
+    fn bad_specs_are_refused() {
+        assert!(matches!(
+            "./engine".parse::<ProgramSpec>(),
+            Err(ProgramSpecError::NoProtocol(_))
+        ));
+        assert!(matches!(
+            "uci:./engine".parse::<ProgramSpec>(),
+            Err(ProgramSpecError::Protocol { .. })
+        ));
+        assert!(matches!(
+            "sau:".parse::<ProgramSpec>(),
+            Err(ProgramSpecError::Command(_))
+        ));
+        assert!(matches!(
+            "sau:./engine 'unclosed".parse::<ProgramSpec>(),
+            Err(ProgramSpecError::Command(_))
+        ));
+    }
+
+    #[test]
+    fn limits_wrap_the_command_only_when_set() {
+        let command = vec!["./engine".to_string(), "-x".to_string()];
+        let exe = Path::new("/bin/arena");
+        assert_eq!(Limits::default().wrap(exe, &command), command);
+        let limits = Limits {
+            dir: Some(PathBuf::from("team7")),
+            memory_mb: Some(512),
+            cpus: vec![0, 1],
+        };
+        assert_eq!(
+            limits.wrap(exe, &command),
+            [
+                "/bin/arena",
+                "engine-exec",
+                "--dir",
+                "team7",
+                "--memory-mb",
+                "512",
+                "--cpus",
+                "0,1",
+                "--",
+                "./engine",
+                "-x"
+            ]
+        );
+    }
+
+    #[test]
+    fn this_process_has_a_core() {
+        assert!(!available_cores().is_empty());
+    }
+}

@@ -1,0 +1,338 @@
+//! `arena match` end to end, through the real binary: built-in engines and the fake GTP engine
+//! of the bridge tests (tests/fixtures/bridge/gtp_engine.py, which plays the first empty cell)
+//! play on the in-process referee; a match is recorded, interrupted with SIGINT and resumed;
+//! an SPRT stops a lopsided match early; a league `program` bot runs in its folder.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn arena() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_arena"));
+    command.stdin(Stdio::null());
+    command
+}
+
+fn fake_gtp(dir: &Path) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bridge/gtp_engine.py");
+    format!("gtp:python3 {} {}", script.display(), dir.display())
+}
+
+fn json_of(output: &Output) -> Value {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "arena failed: {}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+fn games_jsonl(out: &Path) -> Vec<Value> {
+    std::fs::read_to_string(out.join("games.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn sum(v: &Value) -> u64 {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .sum()
+}
+
+#[test]
+fn a_match_of_builtins_plays_every_game_from_the_openings_and_reports() {
+    let out = tempfile::tempdir().unwrap();
+    let output = arena()
+        .args([
+            "match",
+            "hex",
+            "--engine",
+            "builtin:greedy",
+            "--engine",
+            "builtin:random",
+        ])
+        .args([
+            "--games",
+            "4",
+            "--concurrency",
+            "2",
+            "--clock",
+            "5+0",
+            "--json",
+            "--out",
+        ])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let report = json_of(&output);
+    assert_eq!(report["games"], 4);
+    let (w, d, l) = (
+        report["wins"].as_u64().unwrap(),
+        report["draws"].as_u64().unwrap(),
+        report["losses"].as_u64().unwrap(),
+    );
+    assert_eq!(w + d + l, 4);
+    assert_eq!(sum(&report["pentanomial"]), 2, "{report}");
+    let reasons: u64 = report["reasons"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(reasons, 4);
+    let score = report["score"].as_f64().unwrap();
+    assert!((score - (w as f64 + 0.5 * d as f64) / 4.0).abs() < 1e-9);
+    assert!(report["elo_ci95"].as_array().unwrap().len() == 2);
+    assert!(report["sprt"].is_null());
+
+    // Records and games.jsonl are in the folder; each pair starts from one built-in opening
+    // with the colours reversed.
+    let lines = games_jsonl(out.path());
+    assert_eq!(lines.len(), 4);
+    assert_eq!(
+        std::fs::read_dir(out.path().join("records"))
+            .unwrap()
+            .count(),
+        4
+    );
+    let openings =
+        arena::openings::builtin_openings(arena::game::GameId::Hex, &Value::Null).unwrap();
+    for line in &lines {
+        let id = line["match"].as_str().unwrap();
+        let number: usize = id.rsplit_once("-g").unwrap().1.parse().unwrap();
+        let opening = &openings[(number - 1) / 2];
+        let moves: Vec<&str> = line["moves"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.as_str().unwrap())
+            .collect();
+        assert_eq!(&moves[..opening.len()], opening.as_slice(), "{id}");
+        let greedy_first = line["first"] == "greedy";
+        assert_eq!(greedy_first, number % 2 == 1, "{id}: colours alternate");
+    }
+
+    // Run again with the same command: everything is already played; the table is printed.
+    let output = arena()
+        .args([
+            "match",
+            "hex",
+            "--engine",
+            "builtin:greedy",
+            "--engine",
+            "builtin:random",
+        ])
+        .args([
+            "--games",
+            "4",
+            "--concurrency",
+            "2",
+            "--clock",
+            "5+0",
+            "--out",
+        ])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{table}");
+    assert!(
+        table.contains(&format!("greedy: W {w} D {d} L {l}")),
+        "{table}"
+    );
+    for part in ["Elo", "LOS", "pairs", "end reasons"] {
+        assert!(table.contains(part), "{part}: {table}");
+    }
+    assert_eq!(games_jsonl(out.path()).len(), 4, "nothing played twice");
+}
+
+fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+#[test]
+fn an_interrupted_match_kills_its_engines_and_resumes_with_the_same_command() {
+    let out = tempfile::tempdir().unwrap();
+    let engine_dir = tempfile::tempdir().unwrap();
+    let command = |json: bool| {
+        let mut c = arena();
+        c.args(["match", "hex", "--engine", "builtin:hex:time_ms=100"])
+            .args(["--engine", &fake_gtp(engine_dir.path()), "--name", "fake"])
+            .args(["--games", "6", "--clock", "20+0", "--out"])
+            .arg(out.path());
+        if json {
+            c.arg("--json");
+        }
+        c
+    };
+    let child = command(false)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let began = Instant::now();
+    while games_jsonl(out.path()).is_empty() {
+        assert!(
+            began.elapsed() < Duration::from_secs(120),
+            "no game finished"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: sends SIGINT to the child we started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let output = child.wait_with_output().unwrap();
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{table}");
+    let played = games_jsonl(out.path()).len();
+    assert!(played < 6, "interrupted before the end ({played} games)");
+    assert!(table.contains("interrupted"), "{table}");
+    assert!(
+        table.contains(&format!("games       {played} of 6")),
+        "{table}"
+    );
+    let pid: i32 = std::fs::read_to_string(engine_dir.path().join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!alive(pid), "the engine process is gone after ctrl-c");
+
+    let report = json_of(&command(true).output().unwrap());
+    assert_eq!(report["games"], 6);
+    assert_eq!(report["resumed_games"].as_u64().unwrap() as usize, played);
+    let lines = games_jsonl(out.path());
+    let mut ids: Vec<&str> = lines.iter().map(|l| l["match"].as_str().unwrap()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 6, "every game once");
+}
+
+#[test]
+fn an_sprt_stops_a_lopsided_match_with_h1() {
+    let engine_dir = tempfile::tempdir().unwrap();
+    let output = arena()
+        .args(["match", "hex", "--engine", "builtin:greedy", "--engine"])
+        .arg(fake_gtp(engine_dir.path()))
+        .args(["--games", "200", "--clock", "10+0", "--json"])
+        .args(["--sprt", "elo0=0,elo1=20,alpha=0.05,beta=0.05"])
+        .output()
+        .unwrap();
+    let report = json_of(&output);
+    let sprt = &report["sprt"];
+    assert_eq!(sprt["decision"], "H1", "{report}");
+    assert!(sprt["llr"].as_f64().unwrap() >= sprt["upper"].as_f64().unwrap());
+    assert!((sprt["upper"].as_f64().unwrap() - (0.95f64 / 0.05).ln()).abs() < 1e-9);
+    let games = report["games"].as_u64().unwrap();
+    assert!(games < 40, "stopped early, after {games} games");
+    assert_eq!(report["wins"].as_u64().unwrap(), games, "{report}");
+}
+
+#[test]
+fn per_engine_settings_must_follow_an_engine() {
+    let output = arena()
+        .args([
+            "match",
+            "hex",
+            "--name",
+            "x",
+            "--engine",
+            "builtin:greedy",
+            "--engine",
+            "builtin:random",
+        ])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--name must follow"));
+    let output = arena()
+        .args(["match", "hex", "--engine", "builtin:greedy"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&output.stderr).contains("exactly two --engine"));
+    let output = arena()
+        .args([
+            "match",
+            "hex",
+            "--engine",
+            "uci:./x",
+            "--engine",
+            "builtin:random",
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&output.stderr).contains("expected json, gtp or sau"));
+}
+
+#[test]
+fn a_league_program_bot_runs_in_its_folder_one_child_per_game() {
+    let root = tempfile::tempdir().unwrap();
+    let team = root.path().join("team7");
+    std::fs::create_dir(&team).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bridge/gtp_engine.py");
+    std::fs::copy(&script, team.join("engine.py")).unwrap();
+    let out: PathBuf = root.path().join("out");
+    let config = format!(
+        r#"
+[server]
+listen = "127.0.0.1:0"
+out_dir = "{}"
+progress = false
+
+[[bot]]
+name = "team7"
+program = "gtp:python3 engine.py ."
+dir = "{}"
+memory_mb = 1024
+
+[[bot]]
+name = "greedy"
+builtin = "greedy"
+
+[[tournament]]
+name = "hex-cup"
+game = "hex"
+bots = ["team7", "greedy"]
+games_per_pairing = 2
+rounds = 1
+concurrency = 1
+clock = {{ initial_ms = 10000 }}
+"#,
+        out.display(),
+        team.display()
+    );
+    let config_path = root.path().join("arena.toml");
+    std::fs::write(&config_path, config).unwrap();
+    let output = arena()
+        .arg("serve")
+        .arg("--config")
+        .arg(&config_path)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines = games_jsonl(&out);
+    assert_eq!(lines.len(), 2);
+    // The engine ran in its folder (it wrote its pid to "."): once for the bridge's start check,
+    // then once per game, and is gone.
+    let log = std::fs::read_to_string(team.join("log")).unwrap();
+    assert_eq!(log.matches("boardsize 11").count(), 1 + 2, "{log}");
+    let pid: i32 = std::fs::read_to_string(team.join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!alive(pid));
+}
