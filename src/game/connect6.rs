@@ -174,6 +174,41 @@ impl Connect6 {
         (empties, n)
     }
 
+    /// Sum over every window of six points in a line holding only `side` stones of a value
+    /// rising steeply with their number.
+    fn line_score(&self, side: Side) -> i64 {
+        const VALUE: [i64; WIN_LENGTH + 1] = [0, 1, 8, 60, 400, 2_000, 100_000];
+        let mut total = 0;
+        for &(dc, dr) in &DIRECTIONS {
+            for start in 0..CELLS {
+                let (col, row) = (
+                    (start % SIZE as usize) as i32,
+                    (start / SIZE as usize) as i32,
+                );
+                let last = (WIN_LENGTH - 1) as i32;
+                if index_of(col + last * dc, row + last * dr).is_none() {
+                    continue;
+                }
+                let mut own = 0;
+                let mut blocked = false;
+                for k in 0..WIN_LENGTH as i32 {
+                    match index_of(col + k * dc, row + k * dr).and_then(|i| self.board[i]) {
+                        Some(s) if s == side => own += 1,
+                        Some(_) => {
+                            blocked = true;
+                            break;
+                        }
+                        None => {}
+                    }
+                }
+                if !blocked {
+                    total += VALUE[own];
+                }
+            }
+        }
+        total
+    }
+
     /// The board's result when read from position text: a six is a win for its colour; a full
     /// board without one is a draw. Both colours having a six is an error.
     fn outcome_on_board(&self) -> Result<Option<Outcome>, ParsePositionError> {
@@ -234,6 +269,9 @@ impl Rules for Connect6 {
     type Options = Options;
     type Illegal = IllegalMove;
     const GAME: GameId = GameId::Connect6;
+    const ID: &'static str = "connect6";
+    const RECORD_CODE: &'static str = "C6";
+    const COLOURS: [char; 2] = ['B', 'W'];
 
     /// The empty board, Black (`x`) to place one stone.
     fn start(options: &Options) -> Self {
@@ -461,6 +499,29 @@ impl Rules for Connect6 {
             Move::Two(a, _) if self.makes_six(a, self.turn) => Move::One(a),
             other => other,
         }
+    }
+
+    /// Sum over every window of six points in a line of a value rising steeply with the
+    /// number of `side` stones in it (windows holding an enemy stone count nothing), minus the
+    /// same for the opponent.
+    fn heuristic(&self, side: Side) -> i64 {
+        self.line_score(side) - self.line_score(side.opponent())
+    }
+
+    /// Every stone lies within two points (in both directions) of a stone already down; on an
+    /// empty board, on the centre point. The full list has ~65,000 pairs.
+    fn is_local(&self, mv: &Move) -> bool {
+        let empty = self.empty_count() == CELLS;
+        mv.stones().all(|p| {
+            if empty {
+                return p.col == SIZE / 2 && p.row == SIZE / 2;
+            }
+            let (col, row) = (p.col as i32, p.row as i32);
+            (-2..=2).any(|dr| {
+                (-2..=2)
+                    .any(|dc| index_of(col + dc, row + dr).is_some_and(|i| self.board[i].is_some()))
+            })
+        })
     }
 
     /// What `arena moves` prints: the empty points (nothing once the game is over), since

@@ -204,6 +204,67 @@ impl Hex {
         }
     }
 
+    /// Fewest empty cells `side` must still fill to join its edges (a 0-1 breadth-first
+    /// search: own stones cost 0, empty cells 1, enemy stones are walls); `CELLS + 1` when it
+    /// cannot.
+    pub fn cells_to_connect(&self, side: Side) -> i64 {
+        let unreachable = CELLS as i64 + 1;
+        let mut dist = vec![unreachable; CELLS];
+        let mut deque = std::collections::VecDeque::new();
+        let cost = |i: usize| -> Option<i64> {
+            match self.board[i] {
+                Some(s) if s == side => Some(0),
+                Some(_) => None,
+                None => Some(1),
+            }
+        };
+        let n = SIZE as usize;
+        // Red starts on row 1 and ends on row 11; Blue from column A to column K.
+        let edge = |k: usize, far: bool| -> usize {
+            let line = if far { n - 1 } else { 0 };
+            match side {
+                Side::First => line * n + k,
+                Side::Second => k * n + line,
+            }
+        };
+        for k in 0..n {
+            let i = edge(k, false);
+            if let Some(w) = cost(i) {
+                if w < dist[i] {
+                    dist[i] = w;
+                    if w == 0 {
+                        deque.push_front(i);
+                    } else {
+                        deque.push_back(i);
+                    }
+                }
+            }
+        }
+        while let Some(i) = deque.pop_front() {
+            let p = Point::from_index(i, SIZE);
+            for (dc, dr) in NEIGHBOURS {
+                let Some(j) = index_of(p.col as i32 + dc, p.row as i32 + dr) else {
+                    continue;
+                };
+                if let Some(w) = cost(j) {
+                    let d = dist[i] + w;
+                    if d < dist[j] {
+                        dist[j] = d;
+                        if w == 0 {
+                            deque.push_front(j);
+                        } else {
+                            deque.push_back(j);
+                        }
+                    }
+                }
+            }
+        }
+        (0..n)
+            .map(|k| dist[edge(k, true)])
+            .min()
+            .unwrap_or(unreachable)
+    }
+
     fn swap_refusal(&self) -> Option<SwapRefusal> {
         if !self.options.swap {
             Some(SwapRefusal::OptionOff)
@@ -220,6 +281,9 @@ impl Rules for Hex {
     type Options = Options;
     type Illegal = IllegalMove;
     const GAME: GameId = GameId::Hex;
+    const ID: &'static str = "hex";
+    const RECORD_CODE: &'static str = "HEX";
+    const COLOURS: [char; 2] = ['R', 'B'];
 
     /// The empty board, Red (`x`) to move.
     fn start(options: &Options) -> Self {
@@ -400,6 +464,11 @@ impl Rules for Hex {
                 None => Ok(()),
             },
         }
+    }
+
+    /// 100 per cell the opponent still needs to connect beyond what `side` needs.
+    fn heuristic(&self, side: Side) -> i64 {
+        100 * (self.cells_to_connect(side.opponent()) - self.cells_to_connect(side))
     }
 
     fn play_unchecked(&mut self, mv: &Move) {

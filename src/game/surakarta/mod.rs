@@ -231,6 +231,14 @@ impl Rules for Surakarta {
     type Options = Options;
     type Illegal = IllegalMove;
     const GAME: GameId = GameId::Surakarta;
+    const ID: &'static str = "surakarta";
+    const RECORD_CODE: &'static str = "SUR";
+    const COLOURS: [char; 2] = ['B', 'W'];
+
+    /// 100 per piece more than the opponent.
+    fn heuristic(&self, side: Side) -> i64 {
+        100 * (i64::from(self.piece_count(side)) - i64::from(self.piece_count(side.opponent())))
+    }
 
     fn start(options: &Options) -> Self {
         let first = (1u64 << 12) - 1;
