@@ -15,16 +15,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::clock_settings::ClockSpec;
+use crate::game_line::GameLine;
+
 /// The journal's file name inside `out_dir`.
 pub const JOURNAL_FILE: &str = "journal.jsonl";
-
-/// Clock settings of a tournament (milliseconds, as in arena.toml).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClockSettings {
-    pub initial_ms: u64,
-    pub increment_ms: u64,
-    pub move_limit_ms: u64,
-}
 
 /// The schedule-relevant settings of one tournament: what must not change between a crash and
 /// the resumption, because the schedule, the games or their records depend on it.
@@ -37,7 +32,9 @@ pub struct TournamentFingerprint {
     pub games_per_pairing: u32,
     /// Swiss rounds; `None` for the other formats.
     pub rounds: Option<u32>,
-    pub clock: ClockSettings,
+    /// Written as arena.toml has it (`move_limit_ms` 0 for none).
+    #[serde(with = "crate::clock_settings::table")]
+    pub clock: ClockSpec,
     /// The rule options table, as JSON.
     pub rules: Value,
 }
@@ -168,10 +165,12 @@ impl ConfigFingerprint {
             );
             let rounds = |r: Option<u32>| r.map_or_else(|| "none".to_string(), |r| r.to_string());
             field("rounds", false, rounds(j.rounds), rounds(c.rounds));
-            let clock = |c: &ClockSettings| {
+            let clock = |c: &ClockSpec| {
                 format!(
                     "initial_ms={} increment_ms={} move_limit_ms={}",
-                    c.initial_ms, c.increment_ms, c.move_limit_ms
+                    c.initial_ms,
+                    c.increment_ms,
+                    c.move_limit_ms.unwrap_or(0)
                 )
             };
             field("clock", false, clock(&j.clock), clock(&c.clock));
@@ -220,8 +219,8 @@ pub enum JournalEntry {
         first_clock_ms: u64,
         second_clock_ms: u64,
     },
-    /// A game finished; `record` is its whole games.jsonl object.
-    Finished { id: String, record: Value },
+    /// A game finished; `record` is its whole games.jsonl line.
+    Finished { id: String, record: GameLine },
     /// A Swiss bye: `bot` sits out `round` and scores a win.
     Bye {
         tournament: String,
@@ -253,8 +252,8 @@ pub struct GameProgress {
     pub started: Option<(String, String)>,
     /// The moves so far, ply 1 first.
     pub moves: Vec<JournalMove>,
-    /// The games.jsonl object once finished.
-    pub finished: Option<Value>,
+    /// The games.jsonl line once finished.
+    pub finished: Option<GameLine>,
 }
 
 /// A Swiss bye as journaled.
@@ -309,8 +308,11 @@ impl JournalState {
         self.games.iter().filter(|g| g.finished.is_none())
     }
 
-    /// The games.jsonl objects of the finished games of `tournament`, in schedule order.
-    pub fn finished_records<'a>(&'a self, tournament: &'a str) -> impl Iterator<Item = &'a Value> {
+    /// The games.jsonl lines of the finished games of `tournament`, in schedule order.
+    pub fn finished_records<'a>(
+        &'a self,
+        tournament: &'a str,
+    ) -> impl Iterator<Item = &'a GameLine> {
         self.games
             .iter()
             .filter(move |g| g.tournament == tournament)
@@ -602,10 +604,10 @@ mod tests {
             bots: bots.iter().map(|s| s.to_string()).collect(),
             games_per_pairing: 2,
             rounds: None,
-            clock: ClockSettings {
+            clock: ClockSpec {
                 initial_ms: 600_000,
                 increment_ms: 0,
-                move_limit_ms: 0,
+                move_limit_ms: None,
             },
             rules: json!({"swap": false}),
         }
@@ -641,6 +643,19 @@ mod tests {
         }
     }
 
+    /// A finished game's games.jsonl line: the first side won in `moves`.
+    fn game_line(match_id: &str, moves: &[&str]) -> GameLine {
+        GameLine::from_json(&json!({
+            "match": match_id, "tournament": "hex-league", "game": "hex", "first": "a",
+            "second": "b", "result": "first", "reason": "resign", "moves": moves,
+            "think_ms": [], "lag_ms": [], "rules": {"swap": false},
+            "clock": {"initial_ms": 600000, "increment_ms": 0, "move_limit_ms": null},
+            "started": "2026-11-22T21:00:00+00:00", "finished": "2026-11-22T21:01:00+00:00",
+            "record": "",
+        }))
+        .unwrap()
+    }
+
     fn write_all(path: &Path, entries: &[JournalEntry]) {
         let (mut journal, _) = Journal::open(path).unwrap();
         for e in entries {
@@ -653,7 +668,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(JOURNAL_FILE);
         let config = ConfigFingerprint::new(vec![tournament("hex-league", &["a", "b"])]);
-        let record = json!({"match": "m-g1", "result": "first", "moves": ["F6", "E7"]});
+        let record = game_line("m-g1", &["F6", "E7"]);
         write_all(
             &path,
             &[
@@ -793,11 +808,11 @@ mod tests {
                     scheduled("g1"),
                     JournalEntry::Finished {
                         id: "g1".into(),
-                        record: json!({}),
+                        record: game_line("m-g1", &[]),
                     },
                     JournalEntry::Finished {
                         id: "g1".into(),
-                        record: json!({}),
+                        record: game_line("m-g1", &[]),
                     },
                 ],
                 3,

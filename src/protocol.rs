@@ -80,14 +80,9 @@ fn is_one(n: &u32) -> bool {
     *n == 1
 }
 
-/// The clock settings of a match, as `start` carries them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClockSpec {
-    pub initial_ms: u64,
-    pub increment_ms: u64,
-    /// `None` (JSON null) when there is no per-move limit.
-    pub move_limit_ms: Option<u64>,
-}
+/// The clock settings of a match, as `start` carries them (one type with arena.toml's and
+/// games.jsonl's clock).
+pub use crate::clock_settings::ClockSpec;
 
 /// Both sides' remaining time, as `turn` carries it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

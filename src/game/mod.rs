@@ -127,6 +127,20 @@ impl fmt::Display for GameId {
     }
 }
 
+/// Written and read as the protocol id (`"hex"`).
+impl Serialize for GameId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GameId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// A game id that names none of the four games.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown game {0:?} (expected connect6, hex, surakarta or jiu)")]
@@ -266,6 +280,20 @@ impl FromStr for EndReason {
             .into_iter()
             .find(|r| r.as_str() == s)
             .ok_or_else(|| format!("unknown end reason {s:?}"))
+    }
+}
+
+/// Written and read as the protocol string (`"resign"`).
+impl Serialize for EndReason {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for EndReason {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
     }
 }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use super::move_log::MoveLog;
 use crate::config::{Config, Format};
 use crate::journal::{
-    ClockSettings, ConfigFingerprint, Journal, JournalEntry, JournalError, TournamentFingerprint,
+    ConfigFingerprint, Journal, JournalEntry, JournalError, TournamentFingerprint,
 };
 
 /// The lock file in `out_dir` that keeps a second server off a league's files.
@@ -72,11 +72,7 @@ pub fn fingerprint(config: &Config) -> ConfigFingerprint {
                 bots: t.bots.clone(),
                 games_per_pairing: t.games_per_pairing,
                 rounds: (t.format == Format::Swiss).then_some(t.rounds),
-                clock: ClockSettings {
-                    initial_ms: t.clock.initial_ms,
-                    increment_ms: t.clock.increment_ms,
-                    move_limit_ms: t.clock.move_limit_ms,
-                },
+                clock: t.clock,
                 rules: t.rules.clone(),
             })
             .collect(),

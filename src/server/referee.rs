@@ -12,9 +12,9 @@ use serde_json::Value;
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::ClockConfig;
 use crate::game::{new_game, AnyGame, EndReason, GameId, Outcome, Side};
 use crate::journal::JournalMove;
+use crate::protocol::ClockSpec;
 use crate::protocol::{ErrorCode, RefereeMessage, TurnClock};
 
 use super::journaling::MoveJournal;
@@ -59,7 +59,7 @@ pub struct MatchSpec {
     pub game: GameId,
     /// Every rule option in force.
     pub rules: Value,
-    pub clock: ClockConfig,
+    pub clock: ClockSpec,
     /// Bot names: `[first, second]`.
     pub players: [String; 2],
 }
@@ -229,7 +229,7 @@ impl Referee {
             colour: self.spec.game.colour_letter(side).to_string(),
             opponent: self.spec.players[side.opponent().index()].clone(),
             rules: self.spec.rules.clone(),
-            clock: self.spec.clock.spec(),
+            clock: self.spec.clock,
             moves: self.moves.texts_from(0),
         };
         self.send(side, &message);
@@ -291,7 +291,7 @@ impl Referee {
     /// The most think time the side to move may use on this move.
     fn allowed(&self, side: Side) -> Duration {
         let left = self.remaining[side.index()];
-        match self.spec.clock.spec().move_limit_ms {
+        match self.spec.clock.move_limit_ms {
             Some(limit) => left.min(Duration::from_millis(limit)),
             None => left,
         }
@@ -660,10 +660,10 @@ mod tests {
                 tournament: "t".into(),
                 game: GameId::Hex,
                 rules: crate::game::normalize_rules(GameId::Hex, &Value::Null).expect("rules"),
-                clock: ClockConfig {
+                clock: ClockSpec {
                     initial_ms: 60_000,
                     increment_ms: 0,
-                    move_limit_ms: u64::try_from(LIMIT.as_millis()).expect("small"),
+                    move_limit_ms: Some(u64::try_from(LIMIT.as_millis()).expect("small")),
                 },
                 players: ["a".into(), "b".into()],
             };
