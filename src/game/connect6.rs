@@ -15,6 +15,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::coord::{char_pos, found_char, parse_point_at};
+use super::position_text::{read_rows, tokens};
 use super::{EndReason, GameId, Outcome, ParseMoveError, ParsePositionError, Point, Rules, Side};
 
 /// Board width and height.
@@ -258,12 +259,6 @@ fn skip_blanks(text: &str, mut at: usize) -> usize {
     at
 }
 
-/// The whitespace-separated tokens of `text` with their byte offsets.
-fn tokens(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    text.split_ascii_whitespace()
-        .map(move |t| (t.as_ptr() as usize - text.as_ptr() as usize, t))
-}
-
 impl Rules for Connect6 {
     type Move = Move;
     type Options = Options;
@@ -301,7 +296,13 @@ impl Rules for Connect6 {
         };
         let mut position = Connect6::start(options);
         position.stones_due = 2;
-        read_rows(text, rows_at, rows, &mut position.board)?;
+        for (cell, read) in position
+            .board
+            .iter_mut()
+            .zip(read_rows(text, rows_at, rows, SIZE, "points")?)
+        {
+            *cell = read;
+        }
         position.empty_count = position.board.iter().filter(|c| c.is_none()).count() as u16;
         position.turn = match toks.next() {
             Some((_, "x")) => Side::First,
@@ -536,49 +537,6 @@ impl Rules for Connect6 {
             .map(|&i| Point::from_index(i as usize, SIZE).to_string())
             .collect()
     }
-}
-
-/// Reads the ROWS field (starting at byte `rows_at` of `text`) into `board`.
-fn read_rows(
-    text: &str,
-    rows_at: usize,
-    rows: &str,
-    board: &mut [Option<Side>; CELLS],
-) -> Result<(), ParsePositionError> {
-    let row_count = rows.split('/').count();
-    if row_count != SIZE as usize {
-        return Err(ParsePositionError::new(
-            char_pos(text, rows_at),
-            format!("expected {SIZE} rows separated by '/', found {row_count}"),
-        ));
-    }
-    let mut offset = rows_at;
-    for (k, row_text) in rows.split('/').enumerate() {
-        let row_number = SIZE as usize - k;
-        let len = row_text.chars().count();
-        if len != SIZE as usize {
-            return Err(ParsePositionError::new(
-                char_pos(text, offset),
-                format!("row {row_number} has {len} points, expected {SIZE}"),
-            ));
-        }
-        for (col, (byte, ch)) in row_text.char_indices().enumerate() {
-            let cell = match ch {
-                'x' => Some(Side::First),
-                'o' => Some(Side::Second),
-                '.' => None,
-                other => {
-                    return Err(ParsePositionError::new(
-                        char_pos(text, offset + byte),
-                        format!("unexpected {other:?} in row {row_number} (expected x, o or .)"),
-                    ))
-                }
-            };
-            board[(row_number - 1) * SIZE as usize + col] = cell;
-        }
-        offset += row_text.len() + 1;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::coord::{char_pos, parse_point};
+use super::position_text::{read_rows, tokens};
 use super::{EndReason, GameId, Outcome, ParseMoveError, ParsePositionError, Point, Rules, Side};
 
 /// Board width and height.
@@ -305,9 +306,7 @@ impl Rules for Hex {
     /// `/`, then the side to move. A position where both sides are connected is refused (on a
     /// Hex board a red and a blue chain cannot cross, so this guards against a broken tracker).
     fn from_position_text(text: &str, options: &Options) -> Result<Self, ParsePositionError> {
-        let mut toks = text
-            .split_ascii_whitespace()
-            .map(|t| (t.as_ptr() as usize - text.as_ptr() as usize, t));
+        let mut toks = tokens(text);
         let Some((rows_at, rows)) = toks.next() else {
             return Err(ParsePositionError::new(
                 1,
@@ -315,40 +314,11 @@ impl Rules for Hex {
             ));
         };
         let mut position = Hex::start(options);
-        let row_count = rows.split('/').count();
-        if row_count != SIZE as usize {
-            return Err(ParsePositionError::new(
-                char_pos(text, rows_at),
-                format!("expected {SIZE} rows separated by '/', found {row_count}"),
-            ));
-        }
-        let mut offset = rows_at;
-        for (k, row_text) in rows.split('/').enumerate() {
-            let row_number = SIZE as usize - k;
-            let len = row_text.chars().count();
-            if len != SIZE as usize {
-                return Err(ParsePositionError::new(
-                    char_pos(text, offset),
-                    format!("row {row_number} has {len} cells, expected {SIZE}"),
-                ));
+        let board = read_rows(text, rows_at, rows, SIZE, "cells")?;
+        for (i, cell) in board.into_iter().enumerate() {
+            if let Some(side) = cell {
+                position.place(i, side);
             }
-            for (col, (byte, ch)) in row_text.char_indices().enumerate() {
-                let side = match ch {
-                    'x' => Side::First,
-                    'o' => Side::Second,
-                    '.' => continue,
-                    other => {
-                        return Err(ParsePositionError::new(
-                            char_pos(text, offset + byte),
-                            format!(
-                                "unexpected {other:?} in row {row_number} (expected x, o or .)"
-                            ),
-                        ))
-                    }
-                };
-                position.place((row_number - 1) * SIZE as usize + col, side);
-            }
-            offset += row_text.len() + 1;
         }
         position.turn = match toks.next() {
             Some((_, "x")) => Side::First,

@@ -7,6 +7,7 @@ pub mod connect6;
 pub mod coord;
 pub mod hex;
 pub mod jiu;
+pub mod position_text;
 pub mod surakarta;
 #[cfg(test)]
 pub(crate) mod test_support;
