@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::move_log::MoveLog;
+use super::ms;
 use crate::config::{Config, Format};
 use crate::journal::{
     ConfigFingerprint, Journal, JournalEntry, JournalError, TournamentFingerprint,
@@ -251,10 +252,6 @@ fn write_in_groups(
 pub struct MoveJournal {
     pub journal: SharedJournal,
     pub id: String,
-}
-
-fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 impl MoveJournal {

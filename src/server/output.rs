@@ -252,7 +252,6 @@ mod tests {
         );
         game.outcome = Outcome::win(Side::First, EndReason::Resign);
         game.moves = vec!["F6".into(), "E7".into()];
-        game.movers = vec![Side::First, Side::Second];
         game.think_ms = vec![10, 20];
         game.lag_ms = vec![0, 1];
         game

@@ -19,8 +19,8 @@ use crate::protocol::{ErrorCode, RefereeMessage, TurnClock};
 
 use super::journaling::MoveJournal;
 use super::move_log::MoveLog;
-use super::probe;
 use super::registry::{BotLink, WriteStamp};
+use super::{ms, probe};
 
 /// What reaches a referee from the connections of its two players.
 #[derive(Debug)]
@@ -81,8 +81,6 @@ pub struct FinishedGame {
     pub outcome: Outcome,
     /// Move texts as records keep them.
     pub moves: Vec<String>,
-    /// Who made each move (Jiu's Black moves twice in a row when the battle begins).
-    pub movers: Vec<Side>,
     /// Think time charged for each move, after lag credit.
     pub think_ms: Vec<u64>,
     /// Lag credited back for each move.
@@ -102,7 +100,6 @@ impl FinishedGame {
                 reason: EndReason::Forfeit,
             },
             moves: Vec::new(),
-            movers: Vec::new(),
             think_ms: Vec::new(),
             lag_ms: Vec::new(),
             started: now,
@@ -177,10 +174,6 @@ enum Handled {
         think: Duration,
     },
     Ended(Outcome),
-}
-
-fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The state of one running match.
@@ -624,12 +617,12 @@ pub async fn run_journaled_match(
         moves = referee.moves.len(),
         "match ended"
     );
-    let (moves, movers, think_ms, lag_ms) = referee.moves.into_columns();
+    // Who made each move follows from the game (`GameId::mover_of_ply`): not kept.
+    let (moves, _, think_ms, lag_ms) = referee.moves.into_columns();
     Some(FinishedGame {
         spec: referee.spec,
         outcome,
         moves,
-        movers,
         think_ms,
         lag_ms,
         started,
