@@ -8,12 +8,14 @@
 //! else is refused with its line number.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::atomic_file::{open_for_append, sync_created, AtomicFileError};
 
 pub use crate::clock_settings::ClockSpec;
 use crate::game_line::GameLine;
@@ -293,6 +295,8 @@ pub enum JournalError {
     },
     #[error("the configuration is not the one the journal was started with: {0}")]
     ConfigMismatch(String),
+    #[error("journal: {0}")]
+    File(#[from] AtomicFileError),
     #[error("journal entry cannot be written as JSON: {0}")]
     Encode(#[from] serde_json::Error),
 }
@@ -521,13 +525,7 @@ impl Journal {
             path: path.to_path_buf(),
             source,
         };
-        let existed = path.exists();
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(path)
-            .map_err(io_error)?;
+        let (mut file, existed) = open_for_append(path)?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(io_error)?;
         let (state, intact) =
@@ -542,12 +540,7 @@ impl Journal {
             file.sync_data().map_err(io_error)?;
         }
         if !existed {
-            file.sync_all().map_err(io_error)?;
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                File::open(dir)
-                    .and_then(|d| d.sync_all())
-                    .map_err(io_error)?;
-            }
+            sync_created(&file, path)?;
         }
         Ok((
             Journal {
