@@ -614,7 +614,7 @@ async fn a_full_surakarta_game_ends_by_the_no_capture_limit() {
 async fn a_full_jiu_game_tells_white_both_of_blacks_moves_when_the_battle_begins() {
     let fixture = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/jiu/replay_limit2.input"),
+            .join("tests/fixtures/jiu/replay_limit2.in"),
     )
     .unwrap();
     let moves: Vec<String> = fixture

@@ -239,7 +239,7 @@ mod tests {
 
     #[test]
     fn candidate_moves_fill_jiu_victims_with_enemy_stones() {
-        // A battle position where N4-N5 and N6-N5 each form a square (fixture moves.input).
+        // A battle position where N4-N5 and N6-N5 each form a square (fixture moves.in).
         let text = "xxxxxxxxxxxxxo/xxxxxxxxxxxxx./xxxxxxxxxxxxxx/xxxxxxxxxxxxxx/xxxxxxxxxxxxxx/\
                     xxxxxxxxxxxxxx/xxxxxxxxxxxxxx/xxxxxxxxxxxxxx/xxxxxxxxxxxxxx/xxxxxxxxxxxxx./\
                     oooooxxxxxxxxx/oooooxxxxxxxxx/oooooxxxxxxxxx/oooooxxxxxxxxx x phase=battle quiet=7";
