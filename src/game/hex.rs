@@ -228,17 +228,25 @@ impl Hex {
                 Side::Second => k * n + line,
             }
         };
+        // Reaching cell `j` at distance `d`, the last step costing `w`: 0-cost steps go first.
+        let relax = |dist: &mut Vec<i64>,
+                     deque: &mut std::collections::VecDeque<usize>,
+                     j: usize,
+                     d: i64,
+                     w: i64| {
+            if d < dist[j] {
+                dist[j] = d;
+                if w == 0 {
+                    deque.push_front(j);
+                } else {
+                    deque.push_back(j);
+                }
+            }
+        };
         for k in 0..n {
             let i = edge(k, false);
             if let Some(w) = cost(i) {
-                if w < dist[i] {
-                    dist[i] = w;
-                    if w == 0 {
-                        deque.push_front(i);
-                    } else {
-                        deque.push_back(i);
-                    }
-                }
+                relax(&mut dist, &mut deque, i, w, w);
             }
         }
         while let Some(i) = deque.pop_front() {
@@ -249,14 +257,7 @@ impl Hex {
                 };
                 if let Some(w) = cost(j) {
                     let d = dist[i] + w;
-                    if d < dist[j] {
-                        dist[j] = d;
-                        if w == 0 {
-                            deque.push_front(j);
-                        } else {
-                            deque.push_back(j);
-                        }
-                    }
+                    relax(&mut dist, &mut deque, j, d, w);
                 }
             }
         }

@@ -16,7 +16,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use coord::Point;
 
@@ -135,11 +135,21 @@ impl Serialize for GameId {
     }
 }
 
-impl<'de> serde::Deserialize<'de> for GameId {
+impl<'de> Deserialize<'de> for GameId {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.parse().map_err(serde::de::Error::custom)
+        parse_deserialized(deserializer)
     }
+}
+
+/// Reads a string and parses it with `FromStr` (the serde form of ids and reasons).
+fn parse_deserialized<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: FromStr,
+    T::Err: fmt::Display,
+{
+    let text = String::deserialize(deserializer)?;
+    text.parse().map_err(serde::de::Error::custom)
 }
 
 /// A game id that names none of the four games.
@@ -291,10 +301,9 @@ impl Serialize for EndReason {
     }
 }
 
-impl<'de> serde::Deserialize<'de> for EndReason {
+impl<'de> Deserialize<'de> for EndReason {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.parse().map_err(serde::de::Error::custom)
+        parse_deserialized(deserializer)
     }
 }
 
