@@ -222,7 +222,7 @@ pub enum JournalEntry {
         second_clock_ms: u64,
     },
     /// A game finished; `record` is its whole games.jsonl line.
-    Finished { id: String, record: GameLine },
+    Finished { id: String, record: Box<GameLine> },
     /// A Swiss bye: `bot` sits out `round` and scores a win.
     Bye {
         tournament: String,
@@ -452,7 +452,7 @@ impl JournalState {
                 if game.finished.is_some() {
                     return Err(format!("game {id:?} finished twice"));
                 }
-                game.finished = Some(record);
+                game.finished = Some(*record);
             }
             JournalEntry::Bye {
                 tournament,
@@ -673,7 +673,7 @@ mod tests {
                 mv("g1", 2, "E7"),
                 JournalEntry::Finished {
                     id: "g1".into(),
-                    record: record.clone(),
+                    record: Box::new(record.clone()),
                 },
                 started("g2"),
                 mv("g2", 1, "A1"),
@@ -801,11 +801,11 @@ mod tests {
                     scheduled("g1"),
                     JournalEntry::Finished {
                         id: "g1".into(),
-                        record: game_line("m-g1", &[]),
+                        record: Box::new(game_line("m-g1", &[])),
                     },
                     JournalEntry::Finished {
                         id: "g1".into(),
-                        record: game_line("m-g1", &[]),
+                        record: Box::new(game_line("m-g1", &[])),
                     },
                 ],
                 3,

@@ -116,7 +116,7 @@ fn a_torn_journal_fixture_opens_and_is_repaired() {
     journal
         .append(&JournalEntry::Finished {
             id: "t-r1-p1-g1".into(),
-            record: record("a", "b", Some(Side::First), &[]),
+            record: Box::new(record("a", "b", Some(Side::First), &[])),
         })
         .unwrap();
     drop(journal);
@@ -285,7 +285,7 @@ fn a_swiss_league_rebuilds_from_its_journal_after_a_crash() {
             journal
                 .append(&JournalEntry::Finished {
                     id: g.id.clone(),
-                    record: value,
+                    record: Box::new(value),
                 })
                 .unwrap();
         }

@@ -96,9 +96,14 @@ struct GameEntry {
     record_code: &'static str,
     colours: [char; 2],
     mover_of_ply: fn(usize) -> Side,
-    start: fn(&serde_json::Value) -> Result<Box<dyn AnyGame>, OptionsError>,
-    from_text: fn(&str, &serde_json::Value) -> Result<Box<dyn AnyGame>, NewGameError>,
+    start: StartFn,
+    from_text: FromTextFn,
 }
+
+/// Builds a game's start position from its rule options.
+type StartFn = fn(&serde_json::Value) -> Result<Box<dyn AnyGame>, OptionsError>;
+/// Reads a game's position text under its rule options.
+type FromTextFn = fn(&str, &serde_json::Value) -> Result<Box<dyn AnyGame>, NewGameError>;
 
 impl GameEntry {
     const fn of<R: Rules>() -> GameEntry {

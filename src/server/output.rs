@@ -139,7 +139,7 @@ impl Output {
         let line = Output::game_line(game, &record_name);
         journal.append_blocking(vec![JournalEntry::Finished {
             id: id.to_string(),
-            record: line.clone(),
+            record: Box::new(line.clone()),
         }])?;
         write_atomically(&path, &record.encode(self.encoding)?)?;
         self.append_line(&line)?;

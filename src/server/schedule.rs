@@ -334,7 +334,7 @@ fn take_finished(
         } else if let Some(line) = jsonl.get(&id) {
             entries.push(JournalEntry::Finished {
                 id: id.clone(),
-                record: line.clone(),
+                record: Box::new(line.clone()),
             });
             ts.mark_finished(id, line);
             ts.recovered_lines.push(line.clone());
@@ -947,7 +947,7 @@ mod tests {
         journal
             .append_blocking(vec![JournalEntry::Finished {
                 id: round1[0].id.clone(),
-                record: line(&round1[0]),
+                record: Box::new(line(&round1[0])),
             }])
             .unwrap();
         std::fs::write(
