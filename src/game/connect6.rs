@@ -267,6 +267,7 @@ impl Rules for Connect6 {
     const ID: &'static str = "connect6";
     const RECORD_CODE: &'static str = "C6";
     const COLOURS: [char; 2] = ['B', 'W'];
+    const STONES_PER_TURN: usize = 2;
 
     /// The empty board, Black (`x`) to place one stone.
     fn start(options: &Options) -> Self {

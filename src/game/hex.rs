@@ -287,6 +287,15 @@ impl Rules for Hex {
     const RECORD_CODE: &'static str = "HEX";
     const COLOURS: [char; 2] = ['R', 'B'];
 
+    /// A `swap` move needs the swap rule.
+    fn rules_required_by(moves: &[String]) -> serde_json::Value {
+        if moves.iter().any(|m| m.eq_ignore_ascii_case("swap")) {
+            serde_json::json!({ "swap": true })
+        } else {
+            serde_json::Value::Null
+        }
+    }
+
     /// The empty board, Red (`x`) to move.
     fn start(options: &Options) -> Self {
         Hex {

@@ -81,6 +81,18 @@ impl GameId {
         (self.entry().mover_of_ply)(ply)
     }
 
+    /// Stones one turn may place (`Rules::STONES_PER_TURN`: 2 for Connect6, else 1); a record
+    /// writes each stone as its own token.
+    pub fn stones_per_turn(self) -> usize {
+        self.entry().stones_per_turn
+    }
+
+    /// The rule options a game with these moves must have been played under
+    /// (`Rules::rules_required_by`), `null` when the moves imply none.
+    pub fn rules_required_by(self, moves: &[String]) -> serde_json::Value {
+        (self.entry().rules_required_by)(moves)
+    }
+
     /// The side whose colour letter is `letter` (case-insensitive) in this game.
     pub fn side_of_colour(self, letter: char) -> Option<Side> {
         let letter = letter.to_ascii_uppercase();
@@ -96,6 +108,8 @@ struct GameEntry {
     record_code: &'static str,
     colours: [char; 2],
     mover_of_ply: fn(usize) -> Side,
+    stones_per_turn: usize,
+    rules_required_by: fn(&[String]) -> serde_json::Value,
     start: StartFn,
     from_text: FromTextFn,
 }
@@ -112,6 +126,8 @@ impl GameEntry {
             record_code: R::RECORD_CODE,
             colours: R::COLOURS,
             mover_of_ply: R::mover_of_ply,
+            stones_per_turn: R::STONES_PER_TURN,
+            rules_required_by: R::rules_required_by,
             start: boxed::<R>,
             from_text: boxed_from_text::<R>,
         }
@@ -423,6 +439,14 @@ pub trait Rules: Clone + Send + Sync + fmt::Debug + 'static {
     fn mover_of_ply(ply: usize) -> Side {
         alternating_mover(ply)
     }
+    /// Stones one turn may place; move text joins them with `,` (Connect6: 2).
+    const STONES_PER_TURN: usize = 1;
+    /// The rule options that a game with these moves (texts) must have been played under, for
+    /// reading records that do not state their options; `null` by default (Hex: `swap` on when a
+    /// move is `swap`).
+    fn rules_required_by(_moves: &[String]) -> serde_json::Value {
+        serde_json::Value::Null
+    }
 
     /// The start position.
     fn start(options: &Self::Options) -> Self;
@@ -709,6 +733,23 @@ mod tests {
             }
             assert!(ply > 0);
         }
+    }
+
+    #[test]
+    fn record_facts_come_from_each_game() {
+        let moves = |texts: &[&str]| texts.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+        for g in GameId::ALL {
+            let several = g == GameId::Connect6;
+            assert_eq!(g.stones_per_turn(), if several { 2 } else { 1 }, "{g}");
+            assert_eq!(
+                g.rules_required_by(&moves(&["F6"])),
+                serde_json::Value::Null
+            );
+        }
+        assert_eq!(
+            GameId::Hex.rules_required_by(&moves(&["F6", "swap"])),
+            serde_json::json!({"swap": true})
+        );
     }
 
     #[test]
