@@ -145,13 +145,7 @@ pub fn append_line_durably(path: &Path, line: &str) -> Result<(), AtomicFileErro
         path: path.to_path_buf(),
         source,
     };
-    let existed = path.exists();
-    let mut file = OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .open(path)
-        .map_err(open_error)?;
+    let (mut file, existed) = open_for_append(path)?;
     let mut buf = Vec::with_capacity(line.len() + 2);
     if !ends_with_line_break_or_is_empty(&mut file).map_err(open_error)? {
         buf.push(b'\n');
@@ -171,6 +165,31 @@ pub fn append_line_durably(path: &Path, line: &str) -> Result<(), AtomicFileErro
         sync_dir(parent_dir(path))?;
     }
     Ok(())
+}
+
+/// Opens `path` to append to it (and read it), creating it if missing; returns the file and
+/// whether it existed before. A file this creates is durable only after [`sync_created`].
+pub fn open_for_append(path: &Path) -> Result<(File, bool), AtomicFileError> {
+    let existed = path.exists();
+    let file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|source| AtomicFileError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    Ok((file, existed))
+}
+
+/// Makes a newly created file durable: its content and metadata, then its folder entry.
+pub fn sync_created(file: &File, path: &Path) -> Result<(), AtomicFileError> {
+    file.sync_all().map_err(|source| AtomicFileError::Sync {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    sync_dir(parent_dir(path))
 }
 
 fn ends_with_line_break_or_is_empty(file: &mut File) -> io::Result<bool> {

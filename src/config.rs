@@ -157,36 +157,6 @@ fn one() -> u32 {
 /// the journal).
 pub use crate::league::Format;
 
-/// A tournament's clock table; `move_limit_ms = 0` means no per-move limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ClockConfig {
-    pub initial_ms: u64,
-    pub increment_ms: u64,
-    pub move_limit_ms: u64,
-}
-
-impl Default for ClockConfig {
-    fn default() -> Self {
-        ClockConfig {
-            initial_ms: 600_000,
-            increment_ms: 0,
-            move_limit_ms: 0,
-        }
-    }
-}
-
-impl ClockConfig {
-    /// The clock as `start` carries it (`move_limit_ms` null when there is none).
-    pub fn spec(&self) -> ClockSpec {
-        ClockSpec {
-            initial_ms: self.initial_ms,
-            increment_ms: self.increment_ms,
-            move_limit_ms: (self.move_limit_ms > 0).then_some(self.move_limit_ms),
-        }
-    }
-}
-
 /// Points for each result.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -233,8 +203,9 @@ pub struct TournamentConfig {
     pub rounds: u32,
     #[serde(default = "default_concurrency")]
     pub concurrency: u32,
-    #[serde(default)]
-    pub clock: ClockConfig,
+    /// `move_limit_ms = 0` means no per-move limit.
+    #[serde(default, with = "crate::clock_settings::table")]
+    pub clock: ClockSpec,
     /// Every rule option in force (defaults filled in once the config is loaded).
     #[serde(default)]
     pub rules: serde_json::Value,
@@ -593,7 +564,7 @@ mod tests {
         assert_eq!(t.game, GameId::Hex);
         assert_eq!(t.format, Format::DoubleRoundRobin);
         assert_eq!(t.concurrency, 8);
-        assert_eq!(t.clock.spec().move_limit_ms, None);
+        assert_eq!(t.clock.move_limit_ms, None);
         assert_eq!(t.points.draw, 0.5);
         assert!(t.rules.is_object());
     }
@@ -609,12 +580,19 @@ mod tests {
 
     #[test]
     fn move_limit_zero_means_none_and_other_values_carry() {
-        let clock = ClockConfig {
-            initial_ms: 1000,
-            increment_ms: 10,
-            move_limit_ms: 300,
+        #[derive(Deserialize)]
+        struct Table {
+            #[serde(with = "crate::clock_settings::table")]
+            clock: ClockSpec,
+        }
+        let clock = |limit: u64| {
+            let text = format!(
+                "clock = {{ initial_ms = 1000, increment_ms = 10, move_limit_ms = {limit} }}"
+            );
+            toml::from_str::<Table>(&text).unwrap().clock
         };
-        assert_eq!(clock.spec().move_limit_ms, Some(300));
+        assert_eq!(clock(300).move_limit_ms, Some(300));
+        assert_eq!(clock(0).move_limit_ms, None);
     }
 
     #[test]

@@ -8,23 +8,20 @@
 //! else is refused with its line number.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::atomic_file::{open_for_append, sync_created, AtomicFileError};
+
+pub use crate::clock_settings::ClockSpec;
+use crate::game_line::GameLine;
+
 /// The journal's file name inside `out_dir`.
 pub const JOURNAL_FILE: &str = "journal.jsonl";
-
-/// Clock settings of a tournament (milliseconds, as in arena.toml).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClockSettings {
-    pub initial_ms: u64,
-    pub increment_ms: u64,
-    pub move_limit_ms: u64,
-}
 
 /// The schedule-relevant settings of one tournament: what must not change between a crash and
 /// the resumption, because the schedule, the games or their records depend on it.
@@ -37,7 +34,9 @@ pub struct TournamentFingerprint {
     pub games_per_pairing: u32,
     /// Swiss rounds; `None` for the other formats.
     pub rounds: Option<u32>,
-    pub clock: ClockSettings,
+    /// Written as arena.toml has it (`move_limit_ms` 0 for none).
+    #[serde(with = "crate::clock_settings::table")]
+    pub clock: ClockSpec,
     /// The rule options table, as JSON.
     pub rules: Value,
     /// Openings the games start from (left out when there are none, so that journals written
@@ -172,10 +171,12 @@ impl ConfigFingerprint {
             );
             let rounds = |r: Option<u32>| r.map_or_else(|| "none".to_string(), |r| r.to_string());
             field("rounds", false, rounds(j.rounds), rounds(c.rounds));
-            let clock = |c: &ClockSettings| {
+            let clock = |c: &ClockSpec| {
                 format!(
                     "initial_ms={} increment_ms={} move_limit_ms={}",
-                    c.initial_ms, c.increment_ms, c.move_limit_ms
+                    c.initial_ms,
+                    c.increment_ms,
+                    c.move_limit_ms.unwrap_or(0)
                 )
             };
             field("clock", false, clock(&j.clock), clock(&c.clock));
@@ -231,8 +232,8 @@ pub enum JournalEntry {
         first_clock_ms: u64,
         second_clock_ms: u64,
     },
-    /// A game finished; `record` is its whole games.jsonl object.
-    Finished { id: String, record: Value },
+    /// A game finished; `record` is its whole games.jsonl line.
+    Finished { id: String, record: Box<GameLine> },
     /// A Swiss bye: `bot` sits out `round` and scores a win.
     Bye {
         tournament: String,
@@ -264,8 +265,8 @@ pub struct GameProgress {
     pub started: Option<(String, String)>,
     /// The moves so far, ply 1 first.
     pub moves: Vec<JournalMove>,
-    /// The games.jsonl object once finished.
-    pub finished: Option<Value>,
+    /// The games.jsonl line once finished.
+    pub finished: Option<GameLine>,
 }
 
 /// A Swiss bye as journaled.
@@ -305,6 +306,8 @@ pub enum JournalError {
     },
     #[error("the configuration is not the one the journal was started with: {0}")]
     ConfigMismatch(String),
+    #[error("journal: {0}")]
+    File(#[from] AtomicFileError),
     #[error("journal entry cannot be written as JSON: {0}")]
     Encode(#[from] serde_json::Error),
 }
@@ -320,8 +323,11 @@ impl JournalState {
         self.games.iter().filter(|g| g.finished.is_none())
     }
 
-    /// The games.jsonl objects of the finished games of `tournament`, in schedule order.
-    pub fn finished_records<'a>(&'a self, tournament: &'a str) -> impl Iterator<Item = &'a Value> {
+    /// The games.jsonl lines of the finished games of `tournament`, in schedule order.
+    pub fn finished_records<'a>(
+        &'a self,
+        tournament: &'a str,
+    ) -> impl Iterator<Item = &'a GameLine> {
         self.games
             .iter()
             .filter(move |g| g.tournament == tournament)
@@ -457,7 +463,7 @@ impl JournalState {
                 if game.finished.is_some() {
                     return Err(format!("game {id:?} finished twice"));
                 }
-                game.finished = Some(record);
+                game.finished = Some(*record);
             }
             JournalEntry::Bye {
                 tournament,
@@ -530,13 +536,7 @@ impl Journal {
             path: path.to_path_buf(),
             source,
         };
-        let existed = path.exists();
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(path)
-            .map_err(io_error)?;
+        let (mut file, existed) = open_for_append(path)?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(io_error)?;
         let (state, intact) =
@@ -551,12 +551,7 @@ impl Journal {
             file.sync_data().map_err(io_error)?;
         }
         if !existed {
-            file.sync_all().map_err(io_error)?;
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                File::open(dir)
-                    .and_then(|d| d.sync_all())
-                    .map_err(io_error)?;
-            }
+            sync_created(&file, path)?;
         }
         Ok((
             Journal {
@@ -613,10 +608,10 @@ mod tests {
             bots: bots.iter().map(|s| s.to_string()).collect(),
             games_per_pairing: 2,
             rounds: None,
-            clock: ClockSettings {
+            clock: ClockSpec {
                 initial_ms: 600_000,
                 increment_ms: 0,
-                move_limit_ms: 0,
+                move_limit_ms: None,
             },
             rules: json!({"swap": false}),
             openings: Vec::new(),
@@ -653,6 +648,19 @@ mod tests {
         }
     }
 
+    /// A finished game's games.jsonl line: the first side won in `moves`.
+    fn game_line(match_id: &str, moves: &[&str]) -> GameLine {
+        GameLine::from_json(&json!({
+            "match": match_id, "tournament": "hex-league", "game": "hex", "first": "a",
+            "second": "b", "result": "first", "reason": "resign", "moves": moves,
+            "think_ms": [], "lag_ms": [], "rules": {"swap": false},
+            "clock": {"initial_ms": 600000, "increment_ms": 0, "move_limit_ms": null},
+            "started": "2026-11-22T21:00:00+00:00", "finished": "2026-11-22T21:01:00+00:00",
+            "record": "",
+        }))
+        .unwrap()
+    }
+
     fn write_all(path: &Path, entries: &[JournalEntry]) {
         let (mut journal, _) = Journal::open(path).unwrap();
         for e in entries {
@@ -665,7 +673,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(JOURNAL_FILE);
         let config = ConfigFingerprint::new(vec![tournament("hex-league", &["a", "b"])]);
-        let record = json!({"match": "m-g1", "result": "first", "moves": ["F6", "E7"]});
+        let record = game_line("m-g1", &["F6", "E7"]);
         write_all(
             &path,
             &[
@@ -677,7 +685,7 @@ mod tests {
                 mv("g1", 2, "E7"),
                 JournalEntry::Finished {
                     id: "g1".into(),
-                    record: record.clone(),
+                    record: Box::new(record.clone()),
                 },
                 started("g2"),
                 mv("g2", 1, "A1"),
@@ -805,11 +813,11 @@ mod tests {
                     scheduled("g1"),
                     JournalEntry::Finished {
                         id: "g1".into(),
-                        record: json!({}),
+                        record: Box::new(game_line("m-g1", &[])),
                     },
                     JournalEntry::Finished {
                         id: "g1".into(),
-                        record: json!({}),
+                        record: Box::new(game_line("m-g1", &[])),
                     },
                 ],
                 3,

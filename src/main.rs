@@ -595,10 +595,10 @@ fn run_match(
         engines,
         games: args.games,
         concurrency: args.concurrency,
-        clock: arena::config::ClockConfig {
+        clock: arena::protocol::ClockSpec {
             initial_ms,
             increment_ms,
-            move_limit_ms: args.move_limit,
+            move_limit_ms: (args.move_limit > 0).then_some(args.move_limit),
         },
         rules,
         openings,

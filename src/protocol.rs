@@ -1,7 +1,6 @@
 //! Wire protocol v1 (PROTOCOL.md): the messages bots and the referee exchange, how a received line
 //! is classified (bad JSON, unknown type, missing field), and the line codec with its 64 KiB cap.
 
-use bytes_codec::LineFrame;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -80,14 +79,9 @@ fn is_one(n: &u32) -> bool {
     *n == 1
 }
 
-/// The clock settings of a match, as `start` carries them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClockSpec {
-    pub initial_ms: u64,
-    pub increment_ms: u64,
-    /// `None` (JSON null) when there is no per-move limit.
-    pub move_limit_ms: Option<u64>,
-}
+/// The clock settings of a match, as `start` carries them (one type with arena.toml's and
+/// games.jsonl's clock).
+pub use crate::clock_settings::ClockSpec;
 
 /// Both sides' remaining time, as `turn` carries it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -234,16 +228,6 @@ pub enum Frame {
     NotUtf8,
 }
 
-impl From<LineFrame> for Frame {
-    fn from(f: LineFrame) -> Frame {
-        match f {
-            LineFrame::Line(s) => Frame::Line(s),
-            LineFrame::TooLong => Frame::TooLong,
-            LineFrame::NotUtf8 => Frame::NotUtf8,
-        }
-    }
-}
-
 mod bytes_codec {
     //! The newline-delimited codec with a length cap; oversized and non-UTF-8 lines are
     //! reported as items so that the stream keeps going.
@@ -251,12 +235,7 @@ mod bytes_codec {
     use tokio_util::bytes::{Buf, BufMut, BytesMut};
     use tokio_util::codec::{Decoder, Encoder};
 
-    #[derive(Debug, Clone, PartialEq, Eq)]
-    pub enum LineFrame {
-        Line(String),
-        TooLong,
-        NotUtf8,
-    }
+    use super::Frame;
 
     /// Splits a byte stream into `\n`-terminated lines of at most `max` bytes (a trailing `\r`
     /// is dropped). A longer line is skipped up to its `\n` and reported once as `TooLong`.
@@ -280,10 +259,10 @@ mod bytes_codec {
     }
 
     impl Decoder for CappedLineCodec {
-        type Item = super::Frame;
+        type Item = Frame;
         type Error = std::io::Error;
 
-        fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<super::Frame>, std::io::Error> {
+        fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, std::io::Error> {
             loop {
                 let newline = buf[self.searched..].iter().position(|&b| b == b'\n');
                 match (self.discarding, newline) {
@@ -303,27 +282,24 @@ mod bytes_codec {
                         self.searched = 0;
                         if end > self.max {
                             buf.advance(end + 1);
-                            return Ok(Some(LineFrame::TooLong.into()));
+                            return Ok(Some(Frame::TooLong));
                         }
                         let line = buf.split_to(end + 1);
                         let mut bytes = &line[..end];
                         if bytes.last() == Some(&b'\r') {
                             bytes = &bytes[..bytes.len() - 1];
                         }
-                        return Ok(Some(
-                            match std::str::from_utf8(bytes) {
-                                Ok(s) => LineFrame::Line(s.to_string()),
-                                Err(_) => LineFrame::NotUtf8,
-                            }
-                            .into(),
-                        ));
+                        return Ok(Some(match std::str::from_utf8(bytes) {
+                            Ok(s) => Frame::Line(s.to_string()),
+                            Err(_) => Frame::NotUtf8,
+                        }));
                     }
                     (false, None) => {
                         if buf.len() > self.max {
                             buf.advance(buf.len());
                             self.searched = 0;
                             self.discarding = true;
-                            return Ok(Some(LineFrame::TooLong.into()));
+                            return Ok(Some(Frame::TooLong));
                         }
                         self.searched = buf.len();
                         return Ok(None);
@@ -332,10 +308,7 @@ mod bytes_codec {
             }
         }
 
-        fn decode_eof(
-            &mut self,
-            buf: &mut BytesMut,
-        ) -> Result<Option<super::Frame>, std::io::Error> {
+        fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, std::io::Error> {
             match self.decode(buf)? {
                 Some(frame) => Ok(Some(frame)),
                 None => {

@@ -6,8 +6,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use arena::game::{EndReason, GameId, Side};
+use arena::game_line::GameLine;
 use arena::journal::{
-    ClockSettings, ConfigFingerprint, Journal, JournalEntry, JournalError, TournamentFingerprint,
+    ClockSpec, ConfigFingerprint, Journal, JournalEntry, JournalError, TournamentFingerprint,
     JOURNAL_FILE,
 };
 use arena::league::report::{standings_csv, StandingsFile};
@@ -17,7 +18,7 @@ use arena::league::{
 };
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use serde_json::{json, Value};
+use serde_json::json;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -34,7 +35,7 @@ fn standings_from_a_games_jsonl_file() {
     let text = std::fs::read_to_string(fixture("games.jsonl")).unwrap();
     let results: Vec<GameResult> = text
         .lines()
-        .map(|l| GameResult::from_games_json(&serde_json::from_str(l).unwrap()).unwrap())
+        .map(|l| GameResult::from_line(&GameLine::from_text(l).unwrap()))
         .collect();
     let bots = names(&["alice", "bob", "carol", "dave"]);
     let rows = compute_standings(
@@ -115,7 +116,7 @@ fn a_torn_journal_fixture_opens_and_is_repaired() {
     journal
         .append(&JournalEntry::Finished {
             id: "t-r1-p1-g1".into(),
-            record: json!({"result": "first"}),
+            record: Box::new(record("a", "b", Some(Side::First), &[])),
         })
         .unwrap();
     drop(journal);
@@ -143,10 +144,10 @@ fn swiss_fingerprint(bots: &[String]) -> ConfigFingerprint {
         bots: bots.to_vec(),
         games_per_pairing: 1,
         rounds: Some(4),
-        clock: ClockSettings {
+        clock: ClockSpec {
             initial_ms: 60_000,
             increment_ms: 0,
-            move_limit_ms: 0,
+            move_limit_ms: None,
         },
         rules: json!({"swap": false}),
         openings: Vec::new(),
@@ -158,19 +159,23 @@ fn from_journal(path: &Path) -> (Journal, Vec<GameResult>, Vec<String>) {
     let (journal, state) = Journal::open(path).unwrap();
     let results = state
         .finished_records("sw")
-        .map(|v| GameResult::from_games_json(v).unwrap())
+        .map(GameResult::from_line)
         .collect();
     let byes = state.byes.iter().map(|b| b.bot.clone()).collect();
     (journal, results, byes)
 }
 
-fn record(first: &str, second: &str, winner: Option<Side>, think: &[u64]) -> Value {
-    json!({
-        "game": "hex", "tournament": "sw", "first": first, "second": second,
+fn record(first: &str, second: &str, winner: Option<Side>, think: &[u64]) -> GameLine {
+    GameLine::from_json(&json!({
+        "match": "m", "game": "hex", "tournament": "sw", "first": first, "second": second,
         "result": winner.map_or("draw", Side::as_str),
         "reason": if winner.is_some() { EndReason::Connection.as_str() } else { EndReason::Resign.as_str() },
-        "think_ms": think,
-    })
+        "think_ms": think, "moves": [], "lag_ms": [], "rules": {"swap": false},
+        "clock": {"initial_ms": 60000, "increment_ms": 0, "move_limit_ms": null},
+        "started": "2026-11-22T21:00:00+00:00", "finished": "2026-11-22T21:01:00+00:00",
+        "record": "",
+    }))
+    .unwrap()
 }
 
 #[test]
@@ -277,11 +282,11 @@ fn a_swiss_league_rebuilds_from_its_journal_after_a_crash() {
                 _ => None,
             };
             let value = record(&g.first, &g.second, winner, &think);
-            memory_results.push(GameResult::from_games_json(&value).unwrap());
+            memory_results.push(GameResult::from_line(&value));
             journal
                 .append(&JournalEntry::Finished {
                     id: g.id.clone(),
-                    record: value,
+                    record: Box::new(value),
                 })
                 .unwrap();
         }

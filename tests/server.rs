@@ -559,7 +559,15 @@ async fn finished_matches_are_not_replayed_after_a_restart() {
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(
         out.join("games.jsonl"),
-        format!("{}\n", json!({"match": MATCH, "result": "draw"})),
+        format!(
+            "{}\n",
+            json!({"match": MATCH, "tournament": "t", "game": "hex", "first": "a",
+                "second": "b", "result": "draw", "reason": "resign", "moves": [],
+                "think_ms": [], "lag_ms": [], "rules": {"swap": false},
+                "clock": {"initial_ms": 60000, "increment_ms": 0, "move_limit_ms": null},
+                "started": "2026-11-22T21:00:00+00:00",
+                "finished": "2026-11-22T21:01:00+00:00", "record": ""})
+        ),
     )
     .unwrap();
     let mut config = arena::config::Config::from_toml(&two_bot_config("hex", "", "")).unwrap();
@@ -606,7 +614,7 @@ async fn a_full_surakarta_game_ends_by_the_no_capture_limit() {
 async fn a_full_jiu_game_tells_white_both_of_blacks_moves_when_the_battle_begins() {
     let fixture = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/jiu/replay_limit2.input"),
+            .join("tests/fixtures/jiu/replay_limit2.in"),
     )
     .unwrap();
     let moves: Vec<String> = fixture

@@ -11,9 +11,7 @@ use std::time::Duration;
 use tokio::time::{sleep, Instant};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{
-    BotConfig, ClockConfig, Config, Format, PointsConfig, ServerConfig, TournamentConfig,
-};
+use crate::config::{BotConfig, Config, Format, PointsConfig, ServerConfig, TournamentConfig};
 use crate::game::GameId;
 use crate::server::probe::{self, HistogramSnapshot, ThinkSample, TimeoutSample};
 
@@ -166,10 +164,10 @@ pub fn bench_config(plan: &LoadPlan, out_dir: &Path) -> Result<Config, BenchErro
                 games_per_pairing: 50,
                 rounds: 1,
                 concurrency: 1,
-                clock: ClockConfig {
+                clock: crate::protocol::ClockSpec {
                     initial_ms: 3_600_000,
                     increment_ms: 0,
-                    move_limit_ms: plan.move_limit_ms,
+                    move_limit_ms: (plan.move_limit_ms > 0).then_some(plan.move_limit_ms),
                 },
                 rules: serde_json::Value::Null,
                 points: PointsConfig::default(),

@@ -50,18 +50,16 @@ impl Engine for GreedyEngine {
         let me = position.turn();
         let rng = &mut self.rng;
         let mut moves = candidate_moves(&*position, &mut |n| rng.gen_range(0..n.max(1)));
-        if self.game == GameId::Connect6 {
-            // Only stones within two points of a stone already down, as every Connect6 program
-            // does: the full list has ~65,000 pairs, too many to score within a short limit.
-            let board = Board::read(&position.position_text());
-            let near: Vec<String> = moves
-                .iter()
-                .filter(|m| m.split(',').all(|p| board.near_a_stone(p)))
-                .cloned()
-                .collect();
-            if !near.is_empty() {
-                moves = near;
-            }
+        // Only the moves close to the play so far when the game says which (Connect6: stones
+        // within two points of a stone already down, as every Connect6 program does; the full
+        // list has ~65,000 pairs, too many to score within a short limit).
+        let near: Vec<String> = moves
+            .iter()
+            .filter(|m| position.is_local_text(m))
+            .cloned()
+            .collect();
+        if !near.is_empty() {
+            moves = near;
         }
         let mut best: Vec<&String> = Vec::new();
         let mut best_score = i64::MIN;
@@ -92,204 +90,16 @@ impl Engine for GreedyEngine {
 
 const WIN: i64 = 1 << 40;
 
-/// A static score of `position` for `me` (higher is better), read from its position text.
+/// A static score of `position` for `me` (higher is better): the result once the game is over,
+/// else the game's own `Rules::heuristic`.
 pub fn evaluate(position: &dyn AnyGame, me: Side) -> i64 {
-    if let Some(outcome) = position.outcome() {
-        return match outcome.winner {
+    match position.outcome() {
+        Some(outcome) => match outcome.winner {
             Some(w) if w == me => WIN,
             Some(_) => -WIN,
             None => 0,
-        };
-    }
-    let text = position.position_text();
-    let board = Board::read(&text);
-    let (mine, theirs) = match me {
-        Side::First => (b'x', b'o'),
-        Side::Second => (b'o', b'x'),
-    };
-    match position.game() {
-        GameId::Surakarta => 100 * (board.count(mine) - board.count(theirs)),
-        GameId::Jiu => {
-            100 * (board.count(mine) - board.count(theirs))
-                + 10 * (board.squares(mine) - board.squares(theirs))
-        }
-        GameId::Connect6 => board.line_score(mine) - board.line_score(theirs),
-        GameId::Hex => {
-            // First (x) joins bottom to top, second (o) left to right.
-            let d_first = board.hex_distance(b'x', b'o', true);
-            let d_second = board.hex_distance(b'o', b'x', false);
-            let (d_mine, d_theirs) = if me == Side::First {
-                (d_first, d_second)
-            } else {
-                (d_second, d_first)
-            };
-            100 * (d_theirs - d_mine)
-        }
-    }
-}
-
-/// The rows of a position text, top row first, as bytes.
-struct Board {
-    rows: Vec<Vec<u8>>,
-}
-
-impl Board {
-    fn read(text: &str) -> Board {
-        let rows_text = text.split_whitespace().next().unwrap_or("");
-        Board {
-            rows: rows_text
-                .split('/')
-                .map(|r| r.as_bytes().to_vec())
-                .collect(),
-        }
-    }
-
-    fn size(&self) -> usize {
-        self.rows.len()
-    }
-
-    fn at(&self, row: usize, col: usize) -> u8 {
-        self.rows
-            .get(row)
-            .and_then(|r| r.get(col))
-            .copied()
-            .unwrap_or(b'.')
-    }
-
-    /// Whether the point named `text` (e.g. `J10`) lies within two points (in both directions)
-    /// of a stone; on an empty board, whether it is the centre point.
-    fn near_a_stone(&self, text: &str) -> bool {
-        let n = self.size();
-        let Ok(point) = crate::game::coord::parse_point(text, n as u8) else {
-            return false;
-        };
-        let (t, col) = (n - 1 - point.row as usize, point.col as usize);
-        if self.rows.iter().flatten().all(|&b| b == b'.') {
-            return t == n / 2 && col == n / 2;
-        }
-        let lo = |v: usize| v.saturating_sub(2);
-        (lo(t)..=(t + 2).min(n - 1))
-            .any(|r| (lo(col)..=(col + 2).min(n - 1)).any(|c| self.at(r, c) != b'.'))
-    }
-
-    fn count(&self, c: u8) -> i64 {
-        self.rows.iter().flatten().filter(|&&b| b == c).count() as i64
-    }
-
-    /// 2×2 squares made entirely of `c`.
-    fn squares(&self, c: u8) -> i64 {
-        let n = self.size();
-        let mut count = 0;
-        for r in 0..n.saturating_sub(1) {
-            for col in 0..n.saturating_sub(1) {
-                if self.at(r, col) == c
-                    && self.at(r + 1, col) == c
-                    && self.at(r, col + 1) == c
-                    && self.at(r + 1, col + 1) == c
-                {
-                    count += 1;
-                }
-            }
-        }
-        count
-    }
-
-    /// Sum over every window of six points in a line holding only `c` stones of a value rising
-    /// steeply with the number of stones.
-    fn line_score(&self, c: u8) -> i64 {
-        const VALUE: [i64; 7] = [0, 1, 8, 60, 400, 2_000, 100_000];
-        let n = self.size() as i64;
-        let mut total = 0;
-        for (dr, dc) in [(0i64, 1i64), (1, 0), (1, 1), (1, -1)] {
-            for r in 0..n {
-                for col in 0..n {
-                    let (er, ec) = (r + 5 * dr, col + 5 * dc);
-                    if !(0..n).contains(&er) || !(0..n).contains(&ec) {
-                        continue;
-                    }
-                    let mut own = 0;
-                    let mut blocked = false;
-                    for k in 0..6 {
-                        let b = self.at((r + k * dr) as usize, (col + k * dc) as usize);
-                        if b == c {
-                            own += 1;
-                        } else if b != b'.' {
-                            blocked = true;
-                            break;
-                        }
-                    }
-                    if !blocked {
-                        total += VALUE[own];
-                    }
-                }
-            }
-        }
-        total
-    }
-
-    /// Fewest empty cells `c` must still fill to connect its edges (0-1 breadth-first search;
-    /// own stones cost 0, empty cells 1, `enemy` cells are walls). `vertical`: top to bottom.
-    fn hex_distance(&self, c: u8, enemy: u8, vertical: bool) -> i64 {
-        let n = self.size();
-        let unreachable = (n * n) as i64 + 1;
-        let mut dist = vec![unreachable; n * n];
-        let mut deque = std::collections::VecDeque::new();
-        // Text rows are top first: text row t is board row n-1-t.
-        let cost = |t: usize, col: usize| -> Option<i64> {
-            match self.at(t, col) {
-                b if b == enemy => None,
-                b if b == c => Some(0),
-                _ => Some(1),
-            }
-        };
-        for i in 0..n {
-            let (t, col) = if vertical { (n - 1, i) } else { (i, 0) };
-            if let Some(w) = cost(t, col) {
-                let idx = t * n + col;
-                if w < dist[idx] {
-                    dist[idx] = w;
-                    if w == 0 {
-                        deque.push_front(idx);
-                    } else {
-                        deque.push_back(idx);
-                    }
-                }
-            }
-        }
-        while let Some(idx) = deque.pop_front() {
-            let (t, col) = (idx / n, idx % n);
-            // Board neighbours (c±1, r), (c, r±1), (c+1, r+1), (c-1, r-1); board row up = text row down.
-            let (t, col) = (t as i64, col as i64);
-            for (dt, dc) in [(0, 1), (0, -1), (1, 0), (-1, 0), (-1, 1), (1, -1)] {
-                let (nt, nc) = (t + dt, col + dc);
-                if nt < 0 || nc < 0 || nt >= n as i64 || nc >= n as i64 {
-                    continue;
-                }
-                let (nt, nc) = (nt as usize, nc as usize);
-                if let Some(w) = cost(nt, nc) {
-                    let nidx = nt * n + nc;
-                    let d = dist[idx] + w;
-                    if d < dist[nidx] {
-                        dist[nidx] = d;
-                        if w == 0 {
-                            deque.push_front(nidx);
-                        } else {
-                            deque.push_back(nidx);
-                        }
-                    }
-                }
-            }
-        }
-        (0..n)
-            .map(|i| {
-                if vertical {
-                    dist[i]
-                } else {
-                    dist[i * n + n - 1]
-                }
-            })
-            .min()
-            .unwrap_or(unreachable)
+        },
+        None => position.heuristic(me),
     }
 }
 
@@ -342,15 +152,16 @@ mod tests {
 
     #[test]
     fn hex_distance_counts_missing_cells() {
-        let empty = crate::game::new_game(GameId::Hex, &serde_json::Value::Null).unwrap();
-        let board = Board::read(&empty.position_text());
-        assert_eq!(board.hex_distance(b'x', b'o', true), 11);
-        assert_eq!(board.hex_distance(b'o', b'x', false), 11);
-        let mut position = empty.clone_box();
-        position.play_text("F6").unwrap();
-        let board = Board::read(&position.position_text());
-        assert_eq!(board.hex_distance(b'x', b'o', true), 10);
-        assert_eq!(board.hex_distance(b'o', b'x', false), 11);
+        use crate::game::hex::Hex;
+        use crate::game::Rules;
+        let empty = Hex::start(&Default::default());
+        assert_eq!(empty.cells_to_connect(Side::First), 11);
+        assert_eq!(empty.cells_to_connect(Side::Second), 11);
+        let mut position = empty.clone();
+        position.play(&Hex::parse_move("F6").unwrap()).unwrap();
+        assert_eq!(position.cells_to_connect(Side::First), 10);
+        assert_eq!(position.cells_to_connect(Side::Second), 11);
+        assert_eq!(evaluate(&position, Side::First), 100);
     }
 
     #[test]

@@ -179,60 +179,14 @@ pub fn replay(
     Ok(position)
 }
 
-/// The moves a simple engine chooses among, without the combinatorial victim sets of Jiu
-/// square captures: for Jiu, each entry of the `arena moves` listing whose `+?` marks stand for
-/// victims gets distinct enemy stones chosen with `pick(n)` (an index below n); the other games
-/// list every legal move. Every returned move is legal.
+/// The moves a simple engine chooses among (`Rules::sample_moves`): every legal move, except
+/// that each Jiu square capture appears once, its victims distinct enemy stones chosen with
+/// `pick(n)` (an index below n) instead of every victim set. Every returned move is legal.
 pub fn candidate_moves(
     position: &dyn crate::game::AnyGame,
     pick: &mut dyn FnMut(usize) -> usize,
 ) -> Vec<String> {
-    if position.game() != GameId::Jiu {
-        return position.legal_move_texts();
-    }
-    let enemy = position.turn().opponent().position_char() as u8;
-    let text = position.position_text();
-    let rows: Vec<&[u8]> = text
-        .split_whitespace()
-        .next()
-        .unwrap_or("")
-        .split('/')
-        .map(str::as_bytes)
-        .collect();
-    let height = rows.len();
-    let enemy_points: Vec<String> = rows
-        .iter()
-        .enumerate()
-        .flat_map(|(t, row)| {
-            row.iter()
-                .enumerate()
-                .filter(|&(_, &b)| b == enemy)
-                .map(move |(c, _)| {
-                    crate::game::Point::new(c as u8, (height - 1 - t) as u8).to_string()
-                })
-        })
-        .collect();
-    let mut moves = Vec::new();
-    for entry in position.move_listing() {
-        let wanted = entry.matches("+?").count();
-        if wanted == 0 {
-            moves.push(entry);
-            continue;
-        }
-        // Partial Fisher-Yates: `wanted` distinct enemy stones.
-        let mut pool = enemy_points.clone();
-        let mut text = entry.trim_end_matches("+?").to_string();
-        for k in 0..wanted.min(pool.len()) {
-            let j = k + pick(pool.len() - k).min(pool.len() - k - 1);
-            pool.swap(k, j);
-            text.push('+');
-            text.push_str(&pool[k]);
-        }
-        if position.check_text(&text).is_ok() {
-            moves.push(text);
-        }
-    }
-    moves
+    position.sample_move_texts(pick)
 }
 
 /// Refuses any option not in `known` (engine options are checked like rule options).
@@ -285,7 +239,7 @@ mod tests {
 
     #[test]
     fn candidate_moves_fill_jiu_victims_with_enemy_stones() {
-        // A battle position where N4-N5 and N6-N5 each form a square (fixture moves.input).
+        // A battle position where N4-N5 and N6-N5 each form a square (fixture moves.in).
         let text = "xxxxxxxxxxxxxo/xxxxxxxxxxxxx./xxxxxxxxxxxxxx/xxxxxxxxxxxxxx/xxxxxxxxxxxxxx/\
                     xxxxxxxxxxxxxx/xxxxxxxxxxxxxx/xxxxxxxxxxxxxx/xxxxxxxxxxxxxx/xxxxxxxxxxxxx./\
                     oooooxxxxxxxxx/oooooxxxxxxxxx/oooooxxxxxxxxx/oooooxxxxxxxxx x phase=battle quiet=7";

@@ -15,6 +15,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::coord::{char_pos, found_char, parse_point_at};
+use super::position_text::{read_rows, tokens};
 use super::{EndReason, GameId, Outcome, ParseMoveError, ParsePositionError, Point, Rules, Side};
 
 /// Board width and height.
@@ -174,6 +175,41 @@ impl Connect6 {
         (empties, n)
     }
 
+    /// Sum over every window of six points in a line holding only `side` stones of a value
+    /// rising steeply with their number.
+    fn line_score(&self, side: Side) -> i64 {
+        const VALUE: [i64; WIN_LENGTH + 1] = [0, 1, 8, 60, 400, 2_000, 100_000];
+        let mut total = 0;
+        for &(dc, dr) in &DIRECTIONS {
+            for start in 0..CELLS {
+                let (col, row) = (
+                    (start % SIZE as usize) as i32,
+                    (start / SIZE as usize) as i32,
+                );
+                let last = (WIN_LENGTH - 1) as i32;
+                if index_of(col + last * dc, row + last * dr).is_none() {
+                    continue;
+                }
+                let mut own = 0;
+                let mut blocked = false;
+                for k in 0..WIN_LENGTH as i32 {
+                    match index_of(col + k * dc, row + k * dr).and_then(|i| self.board[i]) {
+                        Some(s) if s == side => own += 1,
+                        Some(_) => {
+                            blocked = true;
+                            break;
+                        }
+                        None => {}
+                    }
+                }
+                if !blocked {
+                    total += VALUE[own];
+                }
+            }
+        }
+        total
+    }
+
     /// The board's result when read from position text: a six is a win for its colour; a full
     /// board without one is a draw. Both colours having a six is an error.
     fn outcome_on_board(&self) -> Result<Option<Outcome>, ParsePositionError> {
@@ -223,17 +259,15 @@ fn skip_blanks(text: &str, mut at: usize) -> usize {
     at
 }
 
-/// The whitespace-separated tokens of `text` with their byte offsets.
-fn tokens(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    text.split_ascii_whitespace()
-        .map(move |t| (t.as_ptr() as usize - text.as_ptr() as usize, t))
-}
-
 impl Rules for Connect6 {
     type Move = Move;
     type Options = Options;
     type Illegal = IllegalMove;
     const GAME: GameId = GameId::Connect6;
+    const ID: &'static str = "connect6";
+    const RECORD_CODE: &'static str = "C6";
+    const COLOURS: [char; 2] = ['B', 'W'];
+    const STONES_PER_TURN: usize = 2;
 
     /// The empty board, Black (`x`) to place one stone.
     fn start(options: &Options) -> Self {
@@ -263,7 +297,13 @@ impl Rules for Connect6 {
         };
         let mut position = Connect6::start(options);
         position.stones_due = 2;
-        read_rows(text, rows_at, rows, &mut position.board)?;
+        for (cell, read) in position
+            .board
+            .iter_mut()
+            .zip(read_rows(text, rows_at, rows, SIZE, "points")?)
+        {
+            *cell = read;
+        }
         position.empty_count = position.board.iter().filter(|c| c.is_none()).count() as u16;
         position.turn = match toks.next() {
             Some((_, "x")) => Side::First,
@@ -463,6 +503,29 @@ impl Rules for Connect6 {
         }
     }
 
+    /// Sum over every window of six points in a line of a value rising steeply with the
+    /// number of `side` stones in it (windows holding an enemy stone count nothing), minus the
+    /// same for the opponent.
+    fn heuristic(&self, side: Side) -> i64 {
+        self.line_score(side) - self.line_score(side.opponent())
+    }
+
+    /// Every stone lies within two points (in both directions) of a stone already down; on an
+    /// empty board, on the centre point. The full list has ~65,000 pairs.
+    fn is_local(&self, mv: &Move) -> bool {
+        let empty = self.empty_count() == CELLS;
+        mv.stones().all(|p| {
+            if empty {
+                return p.col == SIZE / 2 && p.row == SIZE / 2;
+            }
+            let (col, row) = (p.col as i32, p.row as i32);
+            (-2..=2).any(|dr| {
+                (-2..=2)
+                    .any(|dc| index_of(col + dc, row + dr).is_some_and(|i| self.board[i].is_some()))
+            })
+        })
+    }
+
     /// What `arena moves` prints: the empty points (nothing once the game is over), since
     /// listing every pair would be tens of thousands of moves.
     fn move_listing(&self) -> Vec<String> {
@@ -475,49 +538,6 @@ impl Rules for Connect6 {
             .map(|&i| Point::from_index(i as usize, SIZE).to_string())
             .collect()
     }
-}
-
-/// Reads the ROWS field (starting at byte `rows_at` of `text`) into `board`.
-fn read_rows(
-    text: &str,
-    rows_at: usize,
-    rows: &str,
-    board: &mut [Option<Side>; CELLS],
-) -> Result<(), ParsePositionError> {
-    let row_count = rows.split('/').count();
-    if row_count != SIZE as usize {
-        return Err(ParsePositionError::new(
-            char_pos(text, rows_at),
-            format!("expected {SIZE} rows separated by '/', found {row_count}"),
-        ));
-    }
-    let mut offset = rows_at;
-    for (k, row_text) in rows.split('/').enumerate() {
-        let row_number = SIZE as usize - k;
-        let len = row_text.chars().count();
-        if len != SIZE as usize {
-            return Err(ParsePositionError::new(
-                char_pos(text, offset),
-                format!("row {row_number} has {len} points, expected {SIZE}"),
-            ));
-        }
-        for (col, (byte, ch)) in row_text.char_indices().enumerate() {
-            let cell = match ch {
-                'x' => Some(Side::First),
-                'o' => Some(Side::Second),
-                '.' => None,
-                other => {
-                    return Err(ParsePositionError::new(
-                        char_pos(text, offset + byte),
-                        format!("unexpected {other:?} in row {row_number} (expected x, o or .)"),
-                    ))
-                }
-            };
-            board[(row_number - 1) * SIZE as usize + col] = cell;
-        }
-        offset += row_text.len() + 1;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

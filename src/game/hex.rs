@@ -13,6 +13,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::coord::{char_pos, parse_point};
+use super::position_text::{read_rows, tokens};
 use super::{EndReason, GameId, Outcome, ParseMoveError, ParsePositionError, Point, Rules, Side};
 
 /// Board width and height.
@@ -204,6 +205,68 @@ impl Hex {
         }
     }
 
+    /// Fewest empty cells `side` must still fill to join its edges (a 0-1 breadth-first
+    /// search: own stones cost 0, empty cells 1, enemy stones are walls); `CELLS + 1` when it
+    /// cannot.
+    pub fn cells_to_connect(&self, side: Side) -> i64 {
+        let unreachable = CELLS as i64 + 1;
+        let mut dist = vec![unreachable; CELLS];
+        let mut deque = std::collections::VecDeque::new();
+        let cost = |i: usize| -> Option<i64> {
+            match self.board[i] {
+                Some(s) if s == side => Some(0),
+                Some(_) => None,
+                None => Some(1),
+            }
+        };
+        let n = SIZE as usize;
+        // Red starts on row 1 and ends on row 11; Blue from column A to column K.
+        let edge = |k: usize, far: bool| -> usize {
+            let line = if far { n - 1 } else { 0 };
+            match side {
+                Side::First => line * n + k,
+                Side::Second => k * n + line,
+            }
+        };
+        // Reaching cell `j` at distance `d`, the last step costing `w`: 0-cost steps go first.
+        let relax = |dist: &mut Vec<i64>,
+                     deque: &mut std::collections::VecDeque<usize>,
+                     j: usize,
+                     d: i64,
+                     w: i64| {
+            if d < dist[j] {
+                dist[j] = d;
+                if w == 0 {
+                    deque.push_front(j);
+                } else {
+                    deque.push_back(j);
+                }
+            }
+        };
+        for k in 0..n {
+            let i = edge(k, false);
+            if let Some(w) = cost(i) {
+                relax(&mut dist, &mut deque, i, w, w);
+            }
+        }
+        while let Some(i) = deque.pop_front() {
+            let p = Point::from_index(i, SIZE);
+            for (dc, dr) in NEIGHBOURS {
+                let Some(j) = index_of(p.col as i32 + dc, p.row as i32 + dr) else {
+                    continue;
+                };
+                if let Some(w) = cost(j) {
+                    let d = dist[i] + w;
+                    relax(&mut dist, &mut deque, j, d, w);
+                }
+            }
+        }
+        (0..n)
+            .map(|k| dist[edge(k, true)])
+            .min()
+            .unwrap_or(unreachable)
+    }
+
     fn swap_refusal(&self) -> Option<SwapRefusal> {
         if !self.options.swap {
             Some(SwapRefusal::OptionOff)
@@ -220,6 +283,18 @@ impl Rules for Hex {
     type Options = Options;
     type Illegal = IllegalMove;
     const GAME: GameId = GameId::Hex;
+    const ID: &'static str = "hex";
+    const RECORD_CODE: &'static str = "HEX";
+    const COLOURS: [char; 2] = ['R', 'B'];
+
+    /// A `swap` move needs the swap rule.
+    fn rules_required_by(moves: &[String]) -> serde_json::Value {
+        if moves.iter().any(|m| m.eq_ignore_ascii_case("swap")) {
+            serde_json::json!({ "swap": true })
+        } else {
+            serde_json::Value::Null
+        }
+    }
 
     /// The empty board, Red (`x`) to move.
     fn start(options: &Options) -> Self {
@@ -241,9 +316,7 @@ impl Rules for Hex {
     /// `/`, then the side to move. A position where both sides are connected is refused (on a
     /// Hex board a red and a blue chain cannot cross, so this guards against a broken tracker).
     fn from_position_text(text: &str, options: &Options) -> Result<Self, ParsePositionError> {
-        let mut toks = text
-            .split_ascii_whitespace()
-            .map(|t| (t.as_ptr() as usize - text.as_ptr() as usize, t));
+        let mut toks = tokens(text);
         let Some((rows_at, rows)) = toks.next() else {
             return Err(ParsePositionError::new(
                 1,
@@ -251,40 +324,11 @@ impl Rules for Hex {
             ));
         };
         let mut position = Hex::start(options);
-        let row_count = rows.split('/').count();
-        if row_count != SIZE as usize {
-            return Err(ParsePositionError::new(
-                char_pos(text, rows_at),
-                format!("expected {SIZE} rows separated by '/', found {row_count}"),
-            ));
-        }
-        let mut offset = rows_at;
-        for (k, row_text) in rows.split('/').enumerate() {
-            let row_number = SIZE as usize - k;
-            let len = row_text.chars().count();
-            if len != SIZE as usize {
-                return Err(ParsePositionError::new(
-                    char_pos(text, offset),
-                    format!("row {row_number} has {len} cells, expected {SIZE}"),
-                ));
+        let board = read_rows(text, rows_at, rows, SIZE, "cells")?;
+        for (i, cell) in board.into_iter().enumerate() {
+            if let Some(side) = cell {
+                position.place(i, side);
             }
-            for (col, (byte, ch)) in row_text.char_indices().enumerate() {
-                let side = match ch {
-                    'x' => Side::First,
-                    'o' => Side::Second,
-                    '.' => continue,
-                    other => {
-                        return Err(ParsePositionError::new(
-                            char_pos(text, offset + byte),
-                            format!(
-                                "unexpected {other:?} in row {row_number} (expected x, o or .)"
-                            ),
-                        ))
-                    }
-                };
-                position.place((row_number - 1) * SIZE as usize + col, side);
-            }
-            offset += row_text.len() + 1;
         }
         position.turn = match toks.next() {
             Some((_, "x")) => Side::First,
@@ -400,6 +444,11 @@ impl Rules for Hex {
                 None => Ok(()),
             },
         }
+    }
+
+    /// 100 per cell the opponent still needs to connect beyond what `side` needs.
+    fn heuristic(&self, side: Side) -> i64 {
+        100 * (self.cells_to_connect(side.opponent()) - self.cells_to_connect(side))
     }
 
     fn play_unchecked(&mut self, mv: &Move) {

@@ -744,6 +744,79 @@ impl Rules for Jiu {
     type Options = Options;
     type Illegal = IllegalMove;
     const GAME: GameId = GameId::Jiu;
+    const ID: &'static str = "jiu";
+    const RECORD_CODE: &'static str = "JIU";
+    const COLOURS: [char; 2] = ['W', 'B'];
+
+    /// Sides alternate through the 196 placements, White (first) first; Black (second) makes
+    /// both the last placement and the first battle move, then sides alternate again.
+    fn mover_of_ply(ply: usize) -> Side {
+        if ply > POINTS {
+            super::alternating_mover(ply - POINTS).opponent()
+        } else {
+            super::alternating_mover(ply)
+        }
+    }
+
+    /// 100 per stone more than the opponent, 10 per 2×2 square of own stones more.
+    fn heuristic(&self, side: Side) -> i64 {
+        let squares = |s: Side| -> i64 {
+            let mut n = 0;
+            for row in 0..SIZE - 1 {
+                for col in 0..SIZE - 1 {
+                    let corners = [(0, 0), (1, 0), (0, 1), (1, 1)];
+                    if corners
+                        .iter()
+                        .all(|&(dc, dr)| self.stone_at(Point::new(col + dc, row + dr)) == Some(s))
+                    {
+                        n += 1;
+                    }
+                }
+            }
+            n
+        };
+        let them = side.opponent();
+        100 * (i64::from(self.stone_count(side)) - i64::from(self.stone_count(them)))
+            + 10 * (squares(side) - squares(them))
+    }
+
+    /// Every legal move, except that a move forming squares appears once, with distinct enemy
+    /// stones chosen as its victims by `pick` (from the enemy stones top row first, left to
+    /// right), instead of once per victim set.
+    fn sample_moves(&self, pick: &mut dyn FnMut(usize) -> usize) -> Vec<Move> {
+        if self.outcome.is_some() {
+            return Vec::new();
+        }
+        if self.phase == Phase::Placement {
+            return self.placements().into_iter().map(Move::Place).collect();
+        }
+        let enemy = self.to_move.opponent();
+        let enemy_points: Vec<Point> = (0..SIZE)
+            .rev()
+            .flat_map(|row| (0..SIZE).map(move |col| Point::new(col, row)))
+            .filter(|&p| self.stone_at(p) == Some(enemy))
+            .collect();
+        let mut moves = Vec::new();
+        let _ = self.for_each_action(&mut |action, _, need| {
+            if need == 0 {
+                moves.push(action.with_victims(Victims::none()));
+                return ControlFlow::Continue(());
+            }
+            // Partial Fisher-Yates: `need` distinct enemy stones.
+            let mut pool = enemy_points.clone();
+            let taken = need.min(pool.len());
+            for k in 0..taken {
+                let j = k + pick(pool.len() - k).min(pool.len() - k - 1);
+                pool.swap(k, j);
+            }
+            let mv = action.with_victims(Victims::new(pool.into_iter().take(taken)));
+            if self.check_move(&mv).is_ok() {
+                moves.push(mv);
+            }
+            ControlFlow::Continue(())
+        });
+        moves
+    }
 
     /// The empty board in the placement phase, White (`x`, first) to place.
     fn start(options: &Options) -> Self {

@@ -7,6 +7,7 @@ pub mod connect6;
 pub mod coord;
 pub mod hex;
 pub mod jiu;
+pub mod position_text;
 pub mod surakarta;
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -15,7 +16,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use coord::Point;
 
@@ -36,24 +37,29 @@ impl GameId {
         GameId::Jiu,
     ];
 
-    /// The protocol id: `connect6`, `hex`, `surakarta`, `jiu`.
-    pub fn as_str(self) -> &'static str {
+    /// The per-game entry points: the one place that dispatches on a game id. Everything else
+    /// about a game is on its `Rules` implementation.
+    fn entry(self) -> &'static GameEntry {
+        static CONNECT6: GameEntry = GameEntry::of::<connect6::Connect6>();
+        static HEX: GameEntry = GameEntry::of::<hex::Hex>();
+        static SURAKARTA: GameEntry = GameEntry::of::<surakarta::Surakarta>();
+        static JIU: GameEntry = GameEntry::of::<jiu::Jiu>();
         match self {
-            GameId::Connect6 => "connect6",
-            GameId::Hex => "hex",
-            GameId::Surakarta => "surakarta",
-            GameId::Jiu => "jiu",
+            GameId::Connect6 => &CONNECT6,
+            GameId::Hex => &HEX,
+            GameId::Surakarta => &SURAKARTA,
+            GameId::Jiu => &JIU,
         }
     }
 
-    /// The contest record code: `C6`, `HEX`, `SUR`, `JIU`.
+    /// The protocol id: `connect6`, `hex`, `surakarta`, `jiu` (`Rules::ID`).
+    pub fn as_str(self) -> &'static str {
+        self.entry().id
+    }
+
+    /// The contest record code: `C6`, `HEX`, `SUR`, `JIU` (`Rules::RECORD_CODE`).
     pub fn record_code(self) -> &'static str {
-        match self {
-            GameId::Connect6 => "C6",
-            GameId::Hex => "HEX",
-            GameId::Surakarta => "SUR",
-            GameId::Jiu => "JIU",
-        }
+        self.entry().record_code
     }
 
     /// The game whose record code is `code` (case-insensitive).
@@ -64,36 +70,27 @@ impl GameId {
     }
 
     /// The colour letter of a side in protocol messages and records
-    /// (Connect6 B/W, Hex R/B, Surakarta B/W, Jiu W/B).
+    /// (Connect6 B/W, Hex R/B, Surakarta B/W, Jiu W/B; `Rules::COLOURS`).
     pub fn colour_letter(self, side: Side) -> char {
-        match (self, side) {
-            (GameId::Connect6, Side::First) => 'B',
-            (GameId::Connect6, Side::Second) => 'W',
-            (GameId::Hex, Side::First) => 'R',
-            (GameId::Hex, Side::Second) => 'B',
-            (GameId::Surakarta, Side::First) => 'B',
-            (GameId::Surakarta, Side::Second) => 'W',
-            (GameId::Jiu, Side::First) => 'W',
-            (GameId::Jiu, Side::Second) => 'B',
-        }
+        self.entry().colours[side.index()]
     }
 
-    /// The side that makes move number `ply` (1-based) of a game from the start position.
-    /// Sides alternate, first side first, in every game but Tibetan Jiu, where Black (second)
-    /// makes both the last of the 196 placements and the first battle move.
+    /// The side that makes move number `ply` (1-based) of a game from the start position
+    /// (`Rules::mover_of_ply`).
     pub fn mover_of_ply(self, ply: usize) -> Side {
-        const JIU_PLACEMENTS: usize = 14 * 14;
-        let alternate = |n: usize| {
-            if n % 2 == 1 {
-                Side::First
-            } else {
-                Side::Second
-            }
-        };
-        match self {
-            GameId::Jiu if ply > JIU_PLACEMENTS => alternate(ply - JIU_PLACEMENTS).opponent(),
-            _ => alternate(ply),
-        }
+        (self.entry().mover_of_ply)(ply)
+    }
+
+    /// Stones one turn may place (`Rules::STONES_PER_TURN`: 2 for Connect6, else 1); a record
+    /// writes each stone as its own token.
+    pub fn stones_per_turn(self) -> usize {
+        self.entry().stones_per_turn
+    }
+
+    /// The rule options a game with these moves must have been played under
+    /// (`Rules::rules_required_by`), `null` when the moves imply none.
+    pub fn rules_required_by(self, moves: &[String]) -> serde_json::Value {
+        (self.entry().rules_required_by)(moves)
     }
 
     /// The side whose colour letter is `letter` (case-insensitive) in this game.
@@ -105,10 +102,75 @@ impl GameId {
     }
 }
 
+/// One game's facts and constructors, taken from its `Rules` implementation.
+struct GameEntry {
+    id: &'static str,
+    record_code: &'static str,
+    colours: [char; 2],
+    mover_of_ply: fn(usize) -> Side,
+    stones_per_turn: usize,
+    rules_required_by: fn(&[String]) -> serde_json::Value,
+    start: StartFn,
+    from_text: FromTextFn,
+}
+
+/// Builds a game's start position from its rule options.
+type StartFn = fn(&serde_json::Value) -> Result<Box<dyn AnyGame>, OptionsError>;
+/// Reads a game's position text under its rule options.
+type FromTextFn = fn(&str, &serde_json::Value) -> Result<Box<dyn AnyGame>, NewGameError>;
+
+impl GameEntry {
+    const fn of<R: Rules>() -> GameEntry {
+        GameEntry {
+            id: R::ID,
+            record_code: R::RECORD_CODE,
+            colours: R::COLOURS,
+            mover_of_ply: R::mover_of_ply,
+            stones_per_turn: R::STONES_PER_TURN,
+            rules_required_by: R::rules_required_by,
+            start: boxed::<R>,
+            from_text: boxed_from_text::<R>,
+        }
+    }
+}
+
+/// Sides alternate, first side first: the first side makes the odd plies (1-based).
+pub fn alternating_mover(ply: usize) -> Side {
+    if ply % 2 == 1 {
+        Side::First
+    } else {
+        Side::Second
+    }
+}
+
 impl fmt::Display for GameId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Written and read as the protocol id (`"hex"`).
+impl Serialize for GameId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for GameId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        parse_deserialized(deserializer)
+    }
+}
+
+/// Reads a string and parses it with `FromStr` (the serde form of ids and reasons).
+fn parse_deserialized<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: FromStr,
+    T::Err: fmt::Display,
+{
+    let text = String::deserialize(deserializer)?;
+    text.parse().map_err(serde::de::Error::custom)
 }
 
 /// A game id that names none of the four games.
@@ -253,6 +315,19 @@ impl FromStr for EndReason {
     }
 }
 
+/// Written and read as the protocol string (`"resign"`).
+impl Serialize for EndReason {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for EndReason {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        parse_deserialized(deserializer)
+    }
+}
+
 /// How a game ended: the winner (`None` for a draw) and the one reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Outcome {
@@ -352,6 +427,26 @@ pub trait Rules: Clone + Send + Sync + fmt::Debug + 'static {
     type Illegal: std::error::Error + Clone + PartialEq + Send + Sync + 'static;
 
     const GAME: GameId;
+    /// The protocol id (`connect6`, `hex`, ...).
+    const ID: &'static str;
+    /// The contest record code (`C6`, `HEX`, ...).
+    const RECORD_CODE: &'static str;
+    /// The colour letters of the first and the second side in protocol messages and records.
+    const COLOURS: [char; 2];
+
+    /// The side that makes move number `ply` (1-based) of a game from the start position.
+    /// By default sides alternate, first side first.
+    fn mover_of_ply(ply: usize) -> Side {
+        alternating_mover(ply)
+    }
+    /// Stones one turn may place; move text joins them with `,` (Connect6: 2).
+    const STONES_PER_TURN: usize = 1;
+    /// The rule options that a game with these moves (texts) must have been played under, for
+    /// reading records that do not state their options; `null` by default (Hex: `swap` on when a
+    /// move is `swap`).
+    fn rules_required_by(_moves: &[String]) -> serde_json::Value {
+        serde_json::Value::Null
+    }
 
     /// The start position.
     fn start(options: &Self::Options) -> Self;
@@ -402,6 +497,25 @@ pub trait Rules: Clone + Send + Sync + fmt::Debug + 'static {
         let mut moves = Vec::new();
         self.legal_moves(&mut moves);
         moves.iter().map(|m| m.to_string()).collect()
+    }
+
+    /// A rough static score of this position for `side` (higher is better) from material,
+    /// lines or connection distance, for baseline engines. It never decides a game.
+    fn heuristic(&self, side: Side) -> i64;
+
+    /// Whether `mv` lies close to the play so far; engines that cannot afford every move try
+    /// these. By default every move does (Connect6: stones near a stone already down).
+    fn is_local(&self, _mv: &Self::Move) -> bool {
+        true
+    }
+
+    /// The moves a simple engine chooses among: by default every legal move. A game whose
+    /// moves carry combinatorial choices (Jiu's square victims) fills each choice with
+    /// `pick(n)`, an index below `n`, so the list stays short. Every returned move is legal.
+    fn sample_moves(&self, _pick: &mut dyn FnMut(usize) -> usize) -> Vec<Self::Move> {
+        let mut moves = Vec::new();
+        self.legal_moves(&mut moves);
+        moves
     }
 
     /// Number of leaf positions `depth` plies below this one, counted in bulk at the last ply.
@@ -469,6 +583,12 @@ pub trait AnyGame: Send + Sync + fmt::Debug {
     /// The text of every legal move, in `Rules::legal_moves` order.
     fn legal_move_texts(&self) -> Vec<String>;
     fn perft(&self, depth: u32) -> u64;
+    /// `Rules::heuristic`.
+    fn heuristic(&self, side: Side) -> i64;
+    /// `Rules::is_local` of a move text (false if it does not parse).
+    fn is_local_text(&self, text: &str) -> bool;
+    /// The texts of `Rules::sample_moves`.
+    fn sample_move_texts(&self, pick: &mut dyn FnMut(usize) -> usize) -> Vec<String>;
     fn clone_box(&self) -> Box<dyn AnyGame>;
 }
 
@@ -517,6 +637,18 @@ impl<R: Rules> AnyGame for R {
     fn perft(&self, depth: u32) -> u64 {
         Rules::perft(self, depth)
     }
+    fn heuristic(&self, side: Side) -> i64 {
+        Rules::heuristic(self, side)
+    }
+    fn is_local_text(&self, text: &str) -> bool {
+        R::parse_move(text).is_ok_and(|mv| self.is_local(&mv))
+    }
+    fn sample_move_texts(&self, pick: &mut dyn FnMut(usize) -> usize) -> Vec<String> {
+        self.sample_moves(pick)
+            .iter()
+            .map(|m| m.to_string())
+            .collect()
+    }
     fn clone_box(&self) -> Box<dyn AnyGame> {
         Box::new(self.clone())
     }
@@ -550,14 +682,8 @@ pub enum NewGameError {
 }
 
 /// The start position of `game` under the rule options `rules` (`null` or `{}` for defaults).
-/// The one place that dispatches on a game id.
 pub fn new_game(game: GameId, rules: &serde_json::Value) -> Result<Box<dyn AnyGame>, OptionsError> {
-    match game {
-        GameId::Connect6 => boxed::<connect6::Connect6>(rules),
-        GameId::Hex => boxed::<hex::Hex>(rules),
-        GameId::Surakarta => boxed::<surakarta::Surakarta>(rules),
-        GameId::Jiu => boxed::<jiu::Jiu>(rules),
-    }
+    (game.entry().start)(rules)
 }
 
 /// A position of `game` read from position text.
@@ -566,12 +692,7 @@ pub fn game_from_position_text(
     text: &str,
     rules: &serde_json::Value,
 ) -> Result<Box<dyn AnyGame>, NewGameError> {
-    match game {
-        GameId::Connect6 => boxed_from_text::<connect6::Connect6>(text, rules),
-        GameId::Hex => boxed_from_text::<hex::Hex>(text, rules),
-        GameId::Surakarta => boxed_from_text::<surakarta::Surakarta>(text, rules),
-        GameId::Jiu => boxed_from_text::<jiu::Jiu>(text, rules),
-    }
+    (game.entry().from_text)(text, rules)
 }
 
 /// Checks a rule-option table for `game` and returns it with every default filled in.
@@ -612,6 +733,23 @@ mod tests {
             }
             assert!(ply > 0);
         }
+    }
+
+    #[test]
+    fn record_facts_come_from_each_game() {
+        let moves = |texts: &[&str]| texts.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+        for g in GameId::ALL {
+            let several = g == GameId::Connect6;
+            assert_eq!(g.stones_per_turn(), if several { 2 } else { 1 }, "{g}");
+            assert_eq!(
+                g.rules_required_by(&moves(&["F6"])),
+                serde_json::Value::Null
+            );
+        }
+        assert_eq!(
+            GameId::Hex.rules_required_by(&moves(&["F6", "swap"])),
+            serde_json::json!({"swap": true})
+        );
     }
 
     #[test]

@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::elo::{self, EloOptions};
-use crate::game::{EndReason, GameId, Side};
+use crate::game::{EndReason, Side};
+use crate::game_line::GameLine;
 
 /// Points per game result (`points = { win, draw, loss }` in arena.toml). A Swiss bye scores
 /// `win`.
@@ -83,57 +84,22 @@ pub struct GameResult {
     pub think: [ThinkTotal; 2],
 }
 
-/// A games.jsonl object that lacks a field the standings need.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("games.jsonl object: {0}")]
-pub struct GameRecordError(pub String);
-
 impl GameResult {
-    /// Reads the fields the standings need from one games.jsonl object (NOTATION.md):
-    /// `game`, `first`, `second`, `result`, `reason` and `think_ms` (one number per move; the
-    /// mover of each is found with [`GameId::mover_of_ply`]).
-    pub fn from_games_json(value: &serde_json::Value) -> Result<GameResult, GameRecordError> {
-        let text = |key: &str| {
-            value
-                .get(key)
-                .and_then(|v| v.as_str())
-                .ok_or_else(|| GameRecordError(format!("{key}: expected a string")))
-        };
-        let game: GameId = text("game")?
-            .parse()
-            .map_err(|e| GameRecordError(format!("game: {e}")))?;
-        let winner = match text("result")? {
-            "first" => Some(Side::First),
-            "second" => Some(Side::Second),
-            "draw" => None,
-            other => {
-                return Err(GameRecordError(format!(
-                    "result: expected first, second or draw, got {other:?}"
-                )))
-            }
-        };
-        let reason: EndReason = text("reason")?
-            .parse()
-            .map_err(|e| GameRecordError(format!("reason: {e}")))?;
+    /// What the standings need of one games.jsonl line: the players, the result, the reason
+    /// and each side's think time (the mover of each move is found with
+    /// [`GameId::mover_of_ply`]).
+    pub fn from_line(line: &GameLine) -> GameResult {
         let mut think = [ThinkTotal::default(); 2];
-        if let Some(list) = value.get("think_ms") {
-            let list = list
-                .as_array()
-                .ok_or_else(|| GameRecordError("think_ms: expected an array".to_string()))?;
-            for (i, ms) in list.iter().enumerate() {
-                let ms = ms.as_u64().ok_or_else(|| {
-                    GameRecordError(format!("think_ms[{i}]: expected a whole number"))
-                })?;
-                think[game.mover_of_ply(i + 1).index()].add(ms);
-            }
+        for (i, &ms) in line.think_ms.iter().enumerate() {
+            think[line.game.mover_of_ply(i + 1).index()].add(ms);
         }
-        Ok(GameResult {
-            first: text("first")?.to_string(),
-            second: text("second")?.to_string(),
-            winner,
-            reason,
+        GameResult {
+            first: line.first.clone(),
+            second: line.second.clone(),
+            winner: line.winner(),
+            reason: line.reason,
             think,
-        })
+        }
     }
 
     /// The score of `side`: 1 win, 0.5 draw, 0 loss.
@@ -589,15 +555,32 @@ mod tests {
 
     #[test]
     fn games_json_objects_are_read_with_each_move_charged_to_its_mover() {
+        // A whole games.jsonl line with the fields the standings read replaced by `fields`.
+        let line = |fields: serde_json::Value| {
+            let mut value = json!({"match": "m1", "tournament": "t", "moves": [], "lag_ms": [],
+                "rules": {}, "think_ms": [],
+                "clock": {"initial_ms": 1000, "increment_ms": 0, "move_limit_ms": null},
+                "started": "2026-11-22T21:00:00+00:00",
+                "finished": "2026-11-22T21:01:00+00:00", "record": ""});
+            for (k, v) in fields.as_object().unwrap() {
+                value[k] = v.clone();
+            }
+            value
+        };
+        let read = |value: serde_json::Value| {
+            GameLine::from_json(&value).map(|l| GameResult::from_line(&l))
+        };
         // Jiu: 196 placements alternate from the first side, then the second side moves first
         // in battle, so ply 197 is the second side's.
         let mut think: Vec<u64> = (1..=196)
             .map(|ply| if ply % 2 == 1 { 10 } else { 20 })
             .collect();
         think.extend([20, 10]);
-        let value = json!({"game": "jiu", "first": "w", "second": "b", "result": "second",
-            "reason": "few_stones", "think_ms": think, "match": "m1"});
-        let r = GameResult::from_games_json(&value).unwrap();
+        let value = line(
+            json!({"game": "jiu", "first": "w", "second": "b", "result": "second",
+            "reason": "few_stones", "think_ms": think, "match": "m1"}),
+        );
+        let r = read(value).unwrap();
         assert_eq!(
             r.think[0],
             ThinkTotal {
@@ -616,22 +599,22 @@ mod tests {
             (r.winner, r.reason),
             (Some(Side::Second), EndReason::FewStones)
         );
-        let hex = json!({"game": "hex", "first": "a", "second": "b", "result": "draw",
-            "reason": "board_full", "think_ms": [1, 2, 3]});
-        let r = GameResult::from_games_json(&hex).unwrap();
+        let hex = line(
+            json!({"game": "hex", "first": "a", "second": "b", "result": "draw",
+            "reason": "board_full", "think_ms": [1, 2, 3]}),
+        );
+        let r = read(hex).unwrap();
         assert_eq!(
             (r.think[0].total_ms, r.think[1].total_ms, r.winner),
             (4, 2, None)
         );
-        let bad = json!({"game": "hex", "first": "a", "second": "b", "result": "won", "reason": "resign"});
-        assert!(GameResult::from_games_json(&bad)
-            .unwrap_err()
-            .to_string()
-            .contains("result"));
-        let missing = json!({"game": "hex", "first": "a", "result": "draw", "reason": "resign"});
-        assert!(GameResult::from_games_json(&missing)
-            .unwrap_err()
-            .to_string()
-            .contains("second"));
+        let bad = line(
+            json!({"game": "hex", "first": "a", "second": "b", "result": "won", "reason": "resign"}),
+        );
+        assert!(read(bad).unwrap_err().to_string().contains("result"));
+        let mut missing =
+            line(json!({"game": "hex", "first": "a", "result": "draw", "reason": "resign"}));
+        missing.as_object_mut().unwrap().remove("second");
+        assert!(read(missing).unwrap_err().to_string().contains("second"));
     }
 }

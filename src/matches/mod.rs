@@ -18,11 +18,10 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{
-    BotConfig, ClockConfig, Config, Format, PointsConfig, ServerConfig, TournamentConfig,
-};
+use crate::config::{BotConfig, Config, Format, PointsConfig, ServerConfig, TournamentConfig};
 use crate::game::GameId;
 use crate::program::ProgramSpec;
+use crate::protocol::ClockSpec;
 use stats::{EloEstimate, Moments, Pentanomial, SprtResult, SprtSpec, Wdl};
 
 /// The tournament name a match runs under (match ids are `match-r1-p1-gN`).
@@ -137,7 +136,7 @@ pub struct MatchPlan {
     pub engines: [EngineEntry; 2],
     pub games: u32,
     pub concurrency: u32,
-    pub clock: ClockConfig,
+    pub clock: ClockSpec,
     /// Rule options (defaults filled in when the config is checked).
     pub rules: Value,
     /// Openings, each as its moves; game pair k plays opening k (cycling).
@@ -955,10 +954,10 @@ mod tests {
             ],
             games: 4,
             concurrency: 2,
-            clock: ClockConfig {
+            clock: ClockSpec {
                 initial_ms: 10_000,
                 increment_ms: 100,
-                move_limit_ms: 0,
+                move_limit_ms: None,
             },
             rules: Value::Null,
             openings: vec![vec!["A1".into()], vec!["B2".into()]],

@@ -210,11 +210,8 @@ impl Reader<'_> {
         }
         let header = Header::read(&fields)?;
         let moves = self.moves(header.game)?;
-        let rules = if header.game == GameId::Hex && moves.iter().any(|m| m.text == "swap") {
-            serde_json::json!({ "swap": true })
-        } else {
-            serde_json::Value::Null
-        };
+        let texts: Vec<String> = moves.iter().map(|m| m.text.clone()).collect();
+        let rules = header.game.rules_required_by(&texts);
         let record = Record {
             game: header.game,
             first: header.first,
@@ -297,7 +294,7 @@ impl Reader<'_> {
                 format!("unexpected {c:?} after the record's closing '}}'"),
             ));
         }
-        Ok(if game == GameId::Connect6 {
+        Ok(if game.stones_per_turn() > 1 {
             group_connect6_turns(stones)
         } else {
             stones

@@ -18,7 +18,7 @@ pub struct MoveTextError {
 /// A Connect6 two-stone turn gives two tokens; every other move gives one.
 pub fn move_to_tokens(game: GameId, mover: Side, text: &str) -> Result<Vec<String>, MoveTextError> {
     let colour = game.colour_letter(mover);
-    let pieces: Vec<&str> = if game == GameId::Connect6 {
+    let pieces: Vec<&str> = if game.stones_per_turn() > 1 {
         text.split(',').collect()
     } else {
         vec![text]

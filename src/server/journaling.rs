@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::move_log::MoveLog;
+use super::ms;
 use crate::config::{Config, Format};
 use crate::journal::{
-    ClockSettings, ConfigFingerprint, Journal, JournalEntry, JournalError, TournamentFingerprint,
+    ConfigFingerprint, Journal, JournalEntry, JournalError, TournamentFingerprint,
 };
 
 /// The lock file in `out_dir` that keeps a second server off a league's files.
@@ -72,11 +73,7 @@ pub fn fingerprint(config: &Config) -> ConfigFingerprint {
                 bots: t.bots.clone(),
                 games_per_pairing: t.games_per_pairing,
                 rounds: (t.format == Format::Swiss).then_some(t.rounds),
-                clock: ClockSettings {
-                    initial_ms: t.clock.initial_ms,
-                    increment_ms: t.clock.increment_ms,
-                    move_limit_ms: t.clock.move_limit_ms,
-                },
+                clock: t.clock,
                 rules: t.rules.clone(),
                 openings: t.openings.clone(),
             })
@@ -256,10 +253,6 @@ fn write_in_groups(
 pub struct MoveJournal {
     pub journal: SharedJournal,
     pub id: String,
-}
-
-fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 impl MoveJournal {

@@ -113,6 +113,11 @@ pub async fn bind(config: &Config, listen: Option<&str>) -> Result<TcpListener, 
 }
 
 /// A random token for a built-in bot (it never leaves the process).
+/// A duration in whole milliseconds, as clocks and the journal count them.
+pub(crate) fn ms(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 fn random_token() -> String {
     use rand::Rng;
     let mut rng = rand::thread_rng();

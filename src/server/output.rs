@@ -16,13 +16,9 @@ use std::io::{self, BufRead};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use serde::Serialize;
-
-use serde_json::Value;
-
 use crate::atomic_file::{append_line_durably, write_atomically};
-use crate::config::{ClockConfig, RecordEncoding};
-use crate::game::GameId;
+use crate::config::RecordEncoding;
+use crate::game_line::{GameLine, LineResult};
 use crate::journal::JournalEntry;
 use crate::record::{Record, RecordResult};
 
@@ -52,46 +48,6 @@ fn io_error(path: &Path) -> impl FnOnce(io::Error) -> OutputError + '_ {
     move |source| OutputError::Io {
         path: path.to_path_buf(),
         source,
-    }
-}
-
-/// One line of games.jsonl.
-#[derive(Debug, Serialize)]
-pub struct GameLine<'a> {
-    #[serde(rename = "match")]
-    pub match_id: &'a str,
-    pub tournament: &'a str,
-    pub game: &'a str,
-    pub first: &'a str,
-    pub second: &'a str,
-    pub result: &'a str,
-    pub reason: &'a str,
-    pub moves: &'a [String],
-    pub think_ms: &'a [u64],
-    pub lag_ms: &'a [u64],
-    pub rules: &'a serde_json::Value,
-    pub clock: ClockLine,
-    pub started: String,
-    pub finished: String,
-    pub record: &'a str,
-}
-
-/// The clock as games.jsonl keeps it (the protocol's form: `move_limit_ms` null for none).
-#[derive(Debug, Serialize)]
-pub struct ClockLine {
-    pub initial_ms: u64,
-    pub increment_ms: u64,
-    pub move_limit_ms: Option<u64>,
-}
-
-impl From<&ClockConfig> for ClockLine {
-    fn from(c: &ClockConfig) -> Self {
-        let spec = c.spec();
-        ClockLine {
-            initial_ms: spec.initial_ms,
-            increment_ms: spec.increment_ms,
-            move_limit_ms: spec.move_limit_ms,
-        }
     }
 }
 
@@ -125,44 +81,39 @@ impl Output {
         self.out_dir.join("records")
     }
 
-    /// The objects of games.jsonl, in file order. A line a crash cut short, or any line that is
-    /// not a JSON object with a `match` string, is skipped.
-    pub fn read_games(&self) -> Vec<Value> {
+    /// The games of games.jsonl, in file order. A line a crash cut short, or any line that is
+    /// not a game, is skipped.
+    pub fn read_games(&self) -> Vec<GameLine> {
         let Ok(file) = fs::File::open(self.games_path()) else {
             return Vec::new();
         };
         io::BufReader::new(file)
             .lines()
             .map_while(Result::ok)
-            .filter_map(|line| serde_json::from_str::<Value>(&line).ok())
-            .filter(|v| v.get("match").and_then(Value::as_str).is_some())
+            .filter_map(|line| GameLine::from_text(&line).ok())
             .collect()
     }
 
-    /// The games.jsonl object of a finished game whose record file is `record_name`.
-    pub fn game_line(game: &FinishedGame, record_name: &str) -> Result<Value, OutputError> {
+    /// The games.jsonl line of a finished game whose record file is `record_name`.
+    pub fn game_line(game: &FinishedGame, record_name: &str) -> GameLine {
         let spec = &game.spec;
-        let line = GameLine {
-            match_id: &spec.match_id,
-            tournament: &spec.tournament,
-            game: spec.game.as_str(),
-            first: &spec.players[0],
-            second: &spec.players[1],
-            result: game.outcome.result_str(),
-            reason: game.outcome.reason.as_str(),
-            moves: &game.moves,
-            think_ms: &game.think_ms,
-            lag_ms: &game.lag_ms,
-            rules: &spec.rules,
-            clock: ClockLine::from(&spec.clock),
+        GameLine {
+            match_id: spec.match_id.clone(),
+            tournament: spec.tournament.clone(),
+            game: spec.game,
+            first: spec.players[0].clone(),
+            second: spec.players[1].clone(),
+            result: LineResult::of(&game.outcome),
+            reason: game.outcome.reason,
+            moves: game.moves.clone(),
+            think_ms: game.think_ms.clone(),
+            lag_ms: game.lag_ms.clone(),
+            rules: spec.rules.clone(),
+            clock: spec.clock,
             started: game.started.to_rfc3339(),
             finished: game.finished.to_rfc3339(),
-            record: record_name,
-        };
-        serde_json::to_value(&line).map_err(|e| OutputError::Io {
-            path: PathBuf::from("games.jsonl"),
-            source: io::Error::other(e),
-        })
+            record: record_name.to_string(),
+        }
     }
 
     /// Finishes a game: journals it as finished (with its games.jsonl object, which names the
@@ -174,7 +125,7 @@ impl Output {
         journal: &SharedJournal,
         id: &str,
         game: &FinishedGame,
-    ) -> Result<Value, OutputError> {
+    ) -> Result<GameLine, OutputError> {
         let records = self.records_dir();
         fs::create_dir_all(&records).map_err(io_error(&records))?;
         let record = record_of(game, &self.event, &self.place);
@@ -185,32 +136,29 @@ impl Output {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let line = Output::game_line(game, &record_name)?;
+        let line = Output::game_line(game, &record_name);
         journal.append_blocking(vec![JournalEntry::Finished {
             id: id.to_string(),
-            record: line.clone(),
+            record: Box::new(line.clone()),
         }])?;
         write_atomically(&path, &record.encode(self.encoding)?)?;
         self.append_line(&line)?;
         Ok(line)
     }
 
-    fn append_line(&self, line: &Value) -> Result<(), OutputError> {
-        let json = serde_json::to_string(line).map_err(|e| OutputError::Io {
-            path: self.games_path(),
-            source: io::Error::other(e),
-        })?;
+    fn append_line(&self, line: &GameLine) -> Result<(), OutputError> {
+        let json = line.to_text();
         let _guard = self.append_lock.lock().unwrap_or_else(|e| e.into_inner());
         append_line_durably(&self.games_path(), &json)?;
         Ok(())
     }
 
     /// Completes what a crash cut short for the finished games `finished` (games.jsonl
-    /// objects as the journal holds them): a missing record file is written again from the
+    /// lines as the journal holds them): a missing record file is written again from the
     /// object, a missing games.jsonl line appended, and games.jsonl rewritten (atomically)
     /// without repeated lines of one match or lines a crash cut short. Returns how many things
     /// were repaired. Blocking.
-    pub fn repair(&self, finished: &[Value]) -> Result<usize, OutputError> {
+    pub fn repair(&self, finished: &[GameLine]) -> Result<usize, OutputError> {
         let mut repaired = 0;
         let mut lines = self.read_games();
         let mut seen = HashSet::new();
@@ -218,15 +166,11 @@ impl Output {
         let before = fs::read_to_string(self.games_path())
             .map(|text| text.lines().filter(|l| !l.trim().is_empty()).count())
             .unwrap_or(0);
-        lines.retain(|l| {
-            l.get("match")
-                .and_then(Value::as_str)
-                .is_some_and(|m| seen.insert(m.to_string()))
-        });
+        lines.retain(|l| seen.insert(l.match_id.clone()));
         if lines.len() != before {
             let mut text = String::new();
             for l in &lines {
-                text.push_str(&l.to_string());
+                text.push_str(&l.to_text());
                 text.push('\n');
             }
             write_atomically(&self.games_path(), text.as_bytes())?;
@@ -234,17 +178,13 @@ impl Output {
         }
         let records = self.records_dir();
         for line in finished {
-            let Some(id) = line.get("match").and_then(Value::as_str) else {
-                continue;
-            };
-            if let Some(name) = line.get("record").and_then(Value::as_str) {
-                let path = records.join(name);
-                if !name.is_empty() && !path.exists() {
-                    if let Some(record) = record_of_line(line, &self.event, &self.place) {
-                        fs::create_dir_all(&records).map_err(io_error(&records))?;
-                        write_atomically(&path, &record.encode(self.encoding)?)?;
-                        repaired += 1;
-                    }
+            let id = line.match_id.as_str();
+            let path = records.join(&line.record);
+            if !line.record.is_empty() && !path.exists() {
+                if let Some(record) = record_of_line(line, &self.event, &self.place) {
+                    fs::create_dir_all(&records).map_err(io_error(&records))?;
+                    write_atomically(&path, &record.encode(self.encoding)?)?;
+                    repaired += 1;
                 }
             }
             if !seen.contains(id) {
@@ -257,35 +197,22 @@ impl Output {
     }
 }
 
-/// The contest record of a games.jsonl object (to write a record file a crash prevented), or
-/// `None` when the object lacks a field.
-pub fn record_of_line(line: &Value, event: &str, place: &str) -> Option<Record> {
-    let text = |key: &str| line.get(key).and_then(Value::as_str);
-    let game: GameId = text("game")?.parse().ok()?;
-    let result = match text("result")? {
-        "first" => RecordResult::from_winner(Some(crate::game::Side::First)),
-        "second" => RecordResult::from_winner(Some(crate::game::Side::Second)),
-        _ => RecordResult::from_winner(None),
-    };
-    let played_at = chrono::DateTime::parse_from_rfc3339(text("started")?)
+/// The contest record of a games.jsonl line (to write a record file a crash prevented), or
+/// `None` when its start time does not read.
+pub fn record_of_line(line: &GameLine, event: &str, place: &str) -> Option<Record> {
+    let played_at = chrono::DateTime::parse_from_rfc3339(&line.started)
         .ok()?
         .naive_local();
-    let moves = line
-        .get("moves")?
-        .as_array()?
-        .iter()
-        .map(|m| m.as_str().map(String::from))
-        .collect::<Option<Vec<String>>>()?;
     Some(Record {
-        game,
-        first: text("first")?.to_string(),
-        second: text("second")?.to_string(),
-        result,
+        game: line.game,
+        first: line.first.clone(),
+        second: line.second.clone(),
+        result: RecordResult::from_winner(line.winner()),
         played_at,
         place: place.to_string(),
         event: event.to_string(),
-        moves,
-        rules: line.get("rules").cloned().unwrap_or(Value::Null),
+        moves: line.moves.clone(),
+        rules: line.rules.clone(),
     })
 }
 
@@ -307,8 +234,8 @@ pub fn record_of(game: &FinishedGame, event: &str, place: &str) -> Record {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ClockConfig;
     use crate::game::{EndReason, GameId, Outcome, Side};
+    use crate::protocol::ClockSpec;
     use crate::server::referee::MatchSpec;
 
     fn hex_game(match_id: &str) -> FinishedGame {
@@ -318,14 +245,13 @@ mod tests {
                 tournament: "t".into(),
                 game: GameId::Hex,
                 rules: serde_json::json!({"swap": false}),
-                clock: ClockConfig::default(),
+                clock: ClockSpec::default(),
                 players: ["red bot".into(), "blue bot".into()],
             },
             Some(Side::First),
         );
         game.outcome = Outcome::win(Side::First, EndReason::Resign);
         game.moves = vec!["F6".into(), "E7".into()];
-        game.movers = vec![Side::First, Side::Second];
         game.think_ms = vec![10, 20];
         game.lag_ms = vec![0, 1];
         game
@@ -367,9 +293,9 @@ mod tests {
         let second = output
             .finish_game(&journal, "t-r1-g2", &hex_game("t-r1-g2"))
             .unwrap();
-        let name = first["record"].as_str().unwrap().to_string();
+        let name = first.record.clone();
         assert_ne!(
-            name, second["record"],
+            name, second.record,
             "a second record never replaces the first"
         );
         let text = fs::read_to_string(dir.path().join("records").join(&name)).unwrap();
@@ -380,8 +306,8 @@ mod tests {
         assert!(text.contains(";R(F,6);B(E,7)}"), "{text}");
         let lines = output.read_games();
         assert_eq!(lines, vec![first.clone(), second]);
-        assert_eq!(lines[0]["think_ms"], serde_json::json!([10, 20]));
-        assert_eq!(lines[0]["reason"], "resign");
+        assert_eq!(lines[0].think_ms, [10, 20]);
+        assert_eq!(lines[0].reason, EndReason::Resign);
         let (_, state) = crate::journal::Journal::open(&dir.path().join("journal.jsonl")).unwrap();
         assert_eq!(state.game("t-r1-g1").unwrap().finished, Some(first));
     }
@@ -397,15 +323,13 @@ mod tests {
         let second = output
             .finish_game(&journal, "t-r1-g2", &hex_game("t-r1-g2"))
             .unwrap();
-        let record = output
-            .records_dir()
-            .join(second["record"].as_str().unwrap());
+        let record = output.records_dir().join(&second.record);
         let record_text = fs::read_to_string(&record).unwrap();
         // A crash after the journal entry: no record file, no games.jsonl line for game 2,
         // and (as if appended twice) game 1's line repeated.
         fs::remove_file(&record).unwrap();
         // And a torn last line.
-        let one = format!("{first}\n");
+        let one = format!("{}\n", first.to_text());
         fs::write(output.games_path(), format!("{one}{one}{{\"match\":\"t-r")).unwrap();
         let repaired = output.repair(&[first.clone(), second.clone()]).unwrap();
         assert_eq!(repaired, 4);

@@ -12,15 +12,15 @@ use serde_json::Value;
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::ClockConfig;
 use crate::game::{new_game, AnyGame, EndReason, GameId, Outcome, Side};
 use crate::journal::JournalMove;
+use crate::protocol::ClockSpec;
 use crate::protocol::{ErrorCode, RefereeMessage, TurnClock};
 
 use super::journaling::MoveJournal;
 use super::move_log::MoveLog;
-use super::probe;
 use super::registry::{BotLink, WriteStamp};
+use super::{ms, probe};
 
 /// What reaches a referee from the connections of its two players.
 #[derive(Debug)]
@@ -59,7 +59,7 @@ pub struct MatchSpec {
     pub game: GameId,
     /// Every rule option in force.
     pub rules: Value,
-    pub clock: ClockConfig,
+    pub clock: ClockSpec,
     /// Bot names: `[first, second]`.
     pub players: [String; 2],
 }
@@ -81,8 +81,6 @@ pub struct FinishedGame {
     pub outcome: Outcome,
     /// Move texts as records keep them.
     pub moves: Vec<String>,
-    /// Who made each move (Jiu's Black moves twice in a row when the battle begins).
-    pub movers: Vec<Side>,
     /// Think time charged for each move, after lag credit.
     pub think_ms: Vec<u64>,
     /// Lag credited back for each move.
@@ -102,7 +100,6 @@ impl FinishedGame {
                 reason: EndReason::Forfeit,
             },
             moves: Vec::new(),
-            movers: Vec::new(),
             think_ms: Vec::new(),
             lag_ms: Vec::new(),
             started: now,
@@ -182,10 +179,6 @@ enum Handled {
     Ended(Outcome),
 }
 
-fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
 /// The state of one running match.
 struct Referee {
     spec: MatchSpec,
@@ -232,7 +225,7 @@ impl Referee {
             colour: self.spec.game.colour_letter(side).to_string(),
             opponent: self.spec.players[side.opponent().index()].clone(),
             rules: self.spec.rules.clone(),
-            clock: self.spec.clock.spec(),
+            clock: self.spec.clock,
             moves: self.moves.texts_from(0),
         };
         self.send(side, &message);
@@ -294,7 +287,7 @@ impl Referee {
     /// The most think time the side to move may use on this move.
     fn allowed(&self, side: Side) -> Duration {
         let left = self.remaining[side.index()];
-        match self.spec.clock.spec().move_limit_ms {
+        match self.spec.clock.move_limit_ms {
             Some(limit) => left.min(Duration::from_millis(limit)),
             None => left,
         }
@@ -645,12 +638,12 @@ pub async fn run_journaled_match(
         moves = referee.moves.len(),
         "match ended"
     );
-    let (moves, movers, think_ms, lag_ms) = referee.moves.into_columns();
+    // Who made each move follows from the game (`GameId::mover_of_ply`): not kept.
+    let (moves, _, think_ms, lag_ms) = referee.moves.into_columns();
     Some(FinishedGame {
         spec: referee.spec,
         outcome,
         moves,
-        movers,
         think_ms,
         lag_ms,
         started,
@@ -681,10 +674,10 @@ mod tests {
                 tournament: "t".into(),
                 game: GameId::Hex,
                 rules: crate::game::normalize_rules(GameId::Hex, &Value::Null).expect("rules"),
-                clock: ClockConfig {
+                clock: ClockSpec {
                     initial_ms: 60_000,
                     increment_ms: 0,
-                    move_limit_ms: u64::try_from(LIMIT.as_millis()).expect("small"),
+                    move_limit_ms: Some(u64::try_from(LIMIT.as_millis()).expect("small")),
                 },
                 players: ["a".into(), "b".into()],
             };

@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Local};
-use serde_json::Value;
 use tokio::task::JoinSet;
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
@@ -37,6 +36,7 @@ use super::referee::{
 };
 use super::registry::{MatchEntry, Registry};
 use super::{GameSummary, ServerError};
+use crate::game_line::GameLine;
 
 /// A game waiting to be played: from the start, or from its journaled moves.
 #[derive(Debug, Clone)]
@@ -51,12 +51,11 @@ pub struct TournamentState {
     config: TournamentConfig,
     /// Every game scheduled so far, in schedule order.
     games: Vec<ScheduledGame>,
-    /// What the standings need of each finished game, by id (`None`: its games.jsonl line
-    /// could not be read, so the game is done but left out of the standings). Only this is
-    /// kept, not the whole line: lines hold every move and grow with the games played.
-    finished: HashMap<String, Option<GameResult>>,
+    /// What the standings need of each finished game, by id. Only this is kept, not the
+    /// whole games.jsonl line: lines hold every move and grow with the games played.
+    finished: HashMap<String, GameResult>,
     /// The games.jsonl lines of games found finished at start, for `Output::repair`.
-    recovered_lines: Vec<Value>,
+    recovered_lines: Vec<GameLine>,
     /// Swiss byes: (round, bot).
     byes: Vec<(u32, String)>,
     pending: Vec<PendingGame>,
@@ -121,21 +120,13 @@ impl TournamentState {
             .iter()
             .filter(|g| g.round < before)
             .filter_map(|g| self.finished.get(&g.id))
-            .flatten()
             .cloned()
             .collect()
     }
 
     /// Records game `id` as finished with its games.jsonl line.
-    fn mark_finished(&mut self, id: String, line: &Value) {
-        let result = match GameResult::from_games_json(line) {
-            Ok(r) => Some(r),
-            Err(e) => {
-                tracing::warn!(tournament = %self.config.name, error = %e, "a finished game is left out of the standings");
-                None
-            }
-        };
-        self.finished.insert(id, result);
+    fn mark_finished(&mut self, id: String, line: &GameLine) {
+        self.finished.insert(id, GameResult::from_line(line));
     }
 
     fn bye_names(&self, before: u32) -> Vec<String> {
@@ -265,13 +256,10 @@ pub fn prepare_league(
     if state.config.is_none() {
         entries.push(print.entry());
     }
-    let jsonl: HashMap<String, Value> = output
+    let jsonl: HashMap<String, GameLine> = output
         .read_games()
         .into_iter()
-        .filter_map(|v| {
-            let id = v.get("match")?.as_str()?.to_string();
-            Some((id, v))
-        })
+        .map(|line| (line.match_id.clone(), line))
         .collect();
     let mut tournaments = Vec::new();
     for t in &config.tournaments {
@@ -319,7 +307,7 @@ pub fn prepare_league(
         tournaments.push(ts);
     }
     journal.append_blocking(entries)?;
-    let finished_lines: Vec<Value> = tournaments
+    let finished_lines: Vec<GameLine> = tournaments
         .iter_mut()
         .flat_map(|t| std::mem::take(&mut t.recovered_lines))
         .collect();
@@ -335,7 +323,7 @@ pub fn prepare_league(
 fn take_finished(
     ts: &mut TournamentState,
     state: &JournalState,
-    jsonl: &HashMap<String, Value>,
+    jsonl: &HashMap<String, GameLine>,
     entries: &mut Vec<JournalEntry>,
 ) {
     let ids: Vec<String> = ts.games.iter().map(|g| g.id.clone()).collect();
@@ -346,7 +334,7 @@ fn take_finished(
         } else if let Some(line) = jsonl.get(&id) {
             entries.push(JournalEntry::Finished {
                 id: id.clone(),
-                record: line.clone(),
+                record: Box::new(line.clone()),
             });
             ts.mark_finished(id, line);
             ts.recovered_lines.push(line.clone());
@@ -360,7 +348,7 @@ fn take_finished(
 fn load_swiss(
     ts: &mut TournamentState,
     state: &JournalState,
-    jsonl: &HashMap<String, Value>,
+    jsonl: &HashMap<String, GameLine>,
     entries: &mut Vec<JournalEntry>,
 ) {
     let name = ts.config.name.clone();
@@ -423,7 +411,7 @@ fn load_swiss(
 struct MatchDone {
     tournament: usize,
     id: String,
-    game: Option<(FinishedGame, Value)>,
+    game: Option<(FinishedGame, GameLine)>,
 }
 
 /// Writes a finished game's output durably (journal `finished` entry, record file, games.jsonl
@@ -435,7 +423,7 @@ async fn write_game_output(
     journal: SharedJournal,
     id: String,
     game: FinishedGame,
-) -> Option<(FinishedGame, Value)> {
+) -> Option<(FinishedGame, GameLine)> {
     // The game goes to the blocking thread and comes back, so its moves are not copied (a
     // copy per game in flight showed in the bench's heap profile). A panic while writing is
     // caught there, so the game always comes back.
@@ -459,11 +447,11 @@ async fn write_game_output(
         Ok(Ok(line)) => line,
         Ok(Err(e)) => {
             tracing::error!(match_id = %id, error = %e, "cannot write the game's output");
-            Output::game_line(&game, "").unwrap_or(Value::Null)
+            Output::game_line(&game, "")
         }
         Err(_) => {
             tracing::error!(match_id = %id, "writing the game's output panicked");
-            Output::game_line(&game, "").unwrap_or(Value::Null)
+            Output::game_line(&game, "")
         }
     };
     Some((game, line))
@@ -642,7 +630,7 @@ impl Scheduler {
     /// the next Swiss round, standings, and the final table when the tournament is over.
     /// Takes a finished game whose output (journal entry, record, games.jsonl line `line`) is
     /// already written: progress, standings, the next Swiss round.
-    async fn finish(&mut self, tournament: usize, id: String, game: FinishedGame, line: Value) {
+    async fn finish(&mut self, tournament: usize, id: String, game: FinishedGame, line: GameLine) {
         self.summary.push(GameSummary::of(&game));
         let Some(t) = self.tournaments.get_mut(tournament) else {
             return;
@@ -926,15 +914,16 @@ mod tests {
     }
 
     /// A games.jsonl object in which the first side wins without a move.
-    fn line(g: &ScheduledGame) -> Value {
-        serde_json::json!({
+    fn line(g: &ScheduledGame) -> GameLine {
+        GameLine::from_json(&serde_json::json!({
             "match": g.id, "tournament": "s", "game": "hex", "first": g.first,
             "second": g.second, "result": "first", "reason": "resign", "moves": [],
             "think_ms": [], "lag_ms": [], "rules": {"swap": false},
             "clock": {"initial_ms": 600000, "increment_ms": 0, "move_limit_ms": null},
             "started": "2026-11-22T21:00:00+00:00", "finished": "2026-11-22T21:01:00+00:00",
             "record": format!("{}.txt", g.id),
-        })
+        }))
+        .unwrap()
     }
 
     fn round_games(ts: &TournamentState, round: u32) -> Vec<ScheduledGame> {
@@ -960,10 +949,14 @@ mod tests {
         journal
             .append_blocking(vec![JournalEntry::Finished {
                 id: round1[0].id.clone(),
-                record: line(&round1[0]),
+                record: Box::new(line(&round1[0])),
             }])
             .unwrap();
-        std::fs::write(out.games_path(), format!("{}\n", line(&round1[1]))).unwrap();
+        std::fs::write(
+            out.games_path(),
+            format!("{}\n", line(&round1[1]).to_text()),
+        )
+        .unwrap();
         drop((journal, tournaments));
 
         let (journal, tournaments_after, report) = prepare_league(&config, &out).unwrap();
@@ -975,7 +968,7 @@ mod tests {
         let ids: Vec<String> = out
             .read_games()
             .iter()
-            .map(|l| l["match"].as_str().unwrap().to_string())
+            .map(|l| l.match_id.clone())
             .collect();
         assert_eq!(ids, [round1[1].id.clone(), round1[0].id.clone()]);
         for g in &round1 {
@@ -1041,7 +1034,7 @@ mod tests {
             tournament: "hex-demo".into(),
             game: crate::game::GameId::Hex,
             rules: serde_json::json!({}),
-            clock: crate::config::ClockConfig::default(),
+            clock: crate::protocol::ClockSpec::default(),
             players: ["greedy".into(), "hex-engine".into()],
         };
         let mut game = FinishedGame::forfeit(spec, Some(Side::Second));

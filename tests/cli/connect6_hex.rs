@@ -1,4 +1,4 @@
-//! Runs the built `arena` binary's rules tools (perft, moves, replay) for Connect6 and Hex on the
+//! Runs the built `arena` binary's rules tools (moves, replay; perft: `perft.rs`) for Connect6 and Hex on the
 //! fixtures under `tests/fixtures/connect6/` and `tests/fixtures/hex/`, comparing with the
 //! expected-output files beside them.
 
@@ -31,22 +31,6 @@ fn assert_same_lines(args: &[&str], input_name: &str, actual: &str, expected: &s
 fn check_tool(args: &[&str], input_name: &str, expected_name: &str) {
     let actual = arena(args, &fixture(input_name));
     assert_same_lines(args, input_name, &actual, &fixture(expected_name));
-}
-
-#[test]
-fn perft_hex_and_connect6() {
-    assert_eq!(
-        arena(&["perft", "hex", "2"], ""),
-        fixture("hex/perft.expected")
-    );
-    assert_eq!(
-        arena(&["perft", "hex", "2", "--rules", r#"{"swap":true}"#], ""),
-        fixture("hex/perft_swap.expected")
-    );
-    assert_eq!(
-        arena(&["perft", "connect6", "1"], ""),
-        fixture("connect6/perft.expected")
-    );
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! Runs the real `arena` binary on Surakarta: perft counts, `moves` and `replay` on the fixture
-//! inputs under `tests/fixtures/surakarta/` against their expected-output files, and option errors.
+//! Runs the real `arena` binary on Surakarta: `moves` and `replay` on the fixture inputs under
+//! `tests/fixtures/surakarta/` against their expected-output files, and option errors (perft
+//! counts: `perft.rs`).
 
 use super::common::{run as arena, stdout_of};
 
@@ -8,44 +9,18 @@ fn fixture(name: &str) -> String {
 }
 
 #[test]
-fn perft_prints_the_reference_counts() {
-    assert_eq!(
-        stdout_of(&["perft", "surakarta", "4"], ""),
-        "1 16\n2 256\n3 5382\n4 111122\n"
-    );
-}
-
-#[test]
-fn perft_with_a_tiny_quiet_limit_stops_at_the_limit() {
-    // With no_capture_limit 2 every game is over after two quiet plies.
-    assert_eq!(
-        stdout_of(
-            &[
-                "perft",
-                "surakarta",
-                "3",
-                "--rules",
-                r#"{"no_capture_limit":2}"#
-            ],
-            ""
-        ),
-        "1 16\n2 256\n3 0\n"
-    );
-}
-
-#[test]
 fn moves_lists_the_fixture_positions() {
     assert_eq!(
-        stdout_of(&["moves", "surakarta"], &fixture("moves_input.txt")),
-        fixture("moves_expected.txt")
+        stdout_of(&["moves", "surakarta"], &fixture("moves.in")),
+        fixture("moves.expected")
     );
 }
 
 #[test]
 fn replay_judges_the_fixture_games() {
     assert_eq!(
-        stdout_of(&["replay", "surakarta"], &fixture("replay_input.txt")),
-        fixture("replay_expected.txt")
+        stdout_of(&["replay", "surakarta"], &fixture("replay.in")),
+        fixture("replay.expected")
     );
 }
 
@@ -59,9 +34,9 @@ fn replay_honours_no_capture_limit() {
                 "--rules",
                 r#"{"no_capture_limit":4}"#
             ],
-            &fixture("replay_limit4_input.txt")
+            &fixture("replay_limit4.in")
         ),
-        fixture("replay_limit4_expected.txt")
+        fixture("replay_limit4.expected")
     );
 }
 

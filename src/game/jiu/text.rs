@@ -6,6 +6,7 @@ use std::fmt;
 
 use super::{Board, Jiu, Move, Options, Phase, Victims, CENTRE, POINTS, SIZE};
 use crate::game::coord::{char_pos, expect_end, found_char, parse_point_at};
+use crate::game::position_text::tokens;
 use crate::game::{ParseMoveError, ParsePositionError, Point, Rules, Side};
 
 impl fmt::Display for Victims {
@@ -146,32 +147,12 @@ pub(super) fn position_text(position: &Jiu) -> String {
     text
 }
 
-/// The whitespace-separated tokens of `text` with their byte offsets.
-fn tokens(text: &str) -> Vec<(usize, &str)> {
-    let mut out = Vec::new();
-    let mut start = None;
-    for (i, c) in text.char_indices() {
-        match (c.is_whitespace(), start) {
-            (true, Some(s)) => {
-                out.push((s, &text[s..i]));
-                start = None;
-            }
-            (false, None) => start = Some(i),
-            _ => {}
-        }
-    }
-    if let Some(s) = start {
-        out.push((s, &text[s..]));
-    }
-    out
-}
-
 /// Reads position text (NOTATION.md). A placement position must be one the placement phase can
 /// reach: x has as many stones as o or one more, the side to move is the one whose turn that
 /// makes, the board is not full, and the stones on G7 and H8 follow the forced opening.
 pub(super) fn parse_position(text: &str, options: &Options) -> Result<Jiu, ParsePositionError> {
     let err = |byte: usize, what: String| ParsePositionError::new(char_pos(text, byte), what);
-    let tokens = tokens(text);
+    let tokens: Vec<(usize, &str)> = tokens(text).collect();
     let Some(&(rows_at, rows)) = tokens.first() else {
         return Err(err(
             0,

@@ -21,6 +21,7 @@ use std::num::NonZeroU32;
 use serde::{Deserialize, Serialize};
 
 use super::coord::{char_pos, expect_end, found_char, parse_point_at};
+use super::position_text::tokens;
 use super::{EndReason, GameId, Outcome, ParseMoveError, ParsePositionError, Point, Rules, Side};
 use board::{circuit_point, Board};
 
@@ -231,6 +232,14 @@ impl Rules for Surakarta {
     type Options = Options;
     type Illegal = IllegalMove;
     const GAME: GameId = GameId::Surakarta;
+    const ID: &'static str = "surakarta";
+    const RECORD_CODE: &'static str = "SUR";
+    const COLOURS: [char; 2] = ['B', 'W'];
+
+    /// 100 per piece more than the opponent.
+    fn heuristic(&self, side: Side) -> i64 {
+        100 * (i64::from(self.piece_count(side)) - i64::from(self.piece_count(side.opponent())))
+    }
 
     fn start(options: &Options) -> Self {
         let first = (1u64 << 12) - 1;
@@ -389,31 +398,11 @@ impl Rules for Surakarta {
     }
 }
 
-/// The tokens of `text` split at whitespace, each with its 1-based character position.
-fn tokens(text: &str) -> Vec<(usize, &str)> {
-    let mut out = Vec::new();
-    let mut start: Option<(usize, usize)> = None;
-    let mut chars = 0;
-    for (byte, ch) in text.char_indices() {
-        chars += 1;
-        match (ch.is_whitespace(), start) {
-            (true, Some((b, c))) => {
-                out.push((c, &text[b..byte]));
-                start = None;
-            }
-            (false, None) => start = Some((byte, chars)),
-            _ => {}
-        }
-    }
-    if let Some((b, c)) = start {
-        out.push((c, &text[b..]));
-    }
-    out
-}
-
 /// Reads `ROWS SIDE [quiet=N]` (NOTATION.md); the outcome is left for the caller to decide.
 fn parse_position(text: &str, options: &Options) -> Result<Surakarta, ParsePositionError> {
-    let tokens = tokens(text);
+    let tokens: Vec<(usize, &str)> = tokens(text)
+        .map(|(byte, token)| (char_pos(text, byte), token))
+        .collect();
     let end_pos = text.chars().count() + 1;
     let Some(&(rows_at, rows)) = tokens.first() else {
         return Err(ParsePositionError::new(

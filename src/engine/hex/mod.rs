@@ -1,0 +1,353 @@
+//! The `hex` engine: the resistance-circuit evaluation of the BistuHex2 paper (each side's board
+//! as a circuit solved with Kirchhoff's laws), its staged search (alpha-beta over the resistance
+//! evaluation when few candidate cells carry current, UCT otherwise), and what goes beyond the
+//! paper: virtual links for bridges and edge templates in the circuit, RAVE, bridge- and
+//! edge-template-saving playouts, answers to bridge / template II / ziggurat intrusions, forced
+//! replies (win or block in one) and the swap decision.
+//!
+//! Layout: the position is replayed with the typed [`Hex`] rules, then copied into a flat
+//! `[u8; 121]` board (row-major, row 1 first, like `Point::index`) that the search mutates.
+//! Colour 0 is Red (joins row 1 to row 11), colour 1 is Blue (joins column A to column K).
+//!
+//! Choices where the paper and the rules are silent (also in `docs/engines.md`):
+//! - The paper's abstract puts alpha-beta in the opening and UCT later, while its flow chart
+//!   (section 2) picks alpha-beta when fewer than 30 candidate cells remain and UCT otherwise;
+//!   we follow the flow chart. A candidate is an empty cell carrying at least
+//!   [`CANDIDATE_SHARE`] of the largest cell current of either circuit.
+//! - With `swap` on, as Blue we swap a first red stone at least two cells away from every border
+//!   (the central 7×7); as Red our first move is A9 (HexGui's a3), which we would not swap.
+//!   Without swap, Red opens in the centre, F6.
+
+// The solver and the boards index several parallel fixed-size arrays by cell number.
+#![allow(clippy::needless_range_loop)]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use super::{check_option_names, Engine, EngineError, EngineInfo, EngineOption, SearchRequest};
+use crate::game::hex::{Hex, Move, Options as HexOptions};
+use crate::game::{parse_options, GameId, PlayError, Point, Rules, Side};
+
+pub const INFO: EngineInfo = EngineInfo {
+    id: "hex",
+    games: &[GameId::Hex],
+    about: "resistance-circuit evaluation with staged search: alpha-beta when few cells matter, \
+            UCT with RAVE and bridge-saving playouts otherwise; answers bridge intrusions, swaps \
+            central openings",
+    options: &[
+        EngineOption {
+            name: "time_ms",
+            default: "10000",
+            about: "cap on the thinking time per move, in milliseconds (the clock may allow less)",
+        },
+        EngineOption {
+            name: "playouts",
+            default: "0",
+            about: "cap on UCT playouts per move (0: only time limits the search); a strength knob",
+        },
+        EngineOption {
+            name: "ab_below",
+            default: "30",
+            about: "alpha-beta is used when fewer candidate cells than this remain, UCT otherwise \
+                    (0: always UCT, 122: always alpha-beta)",
+        },
+    ],
+};
+
+mod alpha_beta;
+mod circuit;
+mod tables;
+#[cfg(test)]
+mod tests;
+mod uct;
+
+use circuit::*;
+use tables::*;
+use uct::*;
+
+/// A cell counts as a candidate when its combined current share reaches this fraction of the
+/// largest one.
+pub const CANDIDATE_SHARE: f64 = 0.2;
+/// Cells tried at each inner alpha-beta node, best current first.
+const BRANCHING: usize = 10;
+/// Deepest alpha-beta iteration.
+const MAX_DEPTH: u32 = 12;
+/// UCT: virtual AMAF visits given to a move's prior, the RAVE bias, the exploration constant,
+/// the visits before a node is expanded and the tree's size cap.
+const PRIOR_VISITS: f32 = 30.0;
+const RAVE_BIAS: f32 = 0.0005;
+const EXPLORATION: f32 = 0.05;
+const EXPAND_AFTER: u32 = 3;
+const MAX_TREE_NODES: usize = 2_000_000;
+
+/// Which search chose the last move, and how much work it did (for tests and figures).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SearchStats {
+    pub stage: Stage,
+    pub playouts: u64,
+    pub nodes: u64,
+    pub depth: u32,
+    pub candidates: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stage {
+    /// Opening book, swap decision, a win in one or a forced block.
+    #[default]
+    Immediate,
+    AlphaBeta,
+    Uct,
+}
+
+/// Engine settings from the engine options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Settings {
+    time_ms: u64,
+    playouts: u64,
+    ab_below: usize,
+}
+
+fn option_u64(options: &serde_json::Value, name: &str, default: u64) -> Result<u64, EngineError> {
+    let bad = |why: &str| EngineError::BadOption {
+        name: name.to_string(),
+        why: why.to_string(),
+    };
+    match options.get(name) {
+        None | Some(serde_json::Value::Null) => Ok(default),
+        Some(serde_json::Value::Number(n)) => n
+            .as_u64()
+            .ok_or_else(|| bad("must be a non-negative integer")),
+        Some(serde_json::Value::String(s)) => s
+            .trim()
+            .parse()
+            .map_err(|_| bad("must be a non-negative integer")),
+        Some(_) => Err(bad("must be a non-negative integer")),
+    }
+}
+
+impl Settings {
+    fn from_options(options: &serde_json::Value) -> Result<Settings, EngineError> {
+        check_option_names(options, INFO.options)?;
+        let time_ms = option_u64(options, "time_ms", 10_000)?;
+        if time_ms == 0 {
+            return Err(EngineError::BadOption {
+                name: "time_ms".into(),
+                why: "must be at least 1".into(),
+            });
+        }
+        let ab_below = option_u64(options, "ab_below", 30)?;
+        if ab_below > CELLS as u64 + 1 {
+            return Err(EngineError::BadOption {
+                name: "ab_below".into(),
+                why: format!("must be at most {}", CELLS + 1),
+            });
+        }
+        Ok(Settings {
+            time_ms,
+            playouts: option_u64(options, "playouts", 0)?,
+            ab_below: ab_below as usize,
+        })
+    }
+}
+
+/// The built-in Hex engine.
+pub struct HexEngine {
+    rules: HexOptions,
+    settings: Settings,
+    rng: SmallRng,
+    circuit: Box<Circuit>,
+    tree: Vec<TreeNode>,
+    /// Work done for the last move.
+    pub last_stats: SearchStats,
+}
+
+impl std::fmt::Debug for HexEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HexEngine")
+            .field("rules", &self.rules)
+            .field("settings", &self.settings)
+            .field("last_stats", &self.last_stats)
+            .finish()
+    }
+}
+
+/// Where the search must stop: the deadline or the abort flag.
+struct Limits<'a> {
+    /// `None` when the budget reaches past what `Instant` can represent.
+    deadline: Option<Instant>,
+    abort: &'a AtomicBool,
+}
+
+impl Limits<'_> {
+    fn reached(&self) -> bool {
+        self.abort.load(Ordering::Relaxed) || self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+}
+
+fn colour_of(side: Side) -> usize {
+    match side {
+        Side::First => 0,
+        Side::Second => 1,
+    }
+}
+
+fn cell_text(cell: u8) -> String {
+    Move::Place(Point::from_index(cell as usize, N as u8)).to_string()
+}
+
+/// Whether Blue should swap Red's first stone on `cell`: when it is at least two cells away
+/// from every border.
+fn should_swap(cell: usize) -> bool {
+    let (col, row) = (cell % N, cell / N);
+    col.min(row).min(N - 1 - col).min(N - 1 - row) >= 2
+}
+
+/// Red's first move when the swap rule is on (A9, HexGui's a3), and without it (F6).
+const OPENING_WITH_SWAP: u8 = cell_at(0, 8);
+const OPENING: u8 = cell_at(5, 5);
+
+impl HexEngine {
+    pub fn new(
+        rules: &serde_json::Value,
+        options: &serde_json::Value,
+        seed: u64,
+    ) -> Result<HexEngine, EngineError> {
+        let settings = Settings::from_options(options)?;
+        let rules = parse_options::<Hex>(rules)?;
+        Ok(HexEngine {
+            rules,
+            settings,
+            rng: SmallRng::seed_from_u64(seed),
+            circuit: Box::new(Circuit::new()),
+            tree: Vec::new(),
+            last_stats: SearchStats::default(),
+        })
+    }
+
+    fn replay(&self, moves: &[String]) -> Result<Hex, EngineError> {
+        let mut position = Hex::start(&self.rules);
+        for text in moves {
+            let mv = Hex::parse_move(text).map_err(PlayError::from)?;
+            position.play(&mv).map_err(|e| PlayError::Illegal {
+                text: text.clone(),
+                why: e.to_string(),
+            })?;
+        }
+        Ok(position)
+    }
+
+    /// Both circuits of `cells`: (R_red, R_blue), and with `current` each empty cell's summed
+    /// current share in both circuits.
+    fn assess(&mut self, cells: &Cells, current: Option<&mut [f64; CELLS]>) -> [f64; 2] {
+        match current {
+            None => [
+                self.circuit.resistance(cells, 0, None),
+                self.circuit.resistance(cells, 1, None),
+            ],
+            Some(total) => {
+                let mut blue = [0.0; CELLS];
+                let r_red = self.circuit.resistance(cells, 0, Some(total));
+                let r_blue = self.circuit.resistance(cells, 1, Some(&mut blue));
+                total.iter_mut().zip(blue).for_each(|(t, b)| *t += b);
+                [r_red, r_blue]
+            }
+        }
+    }
+
+    /// Chooses a cell for `mover` on `cells` (not full, game not over) after `last`.
+    fn search(&mut self, cells: &Cells, mover: usize, last: u8, limits: &Limits<'_>) -> u8 {
+        self.last_stats = SearchStats::default();
+        if let Some(&win) = winning_cells(cells, mover).first() {
+            return win;
+        }
+        if let Some(&block) = winning_cells(cells, 1 - mover).first() {
+            return block;
+        }
+        let mut score = [0.0; CELLS];
+        self.assess(cells, Some(&mut score));
+        let reply = bridge_reply(cells, mover, last).or_else(|| template_reply(cells, mover, last));
+        let best_score = score.iter().copied().fold(0.0, f64::max);
+        let mut candidates: Vec<u8> = (0..CELLS as u8)
+            .filter(|&c| {
+                cells[c as usize] == EMPTY
+                    && (score[c as usize] >= CANDIDATE_SHARE * best_score || Some(c) == reply)
+            })
+            .collect();
+        candidates.sort_by(|&a, &b| {
+            let key = |c: u8| (Some(c) == reply, score[c as usize]);
+            key(b)
+                .partial_cmp(&key(a))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+        if candidates.is_empty() {
+            candidates = (0..CELLS as u8)
+                .filter(|&c| cells[c as usize] == EMPTY)
+                .collect();
+        }
+        self.last_stats.candidates = candidates.len();
+        if candidates.len() < self.settings.ab_below {
+            self.last_stats.stage = Stage::AlphaBeta;
+            self.alpha_beta_root(cells, mover, candidates, limits)
+        } else {
+            self.last_stats.stage = Stage::Uct;
+            self.uct(cells, mover, &score, best_score, reply, limits)
+        }
+    }
+}
+
+impl Engine for HexEngine {
+    fn choose_move(&mut self, request: &SearchRequest<'_>) -> Result<String, EngineError> {
+        let started = Instant::now();
+        let position = self.replay(request.moves)?;
+        if position.outcome().is_some() {
+            return Err(EngineError::NoMove);
+        }
+        self.last_stats = SearchStats::default();
+        let mover = colour_of(position.turn());
+        let mut cells: Cells = [EMPTY; CELLS];
+        for (c, cell) in cells.iter_mut().enumerate() {
+            if let Some(side) = position.stone_at(Point::from_index(c, N as u8)) {
+                *cell = stone(colour_of(side));
+            }
+        }
+        let stones: Vec<usize> = (0..CELLS).filter(|&c| cells[c] != EMPTY).collect();
+        if stones.is_empty() {
+            let opening = if self.rules.swap {
+                OPENING_WITH_SWAP
+            } else {
+                OPENING
+            };
+            return Ok(cell_text(opening));
+        }
+        if let [red] = stones[..] {
+            if position.is_legal(&Move::Swap) && should_swap(red) {
+                return Ok(Move::Swap.to_string());
+            }
+        }
+        let last = match request.moves.last().map(|t| Hex::parse_move(t)) {
+            Some(Ok(Move::Place(p))) => p.index(N as u8) as u8,
+            _ => NO,
+        };
+        let empties = CELLS - stones.len();
+        let moves_left = (empties as u64 / 2).max(8);
+        let budget = request
+            .clock
+            .budget(moves_left)
+            .min(Duration::from_millis(self.settings.time_ms));
+        let limits = Limits {
+            deadline: started.checked_add(budget),
+            abort: request.abort,
+        };
+        let mut cell = self.search(&cells, mover, last, &limits);
+        if cell as usize >= CELLS || cells[cell as usize] != EMPTY {
+            // Never happens by construction; any empty cell beats an illegal move.
+            cell = (0..CELLS as u8)
+                .find(|&c| cells[c as usize] == EMPTY)
+                .ok_or(EngineError::NoMove)?;
+        }
+        Ok(cell_text(cell))
+    }
+}

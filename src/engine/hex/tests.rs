@@ -1,0 +1,381 @@
+//! Unit tests of the Hex engine: tables, templates, the circuit, the search stages and games.
+
+use super::*;
+use crate::duel::{self, DuelConfig};
+use crate::engine::{new_engine, ClockView};
+use crate::game::EndReason;
+
+fn cell(text: &str) -> u8 {
+    match Hex::parse_move(text).unwrap() {
+        Move::Place(p) => p.index(N as u8) as u8,
+        Move::Swap => panic!("not a cell"),
+    }
+}
+
+fn engine(options: serde_json::Value, rules: serde_json::Value) -> HexEngine {
+    HexEngine::new(&rules, &options, 5).unwrap()
+}
+
+fn ask(engine: &mut HexEngine, moves: &[&str], clock: ClockView, abort: bool) -> String {
+    let moves: Vec<String> = moves.iter().map(|m| m.to_string()).collect();
+    let flag = AtomicBool::new(abort);
+    engine
+        .choose_move(&SearchRequest {
+            moves: &moves,
+            clock,
+            abort: &flag,
+        })
+        .unwrap()
+}
+
+fn quick() -> ClockView {
+    ClockView {
+        move_limit_ms: Some(300),
+        ..ClockView::unlimited()
+    }
+}
+
+/// Alternates `red` and `blue` stones into a move list (Red first).
+fn interleave(red: &[&str], blue: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    for k in 0..red.len().max(blue.len()) {
+        if let Some(r) = red.get(k) {
+            out.push(r.to_string());
+        }
+        if let Some(b) = blue.get(k) {
+            out.push(b.to_string());
+        }
+    }
+    out
+}
+
+const RED_COLUMN: [&str; 10] = ["F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "F10"];
+/// Blue stones that threaten nothing; G11 leaves Red's column F a single winning cell.
+const BLUE_SCATTER: [&str; 10] = ["A1", "A3", "A5", "A7", "A9", "B2", "B4", "G11", "B6", "B10"];
+
+#[test]
+fn tables_have_the_right_shape() {
+    assert_eq!(PAIRS.iter().filter(|p| p.0 == p.1).count(), 0);
+    assert_eq!(RING[0].iter().filter(|&&c| c != NO).count(), 3);
+    assert_eq!(
+        RING[cell("F6") as usize]
+            .iter()
+            .filter(|&&c| c != NO)
+            .count(),
+        6
+    );
+    // Consecutive ring neighbours touch each other.
+    let f6 = cell("F6") as usize;
+    for k in 0..6 {
+        let (a, b) = (RING[f6][k], RING[f6][(k + 1) % 6]);
+        assert!(RING[a as usize].contains(&b));
+    }
+}
+
+#[test]
+fn bridges_and_edge_templates_are_restored() {
+    // Red bridge E5–F7 over E6/F6: Blue takes E6, Red answers F6, and the other way round.
+    let mut cells = [EMPTY; CELLS];
+    cells[cell("E5") as usize] = stone(0);
+    cells[cell("F7") as usize] = stone(0);
+    cells[cell("E6") as usize] = stone(1);
+    assert_eq!(bridge_reply(&cells, 0, cell("E6")), Some(cell("F6")));
+    cells[cell("E6") as usize] = EMPTY;
+    cells[cell("F6") as usize] = stone(1);
+    assert_eq!(bridge_reply(&cells, 0, cell("F6")), Some(cell("E6")));
+    // No bridge for Blue there, and no reply once the other carrier is gone too.
+    assert_eq!(bridge_reply(&cells, 1, cell("F6")), None);
+    cells[cell("E6") as usize] = stone(1);
+    assert_eq!(bridge_reply(&cells, 0, cell("F6")), None);
+    // Edge template II: a red stone on row 2 reaches row 1 through D1 or C1.
+    let mut edge = [EMPTY; CELLS];
+    edge[cell("D2") as usize] = stone(0);
+    edge[cell("D1") as usize] = stone(1);
+    assert_eq!(bridge_reply(&edge, 0, cell("D1")), Some(cell("C1")));
+    // Blue's version on column K.
+    let mut blue = [EMPTY; CELLS];
+    blue[cell("J5") as usize] = stone(1);
+    blue[cell("K5") as usize] = stone(0);
+    assert_eq!(bridge_reply(&blue, 1, cell("K5")), Some(cell("K6")));
+}
+
+#[test]
+fn ziggurat_intrusions_are_answered() {
+    for colour in 0..2 {
+        for edge in 0..2 {
+            let s = edge_view(colour, edge, 5, 2);
+            for shape in &ZIGGURATS {
+                let carrier = shape.map(|(dx, dy)| edge_view(colour, edge, 5 + dx, 2 + dy));
+                let mut cells = [EMPTY; CELLS];
+                cells[s as usize] = stone(colour);
+                // The template holds, and every single intrusion has an answer that keeps it.
+                assert!(holds_to_edge(&mut cells, s, &carrier));
+                for &z in &carrier {
+                    cells[z as usize] = stone(1 - colour);
+                    let w = template_reply(&cells, colour, z).expect("an answer");
+                    assert_eq!(cells[w as usize], EMPTY);
+                    // The answer may use the mirror-image ziggurat when z lies in both.
+                    cells[w as usize] = stone(colour);
+                    assert!(ZIGGURATS.iter().any(|other| {
+                        let k = other.map(|(dx, dy)| edge_view(colour, edge, 5 + dx, 2 + dy));
+                        holds_to_edge(&mut cells, s, &k)
+                    }));
+                    cells[w as usize] = EMPTY;
+                    cells[z as usize] = EMPTY;
+                }
+                // Without one of its edge cells the carrier does not hold.
+                cells[carrier[7] as usize] = stone(1 - colour);
+                assert!(!holds_to_edge(&mut cells, s, &carrier));
+            }
+        }
+    }
+}
+
+#[test]
+fn empty_board_resistance_is_symmetric_and_drops_with_stones() {
+    let mut circuit = Circuit::new();
+    let mut cells = [EMPTY; CELLS];
+    let red = circuit.resistance(&cells, 0, None);
+    let blue = circuit.resistance(&cells, 1, None);
+    assert!(red > 0.0 && red < NO_PATH);
+    assert!((red - blue).abs() < 1e-9, "{red} vs {blue}");
+    assert!(circuit.last_iterations < CG_MAX_ITERATIONS);
+    let mut previous = red;
+    for text in ["F6", "F4", "F8", "F2"] {
+        cells[cell(text) as usize] = stone(0);
+        let now = circuit.resistance(&cells, 0, None);
+        assert!(now < previous, "{text}: {now} !< {previous}");
+        previous = now;
+    }
+    // Red's stones raise Blue's resistance.
+    assert!(circuit.resistance(&cells, 1, None) > blue);
+    // A full red column connects Red and cuts Blue off.
+    for text in RED_COLUMN.iter().chain(["F11"].iter()) {
+        cells[cell(text) as usize] = stone(0);
+    }
+    assert_eq!(circuit.resistance(&cells, 0, None), 0.0);
+    assert_eq!(circuit.resistance(&cells, 1, None), NO_PATH);
+}
+
+#[test]
+fn virtual_links_make_bridges_and_edge_templates_conduct() {
+    let mut plain = Circuit::new();
+    plain.virtual_links = false;
+    let mut linked = Circuit::new();
+    let mut cells = [EMPTY; CELLS];
+    for text in ["F2", "G4", "H6", "I8", "J10"] {
+        cells[cell(text) as usize] = stone(0);
+    }
+    let (before_plain, before_linked) = (
+        plain.resistance(&cells, 0, None),
+        linked.resistance(&cells, 0, None),
+    );
+    assert!(
+        before_linked < before_plain,
+        "{before_linked} vs {before_plain}"
+    );
+    // Blue breaks one bridge (G4-H6 over G5/H5): the links there go, the resistance rises.
+    cells[cell("G5") as usize] = stone(1);
+    assert!(linked.resistance(&cells, 0, None) > before_linked);
+    // With neither sides' stones the two models agree.
+    let empty = [EMPTY; CELLS];
+    let gap = plain.resistance(&empty, 1, None) - linked.resistance(&empty, 1, None);
+    assert!(gap.abs() < 1e-9);
+}
+
+#[test]
+fn resistance_matches_a_hand_computed_circuit() {
+    // Red stones fill rows 1-10 of column F except F5; Blue walls off everything else
+    // around F5 so Red's only path runs through F5: source–(F1..F4 group)–F5–(F6..F10
+    // group)–... that group still needs row 11, reached through F11 or G11.
+    let mut cells = [stone(1); CELLS];
+    for text in ["F1", "F2", "F3", "F4", "F6", "F7", "F8", "F9", "F10"] {
+        cells[cell(text) as usize] = stone(0);
+    }
+    for text in ["F5", "F11", "G11"] {
+        cells[cell(text) as usize] = EMPTY;
+    }
+    let mut circuit = Circuit::new();
+    circuit.virtual_links = false;
+    // F5 joins both groups with conductance 1 each way: 2 ohms in series; then F11 and G11
+    // in parallel, each group–cell 1 plus cell–edge 1: 2 ∥ 2 = 1. Total 3.
+    let r = circuit.resistance(&cells, 0, None);
+    assert!((r - 3.0).abs() < 1e-9, "{r}");
+    let mut current = [0.0; CELLS];
+    circuit.resistance(&cells, 0, Some(&mut current));
+    assert!((current[cell("F5") as usize] - 1.0).abs() < 1e-9);
+    assert!((current[cell("F11") as usize] - 0.5).abs() < 1e-9);
+}
+
+#[test]
+fn takes_a_win_in_one() {
+    let moves = interleave(&RED_COLUMN, &BLUE_SCATTER);
+    let mut hex = engine(serde_json::json!({"time_ms": 200}), serde_json::Value::Null);
+    let refs: Vec<&str> = moves.iter().map(String::as_str).collect();
+    assert_eq!(ask(&mut hex, &refs, quick(), false), "F11");
+    assert_eq!(hex.last_stats.stage, Stage::Immediate);
+}
+
+#[test]
+fn blocks_a_loss_in_one() {
+    // Blue to move; Red's column needs only F11 (Blue holds G11).
+    let moves = interleave(&RED_COLUMN, &BLUE_SCATTER[..9]);
+    let mut hex = engine(serde_json::json!({"time_ms": 200}), serde_json::Value::Null);
+    let refs: Vec<&str> = moves.iter().map(String::as_str).collect();
+    assert_eq!(ask(&mut hex, &refs, quick(), false), "F11");
+    assert_eq!(hex.last_stats.stage, Stage::Immediate);
+    // The same threat one cell further along: Red's column F1-F9 plus F11 needs F10.
+    let mut red = RED_COLUMN.to_vec();
+    red[9] = "F11";
+    let moves = interleave(&red, &BLUE_SCATTER[..9]);
+    let refs: Vec<&str> = moves.iter().map(String::as_str).collect();
+    assert_eq!(ask(&mut hex, &refs, quick(), false), "F10");
+}
+
+#[test]
+fn returns_promptly_with_a_legal_move_when_aborted() {
+    let moves = ["F6", "E7", "D5", "G4"];
+    for ab_below in [0u64, 122] {
+        let mut hex = engine(
+            serde_json::json!({ "ab_below": ab_below }),
+            serde_json::Value::Null,
+        );
+        let answer = ask(&mut hex, &moves, ClockView::unlimited(), true);
+        let position = hex.replay(&moves.map(String::from)).unwrap();
+        assert!(
+            position.is_legal(&Hex::parse_move(&answer).unwrap()),
+            "{answer}"
+        );
+        assert!(hex.last_stats.playouts <= 1, "{:?}", hex.last_stats);
+        assert!(hex.last_stats.nodes <= 16, "{:?}", hex.last_stats);
+    }
+    // A budget too far away for `Instant` means no deadline, not a crash.
+    let mut patient = engine(
+        serde_json::json!({ "time_ms": u64::MAX }),
+        serde_json::Value::Null,
+    );
+    let endless = ClockView {
+        you_ms: u64::MAX,
+        ..ClockView::unlimited()
+    };
+    let answer = ask(&mut patient, &moves, endless, true);
+    assert!(patient
+        .replay(&moves.map(String::from))
+        .unwrap()
+        .is_legal(&Hex::parse_move(&answer).unwrap()));
+}
+
+#[test]
+fn stages_follow_the_candidate_count_and_caps_hold() {
+    let moves = ["F6", "E7"];
+    let mut uct = engine(
+        serde_json::json!({"ab_below": 0, "playouts": 300}),
+        serde_json::Value::Null,
+    );
+    ask(&mut uct, &moves, ClockView::unlimited(), false);
+    assert_eq!(uct.last_stats.stage, Stage::Uct);
+    assert_eq!(uct.last_stats.playouts, 300);
+    let mut ab = engine(
+        serde_json::json!({"ab_below": 122, "time_ms": 100}),
+        serde_json::Value::Null,
+    );
+    let answer = ask(&mut ab, &moves, ClockView::unlimited(), false);
+    assert_eq!(ab.last_stats.stage, Stage::AlphaBeta);
+    assert!(ab.last_stats.depth >= 1, "{:?}", ab.last_stats);
+    assert!(ab.replay(&["F6".into(), "E7".into(), answer]).is_ok());
+}
+
+#[test]
+fn options_are_checked() {
+    for bad in [
+        serde_json::json!({"colour": "red"}),
+        serde_json::json!({"time_ms": 0}),
+        serde_json::json!({"time_ms": "soon"}),
+        serde_json::json!({"playouts": -3}),
+        serde_json::json!({"ab_below": 500}),
+        serde_json::json!([1, 2]),
+    ] {
+        assert!(
+            matches!(
+                HexEngine::new(&serde_json::Value::Null, &bad, 1),
+                Err(EngineError::BadOption { .. })
+            ),
+            "{bad}"
+        );
+    }
+    assert!(HexEngine::new(
+        &serde_json::Value::Null,
+        &serde_json::json!({"time_ms": "50", "playouts": 10}),
+        1
+    )
+    .is_ok());
+    assert!(matches!(
+        new_engine(
+            "hex",
+            GameId::Connect6,
+            &serde_json::Value::Null,
+            &serde_json::Value::Null,
+            1
+        ),
+        Err(EngineError::UnsupportedGame { .. })
+    ));
+    assert!(matches!(
+        HexEngine::new(
+            &serde_json::json!({"swop": true}),
+            &serde_json::Value::Null,
+            1
+        ),
+        Err(EngineError::Rules(_))
+    ));
+}
+
+#[test]
+fn swap_decision_when_the_rule_is_on() {
+    let rules = serde_json::json!({"swap": true});
+    let mut hex = engine(serde_json::json!({"time_ms": 100}), rules.clone());
+    assert_eq!(ask(&mut hex, &["F6"], quick(), false), "swap");
+    assert_eq!(ask(&mut hex, &["C9"], quick(), false), "swap");
+    let answer = ask(&mut hex, &["A1"], quick(), false);
+    assert_ne!(answer, "swap");
+    assert!(hex.replay(&["A1".into(), answer]).is_ok());
+    // As Red, the opening is one we would not swap ourselves.
+    let opening = ask(&mut hex, &[], quick(), false);
+    assert_eq!(opening, "A9");
+    assert!(!should_swap(cell(&opening) as usize));
+    // Without the rule: never swap, open in the centre.
+    let mut plain = engine(serde_json::json!({"time_ms": 100}), serde_json::Value::Null);
+    assert_eq!(ask(&mut plain, &[], quick(), false), "F6");
+    assert_ne!(ask(&mut plain, &["F6"], quick(), false), "swap");
+    // After a swap, Red moves on the swapped board.
+    let after = ask(&mut hex, &["F6", "swap"], quick(), false);
+    assert!(hex.replay(&["F6".into(), "swap".into(), after]).is_ok());
+}
+
+#[test]
+fn plays_only_legal_moves_over_full_games_against_random() {
+    for rules in [serde_json::Value::Null, serde_json::json!({"swap": true})] {
+        let config = DuelConfig {
+            game: GameId::Hex,
+            rules,
+            engines: [
+                ("hex".into(), serde_json::json!({"time_ms": 15})),
+                ("random".into(), serde_json::Value::Null),
+            ],
+            games: 2,
+            move_ms: 2_000,
+            seed: 11,
+        };
+        for game in duel::run(&config, |_| {}).unwrap() {
+            // An illegal move, an error or a timeout would end the game differently.
+            assert_eq!(
+                game.outcome.reason,
+                EndReason::Connection,
+                "{:?}",
+                game.moves
+            );
+            let hex = HexEngine::new(&config.rules, &serde_json::Value::Null, 1).unwrap();
+            let replayed = hex.replay(&game.moves).unwrap();
+            assert_eq!(replayed.outcome(), Some(game.outcome));
+        }
+    }
+}

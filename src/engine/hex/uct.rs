@@ -1,0 +1,216 @@
+//! The Hex engine's UCT stage: a tree of visit and RAVE counts, priors from the circuit's
+//! currents, and bridge- and edge-template-saving playouts.
+
+use super::*;
+
+/// One UCT node; `wins` count for the side that played `cell`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct TreeNode {
+    cell: u8,
+    child_count: u8,
+    first_child: u32,
+    visits: u32,
+    wins: f32,
+    rave_visits: f32,
+    rave_wins: f32,
+}
+
+impl HexEngine {
+    /// Adds the children of tree node `index` (one per empty cell of `board`) with their priors.
+    pub(super) fn expand(
+        &mut self,
+        index: usize,
+        board: &Cells,
+        mover: usize,
+        prior: &dyn Fn(u8) -> f32,
+    ) {
+        let first = self.tree.len();
+        let reply = bridge_reply(board, mover, self.tree[index].cell);
+        for c in 0..CELLS as u8 {
+            if board[c as usize] != EMPTY {
+                continue;
+            }
+            let p = if Some(c) == reply { 0.9 } else { prior(c) };
+            self.tree.push(TreeNode {
+                cell: c,
+                child_count: 0,
+                first_child: 0,
+                visits: 0,
+                wins: 0.0,
+                rave_visits: PRIOR_VISITS,
+                rave_wins: PRIOR_VISITS * p,
+            });
+        }
+        let count = (self.tree.len() - first) as u8;
+        let node = &mut self.tree[index];
+        node.first_child = first as u32;
+        node.child_count = count;
+    }
+
+    /// The child of `index` with the best RAVE-blended value.
+    pub(super) fn select(&self, index: usize) -> usize {
+        let node = &self.tree[index];
+        let log_parent = ((node.visits + 1) as f32).ln();
+        let first = node.first_child as usize;
+        let mut best = first;
+        let mut best_value = f32::MIN;
+        for k in first..first + node.child_count as usize {
+            let child = &self.tree[k];
+            let n = child.visits as f32;
+            let q = if child.visits > 0 {
+                child.wins / n
+            } else {
+                0.5
+            };
+            let amaf = child.rave_wins / child.rave_visits.max(1.0);
+            let rn = child.rave_visits;
+            let beta = rn / (rn + n + RAVE_BIAS * rn * n);
+            let value =
+                (1.0 - beta) * q + beta * amaf + EXPLORATION * (log_parent / (n + 1.0)).sqrt();
+            if value > best_value {
+                best_value = value;
+                best = k;
+            }
+        }
+        best
+    }
+
+    /// Fills the board at random (answering bridge and edge-template intrusions) and returns
+    /// the winner: on a full Hex board exactly one side is connected.
+    pub(super) fn playout(&mut self, board: &mut Cells, mut mover: usize, mut last: u8) -> usize {
+        let mut order = [0u8; CELLS];
+        let mut remaining = 0;
+        for c in 0..CELLS {
+            if board[c] == EMPTY {
+                order[remaining] = c as u8;
+                remaining += 1;
+            }
+        }
+        loop {
+            let mut chosen = bridge_reply(board, mover, last);
+            while chosen.is_none() && remaining > 0 {
+                let k = self.rng.gen_range(0..remaining);
+                let c = order[k];
+                remaining -= 1;
+                order.swap(k, remaining);
+                if board[c as usize] == EMPTY {
+                    chosen = Some(c);
+                }
+            }
+            let Some(cell) = chosen else { break };
+            board[cell as usize] = stone(mover);
+            last = cell;
+            mover = 1 - mover;
+        }
+        if connected(board, 0) {
+            0
+        } else {
+            1
+        }
+    }
+
+    /// UCT with RAVE from `cells`, the root priors taken from the resistance currents.
+    pub(super) fn uct(
+        &mut self,
+        cells: &Cells,
+        mover: usize,
+        score: &[f64; CELLS],
+        best_score: f64,
+        reply: Option<u8>,
+        limits: &Limits<'_>,
+    ) -> u8 {
+        self.tree.clear();
+        self.tree.push(TreeNode {
+            cell: NO,
+            child_count: 0,
+            first_child: 0,
+            visits: 0,
+            wins: 0.0,
+            rave_visits: 0.0,
+            rave_wins: 0.0,
+        });
+        let scale = if best_score > 0.0 {
+            1.0 / best_score
+        } else {
+            0.0
+        };
+        let root_prior = |c: u8| {
+            if Some(c) == reply {
+                0.9
+            } else {
+                (0.4 + 0.3 * score[c as usize] * scale) as f32
+            }
+        };
+        self.expand(0, cells, mover, &root_prior);
+        let flat = |_: u8| 0.5f32;
+        let mut path: Vec<usize> = Vec::with_capacity(CELLS + 1);
+        loop {
+            let playouts = self.last_stats.playouts;
+            if self.settings.playouts > 0 && playouts >= self.settings.playouts {
+                break;
+            }
+            if playouts.is_multiple_of(8) && limits.reached() {
+                break;
+            }
+            let mut board = *cells;
+            let mut to_move = mover;
+            let mut index = 0;
+            let mut last = NO;
+            path.clear();
+            path.push(0);
+            loop {
+                let node = self.tree[index];
+                if node.child_count == 0 {
+                    let has_empty = board.contains(&EMPTY);
+                    if !has_empty
+                        || node.visits < EXPAND_AFTER
+                        || self.tree.len() + CELLS > MAX_TREE_NODES
+                    {
+                        break;
+                    }
+                    self.expand(index, &board, to_move, &flat);
+                }
+                index = self.select(index);
+                let cell = self.tree[index].cell;
+                board[cell as usize] = stone(to_move);
+                last = cell;
+                to_move = 1 - to_move;
+                path.push(index);
+            }
+            let winner = self.playout(&mut board, to_move, last);
+            self.last_stats.playouts += 1;
+            // Backpropagation, with all-moves-as-first over the filled board.
+            for (depth, &index) in path.iter().enumerate() {
+                let node_mover = if depth % 2 == 0 { mover } else { 1 - mover };
+                {
+                    let node = &mut self.tree[index];
+                    node.visits = node.visits.saturating_add(1);
+                    // The node was entered by the other side.
+                    if depth > 0 && winner != node_mover {
+                        node.wins += 1.0;
+                    }
+                }
+                let node = self.tree[index];
+                let first = node.first_child as usize;
+                let own = stone(node_mover);
+                let won = if winner == node_mover { 1.0 } else { 0.0 };
+                for child in &mut self.tree[first..first + node.child_count as usize] {
+                    if board[child.cell as usize] == own {
+                        child.rave_visits += 1.0;
+                        child.rave_wins += won;
+                    }
+                }
+            }
+        }
+        let root = self.tree[0];
+        let first = root.first_child as usize;
+        self.tree[first..first + root.child_count as usize]
+            .iter()
+            .max_by(|a, b| {
+                (a.visits, a.wins)
+                    .partial_cmp(&(b.visits, b.wins))
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            })
+            .map_or(NO, |n| n.cell)
+    }
+}
