@@ -15,7 +15,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::coord::{char_pos, found_char, parse_point_at};
-use super::position_text::{read_rows, tokens};
+use super::position_text::{read_rows, read_side, tokens};
 use super::{EndReason, GameId, Outcome, ParseMoveError, ParsePositionError, Point, Rules, Side};
 
 /// Board width and height.
@@ -305,22 +305,7 @@ impl Rules for Connect6 {
             *cell = read;
         }
         position.empty_count = position.board.iter().filter(|c| c.is_none()).count() as u16;
-        position.turn = match toks.next() {
-            Some((_, "x")) => Side::First,
-            Some((_, "o")) => Side::Second,
-            Some((at, other)) => {
-                return Err(ParsePositionError::new(
-                    char_pos(text, at),
-                    format!("side to move must be x or o, found {other:?}"),
-                ))
-            }
-            None => {
-                return Err(ParsePositionError::new(
-                    char_pos(text, text.len()),
-                    "expected the side to move (x or o) after the rows",
-                ))
-            }
-        };
+        position.turn = read_side(text, toks.next())?;
         let mut stones_seen = false;
         for (at, token) in toks {
             let at = char_pos(text, at);

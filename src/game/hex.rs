@@ -13,7 +13,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::coord::{char_pos, parse_point};
-use super::position_text::{read_rows, tokens};
+use super::position_text::{read_rows, read_side, tokens};
 use super::{EndReason, GameId, Outcome, ParseMoveError, ParsePositionError, Point, Rules, Side};
 
 /// Board width and height.
@@ -330,22 +330,7 @@ impl Rules for Hex {
                 position.place(i, side);
             }
         }
-        position.turn = match toks.next() {
-            Some((_, "x")) => Side::First,
-            Some((_, "o")) => Side::Second,
-            Some((at, other)) => {
-                return Err(ParsePositionError::new(
-                    char_pos(text, at),
-                    format!("side to move must be x or o, found {other:?}"),
-                ))
-            }
-            None => {
-                return Err(ParsePositionError::new(
-                    char_pos(text, text.len()),
-                    "expected the side to move (x or o) after the rows",
-                ))
-            }
-        };
+        position.turn = read_side(text, toks.next())?;
         if let Some((at, extra)) = toks.next() {
             return Err(ParsePositionError::new(
                 char_pos(text, at),

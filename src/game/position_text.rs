@@ -1,7 +1,7 @@
 //! What the games' position texts (NOTATION.md) share: the tokenizer contract (tokens split at
 //! whitespace, each with its byte offset; errors turn offsets into 1-based character positions
 //! with `coord::char_pos`) and the rows of `x`/`o`/`.` written from the top row down, separated
-//! by `/`, as Connect6 and Hex read them.
+//! by `/`, then the side to move, as Connect6 and Hex read them.
 
 use super::coord::char_pos;
 use super::{ParsePositionError, Side};
@@ -57,6 +57,23 @@ pub fn read_rows(
         offset += row_text.len() + 1;
     }
     Ok(board)
+}
+
+/// Reads the SIDE token that follows the rows (`token`, `None` at the end of `text`): `x` for
+/// the first side, `o` for the second.
+pub fn read_side(text: &str, token: Option<(usize, &str)>) -> Result<Side, ParsePositionError> {
+    match token {
+        Some((_, "x")) => Ok(Side::First),
+        Some((_, "o")) => Ok(Side::Second),
+        Some((at, other)) => Err(ParsePositionError::new(
+            char_pos(text, at),
+            format!("side to move must be x or o, found {other:?}"),
+        )),
+        None => Err(ParsePositionError::new(
+            char_pos(text, text.len()),
+            "expected the side to move (x or o) after the rows",
+        )),
+    }
 }
 
 #[cfg(test)]
