@@ -420,6 +420,18 @@ impl Config {
             if !bot.options.is_null() && !bot.options.is_object() {
                 return Err(ConfigError::invalid(key("options"), "must be a table"));
             }
+            if let Some(id) = &bot.builtin {
+                match crate::engine::check_options(id, &bot.options) {
+                    Ok(()) => {}
+                    Err(crate::engine::EngineError::BadOption { name, why }) => {
+                        return Err(ConfigError::invalid(
+                            format!("{}.{name}", key("options")),
+                            why,
+                        ));
+                    }
+                    Err(e) => return Err(ConfigError::invalid(key("options"), e.to_string())),
+                }
+            }
             if bot.max_games == 0 {
                 return Err(ConfigError::invalid(key("max_games"), "must be at least 1"));
             }
@@ -614,6 +626,12 @@ mod tests {
             "server.timeout_settle_ms"
         );
         assert_eq!(key_of("unknown_engine.toml"), "bot[0].builtin");
+        // Engine options are checked at load, not when the first game resigns.
+        assert_eq!(key_of("engine_option_typo.toml"), "bot[0].options.tim_ms");
+        assert_eq!(
+            key_of("engine_option_out_of_range.toml"),
+            "bot[0].options.depth"
+        );
         assert_eq!(
             key_of("bad_rule_option.toml"),
             "tournament[0].rules.nonsense"

@@ -34,7 +34,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use super::{
-    check_option_names, ClockView, Engine, EngineError, EngineInfo, EngineOption, SearchRequest,
+    check_option_names, integer_option, ClockView, Engine, EngineError, EngineInfo, EngineOption,
+    SearchRequest,
 };
 use crate::game::connect6::{Connect6, Move, Options, CELLS, SIZE};
 use crate::game::{parse_options, GameId, PlayError, Point, Rules};
@@ -736,29 +737,6 @@ pub struct Connect6Engine {
     threat_depth: u32,
 }
 
-/// Reads integer option `name` within `range`, or `default` when absent.
-fn integer_option(
-    options: &serde_json::Value,
-    name: &str,
-    range: std::ops::RangeInclusive<u64>,
-    default: u64,
-) -> Result<u64, EngineError> {
-    let Some(value) = options.get(name) else {
-        return Ok(default);
-    };
-    match value.as_u64() {
-        Some(n) if range.contains(&n) => Ok(n),
-        _ => Err(EngineError::BadOption {
-            name: name.to_string(),
-            why: format!(
-                "must be an integer from {} to {}, found {value}",
-                range.start(),
-                range.end()
-            ),
-        }),
-    }
-}
-
 impl Connect6Engine {
     /// The engine for a match under `rules` with engine `options`; `seed` picks the opening
     /// stone among the nine centre points.
@@ -772,15 +750,13 @@ impl Connect6Engine {
         Ok(Connect6Engine {
             rules,
             seed,
-            max_depth: integer_option(options, "depth", 1..=20, DEFAULT_DEPTH as u64)? as u32,
-            width: integer_option(options, "width", 2..=60, DEFAULT_WIDTH as u64)? as usize,
-            time_ms: integer_option(options, "time_ms", 1..=3_600_000, DEFAULT_TIME_MS)?,
-            threat_depth: integer_option(
-                options,
-                "threat_depth",
-                0..=20,
-                DEFAULT_THREAT_DEPTH as u64,
-            )? as u32,
+            max_depth: integer_option(options, "depth", 1..=20)?.unwrap_or(DEFAULT_DEPTH as u64)
+                as u32,
+            width: integer_option(options, "width", 2..=60)?.unwrap_or(DEFAULT_WIDTH as u64)
+                as usize,
+            time_ms: integer_option(options, "time_ms", 1..=3_600_000)?.unwrap_or(DEFAULT_TIME_MS),
+            threat_depth: integer_option(options, "threat_depth", 0..=20)?
+                .unwrap_or(DEFAULT_THREAT_DEPTH as u64) as u32,
         })
     }
 

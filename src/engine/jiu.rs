@@ -14,7 +14,10 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::{check_option_names, Engine, EngineError, EngineInfo, EngineOption, SearchRequest};
+use super::{
+    check_option_names, integer_option, Engine, EngineError, EngineInfo, EngineOption,
+    SearchRequest,
+};
 use crate::game::jiu::{Jiu, Move, Phase, Victims, CENTRE, FEW_STONES, FLYING_STONES};
 use crate::game::{GameId, Point, Rules, Side};
 
@@ -1203,28 +1206,6 @@ pub struct JiuEngine {
     tables: Box<Tables>,
 }
 
-fn number_option(
-    options: &serde_json::Value,
-    name: &str,
-    default: u64,
-) -> Result<u64, EngineError> {
-    let Some(value) = options.get(name) else {
-        return Ok(default);
-    };
-    let bad = |why: &str| EngineError::BadOption {
-        name: name.to_string(),
-        why: why.to_string(),
-    };
-    match value {
-        serde_json::Value::Number(n) => n.as_u64().ok_or_else(|| bad("must be a whole number ≥ 0")),
-        serde_json::Value::String(s) => s
-            .trim()
-            .parse()
-            .map_err(|_| bad("must be a whole number ≥ 0")),
-        _ => Err(bad("must be a whole number ≥ 0")),
-    }
-}
-
 impl JiuEngine {
     pub fn new(
         rules: &serde_json::Value,
@@ -1233,14 +1214,8 @@ impl JiuEngine {
     ) -> Result<JiuEngine, EngineError> {
         check_option_names(options, INFO.options)?;
         let rule_options = crate::game::parse_options::<Jiu>(rules)?;
-        let time_ms = number_option(options, "time_ms", 0)?;
-        let depth = number_option(options, "depth", 32)?;
-        if depth == 0 || depth > 64 {
-            return Err(EngineError::BadOption {
-                name: "depth".into(),
-                why: "must be between 1 and 64".into(),
-            });
-        }
+        let time_ms = integer_option(options, "time_ms", 0..=u64::MAX)?.unwrap_or(0);
+        let depth = integer_option(options, "depth", 1..=64)?.unwrap_or(32);
         Ok(JiuEngine {
             limits: Limits {
                 no_capture_limit: rule_options.no_capture_limit.get(),

@@ -189,6 +189,49 @@ pub fn candidate_moves(
     position.sample_move_texts(pick)
 }
 
+/// Reads whole-number engine option `name` (a JSON number, or a string of digits as
+/// `arena match` specs give) within `range`; `None` when absent. The one reader every engine's
+/// options go through, so a bad value is refused the same way, naming the key.
+pub fn integer_option(
+    options: &serde_json::Value,
+    name: &str,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<Option<u64>, EngineError> {
+    let value = match options.get(name) {
+        None | Some(serde_json::Value::Null) => return Ok(None),
+        Some(value) => value,
+    };
+    let number = match value {
+        serde_json::Value::Number(n) => n.as_u64(),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    };
+    match number {
+        Some(n) if range.contains(&n) => Ok(Some(n)),
+        _ => Err(EngineError::BadOption {
+            name: name.to_string(),
+            why: format!(
+                "must be a whole number from {} to {}, found {value}",
+                range.start(),
+                range.end()
+            ),
+        }),
+    }
+}
+
+/// Checks built-in engine `id`'s `options` as a match would (unknown keys, out-of-range
+/// values), so a config is refused at load instead of every game being resigned.
+pub fn check_options(id: &str, options: &serde_json::Value) -> Result<(), EngineError> {
+    let info = catalogue()
+        .into_iter()
+        .find(|e| e.id == id)
+        .ok_or_else(|| EngineError::UnknownEngine(id.to_string()))?;
+    for &game in info.games {
+        new_engine(id, game, &serde_json::Value::Null, options, 0)?;
+    }
+    Ok(())
+}
+
 /// Refuses any option not in `known` (engine options are checked like rule options).
 pub fn check_option_names(
     options: &serde_json::Value,

@@ -17,7 +17,10 @@ use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{check_option_names, Engine, EngineError, EngineInfo, EngineOption, SearchRequest};
+use super::{
+    check_option_names, integer_option, Engine, EngineError, EngineInfo, EngineOption,
+    SearchRequest,
+};
 use crate::game::surakarta::board::{circuit_point, Board, FULL, POINTS};
 use crate::game::surakarta::{Move, Surakarta};
 use crate::game::{parse_options, GameId, PlayError, Point, Rules};
@@ -776,28 +779,6 @@ pub struct SurakartaEngine {
     last: SearchStats,
 }
 
-/// Reads an optional whole-number engine option within `range`.
-fn number_option(
-    options: &serde_json::Value,
-    name: &str,
-    range: std::ops::RangeInclusive<u64>,
-) -> Result<Option<u64>, EngineError> {
-    let Some(value) = options.get(name) else {
-        return Ok(None);
-    };
-    match value.as_u64() {
-        Some(n) if range.contains(&n) => Ok(Some(n)),
-        _ => Err(EngineError::BadOption {
-            name: name.to_string(),
-            why: format!(
-                "expected a whole number from {} to {}, found {value}",
-                range.start(),
-                range.end()
-            ),
-        }),
-    }
-}
-
 impl SurakartaEngine {
     pub fn new(
         rules: &serde_json::Value,
@@ -805,20 +786,21 @@ impl SurakartaEngine {
         seed: u64,
     ) -> Result<SurakartaEngine, EngineError> {
         check_option_names(options, INFO.options)?;
-        let max_depth = number_option(options, "depth", 1..=u64::from(MAX_DEPTH))?
+        let max_depth = integer_option(options, "depth", 1..=u64::from(MAX_DEPTH))?
             .map_or(MAX_DEPTH, |d| d as u32);
         let time_cap_ms =
-            number_option(options, "time_ms", 0..=u64::from(u32::MAX))?.filter(|&ms| ms > 0);
-        let tt_mb = number_option(options, "tt_mb", 1..=1024)?.unwrap_or(16);
+            integer_option(options, "time_ms", 0..=u64::from(u32::MAX))?.filter(|&ms| ms > 0);
+        let tt_mb = integer_option(options, "tt_mb", 1..=1024)?.unwrap_or(16);
         Ok(SurakartaEngine {
             options: parse_options::<Surakarta>(rules)?,
             max_depth,
             time_cap_ms,
-            null_move: number_option(options, "null_move", 0..=1)?.unwrap_or(0) == 1,
-            max_nodes: number_option(options, "nodes", 0..=u64::MAX)?
+            null_move: integer_option(options, "null_move", 0..=1)?.unwrap_or(0) == 1,
+            max_nodes: integer_option(options, "nodes", 0..=u64::MAX)?
                 .filter(|&n| n > 0)
                 .unwrap_or(u64::MAX),
-            opening_random: number_option(options, "opening_random", 0..=1000)?.unwrap_or(0) as u32,
+            opening_random: integer_option(options, "opening_random", 0..=1000)?.unwrap_or(0)
+                as u32,
             rng: SmallRng::seed_from_u64(seed),
             table: Table::with_mib(tt_mb),
             heuristics: Box::new(Heuristics::new()),

@@ -27,7 +27,10 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::{check_option_names, Engine, EngineError, EngineInfo, EngineOption, SearchRequest};
+use super::{
+    check_option_names, integer_option, Engine, EngineError, EngineInfo, EngineOption,
+    SearchRequest,
+};
 use crate::game::hex::{Hex, Move, Options as HexOptions};
 use crate::game::{parse_options, GameId, PlayError, Point, Rules, Side};
 
@@ -110,44 +113,14 @@ struct Settings {
     ab_below: usize,
 }
 
-fn option_u64(options: &serde_json::Value, name: &str, default: u64) -> Result<u64, EngineError> {
-    let bad = |why: &str| EngineError::BadOption {
-        name: name.to_string(),
-        why: why.to_string(),
-    };
-    match options.get(name) {
-        None | Some(serde_json::Value::Null) => Ok(default),
-        Some(serde_json::Value::Number(n)) => n
-            .as_u64()
-            .ok_or_else(|| bad("must be a non-negative integer")),
-        Some(serde_json::Value::String(s)) => s
-            .trim()
-            .parse()
-            .map_err(|_| bad("must be a non-negative integer")),
-        Some(_) => Err(bad("must be a non-negative integer")),
-    }
-}
-
 impl Settings {
     fn from_options(options: &serde_json::Value) -> Result<Settings, EngineError> {
         check_option_names(options, INFO.options)?;
-        let time_ms = option_u64(options, "time_ms", 10_000)?;
-        if time_ms == 0 {
-            return Err(EngineError::BadOption {
-                name: "time_ms".into(),
-                why: "must be at least 1".into(),
-            });
-        }
-        let ab_below = option_u64(options, "ab_below", 30)?;
-        if ab_below > CELLS as u64 + 1 {
-            return Err(EngineError::BadOption {
-                name: "ab_below".into(),
-                why: format!("must be at most {}", CELLS + 1),
-            });
-        }
+        let time_ms = integer_option(options, "time_ms", 1..=u64::MAX)?.unwrap_or(10_000);
+        let ab_below = integer_option(options, "ab_below", 0..=CELLS as u64 + 1)?.unwrap_or(30);
         Ok(Settings {
             time_ms,
-            playouts: option_u64(options, "playouts", 0)?,
+            playouts: integer_option(options, "playouts", 0..=u64::MAX)?.unwrap_or(0),
             ab_below: ab_below as usize,
         })
     }
