@@ -15,3 +15,4 @@ pub mod protocol;
 pub mod record;
 pub mod server;
 pub mod tools;
+pub mod web;
