@@ -458,8 +458,13 @@ function playPage() {
       clicks = [];
       setText($(current.side + "-clock"), fmtClock(msg.clock.you_ms));
       setText($((current.side === "first" ? "second" : "first") + "-clock"), fmtClock(msg.clock.opponent_ms));
-      status("your turn (" + current.side + ", " + Board.colourLetter(current.game, current.side) + ") in " + msg.match);
-      refresh();
+      status("loading your turn in " + msg.match + "…");
+      // "your turn" once the legal moves are in (clicks need them).
+      refresh().then(function () {
+        if (current && current.myTurn && current.match === msg.match) {
+          status("your turn (" + current.side + ", " + Board.colourLetter(current.game, current.side) + ") at ply " + msg.ply + " in " + msg.match);
+        }
+      });
     } else if (msg.type === "end") {
       if (current && current.match === msg.match) { current.myTurn = false; current.legal = null; }
       status("game over: " + msg.match + ": you " + (msg.result === "win" ? "won" : msg.result === "loss" ? "lost" : "drew") +
