@@ -294,3 +294,89 @@ impl Live {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn game(id: &str) -> LiveGame {
+        LiveGame {
+            match_id: id.to_string(),
+            tournament: "t".into(),
+            game: GameId::Hex,
+            players: ["a".into(), "b".into()],
+            rules: json!({}),
+            clock: ClockSpec {
+                initial_ms: 1000,
+                increment_ms: 0,
+                move_limit_ms: None,
+            },
+            moves: Vec::new(),
+            think_ms: Vec::new(),
+            clocks: [1000, 1000],
+            result: None,
+            reason: None,
+            record: None,
+        }
+    }
+
+    #[test]
+    fn hooks_do_nothing_until_the_web_view_runs() {
+        let live = Live::default();
+        let mut events = live.subscribe();
+        live.game_started(game("m"));
+        live.move_played("m", "F6", 5, "pos".into(), [995, 1000]);
+        assert!(live.games().is_empty());
+        assert!(events.try_recv().is_err());
+    }
+
+    #[test]
+    fn a_game_is_followed_from_start_to_end() {
+        let live = Live::default();
+        live.enable();
+        live.schedule_seen(
+            vec![WaitingGame {
+                match_id: "m".into(),
+                tournament: "t".into(),
+                game: GameId::Hex,
+                players: ["a".into(), "b".into()],
+            }],
+            Vec::new(),
+        );
+        let mut events = live.subscribe();
+        live.game_started(game("m"));
+        assert!(
+            live.schedule().0.is_empty(),
+            "a started game no longer waits"
+        );
+        live.move_played("m", "F6", 5, "pos".into(), [995, 1000]);
+        assert_eq!(live.playing("a"), vec!["m".to_string()]);
+        live.game_ended("m", "first", "resign", Some("r.txt"));
+        live.game_ended("never-started", "first", "forfeit", None);
+        let kinds: Vec<&str> = std::iter::from_fn(|| events.try_recv().ok())
+            .map(|e| e.kind)
+            .collect();
+        assert_eq!(kinds, ["start", "move", "end"]);
+        let g = live.game("m").unwrap();
+        assert_eq!(g.moves, ["F6"]);
+        assert_eq!(g.record.as_deref(), Some("r.txt"));
+        assert_eq!(live.games()[0]["status"], "finished");
+        assert!(live.game("never-started").is_none());
+        assert!(live.playing("a").is_empty());
+    }
+
+    #[test]
+    fn a_receiver_that_falls_a_whole_queue_behind_is_told_so_and_publishing_never_waits() {
+        let live = Live::default();
+        live.enable();
+        live.game_started(game("m"));
+        let mut slow = live.subscribe();
+        for ply in 0..EVENT_QUEUE + 10 {
+            live.move_played("m", "F6", 1, format!("{ply}"), [1, 1]);
+        }
+        assert!(matches!(
+            slow.try_recv(),
+            Err(broadcast::error::TryRecvError::Lagged(_))
+        ));
+    }
+}
