@@ -128,6 +128,10 @@ enum Command {
         /// Smaller counts (100 matches, short windows): a smoke test, not a measurement.
         #[arg(long)]
         quick: bool,
+        /// Serve the web view with this many clients following its live events, to compare
+        /// with a run without it (docs/benchmarks.md).
+        #[arg(long, default_value_t = 0)]
+        web_clients: usize,
         /// Internal: run only the load generator's bots against --server.
         #[arg(long, hide = true)]
         bots_only: bool,
@@ -292,6 +296,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench {
             json,
             quick,
+            web_clients,
             bots_only,
             server,
             bots,
@@ -312,6 +317,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 let options = arena::bench::BenchOptions {
                     quick,
                     exe: std::env::current_exe().context("cannot find this executable")?,
+                    web_clients,
                 };
                 let report = arena::bench::run(&options, &mut io::stderr())?;
                 if json {
