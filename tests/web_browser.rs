@@ -568,6 +568,7 @@ async fn play_by_clicks(browser: &Browser, server: &WebServer, match_id: &str) {
     for point in move_points(&mv) {
         click_point(browser, &point).await;
     }
+    let mut clicked_again = false;
     // A move that is a prefix of a longer one (a Jiu jump chain) is confirmed with its button.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
@@ -583,9 +584,22 @@ async fn play_by_clicks(browser: &Browser, server: &WebServer, match_id: &str) {
         if button == json!(true) {
             continue;
         }
+        if !clicked_again && deadline - tokio::time::Instant::now() < Duration::from_secs(15) {
+            // Once more from a clear selection.
+            clicked_again = true;
+            browser
+                .js("document.getElementById('clear').click(); return true;")
+                .await;
+            for point in move_points(&mv) {
+                click_point(browser, &point).await;
+            }
+        }
+        let error = browser
+            .js("return document.getElementById('error').textContent;")
+            .await;
         assert!(
             tokio::time::Instant::now() < deadline,
-            "move {mv} was not sent (status {now:?})"
+            "move {mv} was not sent (status {now:?}, error {error})"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -243,7 +243,14 @@ pub async fn run_with_web(
     builtin::stop_builtins(engines).await;
     let mut site = None;
     if let Some(web_view) = web_view {
-        let _ = web_view.await;
+        // Its streams end with `stop`; a browser that holds a request open does not hold the
+        // server's exit.
+        if tokio::time::timeout(Duration::from_secs(5), web_view)
+            .await
+            .is_err()
+        {
+            tracing::warn!("the web view did not stop within 5 s; leaving it");
+        }
         if finished && config.server.exit_when_done {
             let config = config.clone();
             let dir = config.server.out_dir.join("site");

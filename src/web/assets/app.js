@@ -421,9 +421,13 @@ function playPage() {
     redraw();
   }
 
+  var refreshes = 0;
   function refresh() {
-    // The position comes from the server (the pages hold no rules), then the legal moves.
+    // The position comes from the server (the pages hold no rules), then the legal moves. Only
+    // the latest refresh applies its answers.
+    var mine = ++refreshes;
     return getJSON("games/" + encodeURIComponent(current.match)).then(function (d) {
+      if (mine !== refreshes) return;
       current.position = d.positions[d.positions.length - 1];
       current.moves = d.moves;
       current.first = d.first;
@@ -437,6 +441,7 @@ function playPage() {
       var q = "moves?game=" + encodeURIComponent(current.game) + "&position=" + encodeURIComponent(current.position) +
         "&rules=" + encodeURIComponent(JSON.stringify(current.rules || {}));
       return fetch("/api/" + q).then(function (r) { return r.json(); }).then(function (m) {
+        if (mine !== refreshes) return;
         current.legal = m.moves || [];
         redraw();
       });
@@ -460,8 +465,9 @@ function playPage() {
       setText($((current.side === "first" ? "second" : "first") + "-clock"), fmtClock(msg.clock.opponent_ms));
       status("loading your turn in " + msg.match + "…");
       // "your turn" once the legal moves are in (clicks need them).
+      var asked = refreshes + 1;
       refresh().then(function () {
-        if (current && current.myTurn && current.match === msg.match) {
+        if (current && current.myTurn && current.match === msg.match && asked === refreshes && current.legal) {
           status("your turn (" + current.side + ", " + Board.colourLetter(current.game, current.side) + ") at ply " + msg.ply + " in " + msg.match);
         }
       });
