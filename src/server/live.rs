@@ -19,12 +19,17 @@ use crate::protocol::ClockSpec;
 /// Events each receiver may have queued before it counts as too slow and is dropped.
 pub const EVENT_QUEUE: usize = 1024;
 
-/// One event for the web view: its SSE name and its JSON data.
+/// One event for the web view: its SSE name and its JSON data, serialized once for every
+/// receiver.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LiveEvent {
     pub kind: &'static str,
-    pub data: Value,
+    pub data: String,
 }
+
+/// The least time between two rebuilds of the waiting-games table (it is as large as the
+/// schedule, and the scheduler wakes on every connection and finished game).
+const SCHEDULE_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// A game as the web view knows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -97,6 +102,8 @@ struct LiveState {
 #[derive(Debug)]
 struct Shared {
     enabled: AtomicBool,
+    /// When the waiting-games table was last rebuilt.
+    schedule_seen_at: Mutex<Option<std::time::Instant>>,
     state: Mutex<LiveState>,
     events: broadcast::Sender<Arc<LiveEvent>>,
 }
@@ -113,6 +120,7 @@ impl Default for Live {
         Live {
             shared: Arc::new(Shared {
                 enabled: AtomicBool::new(false),
+                schedule_seen_at: Mutex::new(None),
                 state: Mutex::new(LiveState::default()),
                 events,
             }),
@@ -136,6 +144,10 @@ impl Live {
 
     fn publish(&self, kind: &'static str, data: Value) {
         // No receiver is not an error: nobody is watching.
+        if self.shared.events.receiver_count() == 0 {
+            return;
+        }
+        let data = data.to_string();
         let _ = self.shared.events.send(Arc::new(LiveEvent { kind, data }));
     }
 
@@ -248,6 +260,27 @@ impl Live {
         }
         self.lock().standings = Some(Arc::new(standings_json));
         self.publish("standings", json!({ "tournament": tournament }));
+    }
+
+    /// Whether the scheduler should tell its view again (the web view runs and the last time
+    /// was long enough ago).
+    pub fn schedule_due(&self) -> bool {
+        if !self.is_enabled() {
+            return false;
+        }
+        let mut at = self
+            .shared
+            .schedule_seen_at
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let now = std::time::Instant::now();
+        match *at {
+            Some(last) if now.duration_since(last) < SCHEDULE_EVERY => false,
+            _ => {
+                *at = Some(now);
+                true
+            }
+        }
     }
 
     /// The scheduler's view after it started what it could: games still waiting and each

@@ -701,7 +701,7 @@ impl Scheduler {
     /// Tells the web view (when it runs) which games wait and how each tournament stands.
     fn tell_live_view(&self) {
         let live = &self.registry.live;
-        if !live.is_enabled() {
+        if !live.schedule_due() {
             return;
         }
         let mut waiting = Vec::new();

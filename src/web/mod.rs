@@ -252,9 +252,7 @@ async fn events(State(context): State<WebContext>) -> Result<Response, ApiError>
             };
             match received {
                 Ok(event) => {
-                    let sse = Event::default()
-                        .event(event.kind)
-                        .data(event.data.to_string());
+                    let sse = Event::default().event(event.kind).data(event.data.as_str());
                     Some((Ok::<Event, Infallible>(sse), Some(stream)))
                 }
                 // Fell behind by a whole queue: this client is too slow; drop it (it gets the
