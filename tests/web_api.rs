@@ -18,6 +18,7 @@ listen = "127.0.0.1:0"
 web_max_event_streams = 3
 web_max_sockets = 2
 ping_interval_ms = 60000
+exit_when_done = false
 
 [[bot]]
 name = "alice"
@@ -411,7 +412,8 @@ async fn legal_moves_are_listed_as_the_tool_prints_them_with_jiu_captures_in_ful
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_websocket_bot_plays_with_the_same_auth_errors_and_clocks_as_a_tcp_bot() {
-    let server = WebServer::start(HEX_LEAGUE).await;
+    let config = HEX_LEAGUE.replace("exit_when_done = false", "exit_when_done = true");
+    let server = WebServer::start(&config).await;
 
     // A wrong token is refused as over TCP, and the socket is closed.
     let mut intruder = WsBot::connect(&server).await;
