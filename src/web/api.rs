@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::config::Config;
-use crate::game::{game_from_position_text, new_game, GameId, Side};
+use crate::game::{game_from_position_text, new_game, GameId};
 use crate::protocol::ClockSpec;
 use crate::server::live::LiveGame;
 use crate::server::registry::Registry;
@@ -280,17 +280,6 @@ pub fn content_disposition(name: &str) -> String {
         }
     }
     format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}")
-}
-
-/// Which side `name` plays in `game`, if any.
-pub fn side_in(game: &LiveGame, name: &str) -> Option<Side> {
-    if game.players[0] == name {
-        Some(Side::First)
-    } else if game.players[1] == name {
-        Some(Side::Second)
-    } else {
-        None
-    }
 }
 
 #[cfg(test)]
