@@ -85,6 +85,12 @@ pub struct ServerConfig {
     /// Our addition: when a clock runs out, how long the referee still waits for a move the
     /// kernel received before the deadline but the server had not read yet.
     pub timeout_settle_ms: u64,
+    /// The web view's address (`HOST:PORT`); empty: no web view.
+    pub web: String,
+    /// Our addition: most browsers following the live events at once (`/api/events`).
+    pub web_max_event_streams: usize,
+    /// Our addition: most WebSocket bots (`/ws`, the `/play` page) at once.
+    pub web_max_sockets: usize,
 }
 
 impl Default for ServerConfig {
@@ -108,6 +114,9 @@ impl Default for ServerConfig {
             progress: true,
             receive_timestamps: true,
             timeout_settle_ms: 50,
+            web: String::new(),
+            web_max_event_streams: 100,
+            web_max_sockets: 32,
         }
     }
 }
@@ -307,6 +316,20 @@ impl Config {
         })
     }
 
+    /// The web view's address, parsed (`None`: no web view).
+    pub fn web_addr(&self) -> Result<Option<SocketAddr>, ConfigError> {
+        let text = self.server.web.trim();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        text.parse().map(Some).map_err(|_| {
+            ConfigError::invalid(
+                "server.web",
+                format!("{text:?} is not an address such as 127.0.0.1:8080"),
+            )
+        })
+    }
+
     /// The bot called `name`.
     pub fn bot(&self, name: &str) -> Option<&BotConfig> {
         self.bots.iter().find(|b| b.name == name)
@@ -315,6 +338,7 @@ impl Config {
     /// Checks every cross-key rule and fills in every rule option's default.
     pub fn validate(&mut self) -> Result<(), ConfigError> {
         self.listen_addr()?;
+        self.web_addr()?;
         let s = &self.server;
         for (key, value) in [
             ("server.max_connections", s.max_connections as u64),
@@ -323,6 +347,11 @@ impl Config {
             ("server.max_bad_lines", u64::from(s.max_bad_lines)),
             ("server.write_queue_lines", s.write_queue_lines as u64),
             ("server.max_games_cap", u64::from(s.max_games_cap)),
+            (
+                "server.web_max_event_streams",
+                s.web_max_event_streams as u64,
+            ),
+            ("server.web_max_sockets", s.web_max_sockets as u64),
         ] {
             if value == 0 {
                 return Err(ConfigError::invalid(key, "must be at least 1"));

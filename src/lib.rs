@@ -20,3 +20,4 @@ pub mod protocol;
 pub mod record;
 pub mod server;
 pub mod tools;
+pub mod web;

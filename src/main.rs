@@ -33,6 +33,20 @@ enum Command {
         /// Listen on this address instead of the config's `server.listen` (e.g. 127.0.0.1:0).
         #[arg(long)]
         listen: Option<String>,
+        /// Serve the web view on this address instead of the config's `server.web`
+        /// (e.g. 127.0.0.1:0 for a free port).
+        #[arg(long)]
+        web: Option<String>,
+    },
+    /// Write the static web site of a league (standings, every finished game, the records) for
+    /// publishing on any web host.
+    Site {
+        /// The arena configuration.
+        #[arg(long, default_value = "arena.toml")]
+        config: std::path::PathBuf,
+        /// Where to write it (default: the league's out_dir/site).
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
     },
     /// Count leaf positions for each depth 1..=DEPTH from the start position.
     Perft {
@@ -134,6 +148,10 @@ enum Command {
         /// Smaller counts (100 matches, short windows): a smoke test, not a measurement.
         #[arg(long)]
         quick: bool,
+        /// Serve the web view with this many clients following its live events, to compare
+        /// with a run without it (docs/benchmarks.md).
+        #[arg(long, default_value_t = 0)]
+        web_clients: usize,
         /// Internal: run only the load generator's bots against --server.
         #[arg(long, hide = true)]
         bots_only: bool,
@@ -309,10 +327,25 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
     let command = cli.command.unwrap_or(Command::Serve {
         config: std::path::PathBuf::from("arena.toml"),
         listen: None,
+        web: None,
     });
     match command {
-        Command::Serve { config, listen } => {
-            return serve(&config, listen.as_deref());
+        Command::Serve {
+            config,
+            listen,
+            web,
+        } => {
+            return serve(&config, listen.as_deref(), web);
+        }
+        Command::Site { config, out: site } => {
+            let config = arena::config::Config::load(&config)?;
+            let dir = site.unwrap_or_else(|| config.server.out_dir.join("site"));
+            arena::web::site::write_site(&config, &dir)?;
+            writeln!(
+                out,
+                "static site written to {} (serve that folder with any web server)",
+                dir.display()
+            )?;
         }
         Command::Perft { game, depth, rules } => {
             arena::tools::perft(game, &parse_rules(&rules)?, depth, &mut out)?;
@@ -349,6 +382,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
         Command::Bench {
             json,
             quick,
+            web_clients,
             bots_only,
             server,
             bots,
@@ -369,6 +403,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                 let options = arena::bench::BenchOptions {
                     quick,
                     exe: std::env::current_exe().context("cannot find this executable")?,
+                    web_clients,
                 };
                 let report = arena::bench::run(&options, &mut io::stderr())?;
                 if json {
@@ -645,15 +680,39 @@ fn run_match(
 }
 
 /// `arena serve`: runs the league of `config_path` until it is finished or ctrl-c.
-fn serve(config_path: &std::path::Path, listen: Option<&str>) -> anyhow::Result<ExitCode> {
-    let config = arena::config::Config::load(config_path)?;
+fn serve(
+    config_path: &std::path::Path,
+    listen: Option<&str>,
+    web: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    let mut config = arena::config::Config::load(config_path)?;
+    if let Some(web) = web {
+        config.server.web = web;
+        config.web_addr()?;
+    }
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let summary = runtime.block_on(async move {
         let listener = arena::server::bind(&config, listen).await?;
         let address = listener.local_addr().context("listener address")?;
         println!("arena listening on {address}");
-        anyhow::Ok(arena::server::run(config, listener, shutdown_on_ctrl_c()).await?)
+        let web = match config.web_addr()? {
+            Some(addr) => {
+                let web = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("cannot serve the web view on {addr}"))?;
+                println!("web view: http://{}/", web.local_addr()?);
+                Some(web)
+            }
+            None => None,
+        };
+        anyhow::Ok(arena::server::run_with_web(config, listener, web, shutdown_on_ctrl_c()).await?)
     })?;
+    if let Some(site) = &summary.site {
+        println!(
+            "static site written to {} (serve that folder with any web server)",
+            site.display()
+        );
+    }
     println!(
         "{} games played{}",
         summary.games.len(),

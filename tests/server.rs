@@ -758,10 +758,10 @@ async fn built_in_engines_play_a_league_of_all_four_games_through_the_listener()
     let server = TestServer::start(&shipped).await;
     let (summary, out_dir, _dir) = server.finished().await;
     assert!(summary.tournaments_finished);
-    // connect6 2 + hex 2 + surakarta gauntlet 2×2 + jiu Swiss 2 rounds of one game.
-    assert_eq!(summary.games.len(), 10);
+    // connect6 4 + hex 2×2 + surakarta gauntlet 2×2 + jiu Swiss 2 rounds of one game.
+    assert_eq!(summary.games.len(), 14);
     let games = support::read_games(&out_dir);
-    assert_eq!(games.len(), 10);
+    assert_eq!(games.len(), 14);
     for g in &games {
         let reason = g["reason"].as_str().unwrap();
         let board = [

@@ -33,6 +33,8 @@ pub struct LoadPlan {
     /// Keep every charged think time (for the clock error).
     pub keep_think: bool,
     pub seed: u64,
+    /// With the web view on: this many clients following `/api/events` (0: no web view).
+    pub web_clients: usize,
 }
 
 /// What one phase measured.
@@ -202,6 +204,53 @@ fn spawn_bots(exe: &Path, addr: &str, plan: &LoadPlan) -> Result<Child, BenchErr
         .map_err(|e| BenchError::Setup(format!("cannot start the load generator: {e}")))
 }
 
+/// Opens `count` `/api/events` streams on `addr` from a thread of their own (as browsers would
+/// be, outside the server's runtime) and reads them until the server closes them; returns the
+/// bytes read in all.
+fn follow_events(addr: std::net::SocketAddr, count: usize) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return 0;
+        };
+        runtime.block_on(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut readers = tokio::task::JoinSet::new();
+            for _ in 0..count {
+                readers.spawn(async move {
+                    // The web view starts with the server: retry until it answers.
+                    let mut stream = loop {
+                        match tokio::net::TcpStream::connect(addr).await {
+                            Ok(s) => break s,
+                            Err(_) => sleep(Duration::from_millis(50)).await,
+                        }
+                    };
+                    let request = format!("GET /api/events HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+                    if stream.write_all(request.as_bytes()).await.is_err() {
+                        return 0u64;
+                    }
+                    let mut buffer = vec![0u8; 16 * 1024];
+                    let mut total = 0u64;
+                    while let Ok(n) = stream.read(&mut buffer).await {
+                        if n == 0 {
+                            break;
+                        }
+                        total += n as u64;
+                    }
+                    total
+                });
+            }
+            let mut total = 0;
+            while let Some(read) = readers.join_next().await {
+                total += read.unwrap_or(0);
+            }
+            total
+        })
+    })
+}
+
 /// Runs one phase: server up, load generator connected, every match running, warm-up, window.
 pub fn run_phase(name: &str, plan: &LoadPlan, exe: &Path) -> Result<LoadResult, BenchError> {
     let dir = out_dir(name);
@@ -227,7 +276,30 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
     let _ = probe::take_think_samples();
     let _ = probe::take_timeout_samples();
     let ready_before = probe::servers_ready();
-    let server = tokio::spawn(crate::server::run(config, listener, shutdown.clone()));
+    let web = if plan.web_clients > 0 {
+        Some(
+            tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .map_err(|e| BenchError::Setup(format!("web view listener: {e}")))?,
+        )
+    } else {
+        None
+    };
+    let web_clients = match &web {
+        Some(web) => {
+            let addr = web
+                .local_addr()
+                .map_err(|e| BenchError::Setup(format!("web view listener: {e}")))?;
+            Some(follow_events(addr, plan.web_clients))
+        }
+        None => None,
+    };
+    let server = tokio::spawn(crate::server::run_with_web(
+        config,
+        listener,
+        web,
+        shutdown.clone(),
+    ));
     // The idle footprint includes the built schedule: wait until the server has built it (on
     // a busy machine that can take seconds), then a moment for its first standings write.
     let setup_deadline = Instant::now() + Duration::from_secs(60);
@@ -295,6 +367,12 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
 
     shutdown.cancel();
     let summary = server.await;
+    if let Some(clients) = web_clients {
+        // The streams end with the server; how much they read shows they were live.
+        if let Ok(bytes) = clients.join() {
+            tracing::info!(bytes, "web view event streams read");
+        }
+    }
     probe::disable();
     let think = probe::take_think_samples();
     let referee_timeouts = probe::take_timeout_samples();

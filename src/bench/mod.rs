@@ -39,6 +39,9 @@ pub struct BenchOptions {
     pub quick: bool,
     /// This executable, re-run as the load generator.
     pub exe: PathBuf,
+    /// Run the server with its web view on and this many clients following its live events
+    /// (0: no web view), to compare the figures with and without it.
+    pub web_clients: usize,
 }
 
 /// Where the bots run, as the report says it.
@@ -49,6 +52,8 @@ pub const BOTS_RUN_IN: &str = "another process: `arena bench` re-executes itself
 pub struct BenchReport {
     pub date: String,
     pub quick: bool,
+    /// Clients following the web view's live events during the load phases (0: web view off).
+    pub web_clients: usize,
     pub cores: usize,
     /// /proc/loadavg when the bench started (other work on the machine skews every figure).
     pub load_average: String,
@@ -272,6 +277,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
             window,
             keep_think: false,
             seed: 1,
+            web_clients: options.web_clients,
         },
         &options.exe,
     )?;
@@ -287,6 +293,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         },
         keep_think: true,
         seed: 2,
+        web_clients: options.web_clients,
     };
     say(&format!(
         "clocks: {matches} matches of bots sleeping 0-{} ms under a {} ms move limit",
@@ -312,6 +319,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
     Ok(BenchReport {
         date,
         quick: options.quick,
+        web_clients: options.web_clients,
         cores,
         load_average,
         open_files_limit,
@@ -400,11 +408,19 @@ impl BenchReport {
     pub fn write_text(&self, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
-            "arena bench{} — {} — {} cores, load average {} at start, open-files limit {}",
+            "arena bench{}{} — {} — {} cores, load average {} at start, open-files limit {}",
             if self.quick {
                 " --quick (smoke test, not a measurement)"
             } else {
                 ""
+            },
+            if self.web_clients > 0 {
+                format!(
+                    " --web-clients {} (web view on, that many live event streams)",
+                    self.web_clients
+                )
+            } else {
+                String::new()
             },
             self.date,
             self.cores,

@@ -10,7 +10,6 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use subtle::ConstantTimeEq;
 use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::time::{interval_at, sleep_until, timeout, Instant, MissedTickBehavior};
 use tokio_util::codec::FramedRead;
@@ -44,7 +43,38 @@ pub struct ConnectionContext {
     pub shutdown: CancellationToken,
 }
 
-type LineStream = FramedRead<ArrivalStampedRead, CappedLineCodec>;
+type LineStream<R> = FramedRead<R, CappedLineCodec>;
+
+/// A bot's byte stream, and when the kernel received the bytes of the last read (if known).
+pub trait BotRead: tokio::io::AsyncRead + Unpin + Send {
+    fn last_arrival(&self) -> Option<Instant>;
+}
+
+impl BotRead for ArrivalStampedRead {
+    fn last_arrival(&self) -> Option<Instant> {
+        ArrivalStampedRead::last_arrival(self)
+    }
+}
+
+/// A stream without kernel receive stamps (e.g. WebSocket frames bridged in memory): lines
+/// are stamped when read.
+pub struct UnstampedRead<R>(pub R);
+
+impl<R: tokio::io::AsyncRead + Unpin + Send> tokio::io::AsyncRead for UnstampedRead<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl<R: tokio::io::AsyncRead + Unpin + Send> BotRead for UnstampedRead<R> {
+    fn last_arrival(&self) -> Option<Instant> {
+        None
+    }
+}
 
 /// Serves one connection until it closes; logs why it closed.
 pub async fn serve_connection(
@@ -59,8 +89,24 @@ pub async fn serve_connection(
     // of the default 8 KiB, which reads cycle through and so keep resident. The socket's own
     // halves (not `Framed::split`) let the reader and the writer run without sharing a lock.
     let (read_half, write_half) = socket.into_split();
+    let reader = ArrivalStampedRead::new(read_half, ctx.config.server.receive_timestamps);
+    serve_stream(ctx, reader, write_half, peer, conn_id).await;
+}
+
+/// Serves one bot over any byte stream (a TCP socket, or a WebSocket bridged in memory) until it
+/// closes; logs why it closed. `conn_id` must be unique among live connections.
+pub async fn serve_stream<
+    R: BotRead + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+>(
+    ctx: Arc<ConnectionContext>,
+    reader: R,
+    write_half: W,
+    peer: SocketAddr,
+    conn_id: u64,
+) {
     let lines = FramedRead::with_capacity(
-        ArrivalStampedRead::new(read_half, ctx.config.server.receive_timestamps),
+        reader,
         CappedLineCodec::new(MAX_LINE_BYTES),
         CONNECTION_BUFFER_BYTES,
     );
@@ -111,8 +157,8 @@ struct Closed {
 /// Each line is written straight from its own string: no write buffer stays allocated per
 /// connection (a framed writer's buffer grows to the longest line ever sent, such as an `end`
 /// with every move of a long game, and keeps that size).
-async fn write_lines(
-    mut socket: OwnedWriteHalf,
+async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
+    mut socket: W,
     rx: flume::Receiver<Outgoing>,
     close: CancellationToken,
 ) {
@@ -188,7 +234,7 @@ impl Connection {
         }
     }
 
-    async fn read_loop(&mut self, mut lines: LineStream) -> Closed {
+    async fn read_loop<R: BotRead>(&mut self, mut lines: LineStream<R>) -> Closed {
         let ctx = self.ctx.clone();
         let server = &ctx.config.server;
         let hello_deadline =

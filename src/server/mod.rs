@@ -9,6 +9,7 @@ mod arrival;
 mod builtin;
 pub mod connection;
 pub mod journaling;
+pub mod live;
 mod move_log;
 pub mod output;
 pub mod probe;
@@ -99,6 +100,9 @@ pub struct ServerSummary {
     pub games: Vec<GameSummary>,
     /// Whether every tournament was finished.
     pub tournaments_finished: bool,
+    /// Where the static site was written (with the web view on, when the league finished and
+    /// the server exited by itself).
+    pub site: Option<std::path::PathBuf>,
 }
 
 /// Binds the configured listen address (or `listen` when given).
@@ -131,6 +135,18 @@ fn random_token() -> String {
 pub async fn run(
     config: Config,
     listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<ServerSummary, ServerError> {
+    run_with_web(config, listener, None, shutdown).await
+}
+
+/// [`run`], with the web view served on `web` when given (see `crate::web`). The web view only
+/// reads: its failures are logged and never stop the league. When the league finishes and
+/// the server exits by itself, the static site is written to `out_dir/site`.
+pub async fn run_with_web(
+    config: Config,
+    listener: TcpListener,
+    web: Option<TcpListener>,
     shutdown: CancellationToken,
 ) -> Result<ServerSummary, ServerError> {
     let address = listener.local_addr().map_err(ServerError::Listener)?;
@@ -214,6 +230,14 @@ pub async fn run(
         tokens,
         shutdown: stop.clone(),
     });
+    let web_view = web.map(|web_listener| {
+        registry.live.enable();
+        crate::web::start(
+            web_listener,
+            crate::web::WebContext::live(ctx.clone()),
+            stop.clone(),
+        )
+    });
     probe::server_ready();
     let accept = tokio::spawn(accept_loop(listener, ctx, stop.clone()));
     let mut engines = builtin::start_builtins(&config, address, builtins, stop.clone());
@@ -232,10 +256,35 @@ pub async fn run(
     stop.cancelled().await;
     let _ = accept.await;
     builtin::stop_builtins(engines).await;
+    let mut site = None;
+    if let Some(web_view) = web_view {
+        // Its streams end with `stop`; a browser that holds a request open does not hold the
+        // server's exit.
+        if tokio::time::timeout(Duration::from_secs(5), web_view)
+            .await
+            .is_err()
+        {
+            tracing::warn!("the web view did not stop within 5 s; leaving it");
+        }
+        if finished && config.server.exit_when_done {
+            let config = config.clone();
+            let dir = config.server.out_dir.join("site");
+            let written = tokio::task::spawn_blocking(move || {
+                crate::web::site::write_site(&config, &dir).map(|()| dir)
+            })
+            .await;
+            match written {
+                Ok(Ok(dir)) => site = Some(dir),
+                Ok(Err(e)) => tracing::error!(error = %e, "cannot write the static site"),
+                Err(e) => tracing::error!(error = %e, "static site task failed"),
+            }
+        }
+    }
     Ok(ServerSummary {
         address,
         games: std::mem::take(&mut scheduler.summary),
         tournaments_finished: finished,
+        site,
     })
 }
 

@@ -125,6 +125,8 @@ pub struct MatchJournaling {
     /// Moves played before the first turn (an opening, `arena match`): journaled and recorded
     /// as ordinary moves with no think time. On a resume, those already journaled are skipped.
     pub opening: Vec<String>,
+    /// Where the web view hears of the game's start and moves (`None`: no web view).
+    pub live: Option<super::live::Live>,
 }
 
 /// What an input that reaches the referee after the mover's deadline does.
@@ -215,6 +217,38 @@ impl Referee {
                 match_id: Some(self.spec.match_id.clone()),
             },
         );
+    }
+
+    /// The game as the web view shows it at its start (or resumption).
+    fn live_game(&self) -> super::live::LiveGame {
+        let (moves, _, think_ms, _) = self.moves.clone().into_columns();
+        super::live::LiveGame {
+            match_id: self.spec.match_id.clone(),
+            tournament: self.spec.tournament.clone(),
+            game: self.spec.game,
+            players: self.spec.players.clone(),
+            rules: self.spec.rules.clone(),
+            clock: self.spec.clock,
+            moves,
+            think_ms,
+            clocks: [ms(self.remaining[0]), ms(self.remaining[1])],
+            result: None,
+            reason: None,
+            record: None,
+        }
+    }
+
+    /// Tells the web view of the move just accepted.
+    fn publish_last_move(&self, live: &super::live::Live) {
+        if let Some((text, think_ms, _)) = self.moves.last() {
+            live.move_played(
+                &self.spec.match_id,
+                text,
+                think_ms,
+                self.game.position_text(),
+                [ms(self.remaining[0]), ms(self.remaining[1])],
+            );
+        }
     }
 
     fn send_start(&mut self, side: Side) {
@@ -537,6 +571,9 @@ pub async fn run_journaled_match(
     );
     referee.send_start(Side::First);
     referee.send_start(Side::Second);
+    if let Some(live) = &journaling.live {
+        live.game_started(referee.live_game());
+    }
 
     let outcome = 'play: {
         if let Some(outcome) = referee.game.outcome() {
@@ -570,6 +607,9 @@ pub async fn run_journaled_match(
                         Handled::Moved { received, read, elapsed, think } => {
                             if let Some(journal) = &journaling.journal {
                                 journal.record_last_move(&referee.moves, referee.remaining).await;
+                            }
+                            if let Some(live) = &journaling.live {
+                                referee.publish_last_move(live);
                             }
                             let ply = referee.moves.len().saturating_sub(1);
                             let game_over = referee.game.outcome();

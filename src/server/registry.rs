@@ -185,6 +185,8 @@ pub struct AlreadyConnected;
 pub struct Registry {
     state: Mutex<RegistryState>,
     pub changed: Notify,
+    /// What the web view reads (off unless it runs).
+    pub live: super::live::Live,
 }
 
 impl Registry {

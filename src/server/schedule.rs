@@ -632,6 +632,12 @@ impl Scheduler {
     /// already written: progress, standings, the next Swiss round.
     async fn finish(&mut self, tournament: usize, id: String, game: FinishedGame, line: GameLine) {
         self.summary.push(GameSummary::of(&game));
+        self.registry.live.game_ended(
+            &id,
+            game.outcome.result_str(),
+            game.outcome.reason.as_str(),
+            Some(line.record.as_str()),
+        );
         let Some(t) = self.tournaments.get_mut(tournament) else {
             return;
         };
@@ -669,9 +675,42 @@ impl Scheduler {
             self.tournaments.get(tournament),
         ) {
             *slot = Arc::new(t.standings());
+            if self.registry.live.is_enabled() {
+                self.registry.live.standings_changed(
+                    &t.config.name,
+                    crate::league::report::standings_json(&self.standings),
+                );
+            }
         }
         self.write_standings().await;
         self.announce_if_finished(tournament);
+    }
+
+    /// Tells the web view (when it runs) which games wait and how each tournament stands.
+    fn tell_live_view(&self) {
+        let live = &self.registry.live;
+        if !live.schedule_due() {
+            return;
+        }
+        let mut waiting = Vec::new();
+        let mut progress = Vec::new();
+        for t in &self.tournaments {
+            waiting.extend(t.pending.iter().map(|p| super::live::WaitingGame {
+                match_id: p.game.id.clone(),
+                tournament: t.config.name.clone(),
+                game: t.config.game,
+                players: [p.game.first.clone(), p.game.second.clone()],
+            }));
+            progress.push(super::live::TournamentProgress {
+                name: t.config.name.clone(),
+                game: t.config.game,
+                swiss: t.swiss(),
+                finished: t.is_finished(),
+                running: t.running,
+                concurrency: t.config.concurrency,
+            });
+        }
+        live.schedule_seen(waiting, progress);
     }
 
     /// Hands the current standings to the writer task (atomic files, off the runtime threads).
@@ -758,6 +797,11 @@ impl Scheduler {
                     let stop = stop.clone();
                     let id = spec.match_id.clone();
                     let opening = t.config.opening_of(&id);
+                    let live = self
+                        .registry
+                        .live
+                        .is_enabled()
+                        .then(|| self.registry.live.clone());
                     self.running.spawn(async move {
                         let time = pending
                             .resume
@@ -780,6 +824,7 @@ impl Scheduler {
                                 journal: journal.clone(),
                                 id: id.clone(),
                             }),
+                            live,
                         };
                         let finished =
                             run_journaled_match(spec, settings, links, inbox_rx, stop, journaling)
@@ -840,6 +885,7 @@ impl Scheduler {
                 t.due_since.shrink_to_fit();
             }
         }
+        self.tell_live_view();
         let any_forfeit = !forfeits.is_empty();
         for (index, id, game) in forfeits {
             if let Some((game, line)) =

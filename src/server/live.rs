@@ -1,0 +1,415 @@
+//! What the web view reads of a running server: a read-only table of the games that have
+//! started (moves, clocks, results) and the games still waiting, kept up to date by the
+//! referees and the scheduler, and a bounded broadcast of `start`/`move`/`end`/`standings`
+//! events. Publishing never waits: a receiver that falls behind misses events (the web view
+//! then drops that client), so a slow browser never slows a referee.
+//!
+//! Off unless the web view is on (`Live::enable`): then every hook returns at once.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::{json, Value};
+use tokio::sync::broadcast;
+
+use crate::game::GameId;
+use crate::protocol::ClockSpec;
+
+/// Events each receiver may have queued before it counts as too slow and is dropped.
+pub const EVENT_QUEUE: usize = 1024;
+
+/// One event for the web view: its SSE name and its JSON data, serialized once for every
+/// receiver.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveEvent {
+    pub kind: &'static str,
+    pub data: String,
+}
+
+/// The least time between two rebuilds of the waiting-games table (it is as large as the
+/// schedule, and the scheduler wakes on every connection and finished game).
+const SCHEDULE_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// A game as the web view knows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveGame {
+    pub match_id: String,
+    pub tournament: String,
+    pub game: GameId,
+    pub players: [String; 2],
+    pub rules: Value,
+    pub clock: ClockSpec,
+    pub moves: Vec<String>,
+    pub think_ms: Vec<u64>,
+    /// Both clocks after the last move (or at the start).
+    pub clocks: [u64; 2],
+    /// `first`, `second` or `draw` once finished.
+    pub result: Option<String>,
+    pub reason: Option<String>,
+    pub record: Option<String>,
+}
+
+impl LiveGame {
+    /// The `/api/games` entry.
+    pub fn summary(&self) -> Value {
+        json!({
+            "match": self.match_id,
+            "tournament": self.tournament,
+            "game": self.game.as_str(),
+            "first": self.players[0],
+            "second": self.players[1],
+            "status": if self.result.is_some() { "finished" } else { "playing" },
+            "ply": self.moves.len(),
+            "result": self.result,
+            "reason": self.reason,
+        })
+    }
+}
+
+/// A scheduled game that has not started, as the scheduler last saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitingGame {
+    pub match_id: String,
+    pub tournament: String,
+    pub game: GameId,
+    pub players: [String; 2],
+}
+
+/// A tournament's progress as the scheduler last saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TournamentProgress {
+    pub name: String,
+    pub game: GameId,
+    pub swiss: bool,
+    pub finished: bool,
+    /// Games running now.
+    pub running: u32,
+    pub concurrency: u32,
+}
+
+#[derive(Debug, Default)]
+struct LiveState {
+    /// Games in start order.
+    games: Vec<LiveGame>,
+    index: HashMap<String, usize>,
+    waiting: Vec<WaitingGame>,
+    tournaments: Vec<TournamentProgress>,
+    /// The text of `standings.json` as of the last finished game.
+    standings: Option<Arc<String>>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    enabled: AtomicBool,
+    /// When the waiting-games table was last rebuilt.
+    schedule_seen_at: Mutex<Option<std::time::Instant>>,
+    state: Mutex<LiveState>,
+    events: broadcast::Sender<Arc<LiveEvent>>,
+}
+
+/// The handle referees, the scheduler and the web view share (cheap to clone).
+#[derive(Debug, Clone)]
+pub struct Live {
+    shared: Arc<Shared>,
+}
+
+impl Default for Live {
+    fn default() -> Self {
+        let (events, _) = broadcast::channel(EVENT_QUEUE);
+        Live {
+            shared: Arc::new(Shared {
+                enabled: AtomicBool::new(false),
+                schedule_seen_at: Mutex::new(None),
+                state: Mutex::new(LiveState::default()),
+                events,
+            }),
+        }
+    }
+}
+
+impl Live {
+    /// Switches the hooks on (the web view is running).
+    pub fn enable(&self) {
+        self.shared.enabled.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_enabled(&self) -> bool {
+        self.shared.enabled.load(Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, LiveState> {
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn publish(&self, kind: &'static str, data: Value) {
+        // No receiver is not an error: nobody is watching.
+        if self.shared.events.receiver_count() == 0 {
+            return;
+        }
+        let data = data.to_string();
+        let _ = self.shared.events.send(Arc::new(LiveEvent { kind, data }));
+    }
+
+    /// A receiver of every event published from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<LiveEvent>> {
+        self.shared.events.subscribe()
+    }
+
+    /// A game finished before this run (from games.jsonl), so that the web view lists it.
+    pub fn add_finished(&self, game: LiveGame) {
+        let mut state = self.lock();
+        if state.index.contains_key(&game.match_id) {
+            return;
+        }
+        let at = state.games.len();
+        state.index.insert(game.match_id.clone(), at);
+        state.games.push(game);
+    }
+
+    /// A referee started (or resumed) a game with `game.moves` already played.
+    pub fn game_started(&self, game: LiveGame) {
+        if !self.is_enabled() {
+            return;
+        }
+        let summary = game.summary();
+        {
+            let mut state = self.lock();
+            state.waiting.retain(|w| w.match_id != game.match_id);
+            match state.index.get(&game.match_id).copied() {
+                Some(at) => {
+                    if let Some(slot) = state.games.get_mut(at) {
+                        *slot = game;
+                    }
+                }
+                None => {
+                    let at = state.games.len();
+                    state.index.insert(game.match_id.clone(), at);
+                    state.games.push(game);
+                }
+            }
+        }
+        self.publish("start", summary);
+    }
+
+    /// A referee accepted `text` (`think_ms` charged); `position` is the position after it and
+    /// `clocks` both sides' time left.
+    pub fn move_played(
+        &self,
+        match_id: &str,
+        text: &str,
+        think_ms: u64,
+        position: String,
+        clocks: [u64; 2],
+    ) {
+        if !self.is_enabled() {
+            return;
+        }
+        let ply = {
+            let mut state = self.lock();
+            let Some(at) = state.index.get(match_id).copied() else {
+                return;
+            };
+            let Some(game) = state.games.get_mut(at) else {
+                return;
+            };
+            game.moves.push(text.to_string());
+            game.think_ms.push(think_ms);
+            game.clocks = clocks;
+            game.moves.len()
+        };
+        self.publish(
+            "move",
+            json!({
+                "match": match_id,
+                "ply": ply,
+                "move": text,
+                "position": position,
+                "clocks": {"first_ms": clocks[0], "second_ms": clocks[1]},
+            }),
+        );
+    }
+
+    /// A game's result is written (its record file is `record`).
+    pub fn game_ended(&self, match_id: &str, result: &str, reason: &str, record: Option<&str>) {
+        if !self.is_enabled() {
+            return;
+        }
+        {
+            let mut state = self.lock();
+            let Some(at) = state.index.get(match_id).copied() else {
+                // A forfeit: the game never started, so the web view does not list it.
+                return;
+            };
+            if let Some(game) = state.games.get_mut(at) {
+                game.result = Some(result.to_string());
+                game.reason = Some(reason.to_string());
+                game.record = record.map(str::to_string);
+            }
+        }
+        self.publish(
+            "end",
+            json!({"match": match_id, "result": result, "reason": reason, "record": record}),
+        );
+    }
+
+    /// The standings changed: `standings_json` is the new `standings.json` text.
+    pub fn standings_changed(&self, tournament: &str, standings_json: String) {
+        if !self.is_enabled() {
+            return;
+        }
+        self.lock().standings = Some(Arc::new(standings_json));
+        self.publish("standings", json!({ "tournament": tournament }));
+    }
+
+    /// Whether the scheduler should tell its view again (the web view runs and the last time
+    /// was long enough ago).
+    pub fn schedule_due(&self) -> bool {
+        if !self.is_enabled() {
+            return false;
+        }
+        let mut at = self
+            .shared
+            .schedule_seen_at
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let now = std::time::Instant::now();
+        match *at {
+            Some(last) if now.duration_since(last) < SCHEDULE_EVERY => false,
+            _ => {
+                *at = Some(now);
+                true
+            }
+        }
+    }
+
+    /// The scheduler's view after it started what it could: games still waiting and each
+    /// tournament's progress.
+    pub fn schedule_seen(&self, waiting: Vec<WaitingGame>, tournaments: Vec<TournamentProgress>) {
+        if !self.is_enabled() {
+            return;
+        }
+        let mut state = self.lock();
+        state.waiting = waiting;
+        state.tournaments = tournaments;
+    }
+
+    /// Every game that has started, in start order.
+    pub fn games(&self) -> Vec<Value> {
+        self.lock().games.iter().map(LiveGame::summary).collect()
+    }
+
+    /// One game.
+    pub fn game(&self, match_id: &str) -> Option<LiveGame> {
+        let state = self.lock();
+        let at = *state.index.get(match_id)?;
+        state.games.get(at).cloned()
+    }
+
+    /// The last standings text, if any game has finished this run.
+    pub fn standings(&self) -> Option<Arc<String>> {
+        self.lock().standings.clone()
+    }
+
+    /// Games waiting to start and each tournament's progress.
+    pub fn schedule(&self) -> (Vec<WaitingGame>, Vec<TournamentProgress>) {
+        let state = self.lock();
+        (state.waiting.clone(), state.tournaments.clone())
+    }
+
+    /// The games `name` is playing now.
+    pub fn playing(&self, name: &str) -> Vec<String> {
+        self.lock()
+            .games
+            .iter()
+            .filter(|g| g.result.is_none() && g.players.iter().any(|p| p == name))
+            .map(|g| g.match_id.clone())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn game(id: &str) -> LiveGame {
+        LiveGame {
+            match_id: id.to_string(),
+            tournament: "t".into(),
+            game: GameId::Hex,
+            players: ["a".into(), "b".into()],
+            rules: json!({}),
+            clock: ClockSpec {
+                initial_ms: 1000,
+                increment_ms: 0,
+                move_limit_ms: None,
+            },
+            moves: Vec::new(),
+            think_ms: Vec::new(),
+            clocks: [1000, 1000],
+            result: None,
+            reason: None,
+            record: None,
+        }
+    }
+
+    #[test]
+    fn hooks_do_nothing_until_the_web_view_runs() {
+        let live = Live::default();
+        let mut events = live.subscribe();
+        live.game_started(game("m"));
+        live.move_played("m", "F6", 5, "pos".into(), [995, 1000]);
+        assert!(live.games().is_empty());
+        assert!(events.try_recv().is_err());
+    }
+
+    #[test]
+    fn a_game_is_followed_from_start_to_end() {
+        let live = Live::default();
+        live.enable();
+        live.schedule_seen(
+            vec![WaitingGame {
+                match_id: "m".into(),
+                tournament: "t".into(),
+                game: GameId::Hex,
+                players: ["a".into(), "b".into()],
+            }],
+            Vec::new(),
+        );
+        let mut events = live.subscribe();
+        live.game_started(game("m"));
+        assert!(
+            live.schedule().0.is_empty(),
+            "a started game no longer waits"
+        );
+        live.move_played("m", "F6", 5, "pos".into(), [995, 1000]);
+        assert_eq!(live.playing("a"), vec!["m".to_string()]);
+        live.game_ended("m", "first", "resign", Some("r.txt"));
+        live.game_ended("never-started", "first", "forfeit", None);
+        let kinds: Vec<&str> = std::iter::from_fn(|| events.try_recv().ok())
+            .map(|e| e.kind)
+            .collect();
+        assert_eq!(kinds, ["start", "move", "end"]);
+        let g = live.game("m").unwrap();
+        assert_eq!(g.moves, ["F6"]);
+        assert_eq!(g.record.as_deref(), Some("r.txt"));
+        assert_eq!(live.games()[0]["status"], "finished");
+        assert!(live.game("never-started").is_none());
+        assert!(live.playing("a").is_empty());
+    }
+
+    #[test]
+    fn a_receiver_that_falls_a_whole_queue_behind_is_told_so_and_publishing_never_waits() {
+        let live = Live::default();
+        live.enable();
+        live.game_started(game("m"));
+        let mut slow = live.subscribe();
+        for ply in 0..EVENT_QUEUE + 10 {
+            live.move_played("m", "F6", 1, format!("{ply}"), [1, 1]);
+        }
+        assert!(matches!(
+            slow.try_recv(),
+            Err(broadcast::error::TryRecvError::Lagged(_))
+        ));
+    }
+}

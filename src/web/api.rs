@@ -1,0 +1,317 @@
+//! The JSON the web view answers with, shared by the live server and the static site: game
+//! details with every position computed by the rules, legal move lists, the bots' status with
+//! why each waits, games.jsonl and standings.json read back, record files served safely.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::config::Config;
+use crate::game::{game_from_position_text, new_game, GameId};
+use crate::protocol::ClockSpec;
+use crate::server::live::LiveGame;
+use crate::server::registry::Registry;
+
+use super::ApiError;
+
+/// Every finished game of `out_dir/games.jsonl`, in file order (lines that cannot be read are
+/// skipped).
+pub fn finished_games(out_dir: &Path) -> Vec<LiveGame> {
+    let Ok(text) = std::fs::read_to_string(out_dir.join("games.jsonl")) else {
+        return Vec::new();
+    };
+    let mut seen = BTreeSet::new();
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter_map(|line| game_of_line(&line))
+        .filter(|g| seen.insert(g.match_id.clone()))
+        .collect()
+}
+
+/// A finished game from its games.jsonl object.
+pub fn game_of_line(line: &Value) -> Option<LiveGame> {
+    let text = |key: &str| line.get(key).and_then(Value::as_str).map(str::to_string);
+    let game: GameId = text("game")?.parse().ok()?;
+    let clock: ClockSpec = serde_json::from_value(line.get("clock")?.clone()).ok()?;
+    let moves: Vec<String> = serde_json::from_value(line.get("moves")?.clone()).ok()?;
+    let think_ms: Vec<u64> = line
+        .get("think_ms")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    let rules = line.get("rules").cloned().unwrap_or_else(|| json!({}));
+    let clocks = clocks_after(game, &rules, &clock, &moves, &think_ms);
+    Some(LiveGame {
+        match_id: text("match")?,
+        tournament: text("tournament").unwrap_or_default(),
+        game,
+        players: [text("first")?, text("second")?],
+        rules,
+        clock,
+        moves,
+        think_ms,
+        clocks,
+        result: Some(text("result")?),
+        reason: text("reason"),
+        record: text("record"),
+    })
+}
+
+/// Both clocks after `moves` with `think_ms` charged (each mover gains the increment).
+fn clocks_after(
+    game: GameId,
+    rules: &Value,
+    clock: &ClockSpec,
+    moves: &[String],
+    think_ms: &[u64],
+) -> [u64; 2] {
+    let mut left = [clock.initial_ms; 2];
+    let Ok(mut position) = new_game(game, rules) else {
+        return left;
+    };
+    for (i, text) in moves.iter().enumerate() {
+        let mover = position.turn();
+        let slot = &mut left[mover.index()];
+        *slot = slot
+            .saturating_sub(think_ms.get(i).copied().unwrap_or(0))
+            .saturating_add(clock.increment_ms);
+        if position.play_text(text).is_err() {
+            break;
+        }
+    }
+    left
+}
+
+/// The `/api/games/{match}` answer: the game with every position after each move.
+pub fn game_detail(game: &LiveGame) -> Value {
+    let mut positions = Vec::with_capacity(game.moves.len() + 1);
+    if let Ok(mut position) = new_game(game.game, &game.rules) {
+        positions.push(position.position_text());
+        for text in &game.moves {
+            if position.play_text(text).is_err() {
+                break;
+            }
+            positions.push(position.position_text());
+        }
+    }
+    let clock = serde_json::to_value(game.clock).unwrap_or(Value::Null);
+    json!({
+        "match": game.match_id,
+        "tournament": game.tournament,
+        "game": game.game.as_str(),
+        "first": game.players[0],
+        "second": game.players[1],
+        "rules": game.rules,
+        "clock": clock,
+        "status": if game.result.is_some() { "finished" } else { "playing" },
+        "moves": game.moves,
+        "think_ms": game.think_ms,
+        "positions": positions,
+        "clocks": {"first_ms": game.clocks[0], "second_ms": game.clocks[1]},
+        "result": game.result,
+        "reason": game.reason,
+        "record": game.record,
+    })
+}
+
+/// The legal move texts of `position` (as `arena moves` prints them, except that Jiu square
+/// captures are listed in full: one entry per choice of removed stones).
+pub fn legal_moves(game: GameId, position: &str, rules: &Value) -> Result<Vec<String>, String> {
+    let position =
+        game_from_position_text(game, position, rules).map_err(|e| format!("bad position: {e}"))?;
+    Ok(match game {
+        GameId::Jiu => position.legal_move_texts(),
+        _ => position.move_listing(),
+    })
+}
+
+/// `standings.json` as last written to `out_dir` (or an empty table before the first game).
+pub fn standings_text(config: &Config) -> String {
+    std::fs::read_to_string(config.server.out_dir.join("standings.json"))
+        .ok()
+        .filter(|text| serde_json::from_str::<Value>(text).is_ok())
+        .unwrap_or_else(|| "{\"tournaments\": []}\n".to_string())
+}
+
+/// The `/api/bots` answer: each configured bot, whether it is connected, what it plays now and,
+/// when it has games left but none running, why it waits.
+pub fn bots(config: &Config, registry: &Registry) -> Value {
+    let (waiting, progress) = registry.live.schedule();
+    let state = registry.lock();
+    let mut out = Vec::new();
+    for bot in &config.bots {
+        let session = state.sessions.get(&bot.name);
+        let busy = state.busy.get(&bot.name).copied().unwrap_or(0);
+        let mut hello_games: Vec<&str> = session
+            .map(|s| s.games.iter().map(|g| g.as_str()).collect())
+            .unwrap_or_default();
+        hello_games.sort_unstable();
+        let mut reasons: Vec<String> = Vec::new();
+        for t in config
+            .tournaments
+            .iter()
+            .filter(|t| t.bots.iter().any(|b| b == &bot.name))
+        {
+            let Some(p) = progress.iter().find(|p| p.name == t.name) else {
+                continue;
+            };
+            if p.finished {
+                continue;
+            }
+            let mine: Vec<_> = waiting
+                .iter()
+                .filter(|w| w.tournament == t.name && w.players.contains(&bot.name))
+                .collect();
+            if mine.is_empty() {
+                if p.swiss {
+                    reasons.push(format!(
+                        "{}: the next Swiss round is not paired yet",
+                        t.name
+                    ));
+                }
+                continue;
+            }
+            let Some(session) = session else {
+                reasons.push("not connected".to_string());
+                continue;
+            };
+            if !session.games.contains(&t.game) {
+                reasons.push(format!(
+                    "{}: no game in common with its hello ({} is not among {})",
+                    t.name,
+                    t.game,
+                    if hello_games.is_empty() {
+                        "none".to_string()
+                    } else {
+                        hello_games.join(", ")
+                    }
+                ));
+                continue;
+            }
+            if busy >= session.max_games {
+                reasons.push(format!("max_games ({}) reached", session.max_games));
+                continue;
+            }
+            let mut blocked = false;
+            for w in &mine {
+                let Some(opponent) = w.players.iter().find(|p| **p != bot.name) else {
+                    continue;
+                };
+                match state.sessions.get(opponent) {
+                    Some(s) if s.games.contains(&t.game) => {
+                        if state.busy.get(opponent).copied().unwrap_or(0) >= s.max_games {
+                            reasons.push(format!(
+                                "{}: opponent {opponent} is busy in other games",
+                                t.name
+                            ));
+                            blocked = true;
+                        }
+                    }
+                    _ => {
+                        reasons.push(format!("{}: opponent {opponent} is absent", t.name));
+                        blocked = true;
+                    }
+                }
+            }
+            if !blocked && p.running >= p.concurrency {
+                reasons.push(format!(
+                    "{}: {} games already running (the tournament's concurrency)",
+                    t.name, p.running
+                ));
+            }
+        }
+        reasons.dedup();
+        let mut seen = BTreeSet::new();
+        reasons.retain(|r| seen.insert(r.clone()));
+        let playing = registry.live.playing(&bot.name);
+        out.push(json!({
+            "name": bot.name,
+            "builtin": bot.builtin,
+            "connected": session.is_some(),
+            "games": hello_games,
+            "max_games": session.map(|s| s.max_games),
+            "playing": playing,
+            "waiting": if playing.is_empty() || !reasons.is_empty() { reasons } else { Vec::new() },
+        }));
+    }
+    json!({ "bots": out })
+}
+
+/// Whether `name` is a plain file name (no folder part, not hidden).
+pub fn is_plain_file_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && !name.contains(['/', '\\', '\0'])
+        && Path::new(name).components().count() == 1
+}
+
+/// The bytes of record file `name` under `dir`.
+pub async fn read_record(dir: &Path, name: &str) -> Result<Vec<u8>, ApiError> {
+    if !is_plain_file_name(name) {
+        return Err(ApiError::bad_request(format!(
+            "{name:?} is not a record file name"
+        )));
+    }
+    let path: PathBuf = dir.join(name);
+    tokio::fs::read(&path)
+        .await
+        .map_err(|_| ApiError::not_found(format!("no record file {name:?}")))
+}
+
+/// A `Content-Disposition` value that downloads as `name` (an ASCII fallback plus the UTF-8
+/// name, RFC 6266).
+pub fn content_disposition(name: &str) -> String {
+    let ascii: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let mut encoded = String::new();
+    for byte in name.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            encoded.push(char::from(byte));
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_names_with_folders_or_dots_are_refused() {
+        assert!(is_plain_file_name(
+            "C6-a B vs b W-先手胜-2026.01.01 10.00 x-y.txt"
+        ));
+        for bad in ["", "..", ".hidden", "a/b.txt", "..\\x", "a\0b"] {
+            assert!(!is_plain_file_name(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_download_name_keeps_the_utf8_name_and_an_ascii_fallback() {
+        let value = content_disposition("C6-甲 B.txt");
+        assert_eq!(
+            value,
+            "attachment; filename=\"C6-_ B.txt\"; filename*=UTF-8''C6-%E7%94%B2%20B.txt"
+        );
+    }
+
+    #[test]
+    fn jiu_square_captures_are_listed_in_full_and_other_games_as_the_tool_prints() {
+        let start = new_game(GameId::Connect6, &json!({}))
+            .unwrap()
+            .position_text();
+        let listed = legal_moves(GameId::Connect6, &start, &json!({})).unwrap();
+        assert_eq!(listed.len(), 361);
+        assert!(legal_moves(GameId::Hex, "junk", &json!({})).is_err());
+    }
+}

@@ -1,0 +1,513 @@
+// arena web view: the league page, the game page and the human seat. Live pages read the JSON
+// API and Server-Sent Events; the static site's copies read the same JSON from files.
+"use strict";
+
+var STATIC = typeof ARENA_STATIC !== "undefined" ? ARENA_STATIC : null;
+
+function apiUrl(path) {
+  return STATIC ? STATIC.root + "api/" + path + ".json" : "/api/" + path;
+}
+
+function getJSON(path) {
+  return fetch(apiUrl(path)).then(function (r) {
+    if (!r.ok) throw new Error(path + ": HTTP " + r.status);
+    return r.json();
+  });
+}
+
+function gameUrl(id) {
+  return STATIC ? STATIC.root + "games/" + encodeURIComponent(id) + ".html" : "/games/" + encodeURIComponent(id);
+}
+
+function recordUrl(name) {
+  return (STATIC ? STATIC.root : "/") + "records/" + encodeURIComponent(name);
+}
+
+function $(id) { return document.getElementById(id); }
+
+function setText(node, text) { if (node) node.textContent = text; }
+
+function cell(row, text) {
+  var td = document.createElement("td");
+  if (text instanceof Node) td.appendChild(text); else td.textContent = text == null ? "" : text;
+  row.appendChild(td);
+  return td;
+}
+
+function link(href, text) {
+  var a = document.createElement("a");
+  a.href = href;
+  a.textContent = text;
+  return a;
+}
+
+function fmtClock(ms) {
+  if (ms == null) return "";
+  ms = Math.max(0, ms);
+  var s = Math.floor(ms / 1000);
+  var m = Math.floor(s / 60);
+  return m + ":" + String(s % 60).padStart(2, "0") + "." + Math.floor((ms % 1000) / 100);
+}
+
+function fmtNum(x, digits) {
+  return x == null ? "" : Number(x).toFixed(digits);
+}
+
+function resultText(g) {
+  if (!g.result) return "playing";
+  var who = g.result === "first" ? g.first + " wins" : g.result === "second" ? g.second + " wins" : "draw";
+  return who + (g.reason ? " by " + g.reason.replace(/_/g, " ") : "");
+}
+
+// Live events: handlers by event name, plus `resync` after a reconnect.
+function follow(handlers) {
+  if (STATIC || !window.EventSource) return;
+  var source = new EventSource("/api/events");
+  var dropped = false;
+  ["start", "move", "end", "standings"].forEach(function (kind) {
+    source.addEventListener(kind, function (e) {
+      if (handlers[kind]) handlers[kind](JSON.parse(e.data));
+    });
+  });
+  source.onerror = function () { dropped = true; setText($("conn"), "reconnecting…"); };
+  source.onopen = function () {
+    setText($("conn"), "live");
+    if (dropped && handlers.resync) handlers.resync();
+    dropped = false;
+  };
+}
+
+function hideLiveOnly() {
+  if (!STATIC) return;
+  Array.prototype.forEach.call(document.querySelectorAll(".live-only"), function (n) { n.hidden = true; });
+  Array.prototype.forEach.call(document.querySelectorAll("a[data-nav=league]"), function (a) { a.href = STATIC.root + "index.html"; });
+}
+
+/* ---------- the league page ---------- */
+
+function leaguePage() {
+  var liveBoards = {};
+
+  function renderStandings(data) {
+    var box = $("standings");
+    box.innerHTML = "";
+    (data.tournaments || []).forEach(function (t) {
+      var section = document.createElement("section");
+      var h = document.createElement("h2");
+      h.textContent = t.name + " (" + t.game + ")" + (t.finished ? ": finished" : "");
+      section.appendChild(h);
+      var table = document.createElement("table");
+      table.className = "standings";
+      var head = table.insertRow();
+      ["#", "bot", "games", "W", "D", "L", "points", "head-to-head", "Sonneborn-Berger", "Buchholz", "Elo ± 95%"].forEach(function (c) {
+        var th = document.createElement("th"); th.textContent = c; head.appendChild(th);
+      });
+      (t.rows || []).forEach(function (r) {
+        var row = table.insertRow();
+        cell(row, r.rank); cell(row, r.name); cell(row, r.games); cell(row, r.wins); cell(row, r.draws);
+        cell(row, r.losses); cell(row, fmtNum(r.points, 1)); cell(row, fmtNum(r.head_to_head, 1));
+        cell(row, fmtNum(r.sonneborn_berger, 2)); cell(row, r.buchholz == null ? "–" : fmtNum(r.buchholz, 1));
+        var half = (r.elo_high - r.elo_low) / 2;
+        cell(row, fmtNum(r.elo, 0) + " ± " + fmtNum(half, 0));
+      });
+      section.appendChild(table);
+      box.appendChild(section);
+    });
+  }
+
+  function loadStandings() { getJSON("standings").then(renderStandings).catch(function () {}); }
+
+  function renderResults(games) {
+    var body = $("results").tBodies[0];
+    body.innerHTML = "";
+    games.filter(function (g) { return g.status === "finished"; }).slice(-30).reverse().forEach(function (g) {
+      var row = body.insertRow();
+      cell(row, link(gameUrl(g.match), g.match)); cell(row, g.tournament); cell(row, g.first);
+      cell(row, g.second); cell(row, resultText(g)); cell(row, g.ply);
+    });
+  }
+
+  function addLiveBoard(g) {
+    if (liveBoards[g.match]) return;
+    var box = $("live");
+    if (!Object.keys(liveBoards).length) box.innerHTML = "";
+    var a = link(gameUrl(g.match), "");
+    a.className = "live-board";
+    var holder = document.createElement("div");
+    var caption = document.createElement("div");
+    caption.className = "caption";
+    caption.textContent = g.match + ": " + g.first + " vs " + g.second;
+    a.appendChild(holder); a.appendChild(caption);
+    box.appendChild(a);
+    liveBoards[g.match] = { node: a, holder: holder, game: g.game };
+    getJSON("games/" + encodeURIComponent(g.match)).then(function (d) {
+      var b = liveBoards[g.match];
+      if (b && !b.drawn) Board.draw(b.holder, d.game, d.positions[d.positions.length - 1], {});
+    }).catch(function () {});
+  }
+
+  function removeLiveBoard(id) {
+    var b = liveBoards[id];
+    if (!b) return;
+    b.node.remove();
+    delete liveBoards[id];
+    if (!Object.keys(liveBoards).length) $("live").innerHTML = '<span class="muted">none</span>';
+  }
+
+  function loadGames() {
+    getJSON("games").then(function (data) {
+      var games = data.games || [];
+      renderResults(games);
+      var playing = {};
+      games.forEach(function (g) { if (g.status === "playing") { playing[g.match] = true; addLiveBoard(g); } });
+      Object.keys(liveBoards).forEach(function (id) { if (!playing[id]) removeLiveBoard(id); });
+    }).catch(function () {});
+  }
+
+  function loadBots() {
+    if (STATIC) return;
+    getJSON("bots").then(function (data) {
+      var body = $("bots").tBodies[0];
+      body.innerHTML = "";
+      (data.bots || []).forEach(function (b) {
+        var row = body.insertRow();
+        cell(row, b.name + (b.builtin ? " (built-in " + b.builtin + ")" : ""));
+        var dot = document.createElement("span");
+        dot.className = "dot " + (b.connected ? "on" : "off");
+        var c = cell(row, dot);
+        c.appendChild(document.createTextNode(b.connected ? "connected" + (b.games.length ? " (" + b.games.join(", ") + ")" : "") : "not connected"));
+        var playing = cell(row, "");
+        b.playing.forEach(function (id, i) {
+          if (i) playing.appendChild(document.createTextNode(", "));
+          playing.appendChild(link(gameUrl(id), id));
+        });
+        cell(row, b.waiting.join("; "));
+      });
+    }).catch(function () {});
+  }
+
+  hideLiveOnly();
+  if (STATIC) $("live-section").hidden = true;
+  loadStandings(); loadGames(); loadBots();
+  var botsTimer = null;
+  function botsSoon() { if (!botsTimer) botsTimer = setTimeout(function () { botsTimer = null; loadBots(); }, 300); }
+  follow({
+    start: function (g) { addLiveBoard(g); botsSoon(); },
+    move: function (m) {
+      var b = liveBoards[m.match];
+      if (b) { b.drawn = true; Board.draw(b.holder, b.game, m.position, {}); }
+    },
+    end: function (e) { removeLiveBoard(e.match); loadGames(); botsSoon(); },
+    standings: function () { loadStandings(); },
+    resync: function () { loadStandings(); loadGames(); loadBots(); },
+  });
+  if (!STATIC) setInterval(loadBots, 5000);
+}
+
+/* ---------- the game page ---------- */
+
+function gamePage() {
+  var parts = location.pathname.split("/");
+  var id = decodeURIComponent(parts[parts.length - 1]).replace(/\.html$/, "");
+  var detail = null;
+  var shown = 0;
+  var clockBase = null; // {at: ms timestamp, first_ms, second_ms}
+
+  function show(index) {
+    if (!detail) return;
+    shown = Math.max(0, Math.min(index, detail.positions.length - 1));
+    var last = shown > 0 ? Board.movePoints(detail.moves[shown - 1]) : [];
+    Board.draw($("board"), detail.game, detail.positions[shown], { last: last });
+    setText($("ply"), "move " + shown + " of " + detail.moves.length);
+    Array.prototype.forEach.call($("moves").children, function (li, i) {
+      li.className = i === shown - 1 ? "current" : "";
+    });
+  }
+
+  function renderMoves() {
+    var list = $("moves");
+    list.innerHTML = "";
+    detail.moves.forEach(function (m, i) { appendMove(m, detail.think_ms[i], i); });
+    list.scrollTop = list.scrollHeight;
+  }
+
+  function appendMove(text, think, i) {
+    var li = document.createElement("li");
+    li.textContent = text + (think != null ? "  (" + (think / 1000).toFixed(2) + " s)" : "");
+    li.addEventListener("click", function () { show(i + 1); });
+    $("moves").appendChild(li);
+  }
+
+  function renderHeader() {
+    var g = detail.game;
+    setText($("title"), detail.match + " · " + detail.tournament + " · " + g);
+    document.title = "arena: " + detail.match;
+    setText($("first-name"), detail.first + " (" + Board.colourLetter(g, "first") + ", first)");
+    setText($("second-name"), detail.second + " (" + Board.colourLetter(g, "second") + ", second)");
+    setText($("result"), detail.status === "finished" ? resultText(detail) : "playing");
+    if (detail.record) {
+      var a = $("record");
+      a.href = recordUrl(detail.record);
+      a.textContent = "record file: " + detail.record;
+      a.hidden = false;
+    }
+  }
+
+  function tick() {
+    if (!detail || !clockBase) return;
+    var playing = detail.status === "playing";
+    var mover = Board.parse(detail.positions[detail.positions.length - 1]).side;
+    var elapsed = playing ? Date.now() - clockBase.at : 0;
+    ["first", "second"].forEach(function (side) {
+      var ms = clockBase[side + "_ms"] - (side === mover ? elapsed : 0);
+      var node = $(side + "-clock");
+      setText(node, fmtClock(ms));
+      node.className = "clock" + (playing && side === mover ? " running" : "");
+    });
+  }
+
+  function load() {
+    return getJSON("games/" + encodeURIComponent(id)).then(function (d) {
+      var atEnd = !detail || shown === detail.positions.length - 1;
+      detail = d;
+      clockBase = { at: Date.now(), first_ms: d.clocks.first_ms, second_ms: d.clocks.second_ms };
+      renderHeader();
+      renderMoves();
+      show(atEnd ? d.positions.length - 1 : shown);
+      tick();
+    }).catch(function (e) { setText($("result"), String(e.message || e)); });
+  }
+
+  $("first-move").onclick = function () { show(0); };
+  $("prev").onclick = function () { show(shown - 1); };
+  $("next").onclick = function () { show(shown + 1); };
+  $("last-move").onclick = function () { show(detail ? detail.positions.length - 1 : 0); };
+  document.addEventListener("keydown", function (e) {
+    if (e.key === "ArrowLeft") show(shown - 1);
+    else if (e.key === "ArrowRight") show(shown + 1);
+    else if (e.key === "Home") show(0);
+    else if (e.key === "End") show(detail ? detail.positions.length - 1 : 0);
+  });
+  hideLiveOnly();
+  load();
+  follow({
+    move: function (m) {
+      if (!detail || m.match !== detail.match) return;
+      if (m.ply !== detail.moves.length + 1) { load(); return; }
+      var atEnd = shown === detail.positions.length - 1;
+      detail.moves.push(m.move);
+      detail.think_ms.push(null);
+      detail.positions.push(m.position);
+      appendMove(m.move, null, detail.moves.length - 1);
+      clockBase = { at: Date.now(), first_ms: m.clocks.first_ms, second_ms: m.clocks.second_ms };
+      if (atEnd) show(detail.positions.length - 1);
+    },
+    end: function (e) { if (e.match === id) load(); },
+    start: function (g) { if (g.match === id) load(); },
+    resync: load,
+  });
+  if (!STATIC) setInterval(tick, 100);
+}
+
+/* ---------- the human seat ---------- */
+
+function playPage() {
+  var socket = null;
+  var me = null;
+  var current = null; // {match, game, side, rules, first, second, position, moves, legal, myTurn}
+  var clicks = [];
+
+  function status(text) { setText($("status"), text); }
+  function error(text) { setText($("error"), text || ""); }
+
+  function send(message) {
+    if (socket && socket.readyState === 1) socket.send(JSON.stringify(message));
+  }
+
+  function candidates() {
+    if (!current || !current.legal) return [];
+    return current.legal.filter(function (m) {
+      var pts = Board.movePoints(m);
+      for (var i = 0; i < clicks.length; i++) if (pts[i] !== clicks[i]) return false;
+      return pts.length >= clicks.length;
+    });
+  }
+
+  // Connect6 lists single points; a two-stone turn joins two of them.
+  function stonesThisTurn() {
+    var keys = Board.parse(current.position).keys;
+    return current.game === "connect6" ? Number(keys.stones || 2) : 1;
+  }
+
+  function redraw() {
+    if (!current) return;
+    var targets = [];
+    if (current.myTurn && current.legal) {
+      if (current.game === "connect6") {
+        targets = [];
+      } else {
+        candidates().forEach(function (m) {
+          var p = Board.movePoints(m)[clicks.length];
+          if (p && targets.indexOf(p) < 0) targets.push(p);
+        });
+      }
+    }
+    Board.draw($("board"), current.game, current.position, {
+      last: current.moves.length ? Board.movePoints(current.moves[current.moves.length - 1]) : [],
+      selected: clicks,
+      targets: clicks.length ? targets : [],
+      onPoint: onPoint,
+    });
+    renderChoice();
+  }
+
+  // Buttons for moves the clicks so far complete (and special moves such as Hex's swap).
+  function renderChoice() {
+    var box = $("choice");
+    box.innerHTML = "";
+    if (!current || !current.myTurn || !current.legal) return;
+    var options = [];
+    if (current.game === "connect6") {
+      if (clicks.length && clicks.length === stonesThisTurn()) options.push(clicks.join(","));
+    } else {
+      candidates().forEach(function (m) {
+        var pts = Board.movePoints(m);
+        if (pts.length === clicks.length && clicks.length) options.push(m);
+      });
+      current.legal.forEach(function (m) { if (!Board.movePoints(m).length) options.push(m); });
+    }
+    options.forEach(function (m) {
+      var b = document.createElement("button");
+      b.type = "button";
+      b.className = "play-move";
+      b.setAttribute("data-move", m);
+      b.textContent = "play " + m;
+      b.onclick = function () { play(m); };
+      box.appendChild(b);
+    });
+  }
+
+  function play(move) {
+    if (!current || !current.myTurn) return;
+    current.myTurn = false;
+    clicks = [];
+    send({ type: "move", match: current.match, move: move });
+    status("move " + move + " sent; waiting for " + opponentName());
+    redraw();
+  }
+
+  function opponentName() { return current.side === "first" ? current.second : current.first; }
+
+  function onPoint(name) {
+    if (!current || !current.myTurn || !current.legal) return;
+    error("");
+    if (current.game === "connect6") {
+      if (clicks.indexOf(name) >= 0) { clicks.splice(clicks.indexOf(name), 1); redraw(); return; }
+      if (current.legal.indexOf(name) < 0) { error(name + " is not empty"); return; }
+      clicks.push(name);
+      if (clicks.length === stonesThisTurn()) { play(clicks.join(",")); return; }
+      redraw();
+      return;
+    }
+    clicks.push(name);
+    var left = candidates();
+    if (!left.length) {
+      clicks.pop();
+      error("no legal move goes through " + clicks.concat([name]).join(" → "));
+      return;
+    }
+    var exact = left.filter(function (m) { return Board.movePoints(m).length === clicks.length; });
+    if (exact.length === 1 && left.length === 1) { play(exact[0]); return; }
+    redraw();
+  }
+
+  var refreshes = 0;
+  function refresh() {
+    // The position comes from the server (the pages hold no rules), then the legal moves. Only
+    // the latest refresh applies its answers.
+    var mine = ++refreshes;
+    return getJSON("games/" + encodeURIComponent(current.match)).then(function (d) {
+      if (mine !== refreshes) return;
+      current.position = d.positions[d.positions.length - 1];
+      current.moves = d.moves;
+      current.first = d.first;
+      current.second = d.second;
+      setText($("first-name"), d.first + " (" + Board.colourLetter(d.game, "first") + ")");
+      setText($("second-name"), d.second + " (" + Board.colourLetter(d.game, "second") + ")");
+      var list = $("moves");
+      list.innerHTML = "";
+      d.moves.forEach(function (m) { var li = document.createElement("li"); li.textContent = m; list.appendChild(li); });
+      if (!current.myTurn) { current.legal = null; redraw(); return; }
+      var q = "moves?game=" + encodeURIComponent(current.game) + "&position=" + encodeURIComponent(current.position) +
+        "&rules=" + encodeURIComponent(JSON.stringify(current.rules || {}));
+      return fetch("/api/" + q).then(function (r) { return r.json(); }).then(function (m) {
+        if (mine !== refreshes) return;
+        current.legal = m.moves || [];
+        redraw();
+      });
+    }).catch(function (e) { error(String(e.message || e)); });
+  }
+
+  function onMessage(msg) {
+    if (msg.type === "welcome") {
+      status("logged in as " + msg.name + "; waiting for a game");
+    } else if (msg.type === "start") {
+      current = { match: msg.match, game: msg.game, side: msg.side, rules: msg.rules, first: "", second: "",
+        position: "", moves: msg.moves || [], legal: null, myTurn: false };
+      clicks = [];
+      status("game " + msg.match + " against " + msg.opponent + ": you are " + msg.side + " (" + msg.colour + "); " + msg.opponent + " to move");
+      refresh();
+    } else if (msg.type === "turn") {
+      if (!current || current.match !== msg.match) return;
+      current.myTurn = true;
+      clicks = [];
+      setText($(current.side + "-clock"), fmtClock(msg.clock.you_ms));
+      setText($((current.side === "first" ? "second" : "first") + "-clock"), fmtClock(msg.clock.opponent_ms));
+      status("loading your turn in " + msg.match + "…");
+      // "your turn" once the legal moves are in (clicks need them).
+      var asked = refreshes + 1;
+      refresh().then(function () {
+        if (current && current.myTurn && current.match === msg.match && asked === refreshes && current.legal) {
+          status("your turn (" + current.side + ", " + Board.colourLetter(current.game, current.side) + ") at ply " + msg.ply + " in " + msg.match);
+        }
+      });
+    } else if (msg.type === "end") {
+      if (current && current.match === msg.match) { current.myTurn = false; current.legal = null; }
+      status("game over: " + msg.match + ": you " + (msg.result === "win" ? "won" : msg.result === "loss" ? "lost" : "drew") +
+        " by " + String(msg.reason).replace(/_/g, " ") + "; waiting for the next game");
+      if (current) refresh();
+    } else if (msg.type === "error") {
+      error(msg.code + ": " + msg.message);
+      if (current && msg.match === current.match && msg.code !== "illegal_move") { current.myTurn = true; refresh(); }
+    } else if (msg.type === "ping") {
+      send({ type: "pong", id: msg.id });
+    }
+  }
+
+  function login() {
+    error("");
+    if (socket) socket.close();
+    me = $("name").value.trim();
+    var url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws";
+    socket = new WebSocket(url);
+    status("connecting…");
+    socket.onopen = function () {
+      send({ type: "hello", protocol: 1, name: me, token: $("token").value, games: ["connect6", "hex", "surakarta", "jiu"], max_games: 1, engine: "arena web page" });
+    };
+    socket.onmessage = function (e) {
+      try { onMessage(JSON.parse(e.data)); } catch (err) { error(String(err)); }
+    };
+    socket.onclose = function () { status("disconnected" + (current ? " (log in again within the reconnect grace to resume)" : "")); };
+  }
+
+  $("login").onclick = login;
+  $("clear").onclick = function () { clicks = []; error(""); redraw(); };
+  $("resign").onclick = function () { if (current) send({ type: "resign", match: current.match }); };
+}
+
+(function () {
+  var page = document.body.getAttribute("data-page");
+  if (page === "league") leaguePage();
+  else if (page === "game") gamePage();
+  else if (page === "play") playPage();
+})();

@@ -1,0 +1,304 @@
+//! The web view: an HTTP server on the referee's runtime serving the pages (`/`,
+//! `/games/{match}`, `/play`), the JSON API, Server-Sent Events and the WebSocket bot seat.
+//! It only reads the server's state (through `server::live` and the registry); its failures are
+//! logged and never reach a referee. The pages and their assets are compiled into the binary.
+
+pub mod api;
+pub mod site;
+mod ws;
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use futures_util::stream::Stream;
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+use tokio::sync::{broadcast, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::game::GameId;
+use crate::server::connection::ConnectionContext;
+use crate::server::live::Live;
+use crate::server::registry::Registry;
+
+/// The pages and assets, as shipped in the binary.
+pub mod assets {
+    pub const INDEX_HTML: &str = include_str!("assets/index.html");
+    pub const GAME_HTML: &str = include_str!("assets/game.html");
+    pub const PLAY_HTML: &str = include_str!("assets/play.html");
+    pub const STYLE_CSS: &str = include_str!("assets/style.css");
+    pub const BOARD_JS: &str = include_str!("assets/board.js");
+    pub const APP_JS: &str = include_str!("assets/app.js");
+    /// Every asset: its file name under `/assets/`, its content type and its text.
+    pub const ALL: [(&str, &str, &str); 3] = [
+        ("style.css", "text/css; charset=utf-8", STYLE_CSS),
+        ("board.js", "text/javascript; charset=utf-8", BOARD_JS),
+        ("app.js", "text/javascript; charset=utf-8", APP_JS),
+    ];
+}
+
+/// What the web view's handlers share.
+#[derive(Clone)]
+pub struct WebContext {
+    config: Arc<Config>,
+    registry: Arc<Registry>,
+    connections: Arc<ConnectionContext>,
+    event_slots: Arc<Semaphore>,
+    socket_slots: Arc<Semaphore>,
+    stop: CancellationToken,
+}
+
+impl WebContext {
+    /// The web view of the server whose connections share `connections`.
+    pub fn live(connections: Arc<ConnectionContext>) -> WebContext {
+        let config = connections.config.clone();
+        WebContext {
+            registry: connections.registry.clone(),
+            event_slots: Arc::new(Semaphore::new(config.server.web_max_event_streams)),
+            socket_slots: Arc::new(Semaphore::new(config.server.web_max_sockets)),
+            stop: connections.shutdown.clone(),
+            config,
+            connections,
+        }
+    }
+
+    fn live_view(&self) -> &Live {
+        &self.registry.live
+    }
+}
+
+/// A JSON error answer: `{"error": message}` with `status`.
+pub struct ApiError {
+    status: StatusCode,
+    message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            message: message.into(),
+        }
+    }
+
+    fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(json!({ "error": self.message }))).into_response()
+    }
+}
+
+/// Loads the games finished before this run into the live view, then serves the web view on
+/// `listener` until `stop`. Returns the serving task (it ends soon after `stop`).
+pub fn start(
+    listener: TcpListener,
+    context: WebContext,
+    stop: CancellationToken,
+) -> JoinHandle<()> {
+    let out_dir = context.config.server.out_dir.clone();
+    for game in api::finished_games(&out_dir) {
+        context.live_view().add_finished(game);
+    }
+    if let Ok(address) = listener.local_addr() {
+        tracing::info!("web view: http://{address}/");
+    }
+    let app = router(context);
+    tokio::spawn(async move {
+        let served = axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(stop.cancelled_owned())
+        .await;
+        if let Err(e) = served {
+            tracing::error!(error = %e, "the web view stopped");
+        }
+    })
+}
+
+fn router(context: WebContext) -> Router {
+    Router::new()
+        .route("/", get(|| page(assets::INDEX_HTML)))
+        .route("/games/{match}", get(|| page(assets::GAME_HTML)))
+        .route("/play", get(|| page(assets::PLAY_HTML)))
+        .route("/assets/{file}", get(asset))
+        .route("/api/standings", get(standings))
+        .route("/api/games", get(games))
+        .route("/api/games/{match}", get(game))
+        .route("/api/moves", get(moves))
+        .route("/api/bots", get(bots))
+        .route("/api/events", get(events))
+        .route("/records/{file}", get(record))
+        .route("/ws", get(ws::upgrade))
+        .fallback(|| async { ApiError::not_found("no such page") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "only GET is served here")
+        })
+        .with_state(context)
+}
+
+async fn page(html: &'static str) -> Html<&'static str> {
+    Html(html)
+}
+
+async fn asset(Path(file): Path<String>) -> Result<Response, ApiError> {
+    let (_, content_type, text) = assets::ALL
+        .iter()
+        .find(|(name, _, _)| *name == file)
+        .ok_or_else(|| ApiError::not_found(format!("no asset {file:?}")))?;
+    Ok(([(header::CONTENT_TYPE, *content_type)], *text).into_response())
+}
+
+async fn standings(State(context): State<WebContext>) -> Response {
+    let text = match context.live_view().standings() {
+        Some(text) => text.as_str().to_string(),
+        None => api::standings_text(&context.config),
+    };
+    ([(header::CONTENT_TYPE, "application/json")], text).into_response()
+}
+
+async fn games(State(context): State<WebContext>) -> Json<Value> {
+    Json(json!({ "games": context.live_view().games() }))
+}
+
+async fn game(
+    State(context): State<WebContext>,
+    Path(match_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let game = context
+        .live_view()
+        .game(&match_id)
+        .ok_or_else(|| ApiError::not_found(format!("no game {match_id:?} has started")))?;
+    // Replaying a long game takes a moment: off the runtime's threads.
+    let detail = tokio::task::spawn_blocking(move || api::game_detail(&game))
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    Ok(Json(detail))
+}
+
+async fn moves(Query(query): Query<HashMap<String, String>>) -> Result<Json<Value>, ApiError> {
+    let game = query
+        .get("game")
+        .ok_or_else(|| ApiError::bad_request("missing query parameter `game`"))?;
+    let game: GameId = game
+        .parse()
+        .map_err(|_| ApiError::bad_request(format!("unknown game {game:?}")))?;
+    let position = query
+        .get("position")
+        .ok_or_else(|| ApiError::bad_request("missing query parameter `position`"))?;
+    let rules = match query.get("rules") {
+        None => json!({}),
+        Some(text) => serde_json::from_str::<Value>(text)
+            .ok()
+            .filter(Value::is_object)
+            .ok_or_else(|| ApiError::bad_request("`rules` must be a JSON object"))?,
+    };
+    let moves = api::legal_moves(game, position, &rules).map_err(ApiError::bad_request)?;
+    Ok(Json(json!({ "moves": moves })))
+}
+
+async fn bots(State(context): State<WebContext>) -> Json<Value> {
+    Json(api::bots(&context.config, &context.registry))
+}
+
+/// Ends an event stream when the server stops, and gives its slot back when dropped.
+struct EventStream {
+    events: broadcast::Receiver<Arc<crate::server::live::LiveEvent>>,
+    _slot: OwnedSemaphorePermit,
+}
+
+async fn events(State(context): State<WebContext>) -> Result<Response, ApiError> {
+    let slot = context
+        .event_slots
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many event streams open (server.web_max_event_streams)",
+            )
+        })?;
+    let stream = EventStream {
+        events: context.live_view().subscribe(),
+        _slot: slot,
+    };
+    let stop = context.stop.clone();
+    let body = futures_util::stream::unfold(Some(stream), move |state| {
+        let stop = stop.clone();
+        async move {
+            let mut stream = state?;
+            let received = tokio::select! {
+                _ = stop.cancelled() => return None,
+                received = stream.events.recv() => received,
+            };
+            match received {
+                Ok(event) => {
+                    let sse = Event::default().event(event.kind).data(event.data.as_str());
+                    Some((Ok::<Event, Infallible>(sse), Some(stream)))
+                }
+                // Fell behind by a whole queue: this client is too slow; drop it (it gets the
+                // current state from the other routes when it reconnects).
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::info!(missed, "dropping a slow event stream");
+                    None
+                }
+                Err(broadcast::error::RecvError::Closed) => None,
+            }
+        }
+    });
+    Ok(sse_response(body))
+}
+
+fn sse_response(body: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
+    Sse::new(body)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+async fn record(
+    State(context): State<WebContext>,
+    Path(file): Path<String>,
+) -> Result<Response, ApiError> {
+    let dir = context.config.server.out_dir.join("records");
+    let bytes = api::read_record(&dir, &file).await?;
+    let charset = match context.config.server.record_encoding {
+        crate::config::RecordEncoding::Utf8 => "utf-8",
+        crate::config::RecordEncoding::Gb2312 => "gb18030",
+    };
+    let content_type = HeaderValue::from_str(&format!("text/plain; charset={charset}"))
+        .unwrap_or(HeaderValue::from_static("text/plain"));
+    let disposition = HeaderValue::from_str(&api::content_disposition(&file))
+        .unwrap_or(HeaderValue::from_static("attachment"));
+    Ok((
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CONTENT_DISPOSITION, disposition),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
+/// The address a WebSocket bot is logged with.
+fn peer_of(info: &ConnectInfo<SocketAddr>) -> SocketAddr {
+    info.0
+}

@@ -1,0 +1,476 @@
+//! The web view's JSON API, events, records and WebSocket seat, through real HTTP on port 0:
+//! every route and every error, positions checked against the rules.
+
+mod support;
+mod web_support;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::Message;
+
+use arena::game::{new_game, GameId};
+use support::Client;
+use web_support::{request, Events, WebServer};
+
+const HEX_LEAGUE: &str = r#"
+[server]
+listen = "127.0.0.1:0"
+web_max_event_streams = 3
+web_max_sockets = 2
+ping_interval_ms = 60000
+exit_when_done = false
+
+[[bot]]
+name = "alice"
+token = "a-token"
+
+[[bot]]
+name = "bob"
+token = "b-token"
+
+[[tournament]]
+name = "t"
+game = "hex"
+format = "round-robin"
+bots = ["alice", "bob"]
+games_per_pairing = 1
+clock = { initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }
+rules = { swap = false }
+"#;
+
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// The moves of a quick Hex game the first side wins: it fills column A (rows 1 to 11, joined
+/// bottom to top) while the second side fills column B.
+fn column_game() -> Vec<String> {
+    let mut moves = Vec::new();
+    for row in 1..=11 {
+        moves.push(format!("A{row}"));
+        if row < 11 {
+            moves.push(format!("B{row}"));
+        }
+    }
+    moves
+}
+
+/// Plays `moves` for two clients already started (`players[0]` moves first).
+async fn play_out(first: &mut impl Seat, second: &mut impl Seat, match_id: &str, moves: &[String]) {
+    for (ply, mv) in moves.iter().enumerate() {
+        if ply % 2 == 0 {
+            first.expect_turn().await;
+            first.play(match_id, mv).await;
+        } else {
+            second.expect_turn().await;
+            second.play(match_id, mv).await;
+        }
+    }
+}
+
+/// A bot the test drives: over TCP or over the web view's WebSocket.
+#[allow(async_fn_in_trait)]
+trait Seat {
+    async fn expect_turn(&mut self);
+    async fn play(&mut self, match_id: &str, mv: &str);
+}
+
+impl Seat for Client {
+    async fn expect_turn(&mut self) {
+        self.expect("turn").await;
+    }
+    async fn play(&mut self, match_id: &str, mv: &str) {
+        Client::play(self, match_id, mv).await;
+    }
+}
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+struct WsBot {
+    socket: Ws,
+}
+
+impl WsBot {
+    async fn connect(server: &WebServer) -> WsBot {
+        let (socket, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", server.web))
+            .await
+            .expect("WebSocket upgrade");
+        WsBot { socket }
+    }
+
+    async fn send(&mut self, value: Value) {
+        self.socket
+            .send(Message::Text(value.to_string().into()))
+            .await
+            .expect("send frame");
+    }
+
+    /// The next message other than `ping` (answered), or `None` once the socket closes.
+    async fn recv(&mut self) -> Option<Value> {
+        loop {
+            let frame =
+                tokio::time::timeout(std::time::Duration::from_secs(20), self.socket.next())
+                    .await
+                    .expect("a frame in time");
+            match frame {
+                Some(Ok(Message::Text(text))) => {
+                    let value: Value =
+                        serde_json::from_str(text.as_str()).expect("frames are JSON");
+                    if value["type"] == "ping" {
+                        let id = value["id"].clone();
+                        self.send(json!({"type": "pong", "id": id})).await;
+                        continue;
+                    }
+                    return Some(value);
+                }
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return None,
+                Some(Ok(_)) => continue,
+            }
+        }
+    }
+
+    async fn expect(&mut self, kind: &str) -> Value {
+        let value = self.recv().await.expect("socket open");
+        assert_eq!(value["type"], kind, "expected {kind}, got {value}");
+        value
+    }
+}
+
+impl Seat for WsBot {
+    async fn expect_turn(&mut self) {
+        self.expect("turn").await;
+    }
+    async fn play(&mut self, match_id: &str, mv: &str) {
+        self.send(json!({"type": "move", "match": match_id, "move": mv}))
+            .await;
+    }
+}
+
+/// Every position after each move, as the rules compute them.
+fn positions_of(game: GameId, rules: &Value, moves: &[String]) -> Vec<String> {
+    let mut position = new_game(game, rules).expect("rules");
+    let mut out = vec![position.position_text()];
+    for m in moves {
+        position.play_text(m).expect("legal move");
+        out.push(position.position_text());
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_is_followed_through_every_route() {
+    let server = WebServer::start(HEX_LEAGUE).await;
+
+    // Before anyone connects: no game, and the bots wait because they are not connected.
+    assert_eq!(server.get_json("/api/games").await, json!({"games": []}));
+    let bots = server
+        .wait_for("/api/bots", |v| {
+            v["bots"][0]["waiting"]
+                .as_array()
+                .is_some_and(|w| w.iter().any(|r| r == "not connected"))
+        })
+        .await;
+    assert_eq!(bots["bots"][0]["connected"], false);
+    assert_eq!(bots["bots"][1]["name"], "bob");
+
+    // Three event streams are allowed, the fourth is refused with a JSON error.
+    let mut events = Events::open(server.web).await;
+    assert_eq!(events.status, 200);
+    assert!(
+        events
+            .headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("content-type")
+                && v.starts_with("text/event-stream"))
+    );
+    let second = Events::open(server.web).await;
+    let third = Events::open(server.web).await;
+    assert_eq!((second.status, third.status), (200, 200));
+    let refused = server.get("/api/events").await;
+    assert_eq!(refused.status, 503);
+    assert!(refused.json()["error"]
+        .as_str()
+        .unwrap()
+        .contains("web_max_event_streams"));
+    drop((second, third));
+
+    let mut alice = Client::login(server.addr, "alice", "a-token", &["hex"]).await;
+    let mut bob = Client::login(server.addr, "bob", "b-token", &["hex"]).await;
+    let start = alice.expect("start").await;
+    bob.expect("start").await;
+    let match_id = start["match"].as_str().unwrap().to_string();
+    let alice_first = start["side"] == "first";
+
+    let games = server
+        .wait_for("/api/games", |v| {
+            v["games"].as_array().is_some_and(|g| g.len() == 1)
+        })
+        .await;
+    let entry = &games["games"][0];
+    assert_eq!(entry["match"], match_id.as_str());
+    assert_eq!(entry["status"], "playing");
+    assert_eq!(entry["tournament"], "t");
+    assert_eq!(entry["game"], "hex");
+    assert_eq!(entry["result"], Value::Null);
+    let live = server.get_json(&format!("/api/games/{match_id}")).await;
+    assert_eq!(live["status"], "playing");
+    assert_eq!(live["positions"].as_array().unwrap().len(), 1);
+
+    let moves = column_game();
+    if alice_first {
+        play_out(&mut alice, &mut bob, &match_id, &moves).await;
+    } else {
+        play_out(&mut bob, &mut alice, &match_id, &moves).await;
+    }
+    alice.expect("end").await;
+    bob.expect("end").await;
+
+    let games = server
+        .wait_for("/api/games", |v| v["games"][0]["status"] == "finished")
+        .await;
+    assert_eq!(games["games"][0]["result"], "first");
+    assert_eq!(games["games"][0]["reason"], "connection");
+    assert_eq!(games["games"][0]["ply"], 21);
+
+    // The game with every position, each as the rules compute it.
+    let detail = server.get_json(&format!("/api/games/{match_id}")).await;
+    let rules = json!({"swap": false});
+    let expected = positions_of(GameId::Hex, &rules, &moves);
+    assert_eq!(detail["positions"], json!(expected));
+    assert_eq!(detail["moves"], json!(moves));
+    assert_eq!(detail["think_ms"].as_array().unwrap().len(), moves.len());
+    assert_eq!(detail["status"], "finished");
+    assert_eq!(detail["result"], "first");
+    assert_eq!(detail["reason"], "connection");
+    assert_eq!(detail["rules"]["swap"], false);
+    assert_eq!(detail["clock"]["initial_ms"], 60000);
+    assert!(detail["clocks"]["first_ms"].as_u64().unwrap() <= 60000);
+    let record = detail["record"].as_str().expect("record name").to_string();
+
+    // The events: start, one move per ply with the position after it, end, standings.
+    let (kind, data) = events.next().await.expect("start event");
+    assert_eq!(
+        (kind.as_str(), data["match"].as_str()),
+        ("start", Some(match_id.as_str()))
+    );
+    for ply in 1..=moves.len() {
+        let (kind, data) = events.next().await.expect("move event");
+        assert_eq!(kind, "move", "{data}");
+        assert_eq!(data["ply"], ply);
+        assert_eq!(data["move"], moves[ply - 1].as_str());
+        assert_eq!(data["position"], expected[ply].as_str());
+        assert!(data["clocks"]["first_ms"].is_u64());
+    }
+    let (kind, data) = events.next().await.expect("end event");
+    assert_eq!(kind, "end");
+    assert_eq!(data["record"], record.as_str());
+    assert_eq!(data["result"], "first");
+    let (kind, data) = events.next().await.expect("standings event");
+    assert_eq!(
+        (kind.as_str(), &data["tournament"]),
+        ("standings", &json!("t"))
+    );
+
+    // The standings, as standings.json has them.
+    let standings = server.get_json("/api/standings").await;
+    let winner = if alice_first { "alice" } else { "bob" };
+    assert_eq!(standings["tournaments"][0]["name"], "t");
+    assert_eq!(standings["tournaments"][0]["rows"][0]["name"], winner);
+    assert_eq!(standings["tournaments"][0]["rows"][0]["wins"], 1);
+
+    // The record file, byte for byte, as a download.
+    let response = server
+        .get(&format!("/records/{}", percent_encode(&record)))
+        .await;
+    assert_eq!(response.status, 200);
+    let on_disk = std::fs::read(server.out_dir.join("records").join(&record)).unwrap();
+    assert_eq!(response.body, on_disk);
+    let disposition = response.header("content-disposition").unwrap();
+    assert!(
+        disposition.starts_with("attachment; filename=\""),
+        "{disposition}"
+    );
+    assert!(disposition.contains(&format!("filename*=UTF-8''{}", percent_encode(&record))));
+
+    // The pages and their assets.
+    for path in ["/", &format!("/games/{match_id}"), "/play"] {
+        let page = server.get(path).await;
+        assert_eq!(page.status, 200, "{path}");
+        assert!(page
+            .header("content-type")
+            .unwrap()
+            .starts_with("text/html"));
+        assert!(page.text().contains("/assets/board.js"));
+    }
+    for asset in ["style.css", "board.js", "app.js"] {
+        assert_eq!(server.get(&format!("/assets/{asset}")).await.status, 200);
+    }
+
+    // Every bad request: a 4xx with a JSON error, and the server carries on.
+    for (path, status) in [
+        ("/api/games/no-such-match", 404),
+        ("/api/moves", 400),
+        ("/api/moves?game=chess&position=x", 400),
+        ("/api/moves?game=hex", 400),
+        ("/api/moves?game=hex&position=not-a-position", 400),
+        ("/api/moves?game=hex&position=x&rules=%5B%5D", 400),
+        ("/records/no-such-record.txt", 404),
+        ("/records/..%2Fgames.jsonl", 400),
+        ("/records/.hidden", 400),
+        ("/assets/nothing.js", 404),
+        ("/no/such/page", 404),
+    ] {
+        let response = server.get(path).await;
+        assert_eq!(response.status, status, "{path}: {}", response.text());
+        assert!(response.json()["error"].is_string(), "{path}");
+    }
+    let post = request(server.web, "POST", "/api/games").await;
+    assert_eq!(post.status, 405);
+    assert!(post.json()["error"].is_string());
+
+    server.shutdown.cancel();
+    server.finished().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legal_moves_are_listed_as_the_tool_prints_them_with_jiu_captures_in_full() {
+    let server = WebServer::start(HEX_LEAGUE).await;
+    for game in [
+        GameId::Connect6,
+        GameId::Hex,
+        GameId::Surakarta,
+        GameId::Jiu,
+    ] {
+        let start = new_game(game, &json!({})).unwrap();
+        let answer = server
+            .get_json(&format!(
+                "/api/moves?game={game}&position={}",
+                percent_encode(&start.position_text())
+            ))
+            .await;
+        let listed: Vec<String> = serde_json::from_value(answer["moves"].clone()).unwrap();
+        assert_eq!(listed, start.move_listing(), "{game}");
+    }
+    // Hex's swap is listed when the rules say so.
+    let mut hex = new_game(GameId::Hex, &json!({"swap": true})).unwrap();
+    hex.play_text("F6").unwrap();
+    let path = format!(
+        "/api/moves?game=hex&position={}&rules={}",
+        percent_encode(&hex.position_text()),
+        percent_encode(r#"{"swap":true}"#)
+    );
+    let answer = server.get_json(&path).await;
+    assert!(answer["moves"].as_array().unwrap().contains(&json!("swap")));
+
+    // A Jiu battle position where F7-F6 forms a square: one entry per stone it may remove.
+    let mut rows = vec![String::from(".............."); 14];
+    rows[0] = "x".repeat(14); // row 14
+    rows[2] = "x".repeat(14); // row 12
+    rows[11] = "o".repeat(14); // row 3
+    rows[13] = "o".repeat(14); // row 1
+    let set = |rows: &mut Vec<String>, point: &str| {
+        let col = (point.as_bytes()[0] - b'A') as usize;
+        let row: usize = point[1..].parse().unwrap();
+        let line = &mut rows[14 - row];
+        line.replace_range(col..col + 1, "x");
+    };
+    for p in ["E5", "F5", "E6", "F7"] {
+        set(&mut rows, p);
+    }
+    let position = format!("{} x phase=battle quiet=0", rows.join("/"));
+    let answer = server
+        .get_json(&format!(
+            "/api/moves?game=jiu&position={}",
+            percent_encode(&position)
+        ))
+        .await;
+    let listed: Vec<String> = serde_json::from_value(answer["moves"].clone()).unwrap();
+    let captures: Vec<&String> = listed.iter().filter(|m| m.starts_with("F7-F6+")).collect();
+    assert_eq!(captures.len(), 28, "one per enemy stone: {captures:?}");
+    assert!(captures.iter().any(|m| *m == "F7-F6+A1"));
+    assert!(!listed.iter().any(|m| m.contains('?')));
+    let rules_game =
+        arena::game::game_from_position_text(GameId::Jiu, &position, &json!({})).unwrap();
+    let mut expected = rules_game.legal_move_texts();
+    let mut got = listed.clone();
+    expected.sort();
+    got.sort();
+    assert_eq!(got, expected);
+
+    server.shutdown.cancel();
+    server.finished().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websocket_bot_plays_with_the_same_auth_errors_and_clocks_as_a_tcp_bot() {
+    let config = HEX_LEAGUE.replace("exit_when_done = false", "exit_when_done = true");
+    let server = WebServer::start(&config).await;
+
+    // A wrong token is refused as over TCP, and the socket is closed.
+    let mut intruder = WsBot::connect(&server).await;
+    intruder
+        .send(json!({"type": "hello", "protocol": 1, "name": "alice", "token": "wrong", "games": ["hex"]}))
+        .await;
+    let refused = intruder.expect("error").await;
+    assert_eq!(refused["code"], "auth_failed");
+    assert!(intruder.recv().await.is_none(), "closed after auth_failed");
+
+    let mut alice = WsBot::connect(&server).await;
+    // Garbage gets the protocol's errors.
+    alice
+        .socket
+        .send(Message::Text("not json".into()))
+        .await
+        .unwrap();
+    assert_eq!(alice.expect("error").await["code"], "bad_json");
+    alice
+        .send(json!({"type": "hello", "protocol": 1, "name": "alice", "token": "a-token", "games": ["hex"]}))
+        .await;
+    let welcome = alice.expect("welcome").await;
+    assert_eq!(welcome["name"], "alice");
+
+    // Only web_max_sockets (2) WebSockets at once.
+    let _second = WsBot::connect(&server).await;
+    let third = request(server.web, "GET", "/ws").await;
+    assert!(third.status >= 400, "{}", third.status);
+
+    // A second connection with the same name is refused, over TCP too.
+    let mut twin = Client::hello(server.addr, 1, "alice", "a-token", &["hex"]).await;
+    twin.expect_error("already_connected").await;
+
+    let mut bob = Client::login(server.addr, "bob", "b-token", &["hex"]).await;
+    let start = alice.expect("start").await;
+    bob.expect("start").await;
+    let match_id = start["match"].as_str().unwrap().to_string();
+    assert_eq!(start["clock"]["initial_ms"], 60000);
+    let moves = column_game();
+    if start["side"] == "first" {
+        play_out(&mut alice, &mut bob, &match_id, &moves).await;
+    } else {
+        play_out(&mut bob, &mut alice, &match_id, &moves).await;
+    }
+    let end = alice.expect("end").await;
+    assert_eq!(end["reason"], "connection");
+    assert_eq!(end["moves"], json!(moves));
+    assert_eq!(
+        end["result"],
+        if start["side"] == "first" {
+            "win"
+        } else {
+            "loss"
+        }
+    );
+    bob.expect("end").await;
+    let (summary, _, _dir) = server.finished().await;
+    assert_eq!(summary.games.len(), 1);
+    assert_eq!(summary.games[0].reason, "connection");
+}

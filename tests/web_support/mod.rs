@@ -1,0 +1,246 @@
+//! Test helpers for the web view: a server with the web view on port 0, a plain HTTP/1.1
+//! client over TCP (status, headers, body), and a reader of Server-Sent Events.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use arena::config::Config;
+use arena::server::{ServerError, ServerSummary};
+
+/// A server with its web view, running in this test's runtime.
+pub struct WebServer {
+    pub addr: SocketAddr,
+    pub web: SocketAddr,
+    pub shutdown: CancellationToken,
+    pub handle: JoinHandle<Result<ServerSummary, ServerError>>,
+    pub out_dir: PathBuf,
+    pub config: Config,
+    pub dir: tempfile::TempDir,
+}
+
+impl WebServer {
+    pub async fn start(config_text: &str) -> WebServer {
+        let mut config = Config::from_toml(config_text).expect("test config is valid");
+        let dir = tempfile::tempdir().expect("temp dir");
+        config.server.out_dir = dir.path().join("out");
+        let listener = arena::server::bind(&config, Some("127.0.0.1:0"))
+            .await
+            .expect("bind");
+        let web_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind web");
+        let addr = listener.local_addr().expect("addr");
+        let web = web_listener.local_addr().expect("web addr");
+        let shutdown = CancellationToken::new();
+        let handle = tokio::spawn(arena::server::run_with_web(
+            config.clone(),
+            listener,
+            Some(web_listener),
+            shutdown.clone(),
+        ));
+        WebServer {
+            addr,
+            web,
+            shutdown,
+            handle,
+            out_dir: dir.path().join("out"),
+            config,
+            dir,
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Response {
+        request(self.web, "GET", path).await
+    }
+
+    pub async fn get_json(&self, path: &str) -> Value {
+        let response = self.get(path).await;
+        assert_eq!(response.status, 200, "GET {path}: {}", response.text());
+        response.json()
+    }
+
+    /// Waits until `check` holds for the JSON of `path` (polling), and returns that JSON.
+    pub async fn wait_for(&self, path: &str, check: impl Fn(&Value) -> bool) -> Value {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let value = self.get_json(path).await;
+            if check(&value) {
+                return value;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "GET {path} never met the condition; last answer {value}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub async fn finished(self) -> (ServerSummary, PathBuf, tempfile::TempDir) {
+        let summary = tokio::time::timeout(Duration::from_secs(300), self.handle)
+            .await
+            .expect("server exits")
+            .expect("server task")
+            .expect("server ok");
+        (summary, self.out_dir, self.dir)
+    }
+}
+
+/// One HTTP answer.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+    }
+}
+
+async fn read_head(reader: &mut BufReader<TcpStream>) -> (u16, Vec<(String, String)>) {
+    let mut status_line = String::new();
+    reader
+        .read_line(&mut status_line)
+        .await
+        .expect("status line");
+    let status: u16 = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).await.expect("header line");
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            headers.push((k.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    (status, headers)
+}
+
+/// Sends one request (`Connection: close`) and reads the whole answer.
+pub async fn request(addr: SocketAddr, method: &str, path: &str) -> Response {
+    let fut = async {
+        let mut stream = TcpStream::connect(addr).await.expect("connect to web view");
+        let head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+        stream.write_all(head.as_bytes()).await.expect("send");
+        let mut reader = BufReader::new(stream);
+        let (status, headers) = read_head(&mut reader).await;
+        let chunked = headers.iter().any(|(k, v)| {
+            k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
+        });
+        let mut body = Vec::new();
+        if chunked {
+            while let Some(chunk) = read_chunk(&mut reader).await {
+                body.extend(chunk);
+            }
+        } else {
+            reader.read_to_end(&mut body).await.expect("body");
+        }
+        Response {
+            status,
+            headers,
+            body,
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), fut)
+        .await
+        .unwrap_or_else(|_| panic!("{method} {path}: no answer"))
+}
+
+async fn read_chunk(reader: &mut BufReader<TcpStream>) -> Option<Vec<u8>> {
+    let mut size_line = String::new();
+    if reader.read_line(&mut size_line).await.ok()? == 0 {
+        return None;
+    }
+    let size = usize::from_str_radix(size_line.trim(), 16).ok()?;
+    if size == 0 {
+        return None;
+    }
+    let mut chunk = vec![0; size + 2];
+    reader.read_exact(&mut chunk).await.ok()?;
+    chunk.truncate(size);
+    Some(chunk)
+}
+
+/// An open `/api/events` stream.
+pub struct Events {
+    reader: BufReader<TcpStream>,
+    pending: String,
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+}
+
+impl Events {
+    pub async fn open(addr: SocketAddr) -> Events {
+        let mut stream = TcpStream::connect(addr).await.expect("connect to web view");
+        let head = format!(
+            "GET /api/events HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
+        );
+        stream.write_all(head.as_bytes()).await.expect("send");
+        let mut reader = BufReader::new(stream);
+        let (status, headers) = read_head(&mut reader).await;
+        Events {
+            reader,
+            pending: String::new(),
+            status,
+            headers,
+        }
+    }
+
+    /// The next event (name, data), skipping keep-alive comments; `None` when the stream ends.
+    pub async fn next(&mut self) -> Option<(String, Value)> {
+        loop {
+            if let Some(end) = self.pending.find("\n\n") {
+                let block: String = self.pending.drain(..end + 2).collect();
+                let mut name = String::from("message");
+                let mut data = String::new();
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("event:") {
+                        name = v.trim().to_string();
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.trim_start());
+                    }
+                }
+                if data.is_empty() {
+                    continue;
+                }
+                return Some((
+                    name,
+                    serde_json::from_str(&data).expect("event data is JSON"),
+                ));
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(60), read_chunk(&mut self.reader))
+                .await
+                .expect("an event in time")?;
+            self.pending.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+}
