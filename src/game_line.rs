@@ -45,6 +45,15 @@ pub enum LineResult {
 }
 
 impl LineResult {
+    /// As games.jsonl writes it: `first`, `second` or `draw`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LineResult::First => "first",
+            LineResult::Second => "second",
+            LineResult::Draw => "draw",
+        }
+    }
+
     pub fn of(outcome: &Outcome) -> LineResult {
         match outcome.winner {
             Some(Side::First) => LineResult::First,

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{BotConfig, Config, Format, PointsConfig, ServerConfig, TournamentConfig};
 use crate::game::GameId;
+use crate::game_line::GameLine;
 use crate::program::ProgramSpec;
 use crate::protocol::ClockSpec;
 use stats::{EloEstimate, Moments, Pentanomial, SprtResult, SprtSpec, Wdl};
@@ -307,15 +308,14 @@ pub struct GameResult {
 }
 
 impl GameResult {
-    /// Reads a games.jsonl object of this match (`None` for anything else).
-    pub fn from_line(line: &Value, first_engine: &str) -> Option<GameResult> {
-        let id = line.get("match")?.as_str()?;
-        let number = id.rsplit_once("-g")?.1.parse().ok()?;
+    /// Reads a games.jsonl line of this match (`None` for a match id not of the form `…-gN`).
+    pub fn from_line(line: &GameLine, first_engine: &str) -> Option<GameResult> {
+        let number = line.match_id.rsplit_once("-g")?.1.parse().ok()?;
         Some(GameResult {
             number,
-            first_engine_first: line.get("first")?.as_str()? == first_engine,
-            result: line.get("result")?.as_str()?.to_string(),
-            reason: line.get("reason")?.as_str()?.to_string(),
+            first_engine_first: line.first == first_engine,
+            result: line.result.as_str().to_string(),
+            reason: line.reason.as_str().to_string(),
         })
     }
 
@@ -680,7 +680,7 @@ impl JsonlFollower {
     }
 
     /// The complete lines added since the last call.
-    fn read_new(&mut self) -> Vec<Value> {
+    fn read_new(&mut self) -> Vec<GameLine> {
         let Ok(mut file) = std::fs::File::open(&self.path) else {
             return Vec::new();
         };
@@ -702,8 +702,8 @@ impl JsonlFollower {
         let mut lines = Vec::new();
         while let Some(end) = self.partial.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = self.partial.drain(..=end).collect();
-            if let Ok(value) = serde_json::from_slice::<Value>(&line) {
-                lines.push(value);
+            if let Ok(game) = GameLine::from_text(&String::from_utf8_lossy(&line)) {
+                lines.push(game);
             }
         }
         lines
@@ -738,10 +738,10 @@ pub async fn run(
     let mut tally = Tally::default();
     let mut seen = std::collections::HashSet::new();
     let add_lines =
-        |lines: Vec<Value>, tally: &mut Tally, seen: &mut std::collections::HashSet<u32>| {
+        |lines: Vec<GameLine>, tally: &mut Tally, seen: &mut std::collections::HashSet<u32>| {
             let mut added = 0u32;
             for line in lines {
-                if line.get("tournament").and_then(Value::as_str) != Some(TOURNAMENT) {
+                if line.tournament != TOURNAMENT {
                     continue;
                 }
                 if let Some(game) = GameResult::from_line(&line, &names[0]) {
@@ -933,10 +933,15 @@ mod tests {
 
     #[test]
     fn a_game_line_is_read_from_the_first_engines_side() {
-        let line = serde_json::json!({
-            "match": "match-r1-p1-g4", "tournament": "match", "first": "b", "second": "a",
-            "result": "second", "reason": "resign"
-        });
+        let line = GameLine::from_json(&serde_json::json!({
+            "match": "match-r1-p1-g4", "tournament": "match", "game": "hex", "first": "b",
+            "second": "a", "result": "second", "reason": "resign", "moves": ["A1"],
+            "think_ms": [5], "lag_ms": [0], "rules": {"swap": false},
+            "clock": {"initial_ms": 1000, "increment_ms": 0, "move_limit_ms": null},
+            "started": "2026-11-23T00:00:00Z", "finished": "2026-11-23T00:00:01Z",
+            "record": "r.txt"
+        }))
+        .unwrap();
         let game = GameResult::from_line(&line, "a").unwrap();
         assert_eq!(game.number, 4);
         assert!(!game.first_engine_first);

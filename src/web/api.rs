@@ -9,52 +9,50 @@ use serde_json::{json, Value};
 
 use crate::config::Config;
 use crate::game::{game_from_position_text, new_game, GameId};
+use crate::game_line::GameLine;
 use crate::protocol::ClockSpec;
 use crate::server::live::LiveGame;
 use crate::server::registry::Registry;
 
 use super::ApiError;
 
-/// Every finished game of `out_dir/games.jsonl`, in file order (lines that cannot be read are
-/// skipped).
+/// Every finished game of `out_dir/games.jsonl`, in file order (lines that are not a whole game
+/// are skipped, as the server's own reader skips them).
 pub fn finished_games(out_dir: &Path) -> Vec<LiveGame> {
     let Ok(text) = std::fs::read_to_string(out_dir.join("games.jsonl")) else {
         return Vec::new();
     };
     let mut seen = BTreeSet::new();
     text.lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter_map(|line| game_of_line(&line))
+        .filter_map(|line| GameLine::from_text(line).ok())
+        .map(|line| game_of_line(&line))
         .filter(|g| seen.insert(g.match_id.clone()))
         .collect()
 }
 
-/// A finished game from its games.jsonl object.
-pub fn game_of_line(line: &Value) -> Option<LiveGame> {
-    let text = |key: &str| line.get(key).and_then(Value::as_str).map(str::to_string);
-    let game: GameId = text("game")?.parse().ok()?;
-    let clock: ClockSpec = serde_json::from_value(line.get("clock")?.clone()).ok()?;
-    let moves: Vec<String> = serde_json::from_value(line.get("moves")?.clone()).ok()?;
-    let think_ms: Vec<u64> = line
-        .get("think_ms")
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
-        .unwrap_or_default();
-    let rules = line.get("rules").cloned().unwrap_or_else(|| json!({}));
-    let clocks = clocks_after(game, &rules, &clock, &moves, &think_ms);
-    Some(LiveGame {
-        match_id: text("match")?,
-        tournament: text("tournament").unwrap_or_default(),
-        game,
-        players: [text("first")?, text("second")?],
-        rules,
-        clock,
-        moves,
-        think_ms,
+/// A finished game from its games.jsonl line.
+pub fn game_of_line(line: &GameLine) -> LiveGame {
+    let clocks = clocks_after(
+        line.game,
+        &line.rules,
+        &line.clock,
+        &line.moves,
+        &line.think_ms,
+    );
+    LiveGame {
+        match_id: line.match_id.clone(),
+        tournament: line.tournament.clone(),
+        game: line.game,
+        players: [line.first.clone(), line.second.clone()],
+        rules: line.rules.clone(),
+        clock: line.clock,
+        moves: line.moves.clone(),
+        think_ms: line.think_ms.clone(),
         clocks,
-        result: Some(text("result")?),
-        reason: text("reason"),
-        record: text("record"),
-    })
+        result: Some(line.result.as_str().to_string()),
+        reason: Some(line.reason.as_str().to_string()),
+        record: (!line.record.is_empty()).then(|| line.record.clone()),
+    }
 }
 
 /// Both clocks after `moves` with `think_ms` charged (each mover gains the increment).
