@@ -250,6 +250,10 @@ struct MatchArgs {
     /// Address-space limit of each program engine, in MiB.
     #[arg(long)]
     memory_mb: Option<u64>,
+    /// Serve the web view here while the match runs (HOST:PORT; 127.0.0.1:0 picks a port):
+    /// live boards, the games so far and their records.
+    #[arg(long)]
+    web: Option<std::net::SocketAddr>,
     /// Print one JSON object at the end instead of the table.
     #[arg(long)]
     json: bool,
@@ -511,6 +515,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                 sprt: None,
                 out: None,
                 memory_mb: None,
+                web: None,
                 json: false,
             };
             return run_match(args, None, &mut out);
@@ -658,8 +663,19 @@ fn run_match(
         }
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let report =
-        runtime.block_on(async { matches::run(&plan, shutdown_on_ctrl_c(), &mut observer).await });
+    let report = runtime.block_on(async {
+        let web = match args.web {
+            Some(addr) => {
+                let web = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("cannot serve the web view on {addr}"))?;
+                eprintln!("web view: http://{}/", web.local_addr()?);
+                Some(web)
+            }
+            None => None,
+        };
+        anyhow::Ok(matches::run(&plan, web, shutdown_on_ctrl_c(), &mut observer).await?)
+    });
     if terminal {
         eprintln!();
     }

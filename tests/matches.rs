@@ -336,3 +336,70 @@ clock = {{ initial_ms = 10000 }}
         .unwrap();
     assert!(!alive(pid));
 }
+
+#[test]
+fn a_match_can_be_watched_in_the_web_view_while_it_plays() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let out = tempfile::tempdir().unwrap();
+    let mut child = arena()
+        .args([
+            "match",
+            "hex",
+            "--engine",
+            "builtin:hex:time_ms=100",
+            "--engine",
+            "builtin:hex:time_ms=100",
+            "--games",
+            "2",
+            "--json",
+            "--web",
+            "127.0.0.1:0",
+            "--out",
+        ])
+        .arg(out.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let address = loop {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "no web view line");
+        if let Some(rest) = line.trim().strip_prefix("web view: http://") {
+            break rest.trim_end_matches('/').to_string();
+        }
+    };
+    // Keep reading stderr so the progress lines never block the match.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let get = |path: &str| {
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        answer
+    };
+    // The match's games appear in the live API while it runs.
+    let began = Instant::now();
+    let games = loop {
+        let answer = get("/api/games");
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        let body: Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+        let games = body["games"].as_array().unwrap().clone();
+        if !games.is_empty() {
+            break games;
+        }
+        assert!(began.elapsed() < Duration::from_secs(60), "no game started");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(games[0]["game"], "hex");
+    assert_eq!(games[0]["tournament"], "match");
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["games"], 2);
+}

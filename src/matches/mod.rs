@@ -724,9 +724,11 @@ impl<F: FnMut(&MatchReport, Option<Duration>)> MatchObserver for F {
 
 /// Plays the match: starts the server on a loopback port (its engines connect to it), follows
 /// the games as they finish, stops when every game is played, the SPRT decides, or `shutdown`
-/// is cancelled (then `interrupted` is set: the same plan resumes from `out_dir`).
+/// is cancelled (then `interrupted` is set: the same plan resumes from `out_dir`). With `web`, the
+/// web view is served there while the games run.
 pub async fn run(
     plan: &MatchPlan,
+    web: Option<tokio::net::TcpListener>,
     shutdown: CancellationToken,
     observer: &mut impl MatchObserver,
 ) -> Result<MatchReport, MatchError> {
@@ -765,9 +767,10 @@ pub async fn run(
     let decided = report.sprt.is_some_and(|s| s.decision.is_some());
     let mut server = None;
     if !decided && report.games < plan.games {
-        server = Some(tokio::spawn(crate::server::run(
+        server = Some(tokio::spawn(crate::server::run_with_web(
             config,
             listener,
+            web,
             stop.clone(),
         )));
     }
