@@ -62,6 +62,10 @@ pub enum BotMessage {
         match_id: String,
         #[serde(rename = "move")]
         mv: String,
+        /// The `ply` of the `turn` this move answers (optional): a move for another ply is
+        /// refused with `not_your_turn`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ply: Option<u32>,
     },
     Resign {
         #[serde(rename = "match")]

@@ -196,7 +196,11 @@ impl GtpAdapter {
                 let match_id = self.match_id.clone().unwrap_or_default();
                 match move_from_gtp(rest) {
                     Some(GtpMove::Move(mv)) => {
-                        out.push(Action::Server(BotMessage::Move { match_id, mv }))
+                        out.push(Action::Server(BotMessage::Move {
+                            match_id,
+                            mv,
+                            ply: None,
+                        }))
                     }
                     Some(GtpMove::Resign) => {
                         tracing::info!("the engine resigns");
@@ -433,7 +437,8 @@ mod tests {
             out,
             [Action::Server(BotMessage::Move {
                 match_id: "m1".into(),
-                mv: "K11".into()
+                mv: "K11".into(),
+                ply: None
             })]
         );
         // Garbage and refusals are faults.

@@ -100,6 +100,7 @@ impl SauAdapter {
         out.push(Action::Server(BotMessage::Move {
             match_id: self.match_id.clone().unwrap_or_default(),
             mv,
+            ply: None,
         }));
     }
 }
@@ -295,7 +296,8 @@ mod tests {
             out,
             [Action::Server(BotMessage::Move {
                 match_id: "m".into(),
-                mv: "J10".into()
+                mv: "J10".into(),
+                ply: None
             })]
         );
         out.clear();
@@ -309,7 +311,8 @@ mod tests {
             out,
             [Action::Server(BotMessage::Move {
                 match_id: "m".into(),
-                mv: "L12,M13".into()
+                mv: "L12,M13".into(),
+                ply: None
             })]
         );
         assert_eq!(sau.deadline(), None);

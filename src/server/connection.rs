@@ -126,6 +126,9 @@ async fn write_lines(
             _ = &mut closed => break,
             outgoing = rx.recv_async() => {
                 let Ok(outgoing) = outgoing else { break };
+                if let Some(written) = &outgoing.written {
+                    written.begin(Instant::now());
+                }
                 tokio::select! {
                     result = socket.write_all(outgoing.line.as_bytes()) => {
                         if result.is_err() {
@@ -307,12 +310,13 @@ impl Connection {
                 );
                 Next::Continue
             }
-            BotMessage::Move { match_id, mv } => {
+            BotMessage::Move { match_id, mv, ply } => {
                 let conn_id = self.link.conn_id;
                 self.forward_to_referee(&name, match_id, |side| RefereeInput::Move {
                     side,
                     conn_id,
                     text: mv,
+                    ply,
                     received,
                     read,
                 })
