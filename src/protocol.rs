@@ -25,6 +25,8 @@ pub enum ErrorCode {
     UnknownMatch,
     NotYourTurn,
     IllegalMove,
+    /// A `hello` whose `games` include none of the games of the bot's tournaments.
+    UnknownGame,
 }
 
 impl ErrorCode {
@@ -39,6 +41,7 @@ impl ErrorCode {
             ErrorCode::UnknownMatch => "unknown_match",
             ErrorCode::NotYourTurn => "not_your_turn",
             ErrorCode::IllegalMove => "illegal_move",
+            ErrorCode::UnknownGame => "unknown_game",
         }
     }
 }

@@ -431,10 +431,46 @@ async fn no_hello_in_time_closes_the_connection() {
             .await;
     let mut c = Client::connect(server.addr).await;
     let before = tokio::time::Instant::now();
-    assert!(c.until_closed().await.is_empty());
+    let seen = c.until_closed().await;
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["code"], "auth_failed");
+    assert!(
+        seen[0]["message"].as_str().unwrap_or("").contains("no hello within 10000 ms"),
+        "{seen:?}"
+    );
     let waited = before.elapsed();
     assert!(waited >= Duration::from_millis(9_990), "{waited:?}");
     server.stop().await;
+}
+
+#[tokio::test]
+async fn a_hello_with_no_game_of_the_bots_tournaments_is_told_what_it_could_play() {
+    let server = TestServer::start(&two_bot_config("hex", "", "")).await;
+    let mut c = Client::hello(server.addr, 1, "a", "ta", &["chess", "connect6"]).await;
+    let seen = c.until_closed().await;
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["code"], "unknown_game", "{seen:?}");
+    let message = seen[0]["message"].as_str().unwrap_or("");
+    assert!(message.contains("you could play: hex"), "{message}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_move_naming_another_ply_is_refused_and_not_played() {
+    let server = TestServer::start(&two_bot_config("hex", "", "")).await;
+    let (mut a, mut b) = two_players(&server, "hex").await;
+    assert_eq!(a.expect("turn").await["ply"], 0);
+    a.send(json!({"type":"move","match":MATCH,"move":"F6","ply":3}))
+        .await;
+    let error = a.expect_error("not_your_turn").await;
+    assert_eq!(error["match"], MATCH);
+    a.send(json!({"type":"move","match":MATCH,"move":"E7","ply":0}))
+        .await;
+    let turn = b.expect("turn").await;
+    assert_eq!(turn["moves"], json!(["E7"]));
+    b.send(json!({"type":"resign","match":MATCH})).await;
+    assert_eq!(a.expect("end").await["moves"], json!(["E7"]));
+    server.finished().await;
 }
 
 #[tokio::test]
@@ -475,8 +511,8 @@ async fn the_connection_cap_holds_extra_connections_back() {
             .replace("exit_when_done = true\n", ""),
     )
     .await;
-    let first = Client::login(server.addr, "a", "ta", &["connect6"]).await;
-    let mut second = Client::hello(server.addr, 1, "b", "tb", &["connect6"]).await;
+    let first = Client::login(server.addr, "a", "ta", &["hex"]).await;
+    let mut second = Client::hello(server.addr, 1, "b", "tb", &["hex"]).await;
     // Not served while the only slot is taken...
     let waited = tokio::time::timeout(Duration::from_millis(300), second.try_recv()).await;
     assert!(waited.is_err(), "served beyond the cap: {waited:?}");

@@ -213,7 +213,14 @@ impl Connection {
             let frame = tokio::select! {
                 _ = &mut shutting_down => break "server shutting down".to_string(),
                 _ = &mut dropped => break "dropped by the server (not reading, or write failed)".to_string(),
-                _ = &mut hello_deadline, if !authed => break "no hello in time".to_string(),
+                _ = &mut hello_deadline, if !authed => {
+                    self.error(
+                        ErrorCode::AuthFailed,
+                        format!("no hello within {} ms of connecting; closing", server.hello_timeout_ms),
+                        None,
+                    );
+                    break "no hello in time".to_string();
+                }
                 _ = ping_timer.tick(), if authed => {
                     match ping_out {
                         Some((_, sent)) if server.pong_timeout_ms > 0 && sent.elapsed() > pong_timeout => {
@@ -398,6 +405,25 @@ impl Connection {
                     tracing::debug!(bot = %name, game = %g, "ignoring unknown game id in hello")
                 }
             }
+        }
+        let mut could_play: Vec<&str> = self
+            .ctx
+            .config
+            .tournaments
+            .iter()
+            .filter(|t| t.bots.iter().any(|b| *b == name))
+            .map(|t| t.game.as_str())
+            .collect();
+        could_play.sort_unstable();
+        could_play.dedup();
+        if !could_play.is_empty() && !could_play.iter().any(|g| games.iter().any(|h| h == g)) {
+            let message = format!(
+                "none of your games {games:?} is played by your tournaments here; you could play: {}",
+                could_play.join(", ")
+            );
+            tracing::warn!(conn = self.link.conn_id, bot = %name, games = ?games, could_play = ?could_play, "hello lists no game of the bot's tournaments");
+            self.error(ErrorCode::UnknownGame, message, None);
+            return Next::Close(format!("{name:?} listed no game it is scheduled for"));
         }
         let max_games = max_games.clamp(1, self.ctx.config.server.max_games_cap);
         let session = Session {
