@@ -126,6 +126,8 @@ enum Command {
         #[arg(long, hide = true, default_value_t = 1)]
         seed: u64,
     },
+    /// Print a strong random token to put in a `[[bot]]` of the config.
+    Token,
     /// List the built-in engines, the games they play and their options.
     Engines {
         /// Print the catalogue as JSON.
@@ -293,6 +295,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
             }
         }
+        Command::Token => {
+            writeln!(out, "{}", arena::server::random_token())?;
+        }
         Command::Engines { json } => {
             if json {
                 serde_json::to_writer_pretty(&mut out, &arena::client::engines_json())?;
@@ -383,6 +388,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 /// `arena serve`: runs the league of `config_path` until it is finished or ctrl-c.
 fn serve(config_path: &std::path::Path, listen: Option<&str>) -> anyhow::Result<ExitCode> {
     let config = arena::config::Config::load(config_path)?;
+    for name in arena::server::bots_with_short_tokens(&config) {
+        eprintln!(
+            "warning: bot {name:?} has a token shorter than {} characters, which can be guessed; `arena token` prints a strong one",
+            arena::server::MIN_TOKEN_CHARS
+        );
+    }
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let summary = runtime.block_on(async move {
         let listener = arena::server::bind(&config, listen).await?;

@@ -839,3 +839,29 @@ async fn a_scripted_bot_plays_a_built_in_engine() {
     let (summary, _, _dir) = server.finished().await;
     assert_eq!(summary.games[0].result, "second");
 }
+
+#[test]
+fn arena_token_prints_a_strong_random_token() {
+    let token = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_arena"))
+            .arg("token")
+            .output()
+            .expect("run arena token");
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).expect("UTF-8").trim().to_string()
+    };
+    let (one, two) = (token(), token());
+    assert_eq!(one.len(), 32, "{one}");
+    assert!(one.bytes().all(|b| b.is_ascii_hexdigit()), "{one}");
+    assert_ne!(one, two);
+}
+
+#[test]
+fn short_tokens_are_found_for_the_start_warning() {
+    let config = arena::config::Config::from_toml(&two_bot_config("hex", "", "")).expect("config");
+    // The test config's tokens ("ta", "tb") are far too short.
+    assert_eq!(
+        arena::server::bots_with_short_tokens(&config),
+        vec!["a".to_string(), "b".to_string()]
+    );
+}
