@@ -421,10 +421,26 @@ fn main() -> ExitCode {
         // stop quietly, as other command-line tools do.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("arena: {e:#}");
+            eprintln!("arena: {}", error_text(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// `e` with its causes, each said once: an error whose message already quotes its cause (such as
+/// `cannot listen on ADDR: Address in use (os error 98)`) does not repeat it.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if !text.contains(&part) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&part);
+        }
+    }
+    text
 }
 
 /// Whether `e` comes from writing to a pipe whose reader has gone.

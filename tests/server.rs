@@ -865,3 +865,14 @@ fn short_tokens_are_found_for_the_start_warning() {
         vec!["a".to_string(), "b".to_string()]
     );
 }
+
+#[test]
+fn arena_serve_errors_say_the_system_message_once() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(["serve", "--config", "/no/such/arena.toml"])
+        .output()
+        .expect("run arena serve");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("os error 2").count(), 1, "{stderr}");
+}
