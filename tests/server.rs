@@ -435,7 +435,10 @@ async fn no_hello_in_time_closes_the_connection() {
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0]["code"], "auth_failed");
     assert!(
-        seen[0]["message"].as_str().unwrap_or("").contains("no hello within 10000 ms"),
+        seen[0]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no hello within 10000 ms"),
         "{seen:?}"
     );
     let waited = before.elapsed();
@@ -848,7 +851,10 @@ fn arena_token_prints_a_strong_random_token() {
             .output()
             .expect("run arena token");
         assert!(out.status.success());
-        String::from_utf8(out.stdout).expect("UTF-8").trim().to_string()
+        String::from_utf8(out.stdout)
+            .expect("UTF-8")
+            .trim()
+            .to_string()
     };
     let (one, two) = (token(), token());
     assert_eq!(one.len(), 32, "{one}");

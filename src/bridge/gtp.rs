@@ -195,13 +195,11 @@ impl GtpAdapter {
                 self.move_deadline = None;
                 let match_id = self.match_id.clone().unwrap_or_default();
                 match move_from_gtp(rest) {
-                    Some(GtpMove::Move(mv)) => {
-                        out.push(Action::Server(BotMessage::Move {
-                            match_id,
-                            mv,
-                            ply: None,
-                        }))
-                    }
+                    Some(GtpMove::Move(mv)) => out.push(Action::Server(BotMessage::Move {
+                        match_id,
+                        mv,
+                        ply: None,
+                    })),
                     Some(GtpMove::Resign) => {
                         tracing::info!("the engine resigns");
                         out.push(Action::Server(BotMessage::Resign { match_id }))

@@ -411,7 +411,7 @@ impl Connection {
             .config
             .tournaments
             .iter()
-            .filter(|t| t.bots.iter().any(|b| *b == name))
+            .filter(|t| t.bots.contains(&name))
             .map(|t| t.game.as_str())
             .collect();
         could_play.sort_unstable();

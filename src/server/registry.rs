@@ -32,9 +32,7 @@ impl WriteStamp {
     }
 
     #[allow(clippy::type_complexity)]
-    fn slot(
-        &self,
-    ) -> MutexGuard<'_, (Option<tokio::time::Instant>, Option<tokio::time::Instant>)> {
+    fn slot(&self) -> MutexGuard<'_, (Option<tokio::time::Instant>, Option<tokio::time::Instant>)> {
         self.written.lock().unwrap_or_else(|e| e.into_inner())
     }
 
