@@ -882,3 +882,51 @@ fn arena_serve_errors_say_the_system_message_once() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.matches("os error 2").count(), 1, "{stderr}");
 }
+
+#[tokio::test]
+async fn answering_pings_late_earns_no_lag_credit() {
+    let server = TestServer::start(
+        &two_bot_config(
+            "hex",
+            "max_lag_ms = 500",
+            "clock = { initial_ms = 60000, increment_ms = 0, move_limit_ms = 400 }",
+        )
+        .replace(
+            "clock = { initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }\n",
+            "",
+        )
+        .replace("ping_interval_ms = 1000", "ping_interval_ms = 100"),
+    )
+    .await;
+    let mut a = Client::login(server.addr, "a", "ta", &["hex"]).await;
+    a.answer_pings = false;
+    // The bot answers its ping 600 ms late: an application round trip it controls.
+    let ping = a.recv().await;
+    assert_eq!(ping["type"], "ping", "{ping}");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    a.send(json!({"type":"pong","id":ping["id"]})).await;
+    let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
+    b.expect("start").await;
+    let turn = loop {
+        let line = a.recv().await;
+        if line["type"] == "turn" {
+            break line;
+        }
+    };
+    assert_eq!(turn["ply"], 0);
+    // It thinks 650 ms against a 400 ms limit: no credit from its slow pong saves it.
+    tokio::time::sleep(Duration::from_millis(650)).await;
+    a.play(MATCH, "F6").await;
+    let end = loop {
+        let line = a.recv().await;
+        if line["type"] == "end" {
+            break line;
+        }
+    };
+    assert_eq!(
+        (end["result"].as_str(), end["reason"].as_str()),
+        (Some("loss"), Some("timeout")),
+        "{end}"
+    );
+    server.finished().await;
+}

@@ -258,17 +258,21 @@ impl Connection {
                 Some(Ok(Frame::Line(line))) => match parse_bot_line(&line) {
                     Err(e) => self.refuse(e.code, e.message),
                     Ok(BotMessage::Pong { id }) => {
+                        // Only a liveness signal: lag credit never comes from how fast the
+                        // bot's process answers (it could answer late on purpose).
                         self.bad_lines = 0;
-                        if let Some((expected, sent)) = ping_out {
-                            if expected == id {
-                                self.link.set_rtt(received.saturating_duration_since(sent));
-                                ping_out = None;
-                            }
+                        if ping_out.is_some_and(|(expected, _)| expected == id) {
+                            ping_out = None;
                         }
                         Next::Continue
                     }
                     Ok(message) => {
                         self.bad_lines = 0;
+                        // Lag credit: the kernel's own round-trip estimate, from ACKs.
+                        match lines.get_ref().kernel_rtt() {
+                            Some(rtt) => self.link.set_rtt(rtt),
+                            None => self.link.clear_rtt(),
+                        }
                         self.handle(message, received, now).await
                     }
                 },

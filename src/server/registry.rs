@@ -143,6 +143,11 @@ impl BotLink {
             .store(us.min(RTT_UNKNOWN - 1), Ordering::Relaxed);
     }
 
+    /// Forgets the round-trip time (no credit until it is measured again).
+    pub fn clear_rtt(&self) {
+        self.rtt_us.store(RTT_UNKNOWN, Ordering::Relaxed);
+    }
+
     /// Drops the connection.
     pub fn close(&self) {
         self.close.cancel();
