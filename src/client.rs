@@ -512,11 +512,15 @@ impl Session {
         match done.result {
             Ok(mv) => {
                 tracing::debug!(match_id = %done.match_id, %mv, "engine moved");
+                // The ply of the turn this answers: the server refuses the move if the game
+                // has moved on meanwhile.
+                let ply = u32::try_from(state.moves.len()).ok();
                 state.moves.push(mv.clone());
                 state.last_sent = Some(mv.clone());
                 Some(BotMessage::Move {
                     match_id: done.match_id,
                     mv,
+                    ply,
                 })
             }
             Err(why) => {

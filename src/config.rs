@@ -357,6 +357,15 @@ impl Config {
                 return Err(ConfigError::invalid(key, "must be at least 1"));
             }
         }
+        for (key, value) in [
+            ("server.reconnect_grace_ms", s.reconnect_grace_ms),
+            ("server.max_lag_ms", s.max_lag_ms),
+            ("server.hello_timeout_ms", s.hello_timeout_ms),
+            ("server.ping_interval_ms", s.ping_interval_ms),
+            ("server.pong_timeout_ms", s.pong_timeout_ms),
+        ] {
+            check_duration_ms(key, value)?;
+        }
         if s.timeout_settle_ms > MAX_TIMEOUT_SETTLE_MS {
             return Err(ConfigError::invalid(
                 "server.timeout_settle_ms",
@@ -534,6 +543,14 @@ impl Config {
             if t.rounds == 0 {
                 return Err(ConfigError::invalid(key("rounds"), "must be at least 1"));
             }
+            for (field, value) in [
+                ("clock.initial_ms", t.clock.initial_ms),
+                ("clock.increment_ms", t.clock.increment_ms),
+                ("clock.move_limit_ms", t.clock.move_limit_ms.unwrap_or(0)),
+                ("absent_forfeit_ms", t.absent_forfeit_ms),
+            ] {
+                check_duration_ms(&key(field), value)?;
+            }
             if t.clock.initial_ms == 0 {
                 return Err(ConfigError::invalid(
                     key("clock.initial_ms"),
@@ -575,6 +592,20 @@ fn option_name(message: &str) -> String {
     }
 }
 
+/// Longest time any `_ms` key may give (30 days): the clocks add these to the current instant,
+/// and a value near `u64::MAX` would overflow there.
+pub const MAX_DURATION_MS: u64 = 30 * 24 * 60 * 60 * 1000;
+
+fn check_duration_ms(key: &str, value: u64) -> Result<(), ConfigError> {
+    if value > MAX_DURATION_MS {
+        return Err(ConfigError::invalid(
+            key,
+            format!("{value} ms is too long for the clocks (at most {MAX_DURATION_MS}, 30 days)"),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -591,6 +622,22 @@ mod tests {
         let key = err.key().unwrap_or_default().to_string();
         assert!(text.contains(&key), "{text} should name {key}");
         key
+    }
+
+    #[test]
+    fn a_time_too_large_for_the_clocks_is_refused_naming_its_key() {
+        let base = std::fs::read_to_string(fixture("full.toml")).unwrap();
+        let text = base.replacen(
+            "absent_forfeit_ms = 60000",
+            "absent_forfeit_ms = 9223372036854775000",
+            1,
+        );
+        let err = Config::from_toml(&text).unwrap_err();
+        assert_eq!(err.key(), Some("tournament[0].absent_forfeit_ms"), "{err}");
+        assert!(err.to_string().contains("too long for the clocks"), "{err}");
+        let text = base.replacen("max_lag_ms = 500", "max_lag_ms = 9223372036854775000", 1);
+        let err = Config::from_toml(&text).unwrap_err();
+        assert_eq!(err.key(), Some("server.max_lag_ms"), "{err}");
     }
 
     #[test]

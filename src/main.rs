@@ -164,6 +164,8 @@ enum Command {
         #[arg(long, hide = true, default_value_t = 1)]
         seed: u64,
     },
+    /// Print a strong random token to put in a `[[bot]]` of the config.
+    Token,
     /// List the built-in engines, the games they play and their options.
     Engines {
         /// Print the catalogue as JSON.
@@ -417,6 +419,9 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                     report.write_text(&mut out)?;
                 }
             }
+        }
+        Command::Token => {
+            writeln!(out, "{}", arena::server::random_token())?;
         }
         Command::Engines { json } => {
             if json {
@@ -706,6 +711,12 @@ fn serve(
         config.server.web = web;
         config.web_addr()?;
     }
+    for name in arena::server::bots_with_short_tokens(&config) {
+        eprintln!(
+            "warning: bot {name:?} has a token shorter than {} characters, which can be guessed; `arena token` prints a strong one",
+            arena::server::MIN_TOKEN_CHARS
+        );
+    }
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let summary = runtime.block_on(async move {
         let listener = arena::server::bind(&config, listen).await?;
@@ -766,10 +777,26 @@ fn main() -> ExitCode {
         // stop quietly, as other command-line tools do.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("arena: {e:#}");
+            eprintln!("arena: {}", error_text(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// `e` with its causes, each said once: an error whose message already quotes its cause (such as
+/// `cannot listen on ADDR: Address in use (os error 98)`) does not repeat it.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if !text.contains(&part) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&part);
+        }
+    }
+    text
 }
 
 /// Whether `e` comes from writing to a pipe whose reader has gone.

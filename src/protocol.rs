@@ -24,6 +24,8 @@ pub enum ErrorCode {
     UnknownMatch,
     NotYourTurn,
     IllegalMove,
+    /// A `hello` whose `games` include none of the games of the bot's tournaments.
+    UnknownGame,
 }
 
 impl ErrorCode {
@@ -38,6 +40,7 @@ impl ErrorCode {
             ErrorCode::UnknownMatch => "unknown_match",
             ErrorCode::NotYourTurn => "not_your_turn",
             ErrorCode::IllegalMove => "illegal_move",
+            ErrorCode::UnknownGame => "unknown_game",
         }
     }
 }
@@ -61,6 +64,10 @@ pub enum BotMessage {
         match_id: String,
         #[serde(rename = "move")]
         mv: String,
+        /// The `ply` of the `turn` this move answers (optional): a move for another ply is
+        /// refused with `not_your_turn`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ply: Option<u32>,
     },
     Resign {
         #[serde(rename = "match")]

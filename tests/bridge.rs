@@ -318,7 +318,9 @@ async fn referee_game(
                 link.send(turn_message(match_id, seen, moves.len(), you_ms))
                     .await;
                 match link.recv().await {
-                    BotMessage::Move { match_id: m, mv } => {
+                    BotMessage::Move {
+                        match_id: m, mv, ..
+                    } => {
                         assert_eq!(m, match_id);
                         mv
                     }

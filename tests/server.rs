@@ -431,10 +431,49 @@ async fn no_hello_in_time_closes_the_connection() {
             .await;
     let mut c = Client::connect(server.addr).await;
     let before = tokio::time::Instant::now();
-    assert!(c.until_closed().await.is_empty());
+    let seen = c.until_closed().await;
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["code"], "auth_failed");
+    assert!(
+        seen[0]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no hello within 10000 ms"),
+        "{seen:?}"
+    );
     let waited = before.elapsed();
     assert!(waited >= Duration::from_millis(9_990), "{waited:?}");
     server.stop().await;
+}
+
+#[tokio::test]
+async fn a_hello_with_no_game_of_the_bots_tournaments_is_told_what_it_could_play() {
+    let server = TestServer::start(&two_bot_config("hex", "", "")).await;
+    let mut c = Client::hello(server.addr, 1, "a", "ta", &["chess", "connect6"]).await;
+    let seen = c.until_closed().await;
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["code"], "unknown_game", "{seen:?}");
+    let message = seen[0]["message"].as_str().unwrap_or("");
+    assert!(message.contains("you could play: hex"), "{message}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_move_naming_another_ply_is_refused_and_not_played() {
+    let server = TestServer::start(&two_bot_config("hex", "", "")).await;
+    let (mut a, mut b) = two_players(&server, "hex").await;
+    assert_eq!(a.expect("turn").await["ply"], 0);
+    a.send(json!({"type":"move","match":MATCH,"move":"F6","ply":3}))
+        .await;
+    let error = a.expect_error("not_your_turn").await;
+    assert_eq!(error["match"], MATCH);
+    a.send(json!({"type":"move","match":MATCH,"move":"E7","ply":0}))
+        .await;
+    let turn = b.expect("turn").await;
+    assert_eq!(turn["moves"], json!(["E7"]));
+    b.send(json!({"type":"resign","match":MATCH})).await;
+    assert_eq!(a.expect("end").await["moves"], json!(["E7"]));
+    server.finished().await;
 }
 
 #[tokio::test]
@@ -475,8 +514,8 @@ async fn the_connection_cap_holds_extra_connections_back() {
             .replace("exit_when_done = true\n", ""),
     )
     .await;
-    let first = Client::login(server.addr, "a", "ta", &["connect6"]).await;
-    let mut second = Client::hello(server.addr, 1, "b", "tb", &["connect6"]).await;
+    let first = Client::login(server.addr, "a", "ta", &["hex"]).await;
+    let mut second = Client::hello(server.addr, 1, "b", "tb", &["hex"]).await;
     // Not served while the only slot is taken...
     let waited = tokio::time::timeout(Duration::from_millis(300), second.try_recv()).await;
     assert!(waited.is_err(), "served beyond the cap: {waited:?}");
@@ -810,4 +849,92 @@ async fn a_scripted_bot_plays_a_built_in_engine() {
     assert_eq!(a.expect("end").await["reason"], "resign");
     let (summary, _, _dir) = server.finished().await;
     assert_eq!(summary.games[0].result, "second");
+}
+
+#[test]
+fn arena_token_prints_a_strong_random_token() {
+    let token = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_arena"))
+            .arg("token")
+            .output()
+            .expect("run arena token");
+        assert!(out.status.success());
+        String::from_utf8(out.stdout)
+            .expect("UTF-8")
+            .trim()
+            .to_string()
+    };
+    let (one, two) = (token(), token());
+    assert_eq!(one.len(), 32, "{one}");
+    assert!(one.bytes().all(|b| b.is_ascii_hexdigit()), "{one}");
+    assert_ne!(one, two);
+}
+
+#[test]
+fn short_tokens_are_found_for_the_start_warning() {
+    let config = arena::config::Config::from_toml(&two_bot_config("hex", "", "")).expect("config");
+    // The test config's tokens ("ta", "tb") are far too short.
+    assert_eq!(
+        arena::server::bots_with_short_tokens(&config),
+        vec!["a".to_string(), "b".to_string()]
+    );
+}
+
+#[test]
+fn arena_serve_errors_say_the_system_message_once() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(["serve", "--config", "/no/such/arena.toml"])
+        .output()
+        .expect("run arena serve");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("os error 2").count(), 1, "{stderr}");
+}
+
+#[tokio::test]
+async fn answering_pings_late_earns_no_lag_credit() {
+    let server = TestServer::start(
+        &two_bot_config(
+            "hex",
+            "max_lag_ms = 500",
+            "clock = { initial_ms = 60000, increment_ms = 0, move_limit_ms = 400 }",
+        )
+        .replace(
+            "clock = { initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }\n",
+            "",
+        )
+        .replace("ping_interval_ms = 1000", "ping_interval_ms = 100"),
+    )
+    .await;
+    let mut a = Client::login(server.addr, "a", "ta", &["hex"]).await;
+    a.answer_pings = false;
+    // The bot answers its ping 600 ms late: an application round trip it controls.
+    let ping = a.recv().await;
+    assert_eq!(ping["type"], "ping", "{ping}");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    a.send(json!({"type":"pong","id":ping["id"]})).await;
+    let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
+    b.expect("start").await;
+    let turn = loop {
+        let line = a.recv().await;
+        if line["type"] == "turn" {
+            break line;
+        }
+    };
+    assert_eq!(turn["ply"], 0);
+    // It thinks 650 ms against a 400 ms limit: no credit from its slow pong saves it.
+    tokio::time::sleep(Duration::from_millis(650)).await;
+    a.play(MATCH, "F6").await;
+    let end = loop {
+        let line = a.recv().await;
+        if line["type"] == "end" {
+            break line;
+        }
+    };
+    assert_eq!(
+        (end["result"].as_str(), end["reason"].as_str()),
+        (Some("loss"), Some("timeout")),
+        "{end}"
+    );
+    server.finished().await;
 }

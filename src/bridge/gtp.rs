@@ -213,9 +213,11 @@ impl GtpAdapter {
                 self.move_deadline = None;
                 let match_id = self.match_id.clone().unwrap_or_default();
                 match move_from_gtp(rest) {
-                    Some(GtpMove::Move(mv)) => {
-                        out.push(Action::Server(BotMessage::Move { match_id, mv }))
-                    }
+                    Some(GtpMove::Move(mv)) => out.push(Action::Server(BotMessage::Move {
+                        match_id,
+                        mv,
+                        ply: None,
+                    })),
                     Some(GtpMove::Resign) => {
                         tracing::info!("the engine resigns");
                         out.push(Action::Server(BotMessage::Resign { match_id }))
@@ -462,7 +464,8 @@ mod tests {
             out,
             [Action::Server(BotMessage::Move {
                 match_id: "m1".into(),
-                mv: "K11".into()
+                mv: "K11".into(),
+                ply: None
             })]
         );
         // Stray lines outside an answer are chatter; refusals are faults.

@@ -213,7 +213,8 @@ mod tests {
             out,
             [Action::Server(BotMessage::Move {
                 match_id: "m".into(),
-                mv: "F6".into()
+                mv: "F6".into(),
+                ply: None
             })]
         );
         assert_eq!(json.deadline(), None);

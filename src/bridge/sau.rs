@@ -107,6 +107,7 @@ impl SauAdapter {
         out.push(Action::Server(BotMessage::Move {
             match_id: self.match_id.clone().unwrap_or_default(),
             mv,
+            ply: None,
         }));
     }
 }
@@ -311,7 +312,8 @@ mod tests {
             out,
             [Action::Server(BotMessage::Move {
                 match_id: "m".into(),
-                mv: "J10".into()
+                mv: "J10".into(),
+                ply: None
             })]
         );
         out.clear();
@@ -325,7 +327,8 @@ mod tests {
             out,
             [Action::Server(BotMessage::Move {
                 match_id: "m".into(),
-                mv: "L12,M13".into()
+                mv: "L12,M13".into(),
+                ply: None
             })]
         );
         assert_eq!(sau.deadline(), None);
@@ -380,7 +383,8 @@ mod tests {
             out,
             [Action::Server(BotMessage::Move {
                 match_id: "m".into(),
-                mv: "K11,L12".into()
+                mv: "K11,L12".into(),
+                ply: None
             })]
         );
     }

@@ -78,6 +78,38 @@ impl ArrivalStampedRead {
     pub fn last_arrival(&self) -> Option<Instant> {
         self.last_arrival
     }
+
+    /// The kernel's smoothed round-trip estimate of the connection (`TCP_INFO`'s `tcpi_rtt`,
+    /// measured from ACKs, which the bot's process cannot delay); `None` where the system does
+    /// not give it.
+    pub fn kernel_rtt(&self) -> Option<std::time::Duration> {
+        kernel_rtt(&self.inner)
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn kernel_rtt(inner: &OwnedReadHalf) -> Option<Duration> {
+    use std::os::fd::AsRawFd;
+    let fd = inner.as_ref().as_raw_fd();
+    // SAFETY: `info` is a plain C struct of integers, zeroed and fully owned here; `len` says
+    // its size, and the kernel writes at most that many bytes into it.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = libc::socklen_t::try_from(std::mem::size_of::<libc::tcp_info>()).ok()?;
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            std::ptr::addr_of_mut!(info).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then(|| Duration::from_micros(u64::from(info.tcpi_rtt)))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn kernel_rtt(_inner: &OwnedReadHalf) -> Option<Duration> {
+    None
 }
 
 /// Converts a kernel wall-clock stamp (seconds and nanoseconds since 1970) into a monotonic

@@ -48,11 +48,17 @@ type LineStream<R> = FramedRead<R, CappedLineCodec>;
 /// A bot's byte stream, and when the kernel received the bytes of the last read (if known).
 pub trait BotRead: tokio::io::AsyncRead + Unpin + Send {
     fn last_arrival(&self) -> Option<Instant>;
+    /// The kernel's round-trip estimate of the connection, the only source of lag credit
+    /// (`None`: no credit).
+    fn kernel_rtt(&self) -> Option<std::time::Duration>;
 }
 
 impl BotRead for ArrivalStampedRead {
     fn last_arrival(&self) -> Option<Instant> {
         ArrivalStampedRead::last_arrival(self)
+    }
+    fn kernel_rtt(&self) -> Option<std::time::Duration> {
+        ArrivalStampedRead::kernel_rtt(self)
     }
 }
 
@@ -72,6 +78,11 @@ impl<R: tokio::io::AsyncRead + Unpin + Send> tokio::io::AsyncRead for UnstampedR
 
 impl<R: tokio::io::AsyncRead + Unpin + Send> BotRead for UnstampedRead<R> {
     fn last_arrival(&self) -> Option<Instant> {
+        None
+    }
+    /// A bridged stream (the web view's WebSocket) has no TCP connection of its own to ask, so
+    /// it gets no lag credit.
+    fn kernel_rtt(&self) -> Option<std::time::Duration> {
         None
     }
 }
@@ -172,6 +183,9 @@ async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
             _ = &mut closed => break,
             outgoing = rx.recv_async() => {
                 let Ok(outgoing) = outgoing else { break };
+                if let Some(written) = &outgoing.written {
+                    written.begin(Instant::now());
+                }
                 tokio::select! {
                     result = socket.write_all(outgoing.line.as_bytes()) => {
                         if result.is_err() {
@@ -256,7 +270,14 @@ impl Connection {
             let frame = tokio::select! {
                 _ = &mut shutting_down => break "server shutting down".to_string(),
                 _ = &mut dropped => break "dropped by the server (not reading, or write failed)".to_string(),
-                _ = &mut hello_deadline, if !authed => break "no hello in time".to_string(),
+                _ = &mut hello_deadline, if !authed => {
+                    self.error(
+                        ErrorCode::AuthFailed,
+                        format!("no hello within {} ms of connecting; closing", server.hello_timeout_ms),
+                        None,
+                    );
+                    break "no hello in time".to_string();
+                }
                 _ = ping_timer.tick(), if authed => {
                     match ping_out {
                         Some((_, sent)) if server.pong_timeout_ms > 0 && sent.elapsed() > pong_timeout => {
@@ -294,17 +315,21 @@ impl Connection {
                 Some(Ok(Frame::Line(line))) => match parse_bot_line(&line) {
                     Err(e) => self.refuse(e.code, e.message),
                     Ok(BotMessage::Pong { id }) => {
+                        // Only a liveness signal: lag credit never comes from how fast the
+                        // bot's process answers (it could answer late on purpose).
                         self.bad_lines = 0;
-                        if let Some((expected, sent)) = ping_out {
-                            if expected == id {
-                                self.link.set_rtt(received.saturating_duration_since(sent));
-                                ping_out = None;
-                            }
+                        if ping_out.is_some_and(|(expected, _)| expected == id) {
+                            ping_out = None;
                         }
                         Next::Continue
                     }
                     Ok(message) => {
                         self.bad_lines = 0;
+                        // Lag credit: the kernel's own round-trip estimate, from ACKs.
+                        match lines.get_ref().kernel_rtt() {
+                            Some(rtt) => self.link.set_rtt(rtt),
+                            None => self.link.clear_rtt(),
+                        }
                         self.handle(message, received, now).await
                     }
                 },
@@ -353,12 +378,13 @@ impl Connection {
                 );
                 Next::Continue
             }
-            BotMessage::Move { match_id, mv } => {
+            BotMessage::Move { match_id, mv, ply } => {
                 let conn_id = self.link.conn_id;
                 self.forward_to_referee(&name, match_id, |side| RefereeInput::Move {
                     side,
                     conn_id,
                     text: mv,
+                    ply,
                     received,
                     read,
                 })
@@ -440,6 +466,25 @@ impl Connection {
                     tracing::debug!(bot = %name, game = %g, "ignoring unknown game id in hello")
                 }
             }
+        }
+        let mut could_play: Vec<&str> = self
+            .ctx
+            .config
+            .tournaments
+            .iter()
+            .filter(|t| t.bots.contains(&name))
+            .map(|t| t.game.as_str())
+            .collect();
+        could_play.sort_unstable();
+        could_play.dedup();
+        if !could_play.is_empty() && !could_play.iter().any(|g| games.iter().any(|h| h == g)) {
+            let message = format!(
+                "none of your games {games:?} is played by your tournaments here; you could play: {}",
+                could_play.join(", ")
+            );
+            tracing::warn!(conn = self.link.conn_id, bot = %name, games = ?games, could_play = ?could_play, "hello lists no game of the bot's tournaments");
+            self.error(ErrorCode::UnknownGame, message, None);
+            return Next::Close(format!("{name:?} listed no game it is scheduled for"));
         }
         let max_games = max_games.clamp(1, self.ctx.config.server.max_games_cap);
         let session = Session {

@@ -116,17 +116,35 @@ pub async fn bind(config: &Config, listen: Option<&str>) -> Result<TcpListener, 
         .map_err(|source| ServerError::Bind { addr, source })
 }
 
-/// A random token for a built-in bot (it never leaves the process).
 /// A duration in whole milliseconds, as clocks and the journal count them.
 pub(crate) fn ms(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-fn random_token() -> String {
+/// A token shorter than this can be guessed by trying: `arena serve` warns about it.
+pub const MIN_TOKEN_CHARS: usize = 12;
+
+/// A strong random token: 32 hex digits (128 bits) from the operating system's seeded CSPRNG.
+/// Built-in bots get one that never leaves the process; `arena token` prints one for the config.
+pub fn random_token() -> String {
     use rand::Rng;
     let mut rng = rand::thread_rng();
     (0..32)
         .map(|_| char::from(b"0123456789abcdef"[rng.gen_range(0..16)]))
+        .collect()
+}
+
+/// The names of the configured bots whose token is shorter than [`MIN_TOKEN_CHARS`].
+pub fn bots_with_short_tokens(config: &Config) -> Vec<String> {
+    config
+        .bots
+        .iter()
+        .filter(|b| {
+            b.token
+                .as_ref()
+                .is_some_and(|t| t.chars().count() < MIN_TOKEN_CHARS)
+        })
+        .map(|b| b.name.clone())
         .collect()
 }
 

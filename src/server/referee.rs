@@ -31,6 +31,8 @@ pub enum RefereeInput {
         side: Side,
         conn_id: u64,
         text: String,
+        /// The `ply` the bot says it answers, if it said.
+        ply: Option<u32>,
         received: Instant,
         read: Instant,
     },
@@ -355,11 +357,19 @@ impl Referee {
                 side,
                 conn_id,
                 text,
+                ply,
                 received,
                 read,
             } => {
                 if !self.is_current(side, conn_id) {
                     return Handled::Nothing;
+                }
+                if side == mover {
+                    if let Some(why) = self.answers_another_turn(ply, received) {
+                        tracing::info!(match_id = %self.spec.match_id, bot = %self.spec.players[side.index()], why = %why, "move refused: not an answer to the current turn");
+                        self.send_error(side, ErrorCode::NotYourTurn, why);
+                        return Handled::Nothing;
+                    }
                 }
                 if side != mover {
                     self.send_error(
@@ -428,10 +438,34 @@ impl Referee {
                 self.gone_since[side.index()] = None;
                 self.send_start(side);
                 if side == mover {
+                    // A turn begun while the side was away was never written: its answers
+                    // can come from now on.
+                    self.turn_written[side.index()].begin(Instant::now());
                     self.send_turn(side, false);
                 }
                 Handled::Nothing
             }
+        }
+    }
+
+    /// Why a move of the side to move cannot be an answer to its current `turn`: it names
+    /// another `ply`, or it reached the server before that `turn` was being written (a move
+    /// sent ahead, meant for an earlier turn or guessed in advance).
+    fn answers_another_turn(&self, ply: Option<u32>, received: Instant) -> Option<String> {
+        let current = self.moves.len();
+        if let Some(ply) = ply {
+            if usize::try_from(ply).ok() != Some(current) {
+                return Some(format!(
+                    "this move answers ply {ply}, but the game is at ply {current}"
+                ));
+            }
+        }
+        let writing_began = self.turn_written[self.game.turn().index()].begun();
+        match writing_began {
+            Some(began) if received >= began => None,
+            _ => Some(format!(
+                "this move arrived before the turn for ply {current} was sent; a move must answer its turn"
+            )),
         }
     }
 
@@ -786,6 +820,7 @@ mod tests {
                 side: Side::First,
                 conn_id: 1,
                 text: text.into(),
+                ply: None,
                 received,
                 read: Instant::now(),
             })
@@ -843,6 +878,8 @@ mod tests {
         // First's turn line is still waiting for its writer when First's move arrives (a bot
         // that answered before reading it).
         let (_, first_turn) = h.next_queued(Side::First).await;
+        let first_turn = first_turn.written.expect("stamp");
+        first_turn.begin(Instant::now());
         h.first_move("F6", Instant::now()).await;
         let (turn, second_turn) = h.next_queued(Side::Second).await;
         assert_eq!(turn["type"], "start");
@@ -852,12 +889,13 @@ mod tests {
         second_turn_line.written.expect("stamp").set(Instant::now());
         tokio::time::sleep(Duration::from_millis(30)).await;
         // Now First's old line is written: Second's clock must not start again.
-        first_turn.written.expect("stamp").set(Instant::now());
+        first_turn.set(Instant::now());
         tokio::time::sleep(Duration::from_millis(160)).await;
         h.send(RefereeInput::Move {
             side: Side::Second,
             conn_id: 2,
             text: "E7".into(),
+            ply: None,
             received: Instant::now(),
             read: Instant::now(),
         })
@@ -882,6 +920,58 @@ mod tests {
             Instant::now().duration_since(queued),
             Duration::from_millis(40) + LIMIT + SETTLE
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_move_that_arrived_before_its_turn_was_written_is_refused_not_applied() {
+        let mut h = Harness::start();
+        h.next_queued(Side::First).await;
+        let (_, first_turn) = h.next_queued(Side::First).await;
+        // The bot's move reaches the server while its `turn` still waits for the writer.
+        let sent_ahead = Instant::now();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        first_turn.written.expect("stamp").set(Instant::now());
+        h.first_move("F6", sent_ahead).await;
+        let error = h.expect(Side::First, "error").await;
+        assert_eq!(error["code"], "not_your_turn", "{error}");
+        assert_eq!(error["match"], "t-r1-p1-g1");
+        // The same move, sent after the turn was written, is played.
+        h.first_move("F6", Instant::now()).await;
+        let turn = h.expect(Side::Second, "turn").await;
+        assert_eq!(turn["moves"], serde_json::json!(["F6"]));
+        h.resign(Side::Second).await;
+        let game = h.finished().await;
+        assert_eq!(game.moves, vec!["F6".to_string()]);
+        assert_eq!(game.think_ms, vec![0]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_move_naming_another_ply_is_refused_not_applied() {
+        let mut h = Harness::start();
+        h.expect(Side::First, "turn").await;
+        h.send(RefereeInput::Move {
+            side: Side::First,
+            conn_id: 1,
+            text: "F6".into(),
+            ply: Some(1),
+            received: Instant::now(),
+            read: Instant::now(),
+        })
+        .await;
+        let error = h.expect(Side::First, "error").await;
+        assert_eq!(error["code"], "not_your_turn", "{error}");
+        h.send(RefereeInput::Move {
+            side: Side::First,
+            conn_id: 1,
+            text: "E7".into(),
+            ply: Some(0),
+            received: Instant::now(),
+            read: Instant::now(),
+        })
+        .await;
+        h.expect(Side::Second, "turn").await;
+        h.resign(Side::Second).await;
+        assert_eq!(h.finished().await.moves, vec!["E7".to_string()]);
     }
 
     #[tokio::test(start_paused = true)]

@@ -22,7 +22,8 @@ const RTT_UNKNOWN: u64 = u64::MAX;
 /// instant behind an uncontended lock: one write and one or two reads per turn.
 #[derive(Debug, Default)]
 pub struct WriteStamp {
-    written: Mutex<Option<tokio::time::Instant>>,
+    /// (when the writer began writing the line, when the write returned).
+    written: Mutex<(Option<tokio::time::Instant>, Option<tokio::time::Instant>)>,
 }
 
 impl WriteStamp {
@@ -30,23 +31,43 @@ impl WriteStamp {
         WriteStamp::default()
     }
 
-    fn slot(&self) -> MutexGuard<'_, Option<tokio::time::Instant>> {
+    #[allow(clippy::type_complexity)]
+    fn slot(&self) -> MutexGuard<'_, (Option<tokio::time::Instant>, Option<tokio::time::Instant>)> {
         self.written.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Forgets the last stamp (a new line is about to be queued).
     pub fn clear(&self) {
-        *self.slot() = None;
+        *self.slot() = (None, None);
     }
 
-    /// Records `at` as the moment the line was written.
+    /// Records `at` as the moment the writer began writing the line (before the bytes reach
+    /// the socket: nothing that arrived earlier can be an answer to it).
+    pub fn begin(&self, at: tokio::time::Instant) {
+        let mut slot = self.slot();
+        if slot.0.is_none() {
+            slot.0 = Some(at);
+        }
+    }
+
+    /// Records `at` as the moment the line was written (and as its beginning, if the writer
+    /// did not say so before).
     pub fn set(&self, at: tokio::time::Instant) {
-        *self.slot() = Some(at);
+        let mut slot = self.slot();
+        if slot.0.is_none() {
+            slot.0 = Some(at);
+        }
+        slot.1 = Some(at);
     }
 
     /// When the line was written, if it has been.
     pub fn get(&self) -> Option<tokio::time::Instant> {
-        *self.slot()
+        self.slot().1
+    }
+
+    /// When the writer began writing the line, if it has.
+    pub fn begun(&self) -> Option<tokio::time::Instant> {
+        self.slot().0
     }
 }
 
@@ -120,6 +141,11 @@ impl BotLink {
         let us = u64::try_from(rtt.as_micros()).unwrap_or(RTT_UNKNOWN - 1);
         self.rtt_us
             .store(us.min(RTT_UNKNOWN - 1), Ordering::Relaxed);
+    }
+
+    /// Forgets the round-trip time (no credit until it is measured again).
+    pub fn clear_rtt(&self) {
+        self.rtt_us.store(RTT_UNKNOWN, Ordering::Relaxed);
     }
 
     /// Drops the connection.

@@ -617,10 +617,14 @@ impl Scheduler {
                 let running: HashSet<String> =
                     self.registry.lock().matches.keys().cloned().collect();
                 for t in &mut self.tournaments {
-                    let prefix = format!("{}-r", t.config.name);
-                    t.running =
-                        u32::try_from(running.iter().filter(|id| id.starts_with(&prefix)).count())
-                            .unwrap_or(u32::MAX);
+                    let name = &t.config.name;
+                    t.running = u32::try_from(
+                        running
+                            .iter()
+                            .filter(|id| is_match_of_tournament(id, name))
+                            .count(),
+                    )
+                    .unwrap_or(u32::MAX);
                 }
             }
         }
@@ -930,8 +934,35 @@ pub fn progress_line(
     )
 }
 
+/// Whether `match_id` (`{tournament}-r{round}-p{pair}-g{game}`) belongs to `tournament`
+/// exactly: `hex-rapid-r1-p1-g1` is not a match of `hex`.
+fn is_match_of_tournament(match_id: &str, tournament: &str) -> bool {
+    let Some(rest) = match_id
+        .strip_prefix(tournament)
+        .and_then(|r| r.strip_prefix('-'))
+    else {
+        return false;
+    };
+    let parts: Vec<&str> = rest.split('-').collect();
+    parts.len() == 3
+        && ["r", "p", "g"].iter().zip(&parts).all(|(letter, part)| {
+            part.strip_prefix(letter)
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn running_matches_are_counted_by_their_own_tournament_not_by_a_name_prefix() {
+        use super::is_match_of_tournament;
+        assert!(is_match_of_tournament("hex-r1-p2-g1", "hex"));
+        assert!(!is_match_of_tournament("hex-rapid-r1-p2-g1", "hex"));
+        assert!(is_match_of_tournament("hex-rapid-r1-p2-g1", "hex-rapid"));
+        assert!(!is_match_of_tournament("hex-r1-p2-g1", "hex-rapid"));
+        assert!(!is_match_of_tournament("hexa-r1-p1-g1", "hex"));
+    }
+
     use super::*;
     use crate::config::RecordEncoding;
     use std::path::Path;
