@@ -292,12 +292,12 @@ async fn turns_are_answered_with_the_move_list_kept_in_order() {
     referee.turn("g1", json!([]), 2).await;
     assert_eq!(
         referee.recv().await,
-        json!({"type": "move", "match": "g1", "move": "m2"})
+        json!({"type": "move", "match": "g1", "move": "m2", "ply": 2})
     );
     referee.turn("g1", json!(["C3"]), 4).await;
     assert_eq!(
         referee.recv().await,
-        json!({"type": "move", "match": "g1", "move": "m4"})
+        json!({"type": "move", "match": "g1", "move": "m4", "ply": 4})
     );
     referee
         .send(json!({"type": "end", "match": "g1", "result": "win", "reason": "connection", "moves": []}))
@@ -337,7 +337,7 @@ async fn ping_is_answered_while_the_engine_thinks() {
     flags.release.store(true, Ordering::SeqCst);
     assert_eq!(
         referee.recv().await,
-        json!({"type": "move", "match": "g1", "move": "m0"})
+        json!({"type": "move", "match": "g1", "move": "m0", "ply": 0})
     );
     assert!(!flags.saw_abort.load(Ordering::SeqCst));
     shutdown.cancel();
@@ -368,8 +368,8 @@ async fn two_matches_think_at_once_and_both_are_answered() {
     assert_eq!(
         answers,
         vec![
-            json!({"type": "move", "match": "a", "move": "m0"}),
-            json!({"type": "move", "match": "b", "move": "m1"}),
+            json!({"type": "move", "match": "a", "move": "m0", "ply": 0}),
+            json!({"type": "move", "match": "b", "move": "m1", "ply": 1}),
         ]
     );
     shutdown.cancel();
@@ -386,7 +386,7 @@ async fn the_hard_limit_aborts_a_long_search_and_the_move_is_still_sent() {
     referee.turn("g1", json!([]), 0).await;
     assert_eq!(
         referee.recv().await,
-        json!({"type": "move", "match": "g1", "move": "m0"})
+        json!({"type": "move", "match": "g1", "move": "m0", "ply": 0})
     );
     println!(
         "move after {} ms under a 400 ms per-move limit",

@@ -330,13 +330,16 @@ impl Referee {
     }
 
     /// Lag credited to `side` for a move: its connection's last round-trip time, at most
-    /// `max_lag`.
+    /// `max_lag`, in whole milliseconds, so that what is credited is exactly what is recorded
+    /// (a 60 µs loopback RTT credits nothing rather than shaving a millisecond off the think
+    /// time while the record says 0).
     fn lag_credit(&self, side: Side) -> Duration {
-        self.links[side.index()]
+        let rtt = self.links[side.index()]
             .as_ref()
             .and_then(BotLink::rtt)
             .unwrap_or(Duration::ZERO)
-            .min(self.settings.max_lag)
+            .min(self.settings.max_lag);
+        Duration::from_millis(super::ms(rtt))
     }
 
     /// The earliest end of a disconnected side's grace period.
