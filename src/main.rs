@@ -295,7 +295,7 @@ fn init_logging(verbose: u8, quiet: bool) {
 
 fn run_bot_command(config: arena::client::BotClientConfig) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    runtime.block_on(async move { arena::client::run_bot(config, shutdown_on_ctrl_c()).await })?;
+    runtime.block_on(async move { arena::client::run_bot(config, shutdown_on_signals()).await })?;
     Ok(())
 }
 
@@ -309,6 +309,29 @@ fn shutdown_on_ctrl_c() -> tokio_util::sync::CancellationToken {
             on_signal.cancel();
         }
     });
+    shutdown
+}
+
+/// A shutdown token cancelled by ctrl-c or SIGTERM (what `kill` and service managers send), so
+/// both end a server the same way: games stopped, files written, the summary printed.
+fn shutdown_on_signals() -> tokio_util::sync::CancellationToken {
+    let shutdown = shutdown_on_ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let on_signal = shutdown.clone();
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::spawn(async move {
+                    if terminate.recv().await.is_some() {
+                        tracing::info!("terminated (SIGTERM): shutting down");
+                        on_signal.cancel();
+                    }
+                });
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot listen for SIGTERM"),
+        }
+    }
     shutdown
 }
 
@@ -679,7 +702,7 @@ fn run_match(
             }
             None => None,
         };
-        anyhow::Ok(matches::run(&plan, web, shutdown_on_ctrl_c(), &mut observer).await?)
+        anyhow::Ok(matches::run(&plan, web, shutdown_on_signals(), &mut observer).await?)
     });
     if terminal {
         eprintln!();
@@ -720,19 +743,20 @@ fn serve(
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let summary = runtime.block_on(async move {
         let listener = arena::server::bind(&config, listen).await?;
-        let address = listener.local_addr().context("listener address")?;
-        println!("arena listening on {address}");
         let web = match config.web_addr()? {
-            Some(addr) => {
-                let web = tokio::net::TcpListener::bind(addr)
+            Some(addr) => Some(
+                tokio::net::TcpListener::bind(addr)
                     .await
-                    .with_context(|| format!("cannot serve the web view on {addr}"))?;
-                println!("web view: http://{}/", web.local_addr()?);
-                Some(web)
-            }
+                    .with_context(|| format!("cannot serve the web view on {addr}"))?,
+            ),
             None => None,
         };
-        anyhow::Ok(arena::server::run_with_web(config, listener, web, shutdown_on_ctrl_c()).await?)
+        let events: arena::server::EventSink =
+            std::sync::Arc::new(print_server_event);
+        anyhow::Ok(
+            arena::server::run_with_web(config, listener, web, shutdown_on_signals(), events)
+                .await?,
+        )
     })?;
     if let Some(site) = &summary.site {
         println!(
@@ -740,16 +764,65 @@ fn serve(
             site.display()
         );
     }
-    println!(
-        "{} games played{}",
-        summary.games.len(),
-        if summary.tournaments_finished {
-            "; every tournament finished"
-        } else {
-            ""
-        }
-    );
+    println!("{}", closing_line(&summary));
     Ok(ExitCode::SUCCESS)
+}
+
+/// The last line of `arena serve`: this run's games and the league's.
+fn closing_line(summary: &arena::server::ServerSummary) -> String {
+    let games = |n: usize| format!("{n} game{}", if n == 1 { "" } else { "s" });
+    let this_run = summary.games.len();
+    let league = summary.league_games_finished;
+    let mut line = if league == this_run {
+        format!("{} played", games(this_run))
+    } else {
+        format!("{} played this run, {league} in the league so far", games(this_run))
+    };
+    if summary.tournaments_finished {
+        line.push_str("; every tournament finished");
+    } else {
+        line.push_str(&format!(
+            "; {league} of {} league games done",
+            summary.league_games_planned
+        ));
+    }
+    line
+}
+
+/// What a person sees of the server's events on stdout (the server sends progress events only
+/// with `progress` on).
+fn print_server_event(event: arena::server::ServerEvent) {
+    use arena::server::ServerEvent;
+    match event {
+        ServerEvent::Ready { address, web } => {
+            println!("arena listening on {address}");
+            if let Some(web) = web {
+                println!("web view: http://{web}/");
+            }
+        }
+        ServerEvent::Resumed(report) => println!(
+            "resuming from the journal: {} games already played, {} continue from their last journaled move{}{}",
+            report.finished,
+            report.resumed,
+            if report.repaired > 0 {
+                format!(", {} output files or lines repaired", report.repaired)
+            } else {
+                String::new()
+            },
+            if report.dropped_torn_line {
+                ", a damaged last journal line dropped"
+            } else {
+                ""
+            }
+        ),
+        ServerEvent::GameFinished(line) => println!("{line}"),
+        ServerEvent::RoundPaired {
+            tournament,
+            round,
+            rounds,
+        } => println!("{tournament}: round {round} of {rounds} paired"),
+        ServerEvent::TournamentFinished(table) => println!("\n{table}"),
+    }
 }
 
 /// The command line: the derived parser, except that `arena connect --check` needs no login

@@ -317,6 +317,11 @@ async fn a_league_killed_mid_game_resumes_from_the_journal_and_plays_every_game_
         stderr.contains("another arena server is running"),
         "{stderr}"
     );
+    let stdout = String::from_utf8_lossy(&second.stdout);
+    assert!(
+        !stdout.contains("listening"),
+        "a refused server never says it listens: {stdout}"
+    );
     // Game 2: b is first; four moves, then the server is killed mid-game.
     let g2 = "t-r1-p1-g2";
     assert_eq!(b.expect("start").await["match"], g2);
@@ -386,6 +391,10 @@ async fn a_league_killed_mid_game_resumes_from_the_journal_and_plays_every_game_
     let printed = printed.join("\n");
     assert!(printed.contains("resuming from the journal"), "{printed}");
     assert!(printed.contains("t 2/2"), "{printed}");
+    assert!(
+        printed.ends_with("1 game played this run, 2 in the league so far; every tournament finished"),
+        "the closing line counts the league's games: {printed}"
+    );
 
     // Every scheduled game exactly once, one record file each, standings agree.
     let games = read_games(&out);
@@ -547,4 +556,106 @@ rules = {{ swap = false }}
         }
     }
     assert_standings_match_games(&out, "h");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_game_whose_bot_stays_away_keeps_its_moves_and_the_absent_bot_loses_by_disconnect(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let out: PathBuf = dir.path().join("out");
+    let config_path = dir.path().join("arena.toml");
+    let config = support::config(
+        &format!("out_dir = {:?}", out.to_str().unwrap()),
+        &["a", "b"],
+        "hex",
+        "games_per_pairing = 1\nconcurrency = 1\nabsent_forfeit_ms = 1000\n\
+         clock = { initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }",
+    );
+    std::fs::write(&config_path, config).unwrap();
+
+    let mut server = spawn_server(&config_path).await;
+    let mut a = Client::login(server.addr, "a", "ta", &["hex"]).await;
+    let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
+    let id = "t-r1-p1-g1";
+    assert_eq!(a.expect("start").await["match"], id);
+    b.expect("start").await;
+    let played = ["A1", "B2", "C3", "D4"];
+    for (i, mv) in played.iter().enumerate() {
+        let mover = if i % 2 == 0 { &mut a } else { &mut b };
+        mover.expect("turn").await;
+        mover.play(id, mv).await;
+    }
+    wait_until("four moves are journaled", || {
+        journaled_moves(&out, id).len() == 4
+    })
+    .await;
+    let journaled = journaled_moves(&out, id);
+    let started = journal_lines(&out)
+        .into_iter()
+        .find(|e| e["kind"] == "started" && e["id"] == id)
+        .expect("the start is journaled")["time"]
+        .clone();
+    let pid = i32::try_from(server.child.id().unwrap()).unwrap();
+    // SAFETY: kill(2) on the child this test spawned; no memory is involved.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    assert!(!server.child.wait().await.unwrap().success());
+    drop(a);
+    drop(b);
+
+    // Restarted, only `a` comes back: after absent_forfeit_ms the game ends, `b` losing by
+    // disconnect, with the moves played before the crash.
+    let server = spawn_server(&config_path).await;
+    let _a = Client::login(server.addr, "a", "ta", &["hex"]).await;
+    let (status, _) = server.exited(Duration::from_secs(30)).await;
+    assert!(status.success());
+    let games = read_games(&out);
+    assert_eq!(games.len(), 1);
+    let game = &games[0];
+    assert_eq!(game["result"], "first", "{game}");
+    assert_eq!(game["reason"], "disconnect", "{game}");
+    assert_eq!(game["moves"], json!(played), "{game}");
+    let think: Vec<Value> = journaled.iter().map(|m| m["think_ms"].clone()).collect();
+    assert_eq!(game["think_ms"], json!(think), "{game}");
+    assert_eq!(game["started"], started, "the original start is kept");
+    assert_ne!(game["started"], game["finished"], "{game}");
+    let record = std::fs::read_to_string(
+        out.join("records")
+            .join(game["record"].as_str().expect("a record name")),
+    )
+    .unwrap();
+    assert!(
+        record.contains("R(A,1);B(B,2);R(C,3);B(D,4)"),
+        "the record keeps the moves: {record}"
+    );
+    let rows = rows(&standings(&out), "t");
+    assert_eq!(rows["b"]["disconnect_losses"], 1);
+    assert_eq!(rows["b"]["forfeit_losses"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_ends_the_server_like_ctrl_c_with_its_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let out: PathBuf = dir.path().join("out");
+    let config_path = dir.path().join("arena.toml");
+    std::fs::write(&config_path, scripted_config(&out, 60_000)).unwrap();
+    let server = spawn_server(&config_path).await;
+    let mut a = Client::login(server.addr, "a", "ta", &["hex"]).await;
+    let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
+    let g1 = "t-r1-p1-g1";
+    a.expect("start").await;
+    b.expect("start").await;
+    a.expect("turn").await;
+    b.send(json!({"type":"resign","match":g1})).await;
+    a.expect("end").await;
+    wait_until("game 1 is written", || read_games(&out).len() == 1).await;
+    let pid = i32::try_from(server.child.id().unwrap()).unwrap();
+    // SAFETY: kill(2) on the child this test spawned; no memory is involved.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let (status, printed) = server.exited(Duration::from_secs(30)).await;
+    assert!(status.success(), "SIGTERM is a clean stop: {status:?}");
+    let printed = printed.join("\n");
+    assert!(
+        printed.ends_with("1 game played; 1 of 2 league games done"),
+        "the summary is printed: {printed}"
+    );
 }

@@ -299,6 +299,7 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         listener,
         web,
         shutdown.clone(),
+        crate::server::no_events(),
     ));
     // The idle footprint includes the built schedule: wait until the server has built it (on
     // a busy machine that can take seconds), then a moment for its first standings write.

@@ -177,11 +177,13 @@ pub fn standings_markdown<T: Borrow<TournamentStandings>>(tournaments: &[T]) -> 
 pub fn terminal_table(t: &TournamentStandings) -> String {
     let swiss = t.rows.iter().any(|r| r.buchholz.is_some());
     let mut header = vec![
-        "#", "bot", "games", "W", "D", "L", "points", "h2h", "SB", "Elo", "95%", "time", "illegal",
-        "disc", "forfeit", "think ms",
+        "#", "bot", "games", "W", "D", "L", "byes", "points", "h2h", "SB", "Elo", "95%", "timeouts",
+        "illegal", "disc", "forfeit", "think ms",
     ];
+    // Buchholz goes after SB, as in the standings files.
+    let buchholz_column = 10;
     if swiss {
-        header.insert(9, "Buchholz");
+        header.insert(buchholz_column, "Buchholz");
     }
     let mut table: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for r in &t.rows {
@@ -192,6 +194,7 @@ pub fn terminal_table(t: &TournamentStandings) -> String {
             r.wins.to_string(),
             r.draws.to_string(),
             r.losses.to_string(),
+            r.byes.to_string(),
             number(r.points),
             number(r.head_to_head),
             number(r.sonneborn_berger),
@@ -205,7 +208,10 @@ pub fn terminal_table(t: &TournamentStandings) -> String {
                 .map_or_else(|| "-".to_string(), |x| format!("{x:.1}")),
         ];
         if swiss {
-            line.insert(9, r.buchholz.map_or_else(|| "-".to_string(), number));
+            line.insert(
+                buchholz_column,
+                r.buchholz.map_or_else(|| "-".to_string(), number),
+            );
         }
         table.push(line);
     }
@@ -424,6 +430,45 @@ mod tests {
             );
             assert_eq!(lines[1].contains("Buchholz"), t.rows[0].buchholz.is_some());
         }
+    }
+
+    #[test]
+    fn terminal_table_shows_byes_and_names_timeout_losses() {
+        let bots: Vec<String> = ["ann", "ben", "cat"].map(String::from).to_vec();
+        let lost_on_time = GameResult {
+            first: "ann".into(),
+            second: "ben".into(),
+            winner: Some(Side::First),
+            reason: EndReason::Timeout,
+            think: [ThinkTotal::default(), ThinkTotal::default()],
+        };
+        let rows = compute_standings(
+            &bots,
+            &[lost_on_time],
+            &["cat".to_string(), "cat".to_string()],
+            &Points::default(),
+            true,
+            &EloOptions::default(),
+        );
+        let t = TournamentStandings::new("swiss", GameId::Hex, false, rows);
+        let text = terminal_table(&t);
+        let lines: Vec<&str> = text.lines().collect();
+        let header: Vec<&str> = lines[1].split_whitespace().collect();
+        let column = |name: &str| header.iter().position(|h| *h == name);
+        assert!(column("time").is_none(), "{text}");
+        let byes = column("byes").expect("a byes column");
+        let timeouts = column("timeouts").expect("a timeouts column");
+        let cell = |bot: &str, column: usize| {
+            let line = lines[2..]
+                .iter()
+                .find(|l| l.split_whitespace().nth(1) == Some(bot))
+                .expect("a line per bot");
+            line.split_whitespace().nth(column).map(str::to_string)
+        };
+        assert_eq!(cell("cat", byes).as_deref(), Some("2"), "{text}");
+        assert_eq!(cell("ann", byes).as_deref(), Some("0"), "{text}");
+        assert_eq!(cell("ben", timeouts).as_deref(), Some("1"), "{text}");
+        assert_eq!(cell("ann", timeouts).as_deref(), Some("0"), "{text}");
     }
 
     #[test]

@@ -772,6 +772,7 @@ pub async fn run(
             listener,
             web,
             stop.clone(),
+            crate::server::no_events(),
         )));
     }
     let began = tokio::time::Instant::now();

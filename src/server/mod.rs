@@ -92,12 +92,49 @@ impl GameSummary {
     }
 }
 
+/// What the server tells its caller as it runs. The library never prints: the binary decides
+/// what a person sees of these.
+#[derive(Debug, Clone)]
+pub enum ServerEvent {
+    /// The league was read back from the journal of an earlier run (with `progress` on).
+    Resumed(schedule::ResumeReport),
+    /// The server holds its output folder and accepts bots on `address` (and serves the web
+    /// view on `web`). Nothing said before this means the server is running.
+    Ready {
+        address: SocketAddr,
+        web: Option<SocketAddr>,
+    },
+    /// A game finished: its progress line (with `progress` on).
+    GameFinished(String),
+    /// A Swiss round was paired (with `progress` on).
+    RoundPaired {
+        tournament: String,
+        round: u32,
+        rounds: u32,
+    },
+    /// A tournament finished: its final table, aligned for a terminal (with `progress` on).
+    TournamentFinished(String),
+}
+
+/// Where [`ServerEvent`]s go.
+pub type EventSink = Arc<dyn Fn(ServerEvent) + Send + Sync>;
+
+/// An [`EventSink`] that drops every event (tests, benches, embedded servers).
+pub fn no_events() -> EventSink {
+    Arc::new(|_| {})
+}
+
 /// What a server run did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerSummary {
     pub address: SocketAddr,
     /// Games finished during this run, in the order they finished.
     pub games: Vec<GameSummary>,
+    /// Games of the league finished so far, this run's and earlier runs' (from the journal).
+    pub league_games_finished: usize,
+    /// Games the league plays in all, as far as they are known (a Swiss tournament's later
+    /// rounds are counted at their size).
+    pub league_games_planned: usize,
     /// Whether every tournament was finished.
     pub tournaments_finished: bool,
     /// Where the static site was written (with the web view on, when the league finished and
@@ -155,20 +192,25 @@ pub async fn run(
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<ServerSummary, ServerError> {
-    run_with_web(config, listener, None, shutdown).await
+    run_with_web(config, listener, None, shutdown, no_events()).await
 }
 
 /// [`run`], with the web view served on `web` when given (see `crate::web`). The web view only
 /// reads: its failures are logged and never stop the league. When the league finishes and
-/// the server exits by itself, the static site is written to `out_dir/site`.
+/// the server exits by itself, the static site is written to `out_dir/site`. What happens is
+/// told to `events`, beginning with [`ServerEvent::Ready`] once the output folder is held.
 pub async fn run_with_web(
     config: Config,
     listener: TcpListener,
     web: Option<TcpListener>,
     shutdown: CancellationToken,
+    events: EventSink,
 ) -> Result<ServerSummary, ServerError> {
     let address = listener.local_addr().map_err(ServerError::Listener)?;
-    tracing::info!(%address, "arena server listening");
+    let web_address = match &web {
+        Some(web) => Some(web.local_addr().map_err(ServerError::Listener)?),
+        None => None,
+    };
     let config = Arc::new(config);
     let out_dir = config.server.out_dir.clone();
     std::fs::create_dir_all(&out_dir).map_err(|source| ServerError::OutDir {
@@ -190,30 +232,13 @@ pub async fn run_with_web(
             .await
             .map_err(|e| ServerError::Output(format!("league setup task failed: {e}")))??
     };
-    if config.server.progress && (report.finished > 0 || report.resumed > 0 || report.repaired > 0)
-    {
-        println!(
-            "resuming from the journal: {} games already played, {} continue from their last journaled move{}{}",
-            report.finished,
-            report.resumed,
-            if report.repaired > 0 {
-                format!(", {} output files or lines repaired", report.repaired)
-            } else {
-                String::new()
-            },
-            if report.dropped_torn_line {
-                ", a damaged last journal line dropped"
-            } else {
-                ""
-            }
-        );
-    }
     let mut scheduler = Scheduler::new(
         config.clone(),
         registry.clone(),
         output,
         journal,
         tournaments,
+        events.clone(),
     );
 
     let mut tokens = HashMap::new();
@@ -257,6 +282,15 @@ pub async fn run_with_web(
         )
     });
     probe::server_ready();
+    tracing::info!(%address, "arena server listening");
+    events(ServerEvent::Ready {
+        address,
+        web: web_address,
+    });
+    if config.server.progress && (report.finished > 0 || report.resumed > 0 || report.repaired > 0)
+    {
+        events(ServerEvent::Resumed(report));
+    }
     let accept = tokio::spawn(accept_loop(listener, ctx, stop.clone()));
     let mut engines = builtin::start_builtins(&config, address, builtins, stop.clone());
     builtin::start_programs(&config, address, programs, stop.clone(), &mut engines);
@@ -298,9 +332,12 @@ pub async fn run_with_web(
             }
         }
     }
+    let (league_games_finished, league_games_planned) = scheduler.league_progress();
     Ok(ServerSummary {
         address,
         games: std::mem::take(&mut scheduler.summary),
+        league_games_finished,
+        league_games_planned,
         tournaments_finished: finished,
         site,
     })

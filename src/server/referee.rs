@@ -108,6 +108,41 @@ impl FinishedGame {
             finished: now,
         }
     }
+
+    /// A game cut off by a crash that cannot go on because a player did not come back within
+    /// `absent_forfeit_ms` of the restart: the journaled moves, think times and original start
+    /// are kept, and each absent player loses by `disconnect` (it was in the game). Both absent
+    /// is a draw by `disconnect`. A game the journaled moves had already ended keeps its result.
+    pub fn abandoned(spec: MatchSpec, resume: &ResumePoint, absent: [bool; 2]) -> FinishedGame {
+        let (moves, think_ms, lag_ms, outcome) = match new_game(spec.game, &spec.rules) {
+            Ok(mut game) => {
+                let replayed = replay(&spec, &mut game, resume);
+                let (moves, _, think_ms, lag_ms) = replayed.moves.into_columns();
+                (moves, think_ms, lag_ms, game.outcome())
+            }
+            Err(e) => {
+                tracing::error!(match_id = %spec.match_id, error = %e, "cannot set up the game to replay it");
+                (Vec::new(), Vec::new(), Vec::new(), None)
+            }
+        };
+        let outcome = outcome.unwrap_or(Outcome {
+            winner: match absent {
+                [true, false] => Some(Side::Second),
+                [false, true] => Some(Side::First),
+                _ => None,
+            },
+            reason: EndReason::Disconnect,
+        });
+        FinishedGame {
+            spec,
+            outcome,
+            moves,
+            think_ms,
+            lag_ms,
+            started: resume.started,
+            finished: Local::now(),
+        }
+    }
 }
 
 /// Where a match resumes after a restart: the moves journaled before the crash (each with its

@@ -35,7 +35,7 @@ use super::referee::{
     run_journaled_match, FinishedGame, MatchJournaling, MatchSpec, RefereeSettings, ResumePoint,
 };
 use super::registry::{MatchEntry, Registry};
-use super::{GameSummary, ServerError};
+use super::{EventSink, GameSummary, ServerError, ServerEvent};
 use crate::game_line::GameLine;
 
 /// A game waiting to be played: from the start, or from its journaled moves.
@@ -525,6 +525,8 @@ pub struct Scheduler {
     /// The newest standings for the writer task (only the newest is kept).
     standings_tx: Option<tokio::sync::watch::Sender<StandingsSnapshot>>,
     standings_writer: Option<tokio::task::JoinHandle<()>>,
+    /// Where progress is told (the binary prints it).
+    events: EventSink,
 }
 
 impl Scheduler {
@@ -534,8 +536,10 @@ impl Scheduler {
         output: Arc<Output>,
         journal: SharedJournal,
         tournaments: Vec<TournamentState>,
+        events: EventSink,
     ) -> Scheduler {
         Scheduler {
+            events,
             config,
             registry,
             output,
@@ -550,6 +554,13 @@ impl Scheduler {
             standings_tx: None,
             standings_writer: None,
         }
+    }
+
+    /// Games of the whole league finished so far (this run's and earlier runs'), and planned.
+    pub fn league_progress(&self) -> (usize, usize) {
+        self.tournaments
+            .iter()
+            .fold((0, 0), |(d, p), t| (d + t.done(), p + t.planned()))
     }
 
     fn finished(&self) -> bool {
@@ -646,16 +657,16 @@ impl Scheduler {
             return;
         };
         t.mark_finished(id, &line);
-        let (all_done, all_planned) = self
-            .tournaments
-            .iter()
-            .fold((0, 0), |(d, p), t| (d + t.done(), p + t.planned()));
+        let (all_done, all_planned) = self.league_progress();
         let progress = self.config.server.progress;
         if let Some(t) = self.tournaments.get(tournament).filter(|_| progress) {
-            println!(
-                "{}",
-                progress_line(t.done(), t.planned(), &game, all_done, all_planned)
-            );
+            (self.events)(ServerEvent::GameFinished(progress_line(
+                t.done(),
+                t.planned(),
+                &game,
+                all_done,
+                all_planned,
+            )));
         }
         let entries = self
             .tournaments
@@ -667,10 +678,11 @@ impl Scheduler {
                 JournalEntry::Scheduled { round, .. } => Some(*round),
                 _ => None,
             }) {
-                println!(
-                    "{}: round {round} of {} paired",
-                    t.config.name, t.config.rounds
-                );
+                (self.events)(ServerEvent::RoundPaired {
+                    tournament: t.config.name.clone(),
+                    round,
+                    rounds: t.config.rounds,
+                });
             }
         }
         self.journal.append(entries).await;
@@ -738,7 +750,9 @@ impl Scheduler {
             if !t.announced && t.is_finished() {
                 t.announced = true;
                 if progress {
-                    println!("\n{}", terminal_table(&t.standings()));
+                    (self.events)(ServerEvent::TournamentFinished(terminal_table(
+                        &t.standings(),
+                    )));
                 }
             }
         }
@@ -865,16 +879,27 @@ impl Scheduler {
                     let since = *t.due_since.entry(spec.match_id.clone()).or_insert(now);
                     let due = since + Duration::from_millis(limit);
                     if due <= now {
-                        t.pending.remove(i);
+                        let pending = t.pending.remove(i);
                         t.due_since.remove(&spec.match_id);
-                        let winner = match (away.first(), away.get(1)) {
-                            (Some(true), Some(false)) => Some(Side::Second),
-                            (Some(false), Some(true)) => Some(Side::First),
-                            _ => None,
-                        };
-                        tracing::info!(match_id = %spec.match_id, result = winner.map_or("draw", Side::as_str), "forfeit: a bot did not show up");
+                        let absent = [
+                            away.first().copied().unwrap_or(true),
+                            away.get(1).copied().unwrap_or(true),
+                        ];
                         let id = spec.match_id.clone();
-                        forfeits.push((index, id, FinishedGame::forfeit(spec, winner)));
+                        let game = match &pending.resume {
+                            // Cut off by a crash: the game was played, so it keeps its moves.
+                            Some(resume) => FinishedGame::abandoned(spec, resume, absent),
+                            None => {
+                                let winner = match absent {
+                                    [true, false] => Some(Side::Second),
+                                    [false, true] => Some(Side::First),
+                                    _ => None,
+                                };
+                                FinishedGame::forfeit(spec, winner)
+                            }
+                        };
+                        tracing::info!(match_id = %id, result = game.outcome.result_str(), reason = %game.outcome.reason, moves = game.moves.len(), "a bot did not show up: game ended");
+                        forfeits.push((index, id, game));
                         continue;
                     }
                     next_forfeit = Some(next_forfeit.map_or(due, |n: Instant| n.min(due)));

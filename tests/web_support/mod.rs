@@ -45,6 +45,7 @@ impl WebServer {
             listener,
             Some(web_listener),
             shutdown.clone(),
+            arena::server::no_events(),
         ));
         WebServer {
             addr,
