@@ -171,6 +171,9 @@ impl BotMessage {
 pub struct LineError {
     pub code: ErrorCode,
     pub message: String,
+    /// The `match` the refused line named, when it named one (even in broken JSON), so that
+    /// the `error` can say which match it was about.
+    pub match_id: Option<String>,
 }
 
 impl LineError {
@@ -178,47 +181,136 @@ impl LineError {
         LineError {
             code,
             message: message.into(),
+            match_id: None,
         }
+    }
+
+    fn about(mut self, match_id: Option<String>) -> LineError {
+        self.match_id = match_id;
+        self
     }
 }
 
 const BOT_TYPES: [&str; 4] = ["hello", "move", "resign", "pong"];
 
+/// What a field of a bot message must hold.
+#[derive(Clone, Copy)]
+enum FieldKind {
+    Text,
+    /// A whole number from 0 to `u32::MAX`.
+    Count,
+    /// A whole number from 0 to `u64::MAX`.
+    Id,
+    TextList,
+}
+
+impl FieldKind {
+    fn holds(self, value: &Value) -> bool {
+        match self {
+            FieldKind::Text => value.is_string(),
+            FieldKind::Count => value.as_u64().is_some_and(|n| u32::try_from(n).is_ok()),
+            FieldKind::Id => value.is_u64(),
+            FieldKind::TextList => value
+                .as_array()
+                .is_some_and(|items| items.iter().all(Value::is_string)),
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            FieldKind::Text => "a string",
+            FieldKind::Count => "a whole number from 0 to 4294967295",
+            FieldKind::Id => "a whole number from 0",
+            FieldKind::TextList => "a list of strings",
+        }
+    }
+}
+
+/// The fields of each bot message type: name, kind, required.
+fn fields_of(message_type: &str) -> &'static [(&'static str, FieldKind, bool)] {
+    use FieldKind::*;
+    match message_type {
+        "hello" => &[
+            ("protocol", Count, true),
+            ("name", Text, true),
+            ("token", Text, true),
+            ("games", TextList, true),
+            ("max_games", Count, false),
+            ("engine", Text, false),
+        ],
+        "move" => &[("match", Text, true), ("move", Text, true), ("ply", Count, false)],
+        "resign" => &[("match", Text, true)],
+        "pong" => &[("id", Id, true)],
+        _ => &[],
+    }
+}
+
+/// The `match` a line that is not valid JSON seems to name (`"match":"…"`), if any: a best
+/// effort, so that a bot whose JSON is broken still learns which match it was about.
+fn match_in_broken_json(line: &str) -> Option<String> {
+    let after_key = &line[line.find("\"match\"")? + "\"match\"".len()..];
+    let value = after_key.trim_start().strip_prefix(':')?.trim_start();
+    let value = value.strip_prefix('"')?;
+    let end = value.find(['"', '\\'])?;
+    (value.as_bytes().get(end) == Some(&b'"') && end <= 200).then(|| value[..end].to_string())
+}
+
 /// Classifies one line from a bot: `bad_json` if it is not a JSON object, `unknown_type` if its
-/// `type` is missing or unknown, `missing_field` if a field is absent or of the wrong kind.
-/// Unknown extra fields are ignored.
+/// `type` is missing or unknown, `missing_field` if a field is absent or of the wrong kind (the
+/// message names the field). The error carries the line's `match` when it named one. Unknown
+/// extra fields are ignored.
 pub fn parse_bot_line(line: &str) -> Result<BotMessage, LineError> {
-    let value: Value = serde_json::from_str(line)
-        .map_err(|e| LineError::new(ErrorCode::BadJson, format!("not valid JSON: {e}")))?;
+    let value: Value = serde_json::from_str(line).map_err(|e| {
+        LineError::new(ErrorCode::BadJson, format!("not valid JSON: {e}"))
+            .about(match_in_broken_json(line))
+    })?;
     let Value::Object(object) = &value else {
         return Err(LineError::new(
             ErrorCode::BadJson,
             "a message must be a JSON object",
         ));
     };
-    match object.get("type") {
-        Some(Value::String(t)) if BOT_TYPES.contains(&t.as_str()) => {}
+    let match_id = object
+        .get("match")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let message_type = match object.get("type") {
+        Some(Value::String(t)) if BOT_TYPES.contains(&t.as_str()) => t.as_str(),
         Some(Value::String(t)) => {
             return Err(LineError::new(
                 ErrorCode::UnknownType,
                 format!("unknown message type {t:?} (expected hello, move, resign or pong)"),
-            ))
+            )
+            .about(match_id))
         }
         Some(_) => {
             return Err(LineError::new(
                 ErrorCode::UnknownType,
                 "field \"type\" must be a string",
-            ))
+            )
+            .about(match_id))
         }
         None => {
             return Err(LineError::new(
                 ErrorCode::UnknownType,
                 "missing field \"type\"",
-            ))
+            )
+            .about(match_id))
         }
+    };
+    for &(field, kind, required) in fields_of(message_type) {
+        let problem = match object.get(field) {
+            None if required => format!("{message_type} needs field \"{field}\""),
+            Some(v) if !kind.holds(v) => format!(
+                "field \"{field}\" of {message_type} must be {}, not {v}",
+                kind.describe()
+            ),
+            _ => continue,
+        };
+        return Err(LineError::new(ErrorCode::MissingField, problem).about(match_id));
     }
     serde_json::from_value(value)
-        .map_err(|e| LineError::new(ErrorCode::MissingField, e.to_string()))
+        .map_err(|e| LineError::new(ErrorCode::MissingField, e.to_string()).about(match_id))
 }
 
 /// Classifies one line from the referee (used by clients such as `arena bot`).
@@ -396,6 +488,31 @@ mod tests {
         let mut codec = CappedLineCodec::new(64);
         let frames = decode_all(&mut codec, &[b"\xff\xfe\n{}\n"]);
         assert_eq!(frames, vec![Frame::NotUtf8, Frame::Line("{}".into())]);
+    }
+
+    #[test]
+    fn refused_lines_name_the_field_and_carry_their_match() {
+        let refused = |line: &str| parse_bot_line(line).unwrap_err();
+        let e = refused(r#"{"type":"move","match":"m1"}"#);
+        assert_eq!(e.code, ErrorCode::MissingField);
+        assert!(e.message.contains("\"move\""), "{}", e.message);
+        assert_eq!(e.match_id.as_deref(), Some("m1"));
+        let e = refused(r#"{"type":"move","match":"m1","move":"A1","ply":-3}"#);
+        assert!(e.message.contains("\"ply\""), "{}", e.message);
+        assert_eq!(e.match_id.as_deref(), Some("m1"));
+        let e = refused(r#"{"type":"resign"}"#);
+        assert!(e.message.contains("\"match\""), "{}", e.message);
+        assert_eq!(e.match_id, None);
+        let e = refused(r#"{"type":"hello","protocol":1,"name":"a","token":"t","games":"hex"}"#);
+        assert!(e.message.contains("\"games\""), "{}", e.message);
+        let e = refused(r#"{"type":"pong","id":"7"}"#);
+        assert!(e.message.contains("\"id\""), "{}", e.message);
+        // Broken JSON: the match is still found when the line names one.
+        let e = refused(r#"{"type":"move","match" : "r1-hex-3","move":F6}"#);
+        assert_eq!(e.code, ErrorCode::BadJson);
+        assert_eq!(e.match_id.as_deref(), Some("r1-hex-3"));
+        assert_eq!(refused(r#"{"type":"move","match":F6"#).match_id, None);
+        assert_eq!(refused("not json").match_id, None);
     }
 
     #[test]

@@ -387,7 +387,13 @@ async fn every_error_code_is_sent_where_it_applies() {
     a.send(json!({"type":"dance"})).await;
     a.expect_error("unknown_type").await;
     a.send(json!({"type":"move","match":MATCH})).await;
-    a.expect_error("missing_field").await;
+    let e = a.expect_error("missing_field").await;
+    assert_eq!(e["match"], MATCH, "{e}");
+    assert!(e["message"].as_str().unwrap().contains("\"move\""), "{e}");
+    a.send_raw(format!("{{\"type\":\"move\",\"match\":\"{MATCH}\",\"move\":A1}}\n").as_bytes())
+        .await;
+    let e = a.expect_error("bad_json").await;
+    assert_eq!(e["match"], MATCH, "{e}");
     a.send(json!({"type":"move","match":"other-match","move":"A1"}))
         .await;
     let e = a.expect_error("unknown_match").await;

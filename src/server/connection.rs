@@ -237,9 +237,10 @@ impl Connection {
         });
     }
 
-    /// Answers a refused line; too many in a row closes the connection.
-    fn refuse(&mut self, code: ErrorCode, message: String) -> Next {
-        self.error(code, message, None);
+    /// Answers a refused line (about `match_id` when it named one); too many in a row closes
+    /// the connection.
+    fn refuse(&mut self, code: ErrorCode, message: String, match_id: Option<String>) -> Next {
+        self.error(code, message, match_id);
         self.bad_lines += 1;
         if self.bad_lines >= self.ctx.config.server.max_bad_lines {
             Next::Close(format!("{} refused lines in a row", self.bad_lines))
@@ -307,13 +308,14 @@ impl Connection {
                 Some(Ok(Frame::TooLong)) => self.refuse(
                     ErrorCode::LineTooLong,
                     format!("line longer than {MAX_LINE_BYTES} bytes; skipped"),
+                    None,
                 ),
                 Some(Ok(Frame::NotUtf8)) => {
-                    self.refuse(ErrorCode::BadJson, "line is not valid UTF-8".into())
+                    self.refuse(ErrorCode::BadJson, "line is not valid UTF-8".into(), None)
                 }
                 Some(Ok(Frame::Line(line))) if line.trim().is_empty() => Next::Continue,
                 Some(Ok(Frame::Line(line))) => match parse_bot_line(&line) {
-                    Err(e) => self.refuse(e.code, e.message),
+                    Err(e) => self.refuse(e.code, e.message, e.match_id),
                     Ok(BotMessage::Pong { id }) => {
                         // Only a liveness signal: lag credit never comes from how fast the
                         // bot's process answers (it could answer late on purpose).
