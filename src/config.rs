@@ -91,6 +91,14 @@ pub struct ServerConfig {
     pub web_max_event_streams: usize,
     /// Our addition: most WebSocket bots (`/ws`, the `/play` page) at once.
     pub web_max_sockets: usize,
+    /// Our addition: consecutive losses by timeout or illegal move after which a bot is
+    /// suspended (told so and disconnected; it may reconnect at once). 0: never.
+    pub suspend_after_faults: u32,
+    /// Our addition: failed logins (`hello` with a wrong name or token, over TCP or the web
+    /// view's WebSocket) one client address may make per minute before it is refused.
+    pub max_failed_logins_per_minute: u32,
+    /// Our addition: how long an address that made too many failed logins is refused.
+    pub failed_login_block_ms: u64,
 }
 
 impl Default for ServerConfig {
@@ -117,6 +125,9 @@ impl Default for ServerConfig {
             web: String::new(),
             web_max_event_streams: 100,
             web_max_sockets: 32,
+            suspend_after_faults: 3,
+            max_failed_logins_per_minute: 5,
+            failed_login_block_ms: 60_000,
         }
     }
 }
@@ -352,6 +363,10 @@ impl Config {
                 s.web_max_event_streams as u64,
             ),
             ("server.web_max_sockets", s.web_max_sockets as u64),
+            (
+                "server.max_failed_logins_per_minute",
+                u64::from(s.max_failed_logins_per_minute),
+            ),
         ] {
             if value == 0 {
                 return Err(ConfigError::invalid(key, "must be at least 1"));
@@ -363,6 +378,7 @@ impl Config {
             ("server.hello_timeout_ms", s.hello_timeout_ms),
             ("server.ping_interval_ms", s.ping_interval_ms),
             ("server.pong_timeout_ms", s.pong_timeout_ms),
+            ("server.failed_login_block_ms", s.failed_login_block_ms),
         ] {
             check_duration_ms(key, value)?;
         }

@@ -240,6 +240,13 @@ pub enum JournalEntry {
         round: u32,
         bot: String,
     },
+    /// `bot` was suspended for repeated faults (see `server.suspend_after_faults`).
+    Suspended {
+        bot: String,
+        /// RFC 3339.
+        time: String,
+        why: String,
+    },
 }
 
 /// One journaled move.
@@ -285,6 +292,8 @@ pub struct JournalState {
     /// Every scheduled game, in schedule order.
     pub games: Vec<GameProgress>,
     pub byes: Vec<ByeRecord>,
+    /// How many times each bot was suspended for repeated faults.
+    pub suspensions: HashMap<String, u32>,
     /// The 1-based number of a damaged last line that was dropped, if any.
     pub dropped_torn_line: Option<usize>,
     index: HashMap<String, usize>,
@@ -478,6 +487,9 @@ impl JournalState {
                 if !self.byes.contains(&bye) {
                     self.byes.push(bye);
                 }
+            }
+            JournalEntry::Suspended { bot, .. } => {
+                *self.suspensions.entry(bot).or_insert(0) += 1;
             }
         }
         Ok(())

@@ -26,6 +26,11 @@ pub enum ErrorCode {
     IllegalMove,
     /// A `hello` whose `games` include none of the games of the bot's tournaments.
     UnknownGame,
+    /// The bot lost `suspend_after_faults` games in a row by timeout or illegal move and is
+    /// disconnected; it may connect again once fixed.
+    Suspended,
+    /// Too many failed logins from this address: refused for a while.
+    TooManyFailedLogins,
 }
 
 impl ErrorCode {
@@ -41,6 +46,8 @@ impl ErrorCode {
             ErrorCode::NotYourTurn => "not_your_turn",
             ErrorCode::IllegalMove => "illegal_move",
             ErrorCode::UnknownGame => "unknown_game",
+            ErrorCode::Suspended => "suspended",
+            ErrorCode::TooManyFailedLogins => "too_many_failed_logins",
         }
     }
 }

@@ -948,3 +948,90 @@ async fn answering_pings_late_earns_no_lag_credit() {
     );
     server.finished().await;
 }
+
+/// A hung bot is suspended after `suspend_after_faults` (3) losses on time in a row instead of
+/// losing one game per move limit for the rest of the league; fixed and reconnected, it plays
+/// on and loses nothing more. The journal, standings and `/api/bots`-facing registry say so.
+#[tokio::test(start_paused = true)]
+async fn a_hung_bot_is_suspended_after_three_timeouts_and_may_come_back() {
+    let config = two_bot_config(
+        "hex",
+        "",
+        "absent_forfeit_ms = 600000\ngames_per_pairing = 5",
+    )
+    .replace("games_per_pairing = 1\n", "")
+    .replace("move_limit_ms = 0", "move_limit_ms = 500");
+    let server = TestServer::start_virtual_clock(&config).await;
+    let mut a = Client::login(server.addr, "a", "ta", &["hex"]).await;
+    let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
+    // Three games: `a` moves when it is its turn, `b` never answers.
+    for game in 1..=3 {
+        let start = a.expect("start").await;
+        let id = start["match"].as_str().unwrap().to_string();
+        assert_eq!(id, format!("t-r1-p1-g{game}"));
+        if start["side"] == "first" {
+            a.expect("turn").await;
+            a.play(&id, "A1").await;
+        }
+        let end = a.expect("end").await;
+        assert_eq!((end["result"].clone(), end["reason"].clone()), (json!("win"), json!("timeout")));
+    }
+    // `b` hears why and is disconnected.
+    let mut suspended = None;
+    for line in b.until_closed().await {
+        if line["type"] == "error" && line["code"] == "suspended" {
+            suspended = Some(line);
+        }
+    }
+    let suspended = suspended.expect("an error suspended before the connection closes");
+    let why = suspended["message"].as_str().unwrap();
+    assert!(why.contains("3 losses in a row"), "{why}");
+    assert!(why.contains("timeout in t-r1-p1-g3"), "{why}");
+    assert!(why.contains("connect again"), "{why}");
+    // No fourth game was lost meanwhile: the next game waits for `b`.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(server.games_jsonl().len(), 3);
+    // Fixed, `b` comes back and plays: it resigns the two games left, which count normally.
+    let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
+    for _ in 4..=5 {
+        let start = b.expect("start").await;
+        let id = start["match"].as_str().unwrap().to_string();
+        a.expect("start").await;
+        b.send(json!({"type":"resign","match":id})).await;
+        // Either may have been given its first turn before `b` resigned.
+        let end = loop {
+            let line = b.recv().await;
+            if line["type"] == "end" {
+                break line;
+            }
+        };
+        assert_eq!(end["reason"], "resign");
+        while a.recv().await["type"] != "end" {}
+    }
+    let (summary, out_dir, _dir) = server.finished().await;
+    let reasons: Vec<&str> = summary.games.iter().map(|g| g.reason.as_str()).collect();
+    assert_eq!(reasons, ["timeout", "timeout", "timeout", "resign", "resign"]);
+    let journal = std::fs::read_to_string(out_dir.join("journal.jsonl")).unwrap();
+    let entries: Vec<Value> = journal
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|e: &Value| e["kind"] == "suspended")
+        .collect();
+    assert_eq!(entries.len(), 1, "{journal}");
+    assert_eq!(entries[0]["bot"], "b");
+    let standings: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("standings.json")).unwrap())
+            .unwrap();
+    let row = |name: &str| {
+        standings["tournaments"][0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(row("b")["suspensions"], 1);
+    assert_eq!(row("b")["timeout_losses"], 3);
+    assert_eq!(row("a")["suspensions"], 0);
+}

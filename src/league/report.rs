@@ -39,7 +39,7 @@ pub struct StandingsFile {
 }
 
 /// The row columns, in order, as named in all three files (the CSV adds `tournament` first).
-pub const ROW_COLUMNS: [&str; 19] = [
+pub const ROW_COLUMNS: [&str; 20] = [
     "rank",
     "name",
     "games",
@@ -59,6 +59,7 @@ pub const ROW_COLUMNS: [&str; 19] = [
     "disconnect_losses",
     "forfeit_losses",
     "mean_think_ms",
+    "suspensions",
 ];
 
 /// A number as the files show it: the shortest form that reads back the same (`2.5`, `3`).
@@ -94,6 +95,7 @@ fn cells(row: &StandingRow, empty: &str) -> Vec<String> {
         row.disconnect_losses.to_string(),
         row.forfeit_losses.to_string(),
         optional(row.mean_think_ms),
+        row.suspensions.to_string(),
     ]
 }
 
@@ -178,7 +180,7 @@ pub fn terminal_table(t: &TournamentStandings) -> String {
     let swiss = t.rows.iter().any(|r| r.buchholz.is_some());
     let mut header = vec![
         "#", "bot", "games", "W", "D", "L", "byes", "points", "h2h", "SB", "Elo", "95%", "timeouts",
-        "illegal", "disc", "forfeit", "think ms",
+        "illegal", "disc", "forfeit", "think ms", "suspended",
     ];
     // Buchholz goes after SB, as in the standings files.
     let buchholz_column = 10;
@@ -206,6 +208,7 @@ pub fn terminal_table(t: &TournamentStandings) -> String {
             r.forfeit_losses.to_string(),
             r.mean_think_ms
                 .map_or_else(|| "-".to_string(), |x| format!("{x:.1}")),
+            r.suspensions.to_string(),
         ];
         if swiss {
             line.insert(

@@ -140,6 +140,10 @@ pub struct StandingRow {
     pub forfeit_losses: u32,
     /// Mean server-measured think time per move; `null` before the bot's first move.
     pub mean_think_ms: Option<f64>,
+    /// Times the server suspended the bot for `suspend_after_faults` losses in a row by
+    /// timeout or illegal move (filled in by the server; 0 from `compute_standings`).
+    #[serde(default)]
+    pub suspensions: u32,
 }
 
 /// Turns a points value into an exact integer key so that ties compare exactly.
@@ -285,6 +289,7 @@ pub fn compute_standings(
                 illegal_move_losses: t.illegal_move_losses,
                 disconnect_losses: t.disconnect_losses,
                 forfeit_losses: t.forfeit_losses,
+                suspensions: 0,
                 mean_think_ms: (t.think.moves > 0)
                     .then(|| round_to_tenth(t.think.total_ms as f64 / t.think.moves as f64)),
             }

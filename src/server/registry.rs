@@ -188,6 +188,8 @@ pub struct RegistryState {
     pub matches: HashMap<String, MatchEntry>,
     /// Matches each bot is playing now (counted against its `max_games`).
     pub busy: HashMap<String, u32>,
+    /// Bots suspended for repeated faults and not connected since: why.
+    pub suspended: HashMap<String, String>,
 }
 
 impl RegistryState {
@@ -237,6 +239,7 @@ impl Registry {
         // Queued under the lock, so no referee can send `start` before it.
         session.link.send(welcome);
         state.sessions.insert(name.to_string(), session);
+        state.suspended.remove(name);
         let resumed = state
             .matches
             .values()
@@ -267,6 +270,34 @@ impl Registry {
         drop(state);
         self.changed.notify_one();
         left
+    }
+
+    /// Suspends `name`: queues `error` (code `suspended`, saying `why`) on its connection,
+    /// removes its session at once (so no game starts with it meanwhile) and drops the
+    /// connection. Returns the matches it is still part of with its connection id, for their
+    /// referees to hear that it left (its own connection no longer tells them).
+    pub fn suspend(
+        &self,
+        name: &str,
+        why: &str,
+    ) -> Option<(u64, Vec<(Side, flume::Sender<RefereeInput>)>)> {
+        let mut state = self.lock();
+        state.suspended.insert(name.to_string(), why.to_string());
+        let session = state.sessions.remove(name)?;
+        session.link.send(&RefereeMessage::Error {
+            code: crate::protocol::ErrorCode::Suspended,
+            message: why.to_string(),
+            match_id: None,
+        });
+        session.link.close();
+        let left = state
+            .matches
+            .values()
+            .filter_map(|m| m.side_of(name).map(|side| (side, m.inbox.clone())))
+            .collect();
+        drop(state);
+        self.changed.notify_one();
+        Some((session.link.conn_id, left))
     }
 
     /// The match `match_id` if `name` plays in it: its referee's inbox and `name`'s side.

@@ -21,7 +21,7 @@ use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, Format, TournamentConfig};
-use crate::game::Side;
+use crate::game::{EndReason, Side};
 use crate::journal::{Journal, JournalEntry, JournalState, JOURNAL_FILE};
 use crate::league::report::terminal_table;
 use crate::league::{
@@ -32,7 +32,8 @@ use crate::league::{
 use super::journaling::{fingerprint, MoveJournal, SharedJournal};
 use super::output::Output;
 use super::referee::{
-    run_journaled_match, FinishedGame, MatchJournaling, MatchSpec, RefereeSettings, ResumePoint,
+    run_journaled_match, FinishedGame, MatchJournaling, MatchSpec, RefereeInput, RefereeSettings,
+    ResumePoint,
 };
 use super::registry::{MatchEntry, Registry};
 use super::{EventSink, GameSummary, ServerError, ServerEvent};
@@ -68,6 +69,8 @@ pub struct TournamentState {
     no_more_rounds: bool,
     /// Whether the final table has been printed.
     announced: bool,
+    /// Times each of its bots was suspended for repeated faults (league-wide counts).
+    suspensions: HashMap<String, u32>,
 }
 
 impl TournamentState {
@@ -84,6 +87,7 @@ impl TournamentState {
             round: 0,
             no_more_rounds: false,
             announced: false,
+            suspensions: HashMap::new(),
         }
     }
 
@@ -138,7 +142,7 @@ impl TournamentState {
     }
 
     pub fn standings(&self) -> TournamentStandings {
-        let rows = compute_standings(
+        let mut rows = compute_standings(
             &self.config.bots,
             &self.results(u32::MAX),
             &self.bye_names(u32::MAX),
@@ -146,6 +150,9 @@ impl TournamentState {
             self.swiss(),
             &EloOptions::default(),
         );
+        for row in &mut rows {
+            row.suspensions = self.suspensions.get(&row.name).copied().unwrap_or(0);
+        }
         TournamentStandings::new(
             &self.config.name,
             self.config.game,
@@ -264,6 +271,12 @@ pub fn prepare_league(
     let mut tournaments = Vec::new();
     for t in &config.tournaments {
         let mut ts = TournamentState::new(t.clone());
+        ts.suspensions = state
+            .suspensions
+            .iter()
+            .filter(|(bot, _)| t.bots.contains(bot))
+            .map(|(bot, n)| (bot.clone(), *n))
+            .collect();
         if t.format == Format::Swiss {
             load_swiss(&mut ts, &state, &jsonl, &mut entries);
         } else {
@@ -412,6 +425,19 @@ struct MatchDone {
     tournament: usize,
     id: String,
     game: Option<(FinishedGame, GameLine)>,
+    /// Held for a game lost by a fault (timeout, illegal move) until the scheduler has counted
+    /// it: its players' slots stay taken, so no next game starts with a bot that this loss
+    /// suspends.
+    guard: Option<MatchGuard>,
+}
+
+/// Whether a game ended in a loss that counts toward `suspend_after_faults`.
+fn lost_by_fault(game: &FinishedGame) -> bool {
+    game.outcome.winner.is_some()
+        && matches!(
+            game.outcome.reason,
+            EndReason::Timeout | EndReason::IllegalMove
+        )
 }
 
 /// Writes a finished game's output durably (journal `finished` entry, record file, games.jsonl
@@ -527,6 +553,8 @@ pub struct Scheduler {
     standings_writer: Option<tokio::task::JoinHandle<()>>,
     /// Where progress is told (the binary prints it).
     events: EventSink,
+    /// Each bot's current run of losses by timeout or illegal move (what and where).
+    faults: HashMap<String, Vec<String>>,
 }
 
 impl Scheduler {
@@ -540,6 +568,7 @@ impl Scheduler {
     ) -> Scheduler {
         Scheduler {
             events,
+            faults: HashMap::new(),
             config,
             registry,
             output,
@@ -614,6 +643,7 @@ impl Scheduler {
                 tournament,
                 id,
                 game,
+                guard,
             }) => {
                 if let Some(t) = self.tournaments.get_mut(tournament) {
                     t.running = t.running.saturating_sub(1);
@@ -621,6 +651,7 @@ impl Scheduler {
                 if let Some((game, line)) = game {
                     self.finish(tournament, id, game, line).await;
                 }
+                drop(guard);
             }
             Err(e) => {
                 tracing::error!(error = %e, "a referee task failed; its game is played again after a restart");
@@ -686,9 +717,17 @@ impl Scheduler {
             }
         }
         self.journal.append(entries).await;
+        self.count_faults(&game).await;
+        self.refresh_standings(tournament);
+        self.write_standings().await;
+        self.announce_if_finished(tournament);
+    }
+
+    /// Recomputes tournament `index`'s standings and tells the web view.
+    fn refresh_standings(&mut self, index: usize) {
         if let (Some(slot), Some(t)) = (
-            self.standings.get_mut(tournament),
-            self.tournaments.get(tournament),
+            self.standings.get_mut(index),
+            self.tournaments.get(index),
         ) {
             *slot = Arc::new(t.standings());
             if self.registry.live.is_enabled() {
@@ -698,8 +737,64 @@ impl Scheduler {
                 );
             }
         }
-        self.write_standings().await;
-        self.announce_if_finished(tournament);
+    }
+
+    /// Counts each player's losses in a row by timeout or illegal move (any other result of a
+    /// game it played ends the run; a forfeit says nothing) and suspends a bot whose run
+    /// reaches `server.suspend_after_faults`.
+    async fn count_faults(&mut self, game: &FinishedGame) {
+        let limit = usize::try_from(self.config.server.suspend_after_faults).unwrap_or(usize::MAX);
+        if limit == 0 || game.outcome.reason == EndReason::Forfeit {
+            return;
+        }
+        for (side, name) in [Side::First, Side::Second].into_iter().zip(&game.spec.players) {
+            let fault = lost_by_fault(game) && game.outcome.winner == Some(side.opponent());
+            if !fault {
+                self.faults.remove(name);
+                continue;
+            }
+            let run = self.faults.entry(name.clone()).or_default();
+            run.push(format!("{} in {}", game.outcome.reason, game.spec.match_id));
+            if run.len() >= limit {
+                let run = self.faults.remove(name).unwrap_or_default();
+                self.suspend(name, &run).await;
+            }
+        }
+    }
+
+    /// Suspends `name` after the faults `run`: the bot is told why and disconnected (its
+    /// running games go on under the usual disconnect rules, its next games wait for it as for
+    /// any absent bot); the suspension is journaled, logged and counted in the standings.
+    async fn suspend(&mut self, name: &str, run: &[String]) {
+        let why = format!(
+            "suspended after {} losses in a row by timeout or illegal move ({}); fix the bot and connect again: games due meanwhile are forfeited after the tournament's absent_forfeit_ms",
+            run.len(),
+            run.join(", ")
+        );
+        tracing::warn!(bot = %name, faults = run.len(), why = %why, "bot suspended");
+        self.journal
+            .append(vec![JournalEntry::Suspended {
+                bot: name.to_string(),
+                time: Local::now().to_rfc3339(),
+                why: why.clone(),
+            }])
+            .await;
+        if let Some((conn_id, left)) = self.registry.suspend(name, &why) {
+            for (side, inbox) in left {
+                let _ = inbox
+                    .send_async(RefereeInput::Disconnected { side, conn_id })
+                    .await;
+            }
+        }
+        for index in 0..self.tournaments.len() {
+            let Some(t) = self.tournaments.get_mut(index) else {
+                continue;
+            };
+            if t.config.bots.iter().any(|b| b == name) {
+                *t.suspensions.entry(name.to_string()).or_insert(0) += 1;
+                self.refresh_standings(index);
+            }
+        }
     }
 
     /// Tells the web view (when it runs) which games wait and how each tournament stands.
@@ -769,6 +864,7 @@ impl Scheduler {
         };
         let mut next_forfeit: Option<Instant> = None;
         let mut forfeits: Vec<(usize, String, FinishedGame)> = Vec::new();
+        let suspending = self.config.server.suspend_after_faults > 0;
         for (index, t) in self.tournaments.iter_mut().enumerate() {
             let mut i = 0;
             while i < t.pending.len() && t.running < t.config.concurrency {
@@ -847,7 +943,13 @@ impl Scheduler {
                         let finished =
                             run_journaled_match(spec, settings, links, inbox_rx, stop, journaling)
                                 .await;
-                        drop(guard);
+                        let guard = match &finished {
+                            Some(game) if suspending && lost_by_fault(game) => Some(guard),
+                            _ => {
+                                drop(guard);
+                                None
+                            }
+                        };
                         let game = match finished {
                             Some(game) => {
                                 write_game_output(output, journal, id.clone(), game).await
@@ -858,6 +960,7 @@ impl Scheduler {
                             tournament: index,
                             id,
                             game,
+                            guard,
                         }
                     });
                     continue;

@@ -170,7 +170,10 @@ pub fn bots(config: &Config, registry: &Registry) -> Value {
                 continue;
             }
             let Some(session) = session else {
-                reasons.push("not connected".to_string());
+                reasons.push(match state.suspended.get(&bot.name) {
+                    Some(why) => format!("not connected: {why}"),
+                    None => "not connected".to_string(),
+                });
                 continue;
             };
             if !session.games.contains(&t.game) {
@@ -228,6 +231,7 @@ pub fn bots(config: &Config, registry: &Registry) -> Value {
             "connected": session.is_some(),
             "games": hello_games,
             "max_games": session.map(|s| s.max_games),
+            "suspended": state.suspended.get(&bot.name),
             "playing": playing,
             "waiting": if playing.is_empty() || !reasons.is_empty() { reasons } else { Vec::new() },
         }));
