@@ -133,8 +133,9 @@ impl Default for ServerConfig {
 }
 
 /// One `[[bot]]`: a third-party bot (with `token`), a built-in engine (with `builtin`) or a
-/// program the server runs itself through the bridge (with `program`).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// program the server runs itself through the bridge (with `program`). Its `Debug` form hides
+/// the token, so that no log line can show it.
+#[derive(Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BotConfig {
     pub name: String,
@@ -160,6 +161,22 @@ pub struct BotConfig {
     /// Address-space limit of the program's process, in MiB.
     #[serde(default)]
     pub memory_mb: Option<u64>,
+}
+
+impl std::fmt::Debug for BotConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BotConfig")
+            .field("name", &self.name)
+            .field("token", &self.token.as_ref().map(|_| "<hidden>"))
+            .field("builtin", &self.builtin)
+            .field("options", &self.options)
+            .field("max_games", &self.max_games)
+            .field("program", &self.program)
+            .field("dir", &self.dir)
+            .field("init", &self.init)
+            .field("memory_mb", &self.memory_mb)
+            .finish()
+    }
 }
 
 impl BotConfig {
@@ -624,6 +641,19 @@ fn check_duration_ms(key: &str, value: u64) -> Result<(), ConfigError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn debug_output_never_shows_a_token() {
+        let config = Config::from_toml(
+            "[[bot]]\nname = \"alice\"\ntoken = \"s3cret-token-of-alice\"\n\n\
+             [[bot]]\nname = \"bob\"\ntoken = \"s3cret-token-of-bob\"\n\n\
+             [[tournament]]\nname = \"t\"\ngame = \"hex\"\nbots = [\"alice\", \"bob\"]\n",
+        )
+        .expect("valid");
+        let shown = format!("{config:?} {:#?}", config.bots);
+        assert!(shown.contains("alice"), "{shown}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+    }
+
     use super::*;
 
     fn fixture(name: &str) -> PathBuf {

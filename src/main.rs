@@ -751,8 +751,7 @@ fn serve(
             ),
             None => None,
         };
-        let events: arena::server::EventSink =
-            std::sync::Arc::new(print_server_event);
+        let events: arena::server::EventSink = std::sync::Arc::new(print_server_event);
         anyhow::Ok(
             arena::server::run_with_web(config, listener, web, shutdown_on_signals(), events)
                 .await?,
@@ -776,7 +775,10 @@ fn closing_line(summary: &arena::server::ServerSummary) -> String {
     let mut line = if league == this_run {
         format!("{} played", games(this_run))
     } else {
-        format!("{} played this run, {league} in the league so far", games(this_run))
+        format!(
+            "{} played this run, {league} in the league so far",
+            games(this_run)
+        )
     };
     if summary.tournaments_finished {
         line.push_str("; every tournament finished");

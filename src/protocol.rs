@@ -245,7 +245,11 @@ fn fields_of(message_type: &str) -> &'static [(&'static str, FieldKind, bool)] {
             ("max_games", Count, false),
             ("engine", Text, false),
         ],
-        "move" => &[("match", Text, true), ("move", Text, true), ("ply", Count, false)],
+        "move" => &[
+            ("match", Text, true),
+            ("move", Text, true),
+            ("ply", Count, false),
+        ],
         "resign" => &[("match", Text, true)],
         "pong" => &[("id", Id, true)],
         _ => &[],
@@ -291,18 +295,15 @@ pub fn parse_bot_line(line: &str) -> Result<BotMessage, LineError> {
             .about(match_id))
         }
         Some(_) => {
-            return Err(LineError::new(
-                ErrorCode::UnknownType,
-                "field \"type\" must be a string",
+            return Err(
+                LineError::new(ErrorCode::UnknownType, "field \"type\" must be a string")
+                    .about(match_id),
             )
-            .about(match_id))
         }
         None => {
-            return Err(LineError::new(
-                ErrorCode::UnknownType,
-                "missing field \"type\"",
+            return Err(
+                LineError::new(ErrorCode::UnknownType, "missing field \"type\"").about(match_id),
             )
-            .about(match_id))
         }
     };
     for &(field, kind, required) in fields_of(message_type) {

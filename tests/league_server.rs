@@ -392,7 +392,8 @@ async fn a_league_killed_mid_game_resumes_from_the_journal_and_plays_every_game_
     assert!(printed.contains("resuming from the journal"), "{printed}");
     assert!(printed.contains("t 2/2"), "{printed}");
     assert!(
-        printed.ends_with("1 game played this run, 2 in the league so far; every tournament finished"),
+        printed
+            .ends_with("1 game played this run, 2 in the league so far; every tournament finished"),
         "the closing line counts the league's games: {printed}"
     );
 
@@ -658,4 +659,154 @@ async fn sigterm_ends_the_server_like_ctrl_c_with_its_summary() {
         printed.ends_with("1 game played; 1 of 2 league games done"),
         "the summary is printed: {printed}"
     );
+}
+
+/// A plain HTTP/1.1 GET; the whole answer (headers and body) as text.
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: arena\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut answer))
+        .await
+        .expect("an answer")
+        .unwrap();
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// Tokens never leave the config: not in the log (at its most verbose), the output folder
+/// (journal, records, games.jsonl, standings) or anything the web view serves; neither does a
+/// token someone tried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_never_reach_logs_files_or_the_web_view() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let out: PathBuf = dir.path().join("out");
+    let config_path = dir.path().join("arena.toml");
+    let (token_a, token_b, guessed) = (
+        "Tok3n-of-a-9f8e7d6c",
+        "Tok3n-of-b-1a2b3c4d",
+        "Gu3ssed-5e6f7a8b",
+    );
+    let config = support::config(
+        &format!(
+            "out_dir = {:?}\nexit_when_done = false",
+            out.to_str().unwrap()
+        ),
+        &["a", "b"],
+        "hex",
+        "games_per_pairing = 1\nconcurrency = 1\n\
+         clock = { initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }",
+    )
+    .replace("token = \"ta\"", &format!("token = {token_a:?}"))
+    .replace("token = \"tb\"", &format!("token = {token_b:?}"));
+    std::fs::write(&config_path, config).unwrap();
+    let log_path = dir.path().join("server.log");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(["-vv", "serve", "--config"])
+        .arg(&config_path)
+        .args(["--listen", "127.0.0.1:0", "--web", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut printed = Vec::new();
+    for _ in 0..2 {
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("a line")
+            .unwrap()
+            .expect("a line");
+        printed.push(line);
+    }
+    let (first, second) = (printed[0].clone(), printed[1].clone());
+    let addr: std::net::SocketAddr = first
+        .strip_prefix("arena listening on ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let web: std::net::SocketAddr = second
+        .strip_prefix("web view: http://")
+        .and_then(|s| s.strip_suffix('/'))
+        .unwrap()
+        .parse()
+        .unwrap();
+
+    let mut wrong = Client::hello(addr, 1, "a", guessed, &["hex"]).await;
+    wrong.expect_error("auth_failed").await;
+    let mut a = Client::login(addr, "a", token_a, &["hex"]).await;
+    let mut b = Client::login(addr, "b", token_b, &["hex"]).await;
+    let id = "t-r1-p1-g1";
+    a.expect("start").await;
+    b.expect("start").await;
+    a.expect("turn").await;
+    a.play(id, "A1").await;
+    b.expect("turn").await;
+    let mut served = String::new();
+    for path in [
+        "/",
+        "/play",
+        "/api/bots",
+        "/api/games",
+        &format!("/api/games/{id}"),
+        "/api/standings",
+    ] {
+        served.push_str(&http_get(web, path).await);
+    }
+    b.send(json!({"type":"resign","match":id})).await;
+    a.expect("end").await;
+    wait_until("the game is written", || read_games(&out).len() == 1).await;
+    let games = read_games(&out);
+    let record = games[0]["record"].as_str().unwrap().to_string();
+    for path in [
+        "/api/games",
+        "/api/standings",
+        "/api/bots",
+        &format!("/records/{record}"),
+    ] {
+        served.push_str(&http_get(web, path).await);
+    }
+    let pid = i32::try_from(child.id().unwrap()).unwrap();
+    // SAFETY: kill(2) on the child this test spawned; no memory is involved.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("the server stops")
+        .unwrap();
+    assert!(status.success());
+    let mut files = String::new();
+    let mut folders = vec![out.clone()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else {
+                files.push_str(&String::from_utf8_lossy(&std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(log.contains("failed login"), "the failed login is logged");
+    assert!(log.contains("127.0.0.1"), "with the address");
+    assert!(
+        files.contains("A1") || files.contains("(A,1)"),
+        "the files were read"
+    );
+    assert!(
+        served.contains("\"bots\""),
+        "the web view answered: {served}"
+    );
+    for secret in [token_a, token_b, guessed] {
+        assert!(!log.contains(secret), "{secret} in the log");
+        assert!(!files.contains(secret), "{secret} in the output folder");
+        assert!(!served.contains(secret), "{secret} served by the web view");
+    }
 }

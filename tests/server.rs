@@ -974,7 +974,10 @@ async fn a_hung_bot_is_suspended_after_three_timeouts_and_may_come_back() {
             a.play(&id, "A1").await;
         }
         let end = a.expect("end").await;
-        assert_eq!((end["result"].clone(), end["reason"].clone()), (json!("win"), json!("timeout")));
+        assert_eq!(
+            (end["result"].clone(), end["reason"].clone()),
+            (json!("win"), json!("timeout"))
+        );
     }
     // `b` hears why and is disconnected.
     let mut suspended = None;
@@ -1010,7 +1013,10 @@ async fn a_hung_bot_is_suspended_after_three_timeouts_and_may_come_back() {
     }
     let (summary, out_dir, _dir) = server.finished().await;
     let reasons: Vec<&str> = summary.games.iter().map(|g| g.reason.as_str()).collect();
-    assert_eq!(reasons, ["timeout", "timeout", "timeout", "resign", "resign"]);
+    assert_eq!(
+        reasons,
+        ["timeout", "timeout", "timeout", "resign", "resign"]
+    );
     let journal = std::fs::read_to_string(out_dir.join("journal.jsonl")).unwrap();
     let entries: Vec<Value> = journal
         .lines()
@@ -1034,4 +1040,32 @@ async fn a_hung_bot_is_suspended_after_three_timeouts_and_may_come_back() {
     assert_eq!(row("b")["suspensions"], 1);
     assert_eq!(row("b")["timeout_losses"], 3);
     assert_eq!(row("a")["suspensions"], 0);
+}
+
+/// Tokens cannot be guessed by trying: after five failed logins in a minute an address is
+/// refused for a minute, even with the right token, and told so; then it may log in again.
+#[tokio::test(start_paused = true)]
+async fn failed_logins_are_limited_per_address() {
+    let server =
+        TestServer::start_virtual_clock(&two_bot_config("hex", "", "absent_forfeit_ms = 0")).await;
+    for attempt in 1..=5 {
+        let mut c = Client::hello(server.addr, 1, "a", &format!("guess-{attempt}"), &["hex"]).await;
+        let e = c.expect_error("auth_failed").await;
+        let message = e["message"].as_str().unwrap();
+        assert_eq!(
+            message.contains("refused for 60 s"),
+            attempt == 5,
+            "attempt {attempt}: {message}"
+        );
+        assert!(c.until_closed().await.is_empty());
+    }
+    let mut c = Client::hello(server.addr, 1, "a", "ta", &["hex"]).await;
+    let e = c.expect_error("too_many_failed_logins").await;
+    assert!(
+        e["message"].as_str().unwrap().contains("try again in 60 s"),
+        "{e}"
+    );
+    assert!(c.until_closed().await.is_empty());
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    let _a = Client::login(server.addr, "a", "ta", &["hex"]).await;
 }

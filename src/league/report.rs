@@ -179,8 +179,24 @@ pub fn standings_markdown<T: Borrow<TournamentStandings>>(tournaments: &[T]) -> 
 pub fn terminal_table(t: &TournamentStandings) -> String {
     let swiss = t.rows.iter().any(|r| r.buchholz.is_some());
     let mut header = vec![
-        "#", "bot", "games", "W", "D", "L", "byes", "points", "h2h", "SB", "Elo", "95%", "timeouts",
-        "illegal", "disc", "forfeit", "think ms", "suspended",
+        "#",
+        "bot",
+        "games",
+        "W",
+        "D",
+        "L",
+        "byes",
+        "points",
+        "h2h",
+        "SB",
+        "Elo",
+        "95%",
+        "timeouts",
+        "illegal",
+        "disc",
+        "forfeit",
+        "think ms",
+        "suspended",
     ];
     // Buchholz goes after SB, as in the standings files.
     let buchholz_column = 10;

@@ -23,6 +23,7 @@ use crate::protocol::{
 };
 
 use super::arrival::ArrivalStampedRead;
+use super::login_guard::LoginGuard;
 use super::referee::RefereeInput;
 use super::registry::{BotLink, Outgoing, Registry, Session};
 
@@ -34,13 +35,24 @@ pub const SERVER_NAME: &str = concat!("arena ", env!("CARGO_PKG_VERSION"));
 const CONNECTION_BUFFER_BYTES: usize = 256;
 
 /// What every connection shares.
-#[derive(Debug)]
 pub struct ConnectionContext {
     pub config: Arc<Config>,
     pub registry: Arc<Registry>,
+    /// Failed logins per client address (TCP and the web view's WebSocket alike).
+    pub logins: LoginGuard,
     /// Bot name → token (third-party tokens from the config, generated ones for built-ins).
     pub tokens: HashMap<String, String>,
     pub shutdown: CancellationToken,
+}
+
+impl std::fmt::Debug for ConnectionContext {
+    /// Never shows the tokens.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectionContext")
+            .field("bots", &self.tokens.len())
+            .field("logins", &self.logins)
+            .finish_non_exhaustive()
+    }
 }
 
 type LineStream<R> = FramedRead<R, CappedLineCodec>;
@@ -127,6 +139,7 @@ pub async fn serve_stream<
     let link = BotLink::new(conn_id, tx, close.clone());
     let mut connection = Connection {
         ctx: ctx.clone(),
+        peer,
         link,
         name: None,
         bad_lines: 0,
@@ -214,6 +227,8 @@ async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
 
 struct Connection {
     ctx: Arc<ConnectionContext>,
+    /// The client's address (for the web view's WebSocket, the browser's).
+    peer: SocketAddr,
     link: BotLink,
     /// The bot's name once authenticated.
     name: Option<String>,
@@ -446,6 +461,19 @@ impl Connection {
             );
             return Next::Close(format!("unsupported protocol {protocol}"));
         }
+        if let Err(blocked) = self.ctx.logins.check(self.peer.ip(), Instant::now()) {
+            let seconds = blocked.seconds_left(Instant::now());
+            tracing::warn!(conn = self.link.conn_id, peer = %self.peer, bot = %name, "login refused: too many failed logins from this address");
+            self.error(
+                ErrorCode::TooManyFailedLogins,
+                format!(
+                    "too many failed logins from {}; try again in {seconds} s",
+                    self.peer.ip()
+                ),
+                None,
+            );
+            return Next::Close("refused: too many failed logins from its address".into());
+        }
         let token_ok = match self.ctx.tokens.get(&name) {
             Some(expected) => bool::from(expected.as_bytes().ct_eq(token.as_bytes())),
             None => {
@@ -455,7 +483,18 @@ impl Connection {
             }
         };
         if !token_ok {
-            self.error(ErrorCode::AuthFailed, "unknown name or wrong token", None);
+            let blocked = self.ctx.logins.failed(self.peer.ip(), Instant::now());
+            // The address and the name tried are logged; the token never is.
+            tracing::warn!(conn = self.link.conn_id, peer = %self.peer, bot = %name, "failed login: unknown name or wrong token");
+            let message = match blocked {
+                Some(blocked) => format!(
+                    "unknown name or wrong token; too many failed logins from {}: refused for {} s",
+                    self.peer.ip(),
+                    blocked.seconds_left(Instant::now())
+                ),
+                None => "unknown name or wrong token".to_string(),
+            };
+            self.error(ErrorCode::AuthFailed, message, None);
             return Next::Close(format!("authentication failed for {name:?}"));
         }
         let mut played = std::collections::HashSet::new();

@@ -10,6 +10,7 @@ mod builtin;
 pub mod connection;
 pub mod journaling;
 pub mod live;
+pub mod login_guard;
 mod move_log;
 pub mod output;
 pub mod probe;
@@ -270,6 +271,10 @@ pub async fn run_with_web(
     let ctx = Arc::new(ConnectionContext {
         config: config.clone(),
         registry: registry.clone(),
+        logins: login_guard::LoginGuard::new(
+            config.server.max_failed_logins_per_minute,
+            Duration::from_millis(config.server.failed_login_block_ms),
+        ),
         tokens,
         shutdown: stop.clone(),
     });

@@ -725,10 +725,8 @@ impl Scheduler {
 
     /// Recomputes tournament `index`'s standings and tells the web view.
     fn refresh_standings(&mut self, index: usize) {
-        if let (Some(slot), Some(t)) = (
-            self.standings.get_mut(index),
-            self.tournaments.get(index),
-        ) {
+        if let (Some(slot), Some(t)) = (self.standings.get_mut(index), self.tournaments.get(index))
+        {
             *slot = Arc::new(t.standings());
             if self.registry.live.is_enabled() {
                 self.registry.live.standings_changed(
@@ -747,7 +745,10 @@ impl Scheduler {
         if limit == 0 || game.outcome.reason == EndReason::Forfeit {
             return;
         }
-        for (side, name) in [Side::First, Side::Second].into_iter().zip(&game.spec.players) {
+        for (side, name) in [Side::First, Side::Second]
+            .into_iter()
+            .zip(&game.spec.players)
+        {
             let fault = lost_by_fault(game) && game.outcome.winner == Some(side.opponent());
             if !fault {
                 self.faults.remove(name);
