@@ -4,6 +4,12 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// A duration in whole milliseconds, as clocks, the journal and games.jsonl count them
+/// (saturating at `u64::MAX`).
+pub fn whole_ms(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// A match's clock: starting time, increment per move and the optional per-move limit (ms).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClockSpec {

@@ -9,9 +9,8 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use subtle::ConstantTimeEq;
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use tokio::time::{interval_at, sleep_until, timeout, Instant, MissedTickBehavior};
+use tokio::time::{interval_at, sleep_until, Instant, MissedTickBehavior};
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
@@ -23,9 +22,9 @@ use crate::protocol::{
 };
 
 use super::arrival::ArrivalStampedRead;
+use super::link::{write_lines, BotLink, RefereeInput};
 use super::login_guard::LoginGuard;
-use super::referee::RefereeInput;
-use super::registry::{BotLink, Outgoing, Registry, Session};
+use super::registry::{Registry, Session};
 
 /// The server's name in `welcome`.
 pub const SERVER_NAME: &str = concat!("arena ", env!("CARGO_PKG_VERSION"));
@@ -173,56 +172,6 @@ fn connection_name(why: &Closed) -> &str {
 struct Closed {
     name: Option<String>,
     reason: String,
-}
-
-/// Writes queued lines (each with its `\n`) until the queue closes or the connection is
-/// dropped; then flushes what is already queued (e.g. a final `error`) for a short while.
-///
-/// Each line is written straight from its own string: no write buffer stays allocated per
-/// connection (a framed writer's buffer grows to the longest line ever sent, such as an `end`
-/// with every move of a long game, and keeps that size).
-async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
-    mut socket: W,
-    rx: flume::Receiver<Outgoing>,
-    close: CancellationToken,
-) {
-    // One wait for the whole loop: a fresh `cancelled()` per line registers and unregisters a
-    // waiter each time, which showed up in the bench's profile.
-    let closed = close.cancelled();
-    tokio::pin!(closed);
-    loop {
-        tokio::select! {
-            biased;
-            _ = &mut closed => break,
-            outgoing = rx.recv_async() => {
-                let Ok(outgoing) = outgoing else { break };
-                if let Some(written) = &outgoing.written {
-                    written.begin(Instant::now());
-                }
-                tokio::select! {
-                    result = socket.write_all(outgoing.line.as_bytes()) => {
-                        if result.is_err() {
-                            close.cancel();
-                            return;
-                        }
-                        if let Some(written) = &outgoing.written {
-                            written.set(Instant::now());
-                        }
-                    }
-                    _ = &mut closed => return,
-                }
-            }
-        }
-    }
-    let _ = timeout(Duration::from_millis(500), async {
-        while let Ok(outgoing) = rx.try_recv() {
-            if socket.write_all(outgoing.line.as_bytes()).await.is_err() {
-                return;
-            }
-        }
-        let _ = socket.shutdown().await;
-    })
-    .await;
 }
 
 struct Connection {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::move_log::MoveLog;
-use super::ms;
+use crate::clock_settings::whole_ms as ms;
 use crate::config::{Config, Format};
 use crate::journal::{
     ConfigFingerprint, Journal, JournalEntry, JournalError, TournamentFingerprint,
@@ -294,7 +294,7 @@ mod tests {
     }
 
     fn one_move() -> MoveLog {
-        let mut moves = MoveLog::new();
+        let mut moves = MoveLog::default();
         moves.push("J10", Side::First, 120, 3);
         moves
     }

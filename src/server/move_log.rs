@@ -30,10 +30,6 @@ fn saturate(ms: u64) -> u32 {
 }
 
 impl MoveLog {
-    pub fn new() -> MoveLog {
-        MoveLog::default()
-    }
-
     /// Appends a move with who made it, the think time charged and the lag credited.
     pub fn push(&mut self, text: &str, mover: Side, think_ms: u64, lag_ms: u64) {
         self.texts.push_str(text);
@@ -50,6 +46,7 @@ impl MoveLog {
         self.plies.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.plies.is_empty()
     }
@@ -103,7 +100,7 @@ mod tests {
 
     #[test]
     fn moves_come_back_as_they_went_in() {
-        let mut log = MoveLog::new();
+        let mut log = MoveLog::default();
         assert!(log.is_empty());
         assert_eq!(log.last(), None);
         log.push("J10", Side::First, 120, 3);
@@ -125,7 +122,7 @@ mod tests {
 
     #[test]
     fn times_beyond_49_days_saturate() {
-        let mut log = MoveLog::new();
+        let mut log = MoveLog::default();
         log.push("A1", Side::First, u64::MAX, 1 << 40);
         assert_eq!(
             log.last(),

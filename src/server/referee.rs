@@ -18,40 +18,10 @@ use crate::protocol::ClockSpec;
 use crate::protocol::{ErrorCode, RefereeMessage, TurnClock};
 
 use super::journaling::MoveJournal;
+use super::link::{BotLink, RefereeInput, WriteStamp};
 use super::move_log::MoveLog;
-use super::registry::{BotLink, WriteStamp};
-use super::{ms, probe};
-
-/// What reaches a referee from the connections of its two players.
-#[derive(Debug)]
-pub enum RefereeInput {
-    /// A `move` line: `received` is when it reached the server (the kernel's receive time where
-    /// available; the clock stops there), `read` when the connection's reader got to it.
-    Move {
-        side: Side,
-        conn_id: u64,
-        text: String,
-        /// The `ply` the bot says it answers, if it said.
-        ply: Option<u32>,
-        received: Instant,
-        read: Instant,
-    },
-    Resign {
-        side: Side,
-        conn_id: u64,
-    },
-    /// The connection of `side` closed.
-    Disconnected {
-        side: Side,
-        conn_id: u64,
-    },
-    /// `side` connected (again): it gets `start` with every move so far, then `turn` if it is
-    /// its move.
-    Connected {
-        side: Side,
-        link: BotLink,
-    },
-}
+use super::probe;
+use crate::clock_settings::whole_ms as ms;
 
 /// What a match is: everything fixed before its first move.
 #[derive(Debug, Clone, PartialEq)]
@@ -374,7 +344,7 @@ impl Referee {
             .and_then(BotLink::rtt)
             .unwrap_or(Duration::ZERO)
             .min(self.settings.max_lag);
-        Duration::from_millis(super::ms(rtt))
+        Duration::from_millis(ms(rtt))
     }
 
     /// The earliest end of a disconnected side's grace period.
@@ -516,7 +486,9 @@ impl Referee {
 
 /// Plays one match to its end. `links` are the players' connections when the match is created
 /// (`None` for one that is not connected: its grace period starts now). Returns `None` if the
-/// server shuts down first, or the rules cannot be set up.
+/// server shuts down first, or the rules cannot be set up. (The server journals every match:
+/// this unjournaled form is for tests.)
+#[cfg(test)]
 pub async fn run_match(
     spec: MatchSpec,
     settings: RefereeSettings,
@@ -766,7 +738,7 @@ pub async fn run_journaled_match(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::registry::Outgoing;
+    use crate::server::link::Outgoing;
 
     const LIMIT: Duration = Duration::from_millis(200);
     const SETTLE: Duration = Duration::from_millis(50);

@@ -1,158 +1,19 @@
-//! Who is connected and which matches are running: the shared table that connections, referees
-//! and the scheduler consult. Its lock is never held across an `.await`.
+//! Who is connected and which matches are running: the shared table that connections, referees,
+//! the scheduler and the web view consult, its state private behind methods. A match's slots are
+//! taken with `claim_match` and given back when its `MatchSlot` is dropped (`finish_match`), so
+//! the two always pair up, even when a referee task panics. Its lock is never held across an
+//! `.await`.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 use crate::game::{GameId, Side};
 use crate::protocol::RefereeMessage;
 
-use super::referee::RefereeInput;
-
-/// Round-trip time not measured yet.
-const RTT_UNKNOWN: u64 = u64::MAX;
-
-/// When a line reached the socket: set by the connection's writer right after writing it, read
-/// by the referee that queued it (a `turn`, whose clock runs from that moment). A plain
-/// instant behind an uncontended lock: one write and one or two reads per turn.
-#[derive(Debug, Default)]
-pub struct WriteStamp {
-    /// (when the writer began writing the line, when the write returned).
-    written: Mutex<(Option<tokio::time::Instant>, Option<tokio::time::Instant>)>,
-}
-
-impl WriteStamp {
-    pub fn new() -> WriteStamp {
-        WriteStamp::default()
-    }
-
-    #[allow(clippy::type_complexity)]
-    fn slot(&self) -> MutexGuard<'_, (Option<tokio::time::Instant>, Option<tokio::time::Instant>)> {
-        self.written.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Forgets the last stamp (a new line is about to be queued).
-    pub fn clear(&self) {
-        *self.slot() = (None, None);
-    }
-
-    /// Records `at` as the moment the writer began writing the line (before the bytes reach
-    /// the socket: nothing that arrived earlier can be an answer to it).
-    pub fn begin(&self, at: tokio::time::Instant) {
-        let mut slot = self.slot();
-        if slot.0.is_none() {
-            slot.0 = Some(at);
-        }
-    }
-
-    /// Records `at` as the moment the line was written (and as its beginning, if the writer
-    /// did not say so before).
-    pub fn set(&self, at: tokio::time::Instant) {
-        let mut slot = self.slot();
-        if slot.0.is_none() {
-            slot.0 = Some(at);
-        }
-        slot.1 = Some(at);
-    }
-
-    /// When the line was written, if it has been.
-    pub fn get(&self) -> Option<tokio::time::Instant> {
-        self.slot().1
-    }
-
-    /// When the writer began writing the line, if it has.
-    pub fn begun(&self) -> Option<tokio::time::Instant> {
-        self.slot().0
-    }
-}
-
-/// A line for a connection's writer (with its `\n`), and the stamp to set once it is written.
-#[derive(Debug)]
-pub struct Outgoing {
-    pub line: String,
-    pub written: Option<Arc<WriteStamp>>,
-}
-
-/// The way to reach one live connection: its outgoing line queue (lines with their `\n`), its measured round-trip time
-/// and the token that drops it.
-#[derive(Debug, Clone)]
-pub struct BotLink {
-    pub conn_id: u64,
-    tx: flume::Sender<Outgoing>,
-    rtt_us: Arc<AtomicU64>,
-    close: CancellationToken,
-}
-
-impl BotLink {
-    pub fn new(conn_id: u64, tx: flume::Sender<Outgoing>, close: CancellationToken) -> BotLink {
-        BotLink {
-            conn_id,
-            tx,
-            rtt_us: Arc::new(AtomicU64::new(RTT_UNKNOWN)),
-            close,
-        }
-    }
-
-    /// Queues a message without waiting. A bot whose queue is full is not reading its socket:
-    /// it is dropped rather than allowed to hold anyone up. Returns whether the line was queued.
-    pub fn send(&self, message: &RefereeMessage) -> bool {
-        self.queue(message, None)
-    }
-
-    /// Like `send`, and `written` is set when the line reaches the socket (cleared now).
-    pub fn send_stamped(&self, message: &RefereeMessage, written: &Arc<WriteStamp>) -> bool {
-        written.clear();
-        self.queue(message, Some(written.clone()))
-    }
-
-    fn queue(&self, message: &RefereeMessage, written: Option<Arc<WriteStamp>>) -> bool {
-        let outgoing = Outgoing {
-            line: message.to_wire_line(),
-            written,
-        };
-        match self.tx.try_send(outgoing) {
-            Ok(()) => true,
-            Err(flume::TrySendError::Full(_)) => {
-                tracing::warn!(
-                    conn = self.conn_id,
-                    "outgoing queue full (the bot is not reading): dropping the connection"
-                );
-                self.close.cancel();
-                false
-            }
-            Err(flume::TrySendError::Disconnected(_)) => false,
-        }
-    }
-
-    /// The last measured round-trip time, if any.
-    pub fn rtt(&self) -> Option<Duration> {
-        match self.rtt_us.load(Ordering::Relaxed) {
-            RTT_UNKNOWN => None,
-            us => Some(Duration::from_micros(us)),
-        }
-    }
-
-    pub fn set_rtt(&self, rtt: Duration) {
-        let us = u64::try_from(rtt.as_micros()).unwrap_or(RTT_UNKNOWN - 1);
-        self.rtt_us
-            .store(us.min(RTT_UNKNOWN - 1), Ordering::Relaxed);
-    }
-
-    /// Forgets the round-trip time (no credit until it is measured again).
-    pub fn clear_rtt(&self) {
-        self.rtt_us.store(RTT_UNKNOWN, Ordering::Relaxed);
-    }
-
-    /// Drops the connection.
-    pub fn close(&self) {
-        self.close.cancel();
-    }
-}
+use super::link::{BotLink, RefereeInput};
+use super::live::Live;
 
 /// An authenticated connection.
 #[derive(Debug, Clone)]
@@ -164,14 +25,14 @@ pub struct Session {
 
 /// A running match as connections see it: its two players and its referee's inbox.
 #[derive(Debug, Clone)]
-pub struct MatchEntry {
-    pub players: [String; 2],
-    pub inbox: flume::Sender<RefereeInput>,
+struct MatchEntry {
+    players: [String; 2],
+    inbox: flume::Sender<RefereeInput>,
 }
 
 impl MatchEntry {
     /// The side `name` plays in this match.
-    pub fn side_of(&self, name: &str) -> Option<Side> {
+    fn side_of(&self, name: &str) -> Option<Side> {
         if self.players[0] == name {
             Some(Side::First)
         } else if self.players[1] == name {
@@ -183,18 +44,18 @@ impl MatchEntry {
 }
 
 #[derive(Debug, Default)]
-pub struct RegistryState {
-    pub sessions: HashMap<String, Session>,
-    pub matches: HashMap<String, MatchEntry>,
+struct RegistryState {
+    sessions: HashMap<String, Session>,
+    matches: HashMap<String, MatchEntry>,
     /// Matches each bot is playing now (counted against its `max_games`).
-    pub busy: HashMap<String, u32>,
+    busy: HashMap<String, u32>,
     /// Bots suspended for repeated faults and not connected since: why.
-    pub suspended: HashMap<String, String>,
+    suspended: HashMap<String, String>,
 }
 
 impl RegistryState {
     /// Whether `name` is connected, plays `game` and has a free match slot.
-    pub fn available(&self, name: &str, game: GameId) -> bool {
+    fn available(&self, name: &str, game: GameId) -> bool {
         match self.sessions.get(name) {
             Some(s) => {
                 s.games.contains(&game) && self.busy.get(name).copied().unwrap_or(0) < s.max_games
@@ -208,17 +69,55 @@ impl RegistryState {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AlreadyConnected;
 
+/// What the web view shows of one bot: its connection, the matches it plays now, and why it was
+/// suspended if it was.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BotStatus {
+    /// The games its `hello` listed and its `max_games`, while it is connected.
+    pub session: Option<(HashSet<GameId>, u32)>,
+    /// Matches it is playing now.
+    pub busy: u32,
+    /// Why it was suspended, until it connects again.
+    pub suspended: Option<String>,
+}
+
+/// A claimed match: its players' connections (`None` for one that has left since), its
+/// referee's inbox, and the slot that frees the match in the registry when dropped.
+#[derive(Debug)]
+pub struct ClaimedMatch {
+    pub links: [Option<BotLink>; 2],
+    pub inbox: flume::Receiver<RefereeInput>,
+    pub slot: MatchSlot,
+}
+
+/// A match's place in the registry: dropping it finishes the match there (frees both players'
+/// slots and forgets its inbox), however the task holding it ends.
+#[derive(Debug)]
+pub struct MatchSlot {
+    registry: Arc<Registry>,
+    match_id: String,
+}
+
+impl Drop for MatchSlot {
+    fn drop(&mut self) {
+        self.registry.finish_match(&self.match_id);
+    }
+}
+
 /// The shared table plus the bell that wakes the scheduler when something changes.
 #[derive(Debug, Default)]
 pub struct Registry {
     state: Mutex<RegistryState>,
-    pub changed: Notify,
+    changed: Notify,
     /// What the web view reads (off unless it runs).
-    pub live: super::live::Live,
+    live: Live,
 }
 
+/// How many messages a referee's inbox holds before a connection waits to hand it one.
+const REFEREE_INBOX: usize = 64;
+
 impl Registry {
-    pub fn lock(&self) -> MutexGuard<'_, RegistryState> {
+    fn lock(&self) -> MutexGuard<'_, RegistryState> {
         // A poisoned lock means a panic elsewhere while holding it; the table itself is still
         // consistent enough to keep serving other matches.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
@@ -311,8 +210,81 @@ impl Registry {
         Some((entry.side_of(name)?, entry.inbox.clone()))
     }
 
-    /// Forgets a finished match and frees its players' slots.
-    pub fn finish_match(&self, match_id: &str) {
+    /// Rings when a bot connects or leaves or a match ends: the scheduler waits on it.
+    pub fn changed(&self) -> &Notify {
+        &self.changed
+    }
+
+    /// What the web view reads (off unless it runs).
+    pub fn live(&self) -> &Live {
+        &self.live
+    }
+
+    /// Claims match `match_id` of `game` for `players` if both are connected, play `game` and
+    /// have a free slot: the match is entered (connections can reach its referee) and each
+    /// player's slot is taken until the returned `slot` is dropped. Otherwise returns, for each
+    /// player, whether it is away (not connected, or connected without `game`); a player
+    /// that is only busy is not away.
+    pub fn claim_match(
+        self: &Arc<Self>,
+        match_id: &str,
+        players: &[String; 2],
+        game: GameId,
+    ) -> Result<ClaimedMatch, [bool; 2]> {
+        let mut state = self.lock();
+        if !players.iter().all(|p| state.available(p, game)) {
+            let away = |p: &String| {
+                !state
+                    .sessions
+                    .get(p)
+                    .is_some_and(|s| s.games.contains(&game))
+            };
+            return Err([away(&players[0]), away(&players[1])]);
+        }
+        let (inbox_tx, inbox) = flume::bounded(REFEREE_INBOX);
+        let links = [
+            state.sessions.get(&players[0]).map(|s| s.link.clone()),
+            state.sessions.get(&players[1]).map(|s| s.link.clone()),
+        ];
+        state.matches.insert(
+            match_id.to_string(),
+            MatchEntry {
+                players: players.clone(),
+                inbox: inbox_tx,
+            },
+        );
+        for p in players {
+            *state.busy.entry(p.clone()).or_insert(0) += 1;
+        }
+        Ok(ClaimedMatch {
+            links,
+            inbox,
+            slot: MatchSlot {
+                registry: self.clone(),
+                match_id: match_id.to_string(),
+            },
+        })
+    }
+
+    /// The status of every bot that is connected, busy or suspended.
+    pub fn statuses(&self) -> HashMap<String, BotStatus> {
+        let state = self.lock();
+        let mut out: HashMap<String, BotStatus> = HashMap::new();
+        for (name, session) in &state.sessions {
+            out.entry(name.clone()).or_default().session =
+                Some((session.games.clone(), session.max_games));
+        }
+        for (name, busy) in &state.busy {
+            out.entry(name.clone()).or_default().busy = *busy;
+        }
+        for (name, why) in &state.suspended {
+            out.entry(name.clone()).or_default().suspended = Some(why.clone());
+        }
+        out
+    }
+
+    /// Forgets a finished match and frees its players' slots (see [`MatchSlot`]).
+    fn finish_match(&self, match_id: &str) {
         let mut state = self.lock();
         if let Some(entry) = state.matches.remove(match_id) {
             for name in entry.players {

@@ -11,7 +11,7 @@
 //! Match ids are the schedule's game ids, `TOURNAMENT-rROUND-pPAIR-gGAME` (all 1-based): the
 //! same configuration always gives the same ids, so they survive restarts.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,14 +29,13 @@ use crate::league::{
     ScheduledGame, TournamentStandings,
 };
 
-use super::journaling::{fingerprint, MoveJournal, SharedJournal};
+use super::journaling::{fingerprint, SharedJournal};
+use super::link::RefereeInput;
+use super::match_task::{self, lost_by_fault, write_game_output, MatchDone, MatchPlan};
 use super::output::Output;
-use super::referee::{
-    run_journaled_match, FinishedGame, MatchJournaling, MatchSpec, RefereeInput, RefereeSettings,
-    ResumePoint,
-};
-use super::registry::{MatchEntry, Registry};
-use super::{EventSink, GameSummary, ServerError, ServerEvent};
+use super::referee::{FinishedGame, MatchSpec, RefereeSettings, ResumePoint};
+use super::registry::Registry;
+use super::report::{EventSink, GameSummary, ResumeReport, ServerError, ServerEvent};
 use crate::game_line::GameLine;
 
 /// A game waiting to be played: from the start, or from its journaled moves.
@@ -226,19 +225,6 @@ fn scheduled_entry(tournament: &str, g: &ScheduledGame) -> JournalEntry {
     }
 }
 
-/// What [`prepare_league`] found and did, for the person starting the server.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ResumeReport {
-    /// Games already finished before this run.
-    pub finished: usize,
-    /// Unfinished games that continue from journaled moves.
-    pub resumed: usize,
-    /// Record files or games.jsonl lines written again, or repeated lines removed.
-    pub repaired: usize,
-    /// A damaged last journal line was dropped.
-    pub dropped_torn_line: bool,
-}
-
 /// Opens the journal in `out_dir`, refuses a configuration that differs from the one it was
 /// started with, builds every tournament's schedule and progress from the journal and
 /// games.jsonl, repairs what a crash cut short, and journals anything new (the fingerprint,
@@ -418,83 +404,6 @@ fn load_swiss(
     }
 }
 
-/// What a referee task hands back to the scheduler: the finished game with its games.jsonl
-/// line, already written (each match task writes its own output, so games that end together
-/// are written in parallel rather than one after another by the scheduler).
-struct MatchDone {
-    tournament: usize,
-    id: String,
-    game: Option<(FinishedGame, GameLine)>,
-    /// Held for a game lost by a fault (timeout, illegal move) until the scheduler has counted
-    /// it: its players' slots stay taken, so no next game starts with a bot that this loss
-    /// suspends.
-    guard: Option<MatchGuard>,
-}
-
-/// Whether a game ended in a loss that counts toward `suspend_after_faults`.
-fn lost_by_fault(game: &FinishedGame) -> bool {
-    game.outcome.winner.is_some()
-        && matches!(
-            game.outcome.reason,
-            EndReason::Timeout | EndReason::IllegalMove
-        )
-}
-
-/// Writes a finished game's output durably (journal `finished` entry, record file, games.jsonl
-/// line, in that order) on a blocking thread; returns the game and its games.jsonl line. A
-/// failure is logged and the line is still returned, so the standings count the game. `None`
-/// only if the blocking task itself was lost (the runtime shutting down).
-async fn write_game_output(
-    output: Arc<Output>,
-    journal: SharedJournal,
-    id: String,
-    game: FinishedGame,
-) -> Option<(FinishedGame, GameLine)> {
-    // The game goes to the blocking thread and comes back, so its moves are not copied (a
-    // copy per game in flight showed in the bench's heap profile). A panic while writing is
-    // caught there, so the game always comes back.
-    let id_for_task = id.clone();
-    let written = tokio::task::spawn_blocking(move || {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            output.finish_game(&journal, &id_for_task, &game)
-        }));
-        (game, result)
-    })
-    .await;
-    let (game, result) = match written {
-        Ok(done) => done,
-        Err(e) => {
-            // Only a cancelled runtime gets here (shutting down): nothing to return.
-            tracing::error!(match_id = %id, error = %e, "output task failed");
-            return None;
-        }
-    };
-    let line = match result {
-        Ok(Ok(line)) => line,
-        Ok(Err(e)) => {
-            tracing::error!(match_id = %id, error = %e, "cannot write the game's output");
-            Output::game_line(&game, "")
-        }
-        Err(_) => {
-            tracing::error!(match_id = %id, "writing the game's output panicked");
-            Output::game_line(&game, "")
-        }
-    };
-    Some((game, line))
-}
-
-/// Frees the registry's slots of a match however its referee task ends (even by a panic).
-struct MatchGuard {
-    registry: Arc<Registry>,
-    match_id: String,
-}
-
-impl Drop for MatchGuard {
-    fn drop(&mut self) {
-        self.registry.finish_match(&self.match_id);
-    }
-}
-
 /// Every tournament's standings at one moment, as the writer task gets them.
 type StandingsSnapshot = Arc<Vec<Arc<TournamentStandings>>>;
 
@@ -542,6 +451,9 @@ pub struct Scheduler {
     journal: SharedJournal,
     tournaments: Vec<TournamentState>,
     running: JoinSet<MatchDone>,
+    /// The tournament of each running match task, so that a task that fails (a panic) is
+    /// still counted off its own tournament.
+    task_tournaments: HashMap<tokio::task::Id, usize>,
     pub summary: Vec<GameSummary>,
     /// Each tournament's standings as of its last finished game (recomputed only for the
     /// tournament whose game finished).
@@ -579,6 +491,7 @@ impl Scheduler {
                 .collect(),
             tournaments,
             running: JoinSet::new(),
+            task_tournaments: HashMap::new(),
             summary: Vec::new(),
             standings_tx: None,
             standings_writer: None,
@@ -628,46 +541,46 @@ impl Scheduler {
                 _ = stop.cancelled() => {
                     // Referees see the same token and stop; wait for them.
                     while self.running.join_next().await.is_some() {}
+                    self.task_tournaments.clear();
                     return false;
                 }
-                _ = self.registry.changed.notified() => {}
-                Some(done) = self.running.join_next() => self.collect(done).await,
+                _ = self.registry.changed().notified() => {}
+                Some(done) = self.running.join_next_with_id() => self.collect(done).await,
                 _ = async { if let Some(at) = next_forfeit { sleep_until(at).await } }, if next_forfeit.is_some() => {}
             }
         }
     }
 
-    async fn collect(&mut self, done: Result<MatchDone, tokio::task::JoinError>) {
+    async fn collect(
+        &mut self,
+        done: Result<(tokio::task::Id, MatchDone), tokio::task::JoinError>,
+    ) {
+        let task = match &done {
+            Ok((task, _)) => *task,
+            Err(e) => e.id(),
+        };
+        let tournament = self.task_tournaments.remove(&task);
+        if let Some(t) = tournament.and_then(|index| self.tournaments.get_mut(index)) {
+            t.running = t.running.saturating_sub(1);
+        }
         match done {
-            Ok(MatchDone {
-                tournament,
-                id,
-                game,
-                guard,
-            }) => {
-                if let Some(t) = self.tournaments.get_mut(tournament) {
-                    t.running = t.running.saturating_sub(1);
-                }
+            Ok((
+                _,
+                MatchDone {
+                    tournament,
+                    id,
+                    game,
+                    slot,
+                },
+            )) => {
                 if let Some((game, line)) = game {
                     self.finish(tournament, id, game, line).await;
                 }
-                drop(guard);
+                drop(slot);
             }
             Err(e) => {
+                // Its slot in the registry was freed as the task unwound.
                 tracing::error!(error = %e, "a referee task failed; its game is played again after a restart");
-                // Its tournament's running count cannot be attributed; recount from the registry.
-                let running: HashSet<String> =
-                    self.registry.lock().matches.keys().cloned().collect();
-                for t in &mut self.tournaments {
-                    let name = &t.config.name;
-                    t.running = u32::try_from(
-                        running
-                            .iter()
-                            .filter(|id| is_match_of_tournament(id, name))
-                            .count(),
-                    )
-                    .unwrap_or(u32::MAX);
-                }
             }
         }
     }
@@ -678,7 +591,7 @@ impl Scheduler {
     /// already written: progress, standings, the next Swiss round.
     async fn finish(&mut self, tournament: usize, id: String, game: FinishedGame, line: GameLine) {
         self.summary.push(GameSummary::of(&game));
-        self.registry.live.game_ended(
+        self.registry.live().game_ended(
             &id,
             game.outcome.result_str(),
             game.outcome.reason.as_str(),
@@ -728,8 +641,8 @@ impl Scheduler {
         if let (Some(slot), Some(t)) = (self.standings.get_mut(index), self.tournaments.get(index))
         {
             *slot = Arc::new(t.standings());
-            if self.registry.live.is_enabled() {
-                self.registry.live.standings_changed(
+            if self.registry.live().is_enabled() {
+                self.registry.live().standings_changed(
                     &t.config.name,
                     crate::league::report::standings_json(&self.standings),
                 );
@@ -800,7 +713,7 @@ impl Scheduler {
 
     /// Tells the web view (when it runs) which games wait and how each tournament stands.
     fn tell_live_view(&self) {
-        let live = &self.registry.live;
+        let live = self.registry.live();
         if !live.schedule_due() {
             return;
         }
@@ -881,114 +794,47 @@ impl Scheduler {
                     clock: t.config.clock,
                     players: players.clone(),
                 };
-                let mut state = self.registry.lock();
-                let ready = players.iter().all(|p| state.available(p, t.config.game));
-                if ready {
-                    let pending = t.pending.remove(i);
-                    t.due_since.remove(&spec.match_id);
-                    let (inbox_tx, inbox_rx) = flume::bounded(64);
-                    let links = [
-                        state.sessions.get(&players[0]).map(|s| s.link.clone()),
-                        state.sessions.get(&players[1]).map(|s| s.link.clone()),
-                    ];
-                    state.matches.insert(
-                        spec.match_id.clone(),
-                        MatchEntry {
-                            players: players.clone(),
-                            inbox: inbox_tx,
-                        },
-                    );
-                    for p in &players {
-                        *state.busy.entry(p.clone()).or_insert(0) += 1;
-                    }
-                    drop(state);
-                    t.running += 1;
-                    let guard = MatchGuard {
-                        registry: self.registry.clone(),
-                        match_id: spec.match_id.clone(),
-                    };
-                    let journal = self.journal.clone();
-                    let output = self.output.clone();
-                    let stop = stop.clone();
-                    let id = spec.match_id.clone();
-                    let opening = t.config.opening_of(&id);
-                    let live = self
-                        .registry
-                        .live
-                        .is_enabled()
-                        .then(|| self.registry.live.clone());
-                    self.running.spawn(async move {
-                        let time = pending
-                            .resume
-                            .as_ref()
-                            .map_or_else(Local::now, |r| r.started);
-                        // Written behind, like the moves: the one journal writer keeps queue
-                        // order, so no move of this game can reach the disk before it, and a
-                        // crash that loses it loses the game's moves too (it is then replayed
-                        // from the start). Waiting for it would hold every game's start back
-                        // by a group commit.
-                        journal.append_behind(vec![JournalEntry::Started {
-                            id: id.clone(),
-                            match_id: id.clone(),
-                            time: time.to_rfc3339(),
-                        }]);
-                        let journaling = MatchJournaling {
-                            opening,
-                            resume: pending.resume,
-                            journal: Some(MoveJournal {
-                                journal: journal.clone(),
-                                id: id.clone(),
-                            }),
-                            live,
-                        };
-                        let finished =
-                            run_journaled_match(spec, settings, links, inbox_rx, stop, journaling)
-                                .await;
-                        let guard = match &finished {
-                            Some(game) if suspending && lost_by_fault(game) => Some(guard),
-                            _ => {
-                                drop(guard);
-                                None
-                            }
-                        };
-                        let game = match finished {
-                            Some(game) => {
-                                write_game_output(output, journal, id.clone(), game).await
-                            }
-                            None => None,
-                        };
-                        MatchDone {
+                let away = match self
+                    .registry
+                    .claim_match(&spec.match_id, &players, t.config.game)
+                {
+                    Ok(claimed) => {
+                        let pending = t.pending.remove(i);
+                        t.due_since.remove(&spec.match_id);
+                        t.running += 1;
+                        let live = self
+                            .registry
+                            .live()
+                            .is_enabled()
+                            .then(|| self.registry.live().clone());
+                        let plan = MatchPlan {
                             tournament: index,
-                            id,
-                            game,
-                            guard,
-                        }
-                    });
-                    continue;
-                }
-                // Not startable: is a player away (not connected, or connected without
-                // listing this game in its hello)?
-                let away: Vec<bool> = players
-                    .iter()
-                    .map(|p| {
-                        !state
-                            .sessions
-                            .get(p)
-                            .is_some_and(|s| s.games.contains(&t.config.game))
-                    })
-                    .collect();
-                drop(state);
+                            opening: t.config.opening_of(&spec.match_id),
+                            spec,
+                            settings,
+                            resume: pending.resume,
+                            journal: self.journal.clone(),
+                            output: self.output.clone(),
+                            live,
+                            hold_slot_on_fault: suspending,
+                            stop: stop.clone(),
+                        };
+                        let task = self.running.spawn(match_task::play(claimed, plan));
+                        self.task_tournaments.insert(task.id(), index);
+                        continue;
+                    }
+                    // Not startable: is a player away (not connected, or connected without
+                    // listing this game in its hello)?
+                    Err(away) => away,
+                };
                 let limit = t.config.absent_forfeit_ms;
-                if limit > 0 && away.iter().any(|&a| a) {
+                if limit > 0 && away.contains(&true) {
                     let since = *t.due_since.entry(spec.match_id.clone()).or_insert(now);
                     let due = since + Duration::from_millis(limit);
                     if due <= now {
                         let pending = t.pending.remove(i);
                         t.due_since.remove(&spec.match_id);
-                        let absent = [
-                            away.first().copied().unwrap_or(true),
-                            away.get(1).copied().unwrap_or(true),
-                        ];
+                        let absent = away;
                         let id = spec.match_id.clone();
                         let game = match &pending.resume {
                             // Cut off by a crash: the game was played, so it keeps its moves.
@@ -1063,37 +909,11 @@ pub fn progress_line(
     )
 }
 
-/// Whether `match_id` (`{tournament}-r{round}-p{pair}-g{game}`) belongs to `tournament`
-/// exactly: `hex-rapid-r1-p1-g1` is not a match of `hex`.
-fn is_match_of_tournament(match_id: &str, tournament: &str) -> bool {
-    let Some(rest) = match_id
-        .strip_prefix(tournament)
-        .and_then(|r| r.strip_prefix('-'))
-    else {
-        return false;
-    };
-    let parts: Vec<&str> = rest.split('-').collect();
-    parts.len() == 3
-        && ["r", "p", "g"].iter().zip(&parts).all(|(letter, part)| {
-            part.strip_prefix(letter)
-                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-        })
-}
-
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn running_matches_are_counted_by_their_own_tournament_not_by_a_name_prefix() {
-        use super::is_match_of_tournament;
-        assert!(is_match_of_tournament("hex-r1-p2-g1", "hex"));
-        assert!(!is_match_of_tournament("hex-rapid-r1-p2-g1", "hex"));
-        assert!(is_match_of_tournament("hex-rapid-r1-p2-g1", "hex-rapid"));
-        assert!(!is_match_of_tournament("hex-r1-p2-g1", "hex-rapid"));
-        assert!(!is_match_of_tournament("hexa-r1-p1-g1", "hex"));
-    }
-
     use super::*;
     use crate::config::RecordEncoding;
+    use std::collections::HashSet;
     use std::path::Path;
 
     fn swiss_config(out_dir: &Path) -> Config {

@@ -12,7 +12,7 @@ use crate::game::{game_from_position_text, new_game, GameId};
 use crate::game_line::GameLine;
 use crate::protocol::ClockSpec;
 use crate::server::live::LiveGame;
-use crate::server::registry::Registry;
+use crate::server::registry::{BotStatus, Registry};
 
 use super::ApiError;
 
@@ -134,14 +134,17 @@ pub fn standings_text(config: &Config) -> String {
 /// The `/api/bots` answer: each configured bot, whether it is connected, what it plays now and,
 /// when it has games left but none running, why it waits.
 pub fn bots(config: &Config, registry: &Registry) -> Value {
-    let (waiting, progress) = registry.live.schedule();
-    let state = registry.lock();
+    let (waiting, progress) = registry.live().schedule();
+    let statuses = registry.statuses();
+    let nobody = BotStatus::default();
+    let status_of = |name: &str| statuses.get(name).unwrap_or(&nobody);
     let mut out = Vec::new();
     for bot in &config.bots {
-        let session = state.sessions.get(&bot.name);
-        let busy = state.busy.get(&bot.name).copied().unwrap_or(0);
+        let status = status_of(&bot.name);
+        let session = status.session.as_ref();
+        let busy = status.busy;
         let mut hello_games: Vec<&str> = session
-            .map(|s| s.games.iter().map(|g| g.as_str()).collect())
+            .map(|(games, _)| games.iter().map(|g| g.as_str()).collect())
             .unwrap_or_default();
         hello_games.sort_unstable();
         let mut reasons: Vec<String> = Vec::new();
@@ -169,14 +172,14 @@ pub fn bots(config: &Config, registry: &Registry) -> Value {
                 }
                 continue;
             }
-            let Some(session) = session else {
-                reasons.push(match state.suspended.get(&bot.name) {
+            let Some((session_games, max_games)) = session else {
+                reasons.push(match &status.suspended {
                     Some(why) => format!("not connected: {why}"),
                     None => "not connected".to_string(),
                 });
                 continue;
             };
-            if !session.games.contains(&t.game) {
+            if !session_games.contains(&t.game) {
                 reasons.push(format!(
                     "{}: no game in common with its hello ({} is not among {})",
                     t.name,
@@ -189,8 +192,8 @@ pub fn bots(config: &Config, registry: &Registry) -> Value {
                 ));
                 continue;
             }
-            if busy >= session.max_games {
-                reasons.push(format!("max_games ({}) reached", session.max_games));
+            if busy >= *max_games {
+                reasons.push(format!("max_games ({max_games}) reached"));
                 continue;
             }
             let mut blocked = false;
@@ -198,9 +201,10 @@ pub fn bots(config: &Config, registry: &Registry) -> Value {
                 let Some(opponent) = w.players.iter().find(|p| **p != bot.name) else {
                     continue;
                 };
-                match state.sessions.get(opponent) {
-                    Some(s) if s.games.contains(&t.game) => {
-                        if state.busy.get(opponent).copied().unwrap_or(0) >= s.max_games {
+                let them = status_of(opponent);
+                match &them.session {
+                    Some((games, max_games)) if games.contains(&t.game) => {
+                        if them.busy >= *max_games {
                             reasons.push(format!(
                                 "{}: opponent {opponent} is busy in other games",
                                 t.name
@@ -224,14 +228,14 @@ pub fn bots(config: &Config, registry: &Registry) -> Value {
         reasons.dedup();
         let mut seen = BTreeSet::new();
         reasons.retain(|r| seen.insert(r.clone()));
-        let playing = registry.live.playing(&bot.name);
+        let playing = registry.live().playing(&bot.name);
         out.push(json!({
             "name": bot.name,
             "builtin": bot.builtin,
             "connected": session.is_some(),
             "games": hello_games,
-            "max_games": session.map(|s| s.max_games),
-            "suspended": state.suspended.get(&bot.name),
+            "max_games": session.map(|(_, max_games)| max_games),
+            "suspended": status.suspended,
             "playing": playing,
             "waiting": if playing.is_empty() || !reasons.is_empty() { reasons } else { Vec::new() },
         }));

@@ -74,7 +74,7 @@ impl WebContext {
     }
 
     fn live_view(&self) -> &Live {
-        &self.registry.live
+        self.registry.live()
     }
 }
 

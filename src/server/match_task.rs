@@ -1,0 +1,161 @@
+//! One match from claimed to written: journal its start, run its referee, write its output
+//! (journal `finished` entry, record file, games.jsonl line) and hand the scheduler a typed
+//! result. The scheduler only decides what starts when.
+
+use std::sync::Arc;
+
+use chrono::Local;
+use tokio_util::sync::CancellationToken;
+
+use crate::game::EndReason;
+use crate::game_line::GameLine;
+use crate::journal::JournalEntry;
+
+use super::journaling::{MoveJournal, SharedJournal};
+use super::live::Live;
+use super::output::Output;
+use super::referee::{
+    run_journaled_match, FinishedGame, MatchJournaling, MatchSpec, RefereeSettings, ResumePoint,
+};
+use super::registry::{ClaimedMatch, MatchSlot};
+
+/// Everything a match needs besides its claim in the registry.
+pub struct MatchPlan {
+    /// The tournament's index in the scheduler.
+    pub tournament: usize,
+    pub spec: MatchSpec,
+    pub settings: RefereeSettings,
+    /// Where it resumes after a crash, if it was cut off by one.
+    pub resume: Option<ResumePoint>,
+    /// Opening moves played before the first turn.
+    pub opening: Vec<String>,
+    pub journal: SharedJournal,
+    pub output: Arc<Output>,
+    /// The web view's feed, when it runs.
+    pub live: Option<Live>,
+    /// Keep the match's slot until the scheduler has counted a loss by a fault (see
+    /// [`MatchDone::slot`]).
+    pub hold_slot_on_fault: bool,
+    pub stop: CancellationToken,
+}
+
+/// Plays a claimed match to its end and writes its output.
+pub async fn play(claimed: ClaimedMatch, plan: MatchPlan) -> MatchDone {
+    let ClaimedMatch { links, inbox, slot } = claimed;
+    let MatchPlan {
+        tournament,
+        spec,
+        settings,
+        resume,
+        opening,
+        journal,
+        output,
+        live,
+        hold_slot_on_fault,
+        stop,
+    } = plan;
+    let id = spec.match_id.clone();
+    let time = resume.as_ref().map_or_else(Local::now, |r| r.started);
+    // Written behind, like the moves: the one journal writer keeps queue order, so no move of
+    // this game can reach the disk before it, and a crash that loses it loses the game's moves
+    // too (it is then replayed from the start). Waiting for it would hold every game's start
+    // back by a group commit.
+    journal.append_behind(vec![JournalEntry::Started {
+        id: id.clone(),
+        match_id: id.clone(),
+        time: time.to_rfc3339(),
+    }]);
+    let journaling = MatchJournaling {
+        opening,
+        resume,
+        journal: Some(MoveJournal {
+            journal: journal.clone(),
+            id: id.clone(),
+        }),
+        live,
+    };
+    let finished = run_journaled_match(spec, settings, links, inbox, stop, journaling).await;
+    let slot = match &finished {
+        Some(game) if hold_slot_on_fault && lost_by_fault(game) => Some(slot),
+        _ => {
+            // Free the players for their next games while the output is written.
+            drop(slot);
+            None
+        }
+    };
+    let game = match finished {
+        Some(game) => write_game_output(output, journal, id.clone(), game).await,
+        None => None,
+    };
+    MatchDone {
+        tournament,
+        id,
+        game,
+        slot,
+    }
+}
+
+/// What a referee task hands back to the scheduler: the finished game with its games.jsonl
+/// line, already written (each match task writes its own output, so games that end together
+/// are written in parallel rather than one after another by the scheduler).
+pub struct MatchDone {
+    pub tournament: usize,
+    pub id: String,
+    pub game: Option<(FinishedGame, GameLine)>,
+    /// Held for a game lost by a fault (timeout, illegal move) until the scheduler has counted
+    /// it: its players' slots stay taken, so no next game starts with a bot that this loss
+    /// suspends.
+    pub slot: Option<MatchSlot>,
+}
+
+/// Whether a game ended in a loss that counts toward `suspend_after_faults`.
+pub fn lost_by_fault(game: &FinishedGame) -> bool {
+    game.outcome.winner.is_some()
+        && matches!(
+            game.outcome.reason,
+            EndReason::Timeout | EndReason::IllegalMove
+        )
+}
+
+/// Writes a finished game's output durably (journal `finished` entry, record file, games.jsonl
+/// line, in that order) on a blocking thread; returns the game and its games.jsonl line. A
+/// failure is logged and the line is still returned, so the standings count the game. `None`
+/// only if the blocking task itself was lost (the runtime shutting down).
+pub async fn write_game_output(
+    output: Arc<Output>,
+    journal: SharedJournal,
+    id: String,
+    game: FinishedGame,
+) -> Option<(FinishedGame, GameLine)> {
+    // The game goes to the blocking thread and comes back, so its moves are not copied (a
+    // copy per game in flight showed in the bench's heap profile). A panic while writing is
+    // caught there, so the game always comes back.
+    let id_for_task = id.clone();
+    let written = tokio::task::spawn_blocking(move || {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            output.finish_game(&journal, &id_for_task, &game)
+        }));
+        (game, result)
+    })
+    .await;
+    let (game, result) = match written {
+        Ok(done) => done,
+        Err(e) => {
+            // Only a cancelled runtime gets here (shutting down): nothing to return.
+            tracing::error!(match_id = %id, error = %e, "output task failed");
+            return None;
+        }
+    };
+    let line = match result {
+        Ok(Ok(line)) => line,
+        Ok(Err(e)) => {
+            tracing::error!(match_id = %id, error = %e, "cannot write the game's output");
+            Output::game_line(&game, "")
+        }
+        Err(_) => {
+            tracing::error!(match_id = %id, "writing the game's output panicked");
+            Output::game_line(&game, "")
+        }
+    };
+    Some((game, line))
+}

@@ -1,0 +1,128 @@
+//! What the server tells its caller: the events of a run as they happen (the library never
+//! prints; the binary decides what a person sees), the summary of a finished run, and why a
+//! server could not run.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use super::journaling;
+use super::referee::FinishedGame;
+
+/// Why the server could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("listener: {0}")]
+    Listener(#[source] std::io::Error),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error("{0}")]
+    Unsupported(String),
+    #[error(transparent)]
+    Journal(#[from] crate::journal::JournalError),
+    #[error(transparent)]
+    Locked(#[from] journaling::LockError),
+    #[error("output: {0}")]
+    Output(String),
+    #[error("cannot create output folder {path}: {source}")]
+    OutDir {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One finished game, as `run` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GameSummary {
+    pub match_id: String,
+    pub tournament: String,
+    pub first: String,
+    pub second: String,
+    /// `first`, `second` or `draw`.
+    pub result: String,
+    pub reason: String,
+    pub moves: usize,
+}
+
+impl GameSummary {
+    pub(super) fn of(game: &FinishedGame) -> GameSummary {
+        GameSummary {
+            match_id: game.spec.match_id.clone(),
+            tournament: game.spec.tournament.clone(),
+            first: game.spec.players[0].clone(),
+            second: game.spec.players[1].clone(),
+            result: game.outcome.result_str().to_string(),
+            reason: game.outcome.reason.as_str().to_string(),
+            moves: game.moves.len(),
+        }
+    }
+}
+
+/// What the league setup found and did, for the person starting the server.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResumeReport {
+    /// Games already finished before this run.
+    pub finished: usize,
+    /// Unfinished games that continue from journaled moves.
+    pub resumed: usize,
+    /// Record files or games.jsonl lines written again, or repeated lines removed.
+    pub repaired: usize,
+    /// A damaged last journal line was dropped.
+    pub dropped_torn_line: bool,
+}
+
+/// What the server tells its caller as it runs. The library never prints: the binary decides
+/// what a person sees of these.
+#[derive(Debug, Clone)]
+pub enum ServerEvent {
+    /// The league was read back from the journal of an earlier run (with `progress` on).
+    Resumed(ResumeReport),
+    /// The server holds its output folder and accepts bots on `address` (and serves the web
+    /// view on `web`). Nothing said before this means the server is running.
+    Ready {
+        address: SocketAddr,
+        web: Option<SocketAddr>,
+    },
+    /// A game finished: its progress line (with `progress` on).
+    GameFinished(String),
+    /// A Swiss round was paired (with `progress` on).
+    RoundPaired {
+        tournament: String,
+        round: u32,
+        rounds: u32,
+    },
+    /// A tournament finished: its final table, aligned for a terminal (with `progress` on).
+    TournamentFinished(String),
+}
+
+/// Where [`ServerEvent`]s go.
+pub type EventSink = Arc<dyn Fn(ServerEvent) + Send + Sync>;
+
+/// An [`EventSink`] that drops every event (tests, benches, embedded servers).
+pub fn no_events() -> EventSink {
+    Arc::new(|_| {})
+}
+
+/// What a server run did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSummary {
+    pub address: SocketAddr,
+    /// Games finished during this run, in the order they finished.
+    pub games: Vec<GameSummary>,
+    /// Games of the league finished so far, this run's and earlier runs' (from the journal).
+    pub league_games_finished: usize,
+    /// Games the league plays in all, as far as they are known (a Swiss tournament's later
+    /// rounds are counted at their size).
+    pub league_games_planned: usize,
+    /// Whether every tournament was finished.
+    pub tournaments_finished: bool,
+    /// Where the static site was written (with the web view on, when the league finished and
+    /// the server exited by itself).
+    pub site: Option<std::path::PathBuf>,
+}
