@@ -2,8 +2,10 @@
 //! connection cap), the shutdown token that reaches every task, the built-in engines' start, and
 //! `run`, the library entry point.
 //!
-//! Tasks: one accept loop; per connection a reader and a writer task (`connection`); per match a
-//! referee task (`referee`); one scheduler (`schedule`). They share the `registry`.
+//! Tasks: one accept loop; per connection a reader (`connection`) and a writer task (`link`); per
+//! match a task (`match_task`) that runs its referee (`referee`) and writes its output; one
+//! scheduler (`schedule`) that decides what starts when. They share the `registry`. What happens
+//! is told to the caller through `report`'s events: the library never prints.
 
 mod arrival;
 mod builtin;
