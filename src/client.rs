@@ -302,14 +302,9 @@ async fn read_welcome(conn: &mut Connection) -> Result<(), ClientError> {
     }
 }
 
-/// A 64-bit FNV-1a hash: stable across builds and platforms, unlike `DefaultHasher`.
+/// An engine's seed for a match: the FNV-1a hash of its id, stable across builds and platforms.
 pub fn match_seed(match_id: &str) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in match_id.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash
+    crate::hash::fnv1a64(match_id.as_bytes())
 }
 
 /// A `turn` waiting to be answered.

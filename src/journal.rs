@@ -90,14 +90,6 @@ fn canonical_text(value: &Value) -> String {
     }
 }
 
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        hash ^= u64::from(*b);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    hash
-}
 
 impl ConfigFingerprint {
     pub fn new(mut tournaments: Vec<TournamentFingerprint>) -> ConfigFingerprint {
@@ -107,7 +99,7 @@ impl ConfigFingerprint {
         }
         let value = serde_json::to_value(&tournaments).unwrap_or(Value::Null);
         let canonical = canonical_text(&value);
-        let hash = format!("{:016x}", fnv1a64(canonical.as_bytes()));
+        let hash = format!("{:016x}", crate::hash::fnv1a64(canonical.as_bytes()));
         ConfigFingerprint {
             tournaments,
             canonical,

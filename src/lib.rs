@@ -11,6 +11,7 @@ pub mod duel;
 pub mod engine;
 pub mod game;
 pub mod game_line;
+pub mod hash;
 pub mod journal;
 pub mod league;
 pub mod matches;
