@@ -90,7 +90,6 @@ fn canonical_text(value: &Value) -> String {
     }
 }
 
-
 impl ConfigFingerprint {
     pub fn new(mut tournaments: Vec<TournamentFingerprint>) -> ConfigFingerprint {
         tournaments.sort_by(|a, b| a.name.cmp(&b.name));

@@ -905,19 +905,19 @@ mod tests {
         assert!(ok(&format!("{rows} x")).is_ok());
         assert!(ok(&format!("  {rows}   o   stones=1 ")).is_ok());
         let e = ok(&format!("{rows}/{empty_row} x")).unwrap_err();
-        assert!(e.what.contains("found 20"), "{e}");
-        assert_eq!(e.at, 1);
+        assert!(e.what.contains("more than 19 rows"), "{e}");
+        assert_eq!(e.at, rows.len() + 1, "at the twentieth row's '/'");
         let short = vec![empty_row.clone(); 18].join("/");
         let e = ok(&format!("{short}/.......... x")).unwrap_err();
         assert!(e.what.contains("row 1 has 10"), "{e}");
-        assert_eq!(e.at, 18 * 20 + 1);
-        let bad = format!("..x.o.X{}", &empty_row[7..]);
+        assert_eq!(e.at, 18 * 20 + 11, "at the end of the short row");
+        let bad = format!("..x.o.Q{}", &empty_row[7..]);
         let e = ok(&format!(
             "{bad}/{} x",
             vec![empty_row.clone(); 18].join("/")
         ))
         .unwrap_err();
-        assert!(e.what.contains("'X'") && e.what.contains("row 19"), "{e}");
+        assert!(e.what.contains("'Q'") && e.what.contains("row 19"), "{e}");
         assert_eq!(e.at, 7);
         let side_at = rows.len() + 2;
         let e = ok(&format!("{rows} b")).unwrap_err();

@@ -12,9 +12,11 @@ pub fn tokens(text: &str) -> impl Iterator<Item = (usize, &str)> {
         .map(move |t| (t.as_ptr() as usize - text.as_ptr() as usize, t))
 }
 
-/// Reads the ROWS token `rows` (at byte `rows_at` of `text`) of a `size`×`size` board: `size`
-/// rows of `size` lower-case `x`, `o` or `.`, top row first. Returns the board row-major, row 1
-/// first (`Point::index`). `noun` names the squares in errors ("points", "cells").
+/// Reads the ROWS token `rows` (at byte `rows_at` of `text`) of a `size`×`size` board, as every
+/// game writes it: `size` rows of `size` points, `x` (first side), `o` (second side) or `.`
+/// (empty), either case, top row first, separated by `/`. Returns the board row-major, row 1
+/// first (`Point::index`). Errors point at the offending character; `noun` names the squares
+/// ("points", "cells").
 pub fn read_rows(
     text: &str,
     rows_at: usize,
@@ -23,48 +25,72 @@ pub fn read_rows(
     noun: &str,
 ) -> Result<Vec<Option<Side>>, ParsePositionError> {
     let n = usize::from(size);
-    let row_count = rows.split('/').count();
-    if row_count != n {
-        return Err(ParsePositionError::new(
-            char_pos(text, rows_at),
-            format!("expected {size} rows separated by '/', found {row_count}"),
+    let err = |byte: usize, what: String| ParsePositionError::new(char_pos(text, byte), what);
+    let mut board = vec![None; n * n];
+    // Rows are written from the top (row `n`) down; `from_top` counts rows finished so far.
+    let mut from_top = 0usize;
+    let mut col = 0usize;
+    for (byte, ch) in rows.char_indices() {
+        let at = rows_at + byte;
+        let row_number = n - from_top;
+        match ch {
+            '/' => {
+                if col != n {
+                    return Err(err(
+                        at,
+                        format!("row {row_number} has {col} {noun}, expected {size}"),
+                    ));
+                }
+                if from_top + 1 == n {
+                    return Err(err(at, format!("more than {size} rows")));
+                }
+                from_top += 1;
+                col = 0;
+            }
+            'x' | 'X' | 'o' | 'O' | '.' => {
+                if col == n {
+                    return Err(err(
+                        at,
+                        format!("row {row_number} has more than {size} {noun}"),
+                    ));
+                }
+                board[(row_number - 1) * n + col] = match ch {
+                    'x' | 'X' => Some(Side::First),
+                    'o' | 'O' => Some(Side::Second),
+                    _ => None,
+                };
+                col += 1;
+            }
+            other => {
+                return Err(err(
+                    at,
+                    format!("unexpected {other:?} in row {row_number} (expected x, o or .)"),
+                ))
+            }
+        }
+    }
+    let end = rows_at + rows.len();
+    if from_top + 1 < n {
+        return Err(err(
+            end,
+            format!(
+                "expected {size} rows separated by '/', found {}",
+                from_top + 1
+            ),
         ));
     }
-    let mut board = vec![None; n * n];
-    let mut offset = rows_at;
-    for (k, row_text) in rows.split('/').enumerate() {
-        let row_number = n - k;
-        let len = row_text.chars().count();
-        if len != n {
-            return Err(ParsePositionError::new(
-                char_pos(text, offset),
-                format!("row {row_number} has {len} {noun}, expected {size}"),
-            ));
-        }
-        for (col, (byte, ch)) in row_text.char_indices().enumerate() {
-            board[(row_number - 1) * n + col] = match ch {
-                'x' => Some(Side::First),
-                'o' => Some(Side::Second),
-                '.' => None,
-                other => {
-                    return Err(ParsePositionError::new(
-                        char_pos(text, offset + byte),
-                        format!("unexpected {other:?} in row {row_number} (expected x, o or .)"),
-                    ))
-                }
-            };
-        }
-        offset += row_text.len() + 1;
+    if col != n {
+        return Err(err(end, format!("row 1 has {col} {noun}, expected {size}")));
     }
     Ok(board)
 }
 
 /// Reads the SIDE token that follows the rows (`token`, `None` at the end of `text`): `x` for
-/// the first side, `o` for the second.
+/// the first side, `o` for the second, either case.
 pub fn read_side(text: &str, token: Option<(usize, &str)>) -> Result<Side, ParsePositionError> {
     match token {
-        Some((_, "x")) => Ok(Side::First),
-        Some((_, "o")) => Ok(Side::Second),
+        Some((_, "x" | "X")) => Ok(Side::First),
+        Some((_, "o" | "O")) => Ok(Side::Second),
         Some((at, other)) => Err(ParsePositionError::new(
             char_pos(text, at),
             format!("side to move must be x or o, found {other:?}"),
@@ -95,16 +121,30 @@ mod tests {
             vec![None, Some(Side::Second), Some(Side::First), None]
         );
         let e = read_rows("x./.o/.. x", 0, "x./.o/..", 2, "points").unwrap_err();
+        assert_eq!((e.at, e.what.as_str()), (6, "more than 2 rows"));
+        let e = read_rows("x. x", 0, "x.", 2, "points").unwrap_err();
         assert_eq!(
             (e.at, e.what.as_str()),
-            (1, "expected 2 rows separated by '/', found 3")
+            (3, "expected 2 rows separated by '/', found 1")
         );
         let e = read_rows("x./. x", 0, "x./.", 2, "cells").unwrap_err();
         assert_eq!(
             (e.at, e.what.as_str()),
-            (4, "row 1 has 1 cells, expected 2")
+            (5, "row 1 has 1 cells, expected 2")
         );
-        let e = read_rows("x./.X x", 0, "x./.X", 2, "points").unwrap_err();
-        assert_eq!(e.at, 5);
+        let e = read_rows("x/.. x", 0, "x/..", 2, "cells").unwrap_err();
+        assert_eq!(
+            (e.at, e.what.as_str()),
+            (2, "row 2 has 1 cells, expected 2")
+        );
+        let e = read_rows("x../.. x", 0, "x../..", 2, "points").unwrap_err();
+        assert_eq!((e.at, e.what.as_str()), (3, "row 2 has more than 2 points"));
+        let e = read_rows("x./.q x", 0, "x./.q", 2, "points").unwrap_err();
+        assert_eq!(
+            (e.at, e.what.as_str()),
+            (5, "unexpected 'q' in row 1 (expected x, o or .)")
+        );
+        // Either case reads the same.
+        assert_eq!(read_rows("X./.O x", 0, "X./.O", 2, "points"), Ok(board));
     }
 }

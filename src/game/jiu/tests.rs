@@ -895,7 +895,7 @@ fn bad_position_text_says_what_and_where() {
         (format!("{rows} x phase=battle junk"), "key=value"),
         (
             format!("{rows}/.............. x phase=battle"),
-            "too many rows",
+            "more than 14 rows",
         ),
         (format!("{} x phase=battle", &rows[15..]), "expected 14"),
         (format!("{}. x phase=battle", rows), "more than 14"),

@@ -6,7 +6,7 @@ use std::fmt;
 
 use super::{Board, Jiu, Move, Options, Phase, Victims, CENTRE, POINTS, SIZE};
 use crate::game::coord::{char_pos, expect_end, found_char, parse_point_at};
-use crate::game::position_text::tokens;
+use crate::game::position_text::{read_rows, tokens};
 use crate::game::{ParseMoveError, ParsePositionError, Point, Rules, Side};
 
 impl fmt::Display for Victims {
@@ -252,58 +252,14 @@ pub(super) fn parse_position(text: &str, options: &Options) -> Result<Jiu, Parse
     ))
 }
 
-/// Reads the 14 rows (top row first) into a board.
+/// Reads the 14 rows (top row first) into a board, as every game reads its rows.
 fn parse_rows(text: &str, rows_at: usize, rows: &str) -> Result<Board, ParsePositionError> {
-    let err = |byte: usize, what: String| ParsePositionError::new(char_pos(text, byte), what);
     let mut board: Board = [None; POINTS];
-    let mut row_count = 0usize;
-    let mut offset = rows_at;
-    for (i, row_text) in rows.split('/').enumerate() {
-        row_count = i + 1;
-        if i >= SIZE as usize {
-            return Err(err(
-                offset,
-                format!("too many rows: jiu has {SIZE} rows, separated by /"),
-            ));
-        }
-        let row = SIZE as usize - 1 - i;
-        let mut col = 0usize;
-        for (byte, c) in row_text.char_indices() {
-            let side = match c {
-                'x' | 'X' => Some(Side::First),
-                'o' | 'O' => Some(Side::Second),
-                '.' => None,
-                _ => {
-                    return Err(err(
-                        offset + byte,
-                        format!("expected x, o or . on the board, found {c:?}"),
-                    ))
-                }
-            };
-            if col >= SIZE as usize {
-                return Err(err(
-                    offset + byte,
-                    format!("row {} has more than {SIZE} points", row + 1),
-                ));
-            }
-            if let Some(cell) = board.get_mut(row * SIZE as usize + col) {
-                *cell = side;
-            }
-            col += 1;
-        }
-        if col < SIZE as usize {
-            return Err(err(
-                offset + row_text.len(),
-                format!("row {} has {col} points, expected {SIZE}", row + 1),
-            ));
-        }
-        offset += row_text.len() + 1;
-    }
-    if row_count < SIZE as usize {
-        return Err(err(
-            rows_at + rows.len(),
-            format!("found {row_count} rows, expected {SIZE} separated by /"),
-        ));
+    for (cell, point) in board
+        .iter_mut()
+        .zip(read_rows(text, rows_at, rows, SIZE, "points")?)
+    {
+        *cell = point;
     }
     Ok(board)
 }

@@ -21,7 +21,7 @@ use std::num::NonZeroU32;
 use serde::{Deserialize, Serialize};
 
 use super::coord::{char_pos, expect_end, found_char, parse_point_at};
-use super::position_text::tokens;
+use super::position_text::{read_rows, tokens};
 use super::{EndReason, GameId, Outcome, ParseMoveError, ParsePositionError, Point, Rules, Side};
 use board::{circuit_point, Board};
 
@@ -400,6 +400,7 @@ impl Rules for Surakarta {
 
 /// Reads `ROWS SIDE [quiet=N]` (NOTATION.md); the outcome is left for the caller to decide.
 fn parse_position(text: &str, options: &Options) -> Result<Surakarta, ParsePositionError> {
+    let rows_byte = tokens(text).next().map_or(0, |(byte, _)| byte);
     let tokens: Vec<(usize, &str)> = tokens(text)
         .map(|(byte, token)| (char_pos(text, byte), token))
         .collect();
@@ -412,65 +413,13 @@ fn parse_position(text: &str, options: &Options) -> Result<Surakarta, ParsePosit
         ));
     };
     let mut pieces = [0u64; 2];
-    let mut row = usize::from(SIZE) - 1; // rows are written from the top (row 6) down
-    let mut col = 0usize;
-    for (k, ch) in rows.chars().enumerate() {
-        let at = rows_at + k;
-        match ch {
-            '/' => {
-                if col != usize::from(SIZE) {
-                    return Err(ParsePositionError::new(
-                        at,
-                        format!("row {} has {col} points, expected {SIZE}", row + 1),
-                    ));
-                }
-                if row == 0 {
-                    return Err(ParsePositionError::new(
-                        at,
-                        format!("more than {SIZE} rows"),
-                    ));
-                }
-                row -= 1;
-                col = 0;
-            }
-            'x' | 'X' | 'o' | 'O' | '.' => {
-                if col >= usize::from(SIZE) {
-                    return Err(ParsePositionError::new(
-                        at,
-                        format!("row {} has more than {SIZE} points", row + 1),
-                    ));
-                }
-                let bit = 1u64 << (row * usize::from(SIZE) + col);
-                match ch {
-                    'x' | 'X' => pieces[Side::First.index()] |= bit,
-                    'o' | 'O' => pieces[Side::Second.index()] |= bit,
-                    _ => {}
-                }
-                col += 1;
-            }
-            other => {
-                return Err(ParsePositionError::new(
-                    at,
-                    format!("unexpected {other:?} in the rows (expected x, o, . or /)"),
-                ))
-            }
+    for (index, point) in read_rows(text, rows_byte, rows, SIZE, "points")?
+        .into_iter()
+        .enumerate()
+    {
+        if let Some(side) = point {
+            pieces[side.index()] |= 1u64 << index;
         }
-    }
-    let rows_end = rows_at + rows.chars().count();
-    if row != 0 {
-        return Err(ParsePositionError::new(
-            rows_end,
-            format!(
-                "expected {SIZE} rows separated by '/', found {}",
-                usize::from(SIZE) - row
-            ),
-        ));
-    }
-    if col != usize::from(SIZE) {
-        return Err(ParsePositionError::new(
-            rows_end,
-            format!("row 1 has {col} points, expected {SIZE}"),
-        ));
     }
     for side in [Side::First, Side::Second] {
         let n = pieces[side.index()].count_ones();
