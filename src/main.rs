@@ -152,9 +152,16 @@ enum Command {
         /// with a run without it (docs/benchmarks.md).
         #[arg(long, default_value_t = 0)]
         web_clients: usize,
+        /// Keep one core busy with a spinning process during the load phases, as other work
+        /// on a busy contest server would (docs/benchmarks.md).
+        #[arg(long)]
+        hog: bool,
         /// Internal: run only the load generator's bots against --server.
         #[arg(long, hide = true)]
         bots_only: bool,
+        /// Internal: spin on one core until killed (the CPU hog of --hog).
+        #[arg(long, hide = true)]
+        hog_only: bool,
         #[arg(long, hide = true, default_value = "127.0.0.1:7878")]
         server: String,
         #[arg(long, hide = true, default_value_t = 2)]
@@ -412,12 +419,17 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             json,
             quick,
             web_clients,
+            hog,
             bots_only,
+            hog_only,
             server,
             bots,
             think_max_ms,
             seed,
         } => {
+            if hog_only {
+                arena::bench::spin_forever();
+            }
             if bots_only {
                 arena::bench::run_bots(
                     arena::bench::BotsOptions {
@@ -433,6 +445,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                     quick,
                     exe: std::env::current_exe().context("cannot find this executable")?,
                     web_clients,
+                    hog,
                 };
                 let report = arena::bench::run(&options, &mut io::stderr())?;
                 if json {

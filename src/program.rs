@@ -145,8 +145,9 @@ impl Limits {
     }
 }
 
+/// Pins the calling thread (and the processes it starts later) to `cpus`.
 #[cfg(target_os = "linux")]
-fn set_affinity(cpus: &[usize]) -> std::io::Result<()> {
+pub fn set_affinity(cpus: &[usize]) -> std::io::Result<()> {
     // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET writes inside it for indices below
     // CPU_SETSIZE (checked), and sched_setaffinity only reads it.
     unsafe {
@@ -163,8 +164,9 @@ fn set_affinity(cpus: &[usize]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Pins the calling thread (and the processes it starts later) to `cpus`.
 #[cfg(not(target_os = "linux"))]
-fn set_affinity(_cpus: &[usize]) -> std::io::Result<()> {
+pub fn set_affinity(_cpus: &[usize]) -> std::io::Result<()> {
     Err(std::io::Error::other("CPU affinity is only set on Linux"))
 }
 

@@ -63,6 +63,12 @@ fn quick_bench_prints_every_figure_as_json() {
     assert!(number(&report, "perft_surakarta_6_s") > 0.0);
     // Moves did flow: a referee that relayed nothing would report 0.
     assert!(number(&report, "referee_moves_per_s") > 0.0, "{report}");
+    // The ceiling was measured with the same bots, so the ratio compares like with like.
+    assert!(number(&report, "relay_moves_per_s") > 0.0, "{report}");
+    let ratio = number(&report, "referee_to_relay_ratio");
+    let expected = number(&report, "referee_moves_per_s") / number(&report, "relay_moves_per_s");
+    assert!((ratio - expected).abs() < 0.01, "{ratio} vs {expected}");
+    assert_eq!(report["hog"], false);
     for key in [
         "move_overhead_us_p50",
         "move_overhead_us_p99",

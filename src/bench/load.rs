@@ -188,7 +188,7 @@ fn out_dir(name: &str) -> PathBuf {
 }
 
 /// Starts the load generator: this same executable as `arena bench --bots-only`.
-fn spawn_bots(exe: &Path, addr: &str, plan: &LoadPlan) -> Result<Child, BenchError> {
+pub(super) fn spawn_bots(exe: &Path, addr: &str, plan: &LoadPlan) -> Result<Child, BenchError> {
     Command::new(exe)
         .args(["bench", "--bots-only", "--server", addr])
         .arg("--bots")

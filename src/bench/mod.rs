@@ -8,6 +8,7 @@
 pub mod bots;
 pub mod load;
 pub mod perft;
+mod relay;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
@@ -42,6 +43,45 @@ pub struct BenchOptions {
     /// Run the server with its web view on and this many clients following its live events
     /// (0: no web view), to compare the figures with and without it.
     pub web_clients: usize,
+    /// Keep one CPU core busy with a spinning child process during the load phases, as other
+    /// work on a contest server would.
+    pub hog: bool,
+}
+
+/// `arena bench --hog-only`: spins on the last core this process may use until killed (the
+/// CPU hog of `--hog`, in a process of its own so that its CPU time is not counted as the
+/// server's).
+pub fn spin_forever() -> ! {
+    if let Some(&core) = crate::program::available_cores().last() {
+        // Not fatal: an unpinned hog still takes a core's worth of time.
+        let _ = crate::program::set_affinity(&[core]);
+    }
+    let mut x: u64 = 0;
+    loop {
+        x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+    }
+}
+
+/// The CPU hog of `--hog`: killed when dropped.
+struct Hog(std::process::Child);
+
+impl Hog {
+    fn start(exe: &std::path::Path) -> Result<Hog, BenchError> {
+        std::process::Command::new(exe)
+            .args(["bench", "--hog-only"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .map(Hog)
+            .map_err(|e| BenchError::Setup(format!("cannot start the CPU hog: {e}")))
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// Where the bots run, as the report says it.
@@ -71,6 +111,15 @@ pub struct BenchReport {
     pub matches_running_mean: f64,
     pub window_s: f64,
     pub referee_moves_per_s: f64,
+    /// The same bots, sockets and match count through a rules-free line relay (no JSON
+    /// parsing, no rules, clocks or journal): the ceiling the referee is measured against.
+    pub relay_moves_per_s: f64,
+    /// `referee_moves_per_s / relay_moves_per_s`, measured in the same run.
+    pub referee_to_relay_ratio: f64,
+    /// CPU time per move of the relay process during its window.
+    pub relay_cpu_us_per_move: f64,
+    /// Whether a spinning child process held one core during the load phases (`--hog`).
+    pub hog: bool,
     pub move_overhead_us_p50: u64,
     pub move_overhead_us_p99: u64,
     pub move_overhead_samples: u64,
@@ -263,6 +312,12 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
     } else {
         (Duration::from_secs(2), Duration::from_secs(10))
     };
+    let _hog = if options.hog {
+        say("a child process spins on one core during the load phases (--hog)");
+        Some(Hog::start(&options.exe)?)
+    } else {
+        None
+    };
     say(&format!(
         "throughput: {matches} Connect6 matches of instant bots ({} s window)",
         window.as_secs_f64()
@@ -278,6 +333,22 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
             keep_think: false,
             seed: 1,
             web_clients: options.web_clients,
+        },
+        &options.exe,
+    )?;
+    say(&format!(
+        "ceiling: the same {matches} pairs of bots through a rules-free line relay"
+    ));
+    let relay = relay::run_relay_phase(
+        &LoadPlan {
+            matches,
+            think_max_ms: 0,
+            move_limit_ms: 0,
+            warmup,
+            window,
+            keep_think: false,
+            seed: 1,
+            web_clients: 0,
         },
         &options.exe,
     )?;
@@ -338,6 +409,21 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         matches_running_mean: instant.matches_running_mean,
         window_s: instant.window_s,
         referee_moves_per_s: per_s(instant.moves_in_window, instant.window_s).round(),
+        relay_moves_per_s: per_s(relay.moves_in_window, relay.window_s).round(),
+        referee_to_relay_ratio: {
+            let relayed = per_s(relay.moves_in_window, relay.window_s);
+            if relayed > 0.0 {
+                (per_s(instant.moves_in_window, instant.window_s) / relayed * 100.0).round() / 100.0
+            } else {
+                0.0
+            }
+        },
+        relay_cpu_us_per_move: if relay.moves_in_window > 0 {
+            relay.relay_cpu_us as f64 / relay.moves_in_window as f64
+        } else {
+            0.0
+        },
+        hog: options.hog,
         move_overhead_us_p50: instant.overhead_us.quantile(0.5).unwrap_or(0),
         move_overhead_us_p99: instant.overhead_us.quantile(0.99).unwrap_or(0),
         move_overhead_samples: instant.overhead_us.count(),
@@ -408,9 +494,14 @@ impl BenchReport {
     pub fn write_text(&self, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
-            "arena bench{}{} — {} — {} cores, load average {} at start, open-files limit {}",
+            "arena bench{}{}{} — {} — {} cores, load average {} at start, open-files limit {}",
             if self.quick {
                 " --quick (smoke test, not a measurement)"
+            } else {
+                ""
+            },
+            if self.hog {
+                " --hog (one core kept busy by a spinning process)"
             } else {
                 ""
             },
@@ -460,6 +551,23 @@ impl BenchReport {
             format!("{:.0} /s", self.referee_moves_per_s),
             ">= 50000 /s",
             self.referee_moves_per_s >= 50_000.0,
+        )?;
+        goal(
+            out,
+            "rules-free line relay, same bots and sockets",
+            format!(
+                "{:.0} /s ({:.1} us CPU per move)",
+                self.relay_moves_per_s, self.relay_cpu_us_per_move
+            ),
+            "",
+            true,
+        )?;
+        goal(
+            out,
+            "referee / relay",
+            format!("{:.2}", self.referee_to_relay_ratio),
+            ">= 0.6",
+            self.referee_to_relay_ratio >= 0.6,
         )?;
         goal(
             out,

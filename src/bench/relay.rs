@@ -1,0 +1,329 @@
+//! The bench's ceiling: a rules-free line relay with the same bots, sockets and match count as
+//! the referee phase. Each bot's `move` line is turned into its opponent's `turn` by finding the
+//! move text in the bytes (no JSON parsing, no rules, no clocks, no journal), through the same
+//! reader/writer-task shape as the server. What the referee adds on top of this is what the
+//! `referee_to_relay_ratio` measures.
+
+use std::io::Read;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::{sleep, Instant};
+use tokio_util::codec::FramedRead;
+use tokio_util::sync::CancellationToken;
+
+use crate::protocol::{CappedLineCodec, Frame, MAX_LINE_BYTES};
+
+use super::bots::connect6_draw_script;
+use super::load::{own_cpu_us, process_cpu_us, spawn_bots, LoadPlan};
+use super::BenchError;
+
+/// Lines queued for one bot before it is dropped (as the server's `write_queue_lines`).
+const WRITE_QUEUE_LINES: usize = 1024;
+
+/// What the relay phase measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RelayResult {
+    pub window_s: f64,
+    pub moves_in_window: u64,
+    pub relay_cpu_us: u64,
+    pub bots_cpu_us: u64,
+}
+
+/// One pair of bots: their outgoing queues, the ply of their game and how many games they began.
+#[derive(Default)]
+struct Pair {
+    writers: [Option<flume::Sender<String>>; 2],
+    ply: u32,
+    game: u32,
+}
+
+struct Relay {
+    pairs: Vec<Mutex<Pair>>,
+    /// Moves of the scripted game: the game ends (and the next begins) after this many.
+    plies_per_game: u32,
+    moves: AtomicU64,
+    pairs_playing: AtomicUsize,
+}
+
+/// The text between `"key":"` and the next `"` in `line`, if there is one.
+fn quoted_after<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let start = line.find(key)? + key.len();
+    let rest = line.get(start..)?;
+    Some(&rest[..rest.find('"')?])
+}
+
+fn turn_line(pair: usize, game: u32, moves: Option<&str>, ply: u32) -> String {
+    let moves = moves.map_or_else(String::new, |m| format!("\"{m}\""));
+    format!(
+        "{{\"type\":\"turn\",\"match\":\"relay-{pair}-{game}\",\"moves\":[{moves}],\"ply\":{ply},\"clock\":{{\"you_ms\":600000,\"opponent_ms\":600000}}}}\n"
+    )
+}
+
+impl Relay {
+    fn pair(&self, index: usize) -> Option<std::sync::MutexGuard<'_, Pair>> {
+        self.pairs
+            .get(index)
+            .map(|p| p.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Registers bot `bot`'s queue; starts its pair's game once both are in.
+    fn join(&self, bot: usize, writer: flume::Sender<String>) {
+        let Some(mut pair) = self.pair(bot / 2) else {
+            return;
+        };
+        pair.writers[bot % 2] = Some(writer);
+        if pair.writers.iter().all(Option::is_some) {
+            self.pairs_playing.fetch_add(1, Ordering::Relaxed);
+            let line = turn_line(bot / 2, pair.game, None, 0);
+            if let Some(first) = &pair.writers[0] {
+                let _ = first.try_send(line);
+            }
+        }
+    }
+
+    /// Relays bot `bot`'s move `text` to its opponent as a `turn`; after the game's last move,
+    /// ends it for both and begins the next.
+    fn relay(&self, bot: usize, text: &str) {
+        let Some(mut pair) = self.pair(bot / 2) else {
+            return;
+        };
+        self.moves.fetch_add(1, Ordering::Relaxed);
+        pair.ply += 1;
+        if pair.ply >= self.plies_per_game {
+            let end = format!(
+                "{{\"type\":\"end\",\"match\":\"relay-{}-{}\",\"result\":\"draw\",\"reason\":\"board_full\",\"moves\":[]}}\n",
+                bot / 2,
+                pair.game
+            );
+            for writer in pair.writers.iter().flatten() {
+                let _ = writer.try_send(end.clone());
+            }
+            pair.ply = 0;
+            pair.game += 1;
+            let line = turn_line(bot / 2, pair.game, None, 0);
+            if let Some(first) = &pair.writers[0] {
+                let _ = first.try_send(line);
+            }
+            return;
+        }
+        let line = turn_line(bot / 2, pair.game, Some(text), pair.ply);
+        if let Some(opponent) = &pair.writers[1 - bot % 2] {
+            let _ = opponent.try_send(line);
+        }
+    }
+}
+
+/// Serves one bot until it or the relay closes.
+async fn serve(relay: Arc<Relay>, socket: TcpStream, stop: CancellationToken) {
+    let _ = socket.set_nodelay(true);
+    let (read_half, mut write_half) = socket.into_split();
+    let mut lines = FramedRead::with_capacity(read_half, CappedLineCodec::new(MAX_LINE_BYTES), 256);
+    let (tx, rx) = flume::bounded::<String>(WRITE_QUEUE_LINES);
+    let writer_stop = stop.clone();
+    let writer = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = writer_stop.cancelled() => break,
+                line = rx.recv_async() => {
+                    let Ok(line) = line else { break };
+                    if write_half.write_all(line.as_bytes()).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = write_half.shutdown().await;
+    });
+    let mut bot = None;
+    loop {
+        let frame = tokio::select! {
+            _ = stop.cancelled() => break,
+            frame = lines.next() => frame,
+        };
+        let line = match frame {
+            Some(Ok(Frame::Line(line))) => line,
+            Some(Ok(_)) => continue,
+            Some(Err(_)) | None => break,
+        };
+        match bot {
+            None => {
+                let Some(index) =
+                    quoted_after(&line, "\"name\":\"b").and_then(|n| n.parse::<usize>().ok())
+                else {
+                    break;
+                };
+                let welcome = format!(
+                    "{{\"type\":\"welcome\",\"protocol\":1,\"name\":\"b{index}\",\"server\":\"relay\"}}\n"
+                );
+                let _ = tx.try_send(welcome);
+                relay.join(index, tx.clone());
+                bot = Some(index);
+            }
+            Some(index) => {
+                if let Some(text) = quoted_after(&line, "\"move\":\"") {
+                    relay.relay(index, text);
+                }
+            }
+        }
+    }
+    drop(tx);
+    stop.cancel();
+    let _ = writer.await;
+}
+
+async fn accept(
+    listener: TcpListener,
+    relay: Arc<Relay>,
+    stop: CancellationToken,
+) -> tokio::task::JoinSet<()> {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            accepted = listener.accept() => {
+                if let Ok((socket, _)) = accepted {
+                    connections.spawn(serve(relay.clone(), socket, stop.child_token()));
+                }
+            }
+        }
+    }
+    connections
+}
+
+/// Runs the relay phase of `plan` (its match count, warm-up and window) with the same load
+/// generator as the referee phases.
+pub fn run_relay_phase(plan: &LoadPlan, exe: &Path) -> Result<RelayResult, BenchError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| BenchError::Setup(format!("relay runtime: {e}")))?;
+    runtime.block_on(measure(plan, exe))
+}
+
+async fn measure(plan: &LoadPlan, exe: &Path) -> Result<RelayResult, BenchError> {
+    let plies_per_game = u32::try_from(connect6_draw_script()?.len()).unwrap_or(u32::MAX);
+    let relay = Arc::new(Relay {
+        pairs: (0..plan.matches).map(|_| Mutex::default()).collect(),
+        plies_per_game,
+        moves: AtomicU64::new(0),
+        pairs_playing: AtomicUsize::new(0),
+    });
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| BenchError::Setup(format!("relay listener: {e}")))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| BenchError::Setup(format!("relay listener: {e}")))?;
+    let stop = CancellationToken::new();
+    let acceptor = tokio::spawn(accept(listener, relay.clone(), stop.clone()));
+    let mut child = spawn_bots(exe, &addr.to_string(), plan)?;
+    let mut child_out = child.stdout.take();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(out) = child_out.as_mut() {
+            let _ = out.read_to_string(&mut text);
+        }
+    });
+    let outcome = async {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while relay.pairs_playing.load(Ordering::Relaxed) < plan.matches {
+            if Instant::now() > deadline {
+                return Err(BenchError::Setup(format!(
+                    "only {} of {} relay pairs started within 2 minutes",
+                    relay.pairs_playing.load(Ordering::Relaxed),
+                    plan.matches
+                )));
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(BenchError::Setup(format!(
+                    "the load generator stopped early ({status})"
+                )));
+            }
+            sleep(Duration::from_millis(50)).await;
+        }
+        sleep(plan.warmup).await;
+        let before = relay.moves.load(Ordering::Relaxed);
+        let cpu_before = (own_cpu_us(), process_cpu_us(child.id()));
+        let started = Instant::now();
+        sleep(plan.window).await;
+        let moves_in_window = relay.moves.load(Ordering::Relaxed).saturating_sub(before);
+        Ok(RelayResult {
+            window_s: started.elapsed().as_secs_f64(),
+            moves_in_window,
+            relay_cpu_us: own_cpu_us().saturating_sub(cpu_before.0),
+            bots_cpu_us: process_cpu_us(child.id()).saturating_sub(cpu_before.1),
+        })
+    }
+    .await;
+    stop.cancel();
+    if let Ok(mut connections) = acceptor.await {
+        while connections.join_next().await.is_some() {}
+    }
+    // The load generator ends once every connection is closed.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !matches!(child.try_wait(), Ok(Some(_)) | Err(_)) {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break;
+        }
+        sleep(Duration::from_millis(50)).await;
+    }
+    let _ = tokio::task::spawn_blocking(move || reader.join()).await;
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn moves_and_names_are_found_in_the_bytes() {
+        let line = r#"{"type":"move","match":"relay-3-0","move":"J10,K11"}"#;
+        assert_eq!(quoted_after(line, "\"move\":\""), Some("J10,K11"));
+        let hello = r#"{"type":"hello","protocol":1,"name":"b17","token":"t"}"#;
+        assert_eq!(quoted_after(hello, "\"name\":\"b"), Some("17"));
+        assert_eq!(
+            quoted_after(r#"{"type":"pong","id":3}"#, "\"move\":\""),
+            None
+        );
+    }
+
+    #[test]
+    fn a_move_becomes_the_opponents_turn_and_the_last_move_restarts_the_game() {
+        let relay = Relay {
+            pairs: vec![Mutex::default()],
+            plies_per_game: 2,
+            moves: AtomicU64::new(0),
+            pairs_playing: AtomicUsize::new(0),
+        };
+        let (tx0, rx0) = flume::bounded(8);
+        let (tx1, rx1) = flume::bounded(8);
+        relay.join(0, tx0);
+        assert!(rx0.try_recv().is_err(), "no turn before both bots are in");
+        relay.join(1, tx1);
+        assert_eq!(relay.pairs_playing.load(Ordering::Relaxed), 1);
+        assert!(rx0.try_recv().unwrap().contains("\"ply\":0"));
+        relay.relay(0, "J10");
+        let turn = rx1.try_recv().unwrap();
+        assert!(
+            turn.contains("\"moves\":[\"J10\"]") && turn.contains("\"ply\":1"),
+            "{turn}"
+        );
+        relay.relay(1, "K10,K11");
+        assert!(rx0.try_recv().unwrap().contains("\"type\":\"end\""));
+        assert!(rx1.try_recv().unwrap().contains("\"type\":\"end\""));
+        let next = rx0.try_recv().unwrap();
+        assert!(
+            next.contains("relay-0-1") && next.contains("\"ply\":0"),
+            "{next}"
+        );
+        assert_eq!(relay.moves.load(Ordering::Relaxed), 2);
+    }
+}
