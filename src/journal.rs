@@ -574,10 +574,22 @@ impl Journal {
     /// Appends one entry as one line, in one write, without waiting for the disk (`sync`
     /// makes every entry written so far durable: one fsync for a batch).
     pub fn write_entry(&mut self, entry: &JournalEntry) -> Result<(), JournalError> {
-        let mut line = serde_json::to_vec(entry)?;
-        line.push(b'\n');
+        self.write_entries(std::iter::once(entry))
+    }
+
+    /// Appends entries, one line each, in one write (a crash can cut only the last line,
+    /// which the reader drops), without waiting for the disk.
+    pub fn write_entries<'a>(
+        &mut self,
+        entries: impl IntoIterator<Item = &'a JournalEntry>,
+    ) -> Result<(), JournalError> {
+        let mut lines = Vec::new();
+        for entry in entries {
+            serde_json::to_writer(&mut lines, entry)?;
+            lines.push(b'\n');
+        }
         self.file
-            .write_all(&line)
+            .write_all(&lines)
             .map_err(|source| JournalError::Io {
                 path: self.path.clone(),
                 source,

@@ -41,6 +41,10 @@ pub fn kernel_receive_timestamps_refused() -> bool {
     REFUSED.load(Ordering::Relaxed)
 }
 
+/// How long the kernel's round-trip estimate is reused before it is asked again: it is a
+/// smoothed average that moves slowly, and asking costs a system call per move.
+const RTT_REFRESH: Duration = Duration::from_millis(250);
+
 /// Room for one `SCM_TIMESTAMPNS` control message, aligned as `cmsghdr` requires.
 #[repr(C, align(8))]
 struct ControlBuffer([u8; 64]);
@@ -54,6 +58,8 @@ pub struct ArrivalStampedRead {
     stamping: bool,
     last_arrival: Option<Instant>,
     control: ControlBuffer,
+    /// The kernel's last round-trip estimate and when it was read.
+    rtt: std::cell::Cell<Option<(Instant, Option<Duration>)>>,
 }
 
 impl ArrivalStampedRead {
@@ -65,6 +71,7 @@ impl ArrivalStampedRead {
             stamping,
             last_arrival: None,
             control: ControlBuffer([0; 64]),
+            rtt: std::cell::Cell::new(None),
         }
     }
 
@@ -82,8 +89,17 @@ impl ArrivalStampedRead {
     /// The kernel's smoothed round-trip estimate of the connection (`TCP_INFO`'s `tcpi_rtt`,
     /// measured from ACKs, which the bot's process cannot delay); `None` where the system does
     /// not give it.
+    /// Read from the kernel at most every `RTT_REFRESH`.
     pub fn kernel_rtt(&self) -> Option<std::time::Duration> {
-        kernel_rtt(&self.inner)
+        let now = Instant::now();
+        if let Some((read, rtt)) = self.rtt.get() {
+            if now.saturating_duration_since(read) < RTT_REFRESH {
+                return rtt;
+            }
+        }
+        let rtt = kernel_rtt(&self.inner);
+        self.rtt.set(Some((now, rtt)));
+        rtt
     }
 }
 

@@ -222,13 +222,9 @@ fn write_in_groups(
                 Err(_) => break,
             }
         }
-        let mut result = Ok(());
-        for entry in batch.iter().flat_map(|r| r.entries.iter()) {
-            if let Err(e) = journal.write_entry(entry) {
-                result = Err(e.to_string());
-                break;
-            }
-        }
+        let mut result = journal
+            .write_entries(batch.iter().flat_map(|r| r.entries.iter()))
+            .map_err(|e| e.to_string());
         if result.is_ok() {
             result = journal.sync().map_err(|e| e.to_string());
         }
