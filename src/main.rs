@@ -206,6 +206,9 @@ enum Command {
         /// How long the engine may take to answer anything that is not a move, in ms.
         #[arg(long, default_value_t = 10_000)]
         setup_timeout_ms: u64,
+        /// Matches played at once, each against its own engine process.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        max_games: u32,
         /// The engine command and its arguments.
         #[arg(last = true, required = true)]
         command: Vec<String>,
@@ -233,7 +236,7 @@ struct MatchArgs {
     /// Games to play (pairs of games share an opening, colours reversed).
     #[arg(long, default_value_t = 20)]
     games: u32,
-    /// Games played at once (a program engine plays one game at a time).
+    /// Games played at once (a program engine runs one process per game).
     #[arg(long, default_value_t = 1)]
     concurrency: u32,
     /// Each side's clock, INITIAL+INCREMENT in seconds.
@@ -475,6 +478,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             games,
             init,
             setup_timeout_ms,
+            max_games,
             command,
         } => {
             let login = match (login, check) {
@@ -499,6 +503,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                 command,
                 cwd,
                 setup_timeout: std::time::Duration::from_millis(setup_timeout_ms),
+                max_games,
             };
             let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
             if check {
@@ -687,13 +692,6 @@ fn run_match(
         out_dir: out_dir.clone(),
         memory_mb: args.memory_mb,
     };
-    let has_program = plan
-        .engines
-        .iter()
-        .any(|e| matches!(e.kind, matches::EngineKind::Program(_)));
-    if has_program && plan.concurrency > 1 {
-        eprintln!("note: a program engine plays one game at a time, so games run one by one");
-    }
     let terminal = io::IsTerminal::is_terminal(&io::stderr());
     let mut observer = |report: &matches::MatchReport, eta: Option<std::time::Duration>| {
         let line = report.progress_line(eta);

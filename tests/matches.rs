@@ -403,3 +403,61 @@ fn a_match_can_be_watched_in_the_web_view_while_it_plays() {
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["games"], 2);
 }
+
+/// Processes whose command line mentions `needle` (Linux `/proc`).
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(needle) {
+            found.push(format!(
+                "{}: {cmdline}",
+                entry.file_name().to_string_lossy()
+            ));
+        }
+    }
+    found
+}
+
+#[test]
+fn program_engines_play_several_games_at_once_one_process_each_and_leave_none() {
+    let out = tempfile::tempdir().unwrap();
+    let engine_dir = tempfile::tempdir().unwrap();
+    let report = json_of(
+        &arena()
+            .args(["match", "hex", "--engine", "builtin:hex:time_ms=30"])
+            .args(["--engine", &fake_gtp(engine_dir.path()), "--name", "fake"])
+            .args([
+                "--games",
+                "2",
+                "--concurrency",
+                "2",
+                "--clock",
+                "60+0",
+                "--json",
+            ])
+            .arg("--out")
+            .arg(out.path())
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(report["games"], 2);
+    let lines = games_jsonl(out.path());
+    assert_eq!(lines.len(), 2);
+    let time = |line: &Value, key: &str| {
+        chrono::DateTime::parse_from_rfc3339(line[key].as_str().unwrap()).unwrap()
+    };
+    let (a, b) = (&lines[0], &lines[1]);
+    assert!(
+        time(a, "started") < time(b, "finished") && time(b, "started") < time(a, "finished"),
+        "the two games overlapped in time: {a} {b}"
+    );
+    // One engine process per game (plus the bridge's start check), each given its own setup.
+    let log = std::fs::read_to_string(engine_dir.path().join("log")).unwrap();
+    assert_eq!(log.matches("boardsize 11").count(), 1 + 2, "{log}");
+    let left = processes_mentioning(&engine_dir.path().display().to_string());
+    assert!(left.is_empty(), "engine processes left: {left:?}");
+}

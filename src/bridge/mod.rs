@@ -1,6 +1,7 @@
 //! `arena connect`: plays an existing engine in the arena. The bridge connects to the referee
 //! (protocol v1) under the command line's name and token, runs the engine as a child process for
-//! each match (one match at a time), and translates between the referee and the engine's own
+//! each match (up to `max_games` matches at once, each in a task of its own with its own
+//! engine process), and translates between the referee and the engine's own
 //! protocol: `json` (protocol v1 itself, relayed), `gtp` (Hex, MoHex/Benzene family) or `sau`
 //! (Connect6, the contest's common text protocol).
 //!
@@ -129,6 +130,8 @@ pub struct ConnectOptions {
     pub cwd: Option<PathBuf>,
     /// Deadline for answers that are not moves (GTP setup, the json engine's `hello`).
     pub setup_timeout: Duration,
+    /// Matches played at once, each against its own engine process (`hello`'s `max_games`).
+    pub max_games: u32,
 }
 
 /// Why the bridge stopped with an error.
@@ -616,6 +619,16 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
 
 type ServerLink = Framed<TcpStream, CappedLineCodec>;
 
+/// A referee message for one match, with the line it came in.
+type MatchInput = (RefereeMessage, String);
+
+/// Messages a match task queues for the referee before it waits for the link.
+const TO_SERVER_QUEUE: usize = 256;
+/// Referee messages queued for one match task (a `turn` at a time, plus pings' worth).
+const MATCH_INBOX: usize = 64;
+/// How long the bridge waits, when it stops, for its match tasks to end their engines.
+const STOP_WAIT: Duration = Duration::from_secs(10);
+
 /// The match being played.
 struct CurrentMatch {
     id: String,
@@ -623,13 +636,163 @@ struct CurrentMatch {
     failed: bool,
 }
 
-/// The bridge's state between events.
+/// One match and its own engine process, run as a task of its own: the bridge plays up to
+/// `max_games` matches at once, each against a fresh engine child.
+struct MatchRunner {
+    options: ConnectOptions,
+    server_name: String,
+    engine: Option<Engine>,
+    current: CurrentMatch,
+    to_server: tokio::sync::mpsc::Sender<BotMessage>,
+}
+
+impl MatchRunner {
+    /// Queues a message for the referee; false once the bridge has stopped.
+    async fn send_server(&mut self, msg: BotMessage) -> bool {
+        self.to_server.send(msg).await.is_ok()
+    }
+
+    /// Carries out adapter actions; a line the engine can no longer take is a fault.
+    async fn apply(&mut self, actions: Vec<Action>) -> Result<(), Fault> {
+        let Some(engine) = &mut self.engine else {
+            return Ok(());
+        };
+        for msg in engine.send_lines(actions)? {
+            self.send_server(msg).await;
+        }
+        Ok(())
+    }
+
+    /// The engine failed: resign the match (once), say why, stop the engine.
+    async fn engine_failed(&mut self, fault: Fault) {
+        if self.current.failed {
+            tracing::error!("engine failed: {fault}");
+        } else {
+            self.current.failed = true;
+            let match_id = self.current.id.clone();
+            tracing::error!("engine failed in match {match_id}: {fault}; resigning");
+            self.send_server(BotMessage::Resign { match_id }).await;
+        }
+        self.stop_engine().await;
+    }
+
+    async fn stop_engine(&mut self) {
+        if let Some(engine) = self.engine.take() {
+            engine.stop().await;
+        }
+    }
+
+    async fn pass_to_adapter(&mut self, msg: &RefereeMessage, raw: &str) {
+        let Some(engine) = &mut self.engine else {
+            return;
+        };
+        let mut out = Vec::new();
+        let result = engine
+            .adapter
+            .on_referee(msg, raw, Instant::now(), &mut out);
+        let applied = self.apply(out).await;
+        if let Err(fault) = result.and(applied) {
+            self.engine_failed(fault).await;
+        }
+    }
+
+    /// Handles one referee message of this match; returns whether the match is over.
+    async fn on_message(&mut self, msg: RefereeMessage, raw: &str) -> bool {
+        match &msg {
+            RefereeMessage::Start { .. } => {
+                if self.engine.is_none() {
+                    match Engine::start(&self.options, Some(&self.server_name)) {
+                        Ok(engine) => self.engine = Some(engine),
+                        Err(e) => {
+                            self.engine_failed(Fault(e.to_string())).await;
+                            return false;
+                        }
+                    }
+                }
+                if let Some(engine) = &mut self.engine {
+                    engine.used = true;
+                }
+                self.pass_to_adapter(&msg, raw).await;
+                false
+            }
+            RefereeMessage::Turn { .. } => {
+                if self.current.failed {
+                    return false;
+                }
+                if self.engine.is_none() {
+                    self.engine_failed(Fault("no engine is running".to_string()))
+                        .await;
+                    return false;
+                }
+                self.pass_to_adapter(&msg, raw).await;
+                false
+            }
+            RefereeMessage::End { .. } => {
+                self.pass_to_adapter(&msg, raw).await;
+                true
+            }
+            RefereeMessage::Error { .. } => {
+                if !self.current.failed {
+                    self.pass_to_adapter(&msg, raw).await;
+                }
+                false
+            }
+            RefereeMessage::Ping { .. } | RefereeMessage::Welcome { .. } => false,
+        }
+    }
+
+    async fn on_engine_event(&mut self, event: EngineEvent) {
+        let Some(engine) = &mut self.engine else {
+            return;
+        };
+        let mut out = Vec::new();
+        let heard = engine.hear(event, Instant::now(), &mut out);
+        let applied = self.apply(out).await;
+        if let Err(fault) = heard.and(applied) {
+            self.engine_failed(fault).await;
+        }
+    }
+
+    async fn on_deadline(&mut self) {
+        let fault = match &self.engine {
+            Some(engine) if engine.exited_at.is_some() => Fault("the engine exited".to_string()),
+            _ => Fault("the engine did not answer in time".to_string()),
+        };
+        self.engine_failed(fault).await;
+    }
+
+    /// Plays the match from its `start` until its `end`, or until the bridge stops (its inbox
+    /// closes); the engine is ended either way.
+    async fn run(mut self, start: MatchInput, mut inbox: tokio::sync::mpsc::Receiver<MatchInput>) {
+        let (msg, raw) = start;
+        let mut over = self.on_message(msg, &raw).await;
+        while !over {
+            let deadline = self.engine.as_ref().and_then(Engine::deadline);
+            tokio::select! {
+                input = inbox.recv() => match input {
+                    Some((msg, raw)) => over = self.on_message(msg, &raw).await,
+                    None => break,
+                },
+                event = Engine::next_event(&mut self.engine) => self.on_engine_event(event).await,
+                _ = sleep_until_opt(deadline) => self.on_deadline().await,
+            }
+        }
+        self.stop_engine().await;
+    }
+}
+
+/// The bridge's state between events: the referee link and the match tasks.
 struct Bridge {
     options: ConnectOptions,
     link: ServerLink,
     server_name: String,
-    engine: Option<Engine>,
-    current: Option<CurrentMatch>,
+    /// An engine already running (a json engine, checked and welcomed) for the next match.
+    spare: Option<Engine>,
+    /// Each running match's inbox.
+    matches_on: std::collections::HashMap<String, tokio::sync::mpsc::Sender<MatchInput>>,
+    tasks: tokio::task::JoinSet<()>,
+    to_server: tokio::sync::mpsc::Sender<BotMessage>,
+    from_matches: tokio::sync::mpsc::Receiver<BotMessage>,
     matches: u32,
 }
 
@@ -640,60 +803,18 @@ impl Bridge {
         Ok(())
     }
 
-    /// Carries out adapter actions; a line the engine can no longer take is a fault.
-    async fn apply(&mut self, actions: Vec<Action>) -> Result<Result<(), Fault>, BridgeError> {
-        let Some(engine) = &mut self.engine else {
-            return Ok(Ok(()));
-        };
-        let sent = engine.send_lines(actions);
-        match sent {
-            Ok(messages) => {
-                for msg in messages {
-                    self.send_server(&msg).await?;
+    /// Hands `input` to the task of match `match_id`, if it still runs.
+    async fn route(&mut self, match_id: &str, input: MatchInput) {
+        match self.matches_on.get(match_id) {
+            Some(inbox) => {
+                if inbox.send(input).await.is_err() {
+                    // The task ended (its engine failed and it resigned): nothing to pass on.
+                    self.matches_on.remove(match_id);
                 }
-                Ok(Ok(()))
             }
-            Err(fault) => Ok(Err(fault)),
-        }
-    }
-
-    /// The engine failed: resign the current match (once), say why, stop the engine.
-    async fn engine_failed(&mut self, fault: Fault) -> Result<(), BridgeError> {
-        match &mut self.current {
-            Some(current) if !current.failed => {
-                current.failed = true;
-                let match_id = current.id.clone();
-                tracing::error!("engine failed in match {match_id}: {fault}; resigning");
-                self.send_server(&BotMessage::Resign { match_id }).await?;
+            None => {
+                tracing::warn!("a message for match {match_id}, which the bridge is not playing")
             }
-            _ => tracing::error!("engine failed: {fault}"),
-        }
-        self.stop_engine().await;
-        Ok(())
-    }
-
-    async fn stop_engine(&mut self) {
-        if let Some(engine) = self.engine.take() {
-            engine.stop().await;
-        }
-    }
-
-    async fn pass_to_adapter(
-        &mut self,
-        msg: &RefereeMessage,
-        raw: &str,
-    ) -> Result<(), BridgeError> {
-        let Some(engine) = &mut self.engine else {
-            return Ok(());
-        };
-        let mut out = Vec::new();
-        let result = engine
-            .adapter
-            .on_referee(msg, raw, Instant::now(), &mut out);
-        let applied = self.apply(out).await?;
-        match result.and(applied) {
-            Ok(()) => Ok(()),
-            Err(fault) => self.engine_failed(fault).await,
         }
     }
 
@@ -717,51 +838,32 @@ impl Bridge {
                 ..
             } => {
                 tracing::info!("match {match_id}: {game}, playing {side} against {opponent}");
-                if let Some(current) = &self.current {
-                    tracing::warn!(
-                        "match {match_id} starts while {} is still on; the bridge plays one at a time",
-                        current.id
-                    );
+                let match_id = match_id.clone();
+                if let Some(earlier) = self.matches_on.remove(&match_id) {
+                    // Restarted by the referee (e.g. after its own restart): the old task ends.
+                    drop(earlier);
                 }
-                if self.engine.as_ref().is_some_and(|e| e.used) {
-                    self.stop_engine().await;
-                }
-                self.current = Some(CurrentMatch {
-                    id: match_id.clone(),
-                    failed: false,
-                });
+                let engine = self.spare.take().filter(|e| !e.used);
+                let (inbox_tx, inbox) = tokio::sync::mpsc::channel(MATCH_INBOX);
+                let runner = MatchRunner {
+                    options: self.options.clone(),
+                    server_name: self.server_name.clone(),
+                    engine,
+                    current: CurrentMatch {
+                        id: match_id.clone(),
+                        failed: false,
+                    },
+                    to_server: self.to_server.clone(),
+                };
                 self.matches += 1;
-                if self.engine.is_none() {
-                    match Engine::start(&self.options, Some(&self.server_name)) {
-                        Ok(engine) => self.engine = Some(engine),
-                        Err(e) => return self.engine_failed(Fault(e.to_string())).await,
-                    }
-                }
-                if let Some(engine) = &mut self.engine {
-                    engine.used = true;
-                }
-                self.pass_to_adapter(&msg, line).await
+                self.matches_on.insert(match_id, inbox_tx);
+                self.tasks.spawn(runner.run((msg, line.to_string()), inbox));
+                Ok(())
             }
             RefereeMessage::Turn { match_id, .. } => {
-                match &self.current {
-                    Some(current) if current.id == *match_id => {
-                        if current.failed {
-                            return Ok(());
-                        }
-                        if self.engine.is_none() {
-                            return self
-                                .engine_failed(Fault("no engine is running".to_string()))
-                                .await;
-                        }
-                    }
-                    _ => {
-                        tracing::warn!(
-                            "turn for match {match_id}, which the bridge is not playing"
-                        );
-                        return Ok(());
-                    }
-                }
-                self.pass_to_adapter(&msg, line).await
+                let match_id = match_id.clone();
+                self.route(&match_id, (msg, line.to_string())).await;
+                Ok(())
             }
             RefereeMessage::End {
                 match_id,
@@ -773,11 +875,9 @@ impl Bridge {
                     "match {match_id} over: {result} by {reason} after {} moves",
                     moves.len()
                 );
-                if self.current.as_ref().is_some_and(|c| c.id == *match_id) {
-                    self.pass_to_adapter(&msg, line).await?;
-                    self.current = None;
-                    self.stop_engine().await;
-                }
+                let match_id = match_id.clone();
+                self.route(&match_id, (msg, line.to_string())).await;
+                self.matches_on.remove(&match_id);
                 Ok(())
             }
             RefereeMessage::Error {
@@ -790,40 +890,24 @@ impl Bridge {
                     code.as_str(),
                     match_id.as_deref().unwrap_or("")
                 );
-                if self.current.as_ref().is_some_and(|c| !c.failed) {
-                    self.pass_to_adapter(&msg, line).await?;
+                match match_id.clone() {
+                    Some(id) => self.route(&id, (msg, line.to_string())).await,
+                    None => {
+                        let inboxes: Vec<_> = self.matches_on.values().cloned().collect();
+                        for inbox in inboxes {
+                            let _ = inbox.send((msg.clone(), line.to_string())).await;
+                        }
+                    }
                 }
                 Ok(())
             }
         }
     }
 
-    async fn on_engine_event(&mut self, event: EngineEvent) -> Result<(), BridgeError> {
-        let Some(engine) = &mut self.engine else {
-            return Ok(());
-        };
-        let mut out = Vec::new();
-        let heard = engine.hear(event, Instant::now(), &mut out);
-        let applied = self.apply(out).await?;
-        match heard.and(applied) {
-            Ok(()) => Ok(()),
-            Err(fault) => self.engine_failed(fault).await,
-        }
-    }
-
-    async fn on_deadline(&mut self) -> Result<(), BridgeError> {
-        let fault = match &self.engine {
-            Some(engine) if engine.exited_at.is_some() => Fault("the engine exited".to_string()),
-            _ => Fault("the engine did not answer in time".to_string()),
-        };
-        self.engine_failed(fault).await
-    }
-
     async fn run(&mut self) -> Result<(), BridgeError> {
         let mut interrupt = signal(SignalKind::interrupt())?;
         let mut terminate = signal(SignalKind::terminate())?;
         loop {
-            let deadline = self.engine.as_ref().and_then(Engine::deadline);
             tokio::select! {
                 frame = self.link.next() => match frame {
                     Some(Ok(Frame::Line(line))) => self.on_server_line(&line).await?,
@@ -831,28 +915,50 @@ impl Bridge {
                     Some(Ok(Frame::NotUtf8)) => tracing::warn!("the referee sent a line that is not UTF-8; ignored"),
                     Some(Err(e)) => return Err(e.into()),
                     None => {
-                        match &self.current {
-                            Some(current) => tracing::warn!("the referee closed the connection during match {}", current.id),
-                            None => tracing::info!("the referee closed the connection"),
+                        if self.matches_on.is_empty() {
+                            tracing::info!("the referee closed the connection");
+                        } else {
+                            let on: Vec<&String> = self.matches_on.keys().collect();
+                            tracing::warn!("the referee closed the connection during match {on:?}");
                         }
                         return Ok(());
                     }
                 },
-                event = Engine::next_event(&mut self.engine) => self.on_engine_event(event).await?,
-                _ = sleep_until_opt(deadline) => self.on_deadline().await?,
+                Some(msg) = self.from_matches.recv() => self.send_server(&msg).await?,
+                Some(_) = self.tasks.join_next(), if !self.tasks.is_empty() => {}
                 _ = interrupt.recv() => return Err(BridgeError::Interrupted("SIGINT")),
                 _ = terminate.recv() => return Err(BridgeError::Interrupted("SIGTERM")),
             }
         }
     }
+
+    /// Ends every match task (each ends its engine: `quit`, then its process group killed) and
+    /// the spare engine.
+    async fn stop(&mut self) {
+        self.matches_on.clear();
+        if let Some(engine) = self.spare.take() {
+            engine.stop().await;
+        }
+        let tasks = &mut self.tasks;
+        let ended = tokio::time::timeout(STOP_WAIT, async {
+            while tasks.join_next().await.is_some() {}
+        })
+        .await;
+        if ended.is_err() {
+            // Dropping the tasks drops their engines, whose process groups are killed then.
+            tracing::warn!("match tasks did not end within {STOP_WAIT:?}; aborting them");
+            self.tasks.abort_all();
+            while self.tasks.join_next().await.is_some() {}
+        }
+    }
 }
 
 /// Runs `arena connect` until the referee closes the connection. Returns the number of matches
-/// played. The engine is checked before connecting (`check_engine`); it never outlives this
+/// played. The engine is checked before connecting (`check_engine`); no engine outlives this
 /// call (nor a panic inside it).
 pub async fn run(options: ConnectOptions) -> Result<u32, BridgeError> {
     let (checked, _name) = check_engine(&options).await?;
-    let mut engine = None;
+    let mut spare = None;
     let games = match (options.games.clone(), options.protocol.default_games()) {
         (Some(games), _) | (None, Some(games)) => {
             checked.stop().await;
@@ -861,7 +967,7 @@ pub async fn run(options: ConnectOptions) -> Result<u32, BridgeError> {
         (None, None) => {
             let games = checked.adapter.engine_games().unwrap_or_default();
             // A json engine keeps running: it has said hello and waits for its welcome.
-            engine = Some(checked);
+            spare = Some(checked);
             games
         }
     };
@@ -881,7 +987,7 @@ pub async fn run(options: ConnectOptions) -> Result<u32, BridgeError> {
         name: options.name.clone(),
         token: options.token.clone(),
         games,
-        max_games: 1,
+        max_games: options.max_games.max(1),
         engine: Some(format!(
             "arena connect ({}): {}",
             options.protocol,
@@ -893,23 +999,37 @@ pub async fn run(options: ConnectOptions) -> Result<u32, BridgeError> {
         .await
         .map_err(|_| BridgeError::NoWelcome(WELCOME_TIMEOUT))??;
     tracing::info!("welcomed by {server_name} as {}", options.name);
+    let (to_server, from_matches) = tokio::sync::mpsc::channel(TO_SERVER_QUEUE);
     let mut bridge = Bridge {
         options,
         link,
         server_name: server_name.clone(),
-        engine,
-        current: None,
+        spare,
+        matches_on: std::collections::HashMap::new(),
+        tasks: tokio::task::JoinSet::new(),
+        to_server,
+        from_matches,
         matches: 0,
     };
-    if let Some(engine) = &mut bridge.engine {
+    if let Some(engine) = &mut bridge.spare {
         let mut out = Vec::new();
         engine.adapter.on_welcome(&server_name, &mut out);
-        if let Err(fault) = bridge.apply(out).await? {
-            bridge.engine_failed(fault).await?;
+        match engine.send_lines(out) {
+            Ok(messages) => {
+                for msg in messages {
+                    bridge.send_server(&msg).await?;
+                }
+            }
+            Err(fault) => {
+                tracing::error!("engine failed: {fault}");
+                if let Some(engine) = bridge.spare.take() {
+                    engine.stop().await;
+                }
+            }
         }
     }
     let result = bridge.run().await;
-    bridge.stop_engine().await;
+    bridge.stop().await;
     result.map(|()| bridge.matches)
 }
 

@@ -244,6 +244,8 @@ impl MatchPlan {
                     }
                     EngineKind::Program(spec) => {
                         bot.program = Some(spec.to_string());
+                        // Each game gets its own engine process.
+                        bot.max_games = self.concurrency;
                         bot.dir = entry.dir.clone();
                         bot.init = entry.init.clone();
                         bot.memory_mb = self.memory_mb;

@@ -86,10 +86,10 @@ impl ArrivalStampedRead {
         self.last_arrival
     }
 
-    /// The kernel's smoothed round-trip estimate of the connection (`TCP_INFO`'s `tcpi_rtt`,
-    /// measured from ACKs, which the bot's process cannot delay); `None` where the system does
-    /// not give it.
-    /// Read from the kernel at most every `RTT_REFRESH`.
+    /// The kernel's round-trip estimate of the connection (`TCP_INFO`'s minimum RTT, or its
+    /// smoothed RTT where no minimum is known; measured from ACKs, which the bot's process cannot
+    /// delay); `None` where the system does not give it. Read from the kernel at most every
+    /// `RTT_REFRESH`.
     pub fn kernel_rtt(&self) -> Option<std::time::Duration> {
         let now = Instant::now();
         if let Some((read, rtt)) = self.rtt.get() {
@@ -120,7 +120,14 @@ fn kernel_rtt(inner: &OwnedReadHalf) -> Option<Duration> {
             &mut len,
         )
     };
-    (rc == 0).then(|| Duration::from_micros(u64::from(info.tcpi_rtt)))
+    // The lowest round-trip time the kernel has seen on the connection (over a window of
+    // minutes): the path's own latency. The smoothed `tcpi_rtt` also carries the peer's delayed
+    // acknowledgements (tens of ms on an idle loopback), which are not network lag.
+    let rtt = match info.tcpi_min_rtt {
+        0 => info.tcpi_rtt,
+        min => min,
+    };
+    (rc == 0).then(|| Duration::from_micros(u64::from(rtt)))
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -148,6 +148,8 @@ pub fn start_programs(
             command,
             cwd: None,
             setup_timeout: Duration::from_secs(10),
+            // One engine process per game: the bot plays as many at once as its config says.
+            max_games: bot.max_games,
         };
         let stop = stop.clone();
         tasks.spawn(async move {

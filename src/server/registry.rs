@@ -113,6 +113,9 @@ pub struct Registry {
     live: Live,
 }
 
+/// The matches a bot is part of: its side in each and the referee's inbox.
+pub type BotMatches = Vec<(Side, flume::Sender<RefereeInput>)>;
+
 /// How many messages a referee's inbox holds before a connection waits to hand it one.
 const REFEREE_INBOX: usize = 64;
 
@@ -130,7 +133,7 @@ impl Registry {
         name: &str,
         session: Session,
         welcome: &RefereeMessage,
-    ) -> Result<Vec<(Side, flume::Sender<RefereeInput>)>, AlreadyConnected> {
+    ) -> Result<BotMatches, AlreadyConnected> {
         let mut state = self.lock();
         if state.sessions.contains_key(name) {
             return Err(AlreadyConnected);
@@ -151,7 +154,7 @@ impl Registry {
 
     /// Removes the session of connection `conn_id` (if it is still the registered one) and
     /// returns the matches it was part of.
-    pub fn unregister(&self, name: &str, conn_id: u64) -> Vec<(Side, flume::Sender<RefereeInput>)> {
+    pub fn unregister(&self, name: &str, conn_id: u64) -> BotMatches {
         let mut state = self.lock();
         let ours = state
             .sessions
@@ -175,11 +178,7 @@ impl Registry {
     /// removes its session at once (so no game starts with it meanwhile) and drops the
     /// connection. Returns the matches it is still part of with its connection id, for their
     /// referees to hear that it left (its own connection no longer tells them).
-    pub fn suspend(
-        &self,
-        name: &str,
-        why: &str,
-    ) -> Option<(u64, Vec<(Side, flume::Sender<RefereeInput>)>)> {
+    pub fn suspend(&self, name: &str, why: &str) -> Option<(u64, BotMatches)> {
         let mut state = self.lock();
         state.suspended.insert(name.to_string(), why.to_string());
         let session = state.sessions.remove(name)?;
