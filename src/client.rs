@@ -7,9 +7,12 @@
 //! at once, whatever the engines are doing.
 //!
 //! Choices where PROTOCOL.md is silent:
-//! - No reconnect: if the referee closes the connection, [`run_bot`] returns (`Ok` when no match
-//!   was running, [`ClientError::ServerClosed`] otherwise). A supervisor may start it again;
-//!   the referee then resends `start` with the moves so far.
+//! - Reconnecting: when the referee goes away (its connection closes or fails, or it cannot be
+//!   reached), the bot connects again with backoff (0.25 s doubling to 5 s) for
+//!   `reconnect_for` from the moment it lost the referee; the referee then resends `start` with
+//!   the moves so far, so a server restart costs no game. A refusal (wrong token, protocol)
+//!   is not retried. With `reconnect_for` zero, [`run_bot`] returns when the referee closes the
+//!   connection (`Ok` when no match was running, [`ClientError::ServerClosed`] otherwise).
 //! - Each engine is seeded from a hash (FNV-1a) of the match id, so a rerun of the same
 //!   schedule plays the same moves.
 //! - A `turn` whose `moves` would make the move list longer than its `ply` but that starts with
@@ -60,7 +63,14 @@ pub struct BotClientConfig {
     pub games: Vec<GameId>,
     /// How many matches the referee may run at once with this bot.
     pub max_games: u32,
+    /// How long to keep trying to reconnect after losing the referee (zero: never).
+    pub reconnect_for: Duration,
 }
+
+/// The first wait before reconnecting; it doubles up to [`RECONNECT_BACKOFF_MAX`].
+pub const RECONNECT_BACKOFF_FIRST: Duration = Duration::from_millis(250);
+/// The longest wait between two reconnection attempts.
+pub const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 /// Why the bot client stopped.
 #[derive(Debug, thiserror::Error)]
@@ -119,6 +129,64 @@ pub async fn run_bot_with_factory(
     if config.max_games == 0 {
         return Err(ClientError::Config("max_games must be at least 1".into()));
     }
+    let mut lost_since: Option<tokio::time::Instant> = None;
+    let mut backoff = RECONNECT_BACKOFF_FIRST;
+    loop {
+        let mut welcomed = false;
+        let result = one_session(&config, &games, factory.clone(), &shutdown, &mut welcomed).await;
+        if shutdown.is_cancelled() || config.reconnect_for.is_zero() {
+            return result;
+        }
+        let retry = match &result {
+            Ok(()) => true,
+            Err(
+                ClientError::Connect { .. }
+                | ClientError::Io(_)
+                | ClientError::Timeout(_)
+                | ClientError::ServerClosed(_)
+                | ClientError::Protocol(_),
+            ) => true,
+            Err(ClientError::Refused { .. } | ClientError::Config(_)) => false,
+        };
+        if !retry {
+            return result;
+        }
+        if welcomed {
+            lost_since = None;
+            backoff = RECONNECT_BACKOFF_FIRST;
+        }
+        let now = tokio::time::Instant::now();
+        let since = *lost_since.get_or_insert(now);
+        if now.saturating_duration_since(since) >= config.reconnect_for {
+            tracing::warn!(
+                server = %config.server,
+                "the referee has been gone for {:?}; giving up",
+                config.reconnect_for
+            );
+            return result;
+        }
+        let why = match &result {
+            Ok(()) => "the referee closed the connection".to_string(),
+            Err(e) => e.to_string(),
+        };
+        tracing::warn!(server = %config.server, "{why}; reconnecting in {backoff:?}");
+        tokio::select! {
+            _ = shutdown.cancelled() => return Ok(()),
+            _ = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(RECONNECT_BACKOFF_MAX);
+    }
+}
+
+/// One connection: connect, `hello`, play until the referee closes it or `shutdown`. Sets
+/// `welcomed` once the referee has accepted the hello.
+async fn one_session(
+    config: &BotClientConfig,
+    games: &[GameId],
+    factory: EngineFactory,
+    shutdown: &CancellationToken,
+    welcomed: &mut bool,
+) -> Result<(), ClientError> {
     let hello = BotMessage::Hello {
         protocol: protocol::PROTOCOL_VERSION,
         name: config.name.clone(),
@@ -152,6 +220,7 @@ pub async fn run_bot_with_factory(
             welcome.map_err(|_| ClientError::Timeout(HANDSHAKE_TIMEOUT))??;
         }
     }
+    *welcomed = true;
     tracing::info!(name = %config.name, server = %config.server, "bot connected");
 
     let mut session = Session {
@@ -780,6 +849,7 @@ mod tests {
             engine_options: Value::Null,
             games: vec![],
             max_games: 1,
+            reconnect_for: Duration::ZERO,
         };
         assert!(matches!(
             offered_games(&config),

@@ -122,7 +122,8 @@ enum Command {
         #[arg(long, default_value = "{}")]
         b_options: String,
     },
-    /// Connect a built-in engine to a referee as a bot (until the referee closes or ctrl-c).
+    /// Connect a built-in engine to a referee as a bot (until ctrl-c, or the referee has been
+    /// gone longer than --reconnect-for-ms).
     Bot {
         #[command(flatten)]
         login: Login,
@@ -138,6 +139,10 @@ enum Command {
         /// How many matches the referee may run at once with this bot.
         #[arg(long, default_value_t = 1)]
         max_games: u32,
+        /// After losing the referee, keep reconnecting (with backoff) this long; 0: stop at
+        /// once. The default outlasts a server restart within its reconnect grace.
+        #[arg(long, default_value_t = 60_000)]
+        reconnect_for_ms: u64,
     },
     /// Measure the rules' speed and the referee under load (1,000 concurrent matches of bots
     /// in a child process over loopback TCP); see docs/benchmarks.md. Takes about 35 seconds.
@@ -406,6 +411,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             options,
             games,
             max_games,
+            reconnect_for_ms,
         } => {
             let engine_options = arena::client::parse_engine_options(&options)?;
             run_bot_command(arena::client::BotClientConfig {
@@ -416,6 +422,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                 engine_options,
                 games,
                 max_games,
+                reconnect_for: std::time::Duration::from_millis(reconnect_for_ms),
             })?;
         }
         Command::Bench {

@@ -916,7 +916,7 @@ async fn example_python_bot_plays_whole_legal_games_of_all_four() {
                 name,
                 "t",
                 &seed,
-                &["--games", game_id.as_str()],
+                &["--games", game_id.as_str(), "--reconnect-for-ms", "0"],
             ));
             // Accept in order so that links[i] is bots[i].
             let mut referee = accept_client(&listener, name).await;
@@ -952,6 +952,34 @@ async fn example_python_bot_plays_whole_legal_games_of_all_four() {
             assert!(status.success(), "{game_id}: bot exited with {status}");
         }
     }
+}
+
+/// The example Python bot connects again when the referee goes away (a server restart), with
+/// backoff, and gives up once the referee has been gone longer than `--reconnect-for-ms`.
+#[tokio::test]
+async fn example_python_bot_reconnects_when_the_referee_goes_away() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let bot = python_bot(&port, "alpha", "t", "1", &["--reconnect-for-ms", "3000"]);
+    let first = accept_client(&listener, "alpha").await;
+    // The referee goes away...
+    drop(first);
+    // ...and comes back: the bot says hello again on a new connection.
+    let mut again = accept_client(&listener, "alpha").await;
+    let BotMessage::Hello { name, .. } = &again.hello else {
+        panic!("{:?}", again.hello)
+    };
+    assert_eq!(name, "alpha");
+    again.send(RefereeMessage::Ping { id: 7 }).await;
+    drop(again);
+    // Gone for good: after 3 s of failed attempts, the bot stops by itself.
+    drop(listener);
+    let status = tokio::time::timeout(WAIT, bot.wait_with_output())
+        .await
+        .expect("the bot gives up")
+        .unwrap()
+        .status;
+    assert!(status.success(), "{status}");
 }
 
 /// The example Python bot's path.

@@ -106,6 +106,7 @@ fn config(server: &str, games: Vec<GameId>, max_games: u32) -> BotClientConfig {
         engine_options: Value::Null,
         games,
         max_games,
+        reconnect_for: Duration::ZERO,
     }
 }
 

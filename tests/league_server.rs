@@ -810,3 +810,102 @@ async fn tokens_never_reach_logs_files_or_the_web_view() {
         assert!(!served.contains(secret), "{secret} served by the web view");
     }
 }
+
+/// `arena serve` on `config` listening on `listen`, as `spawn_server` but on a given address.
+async fn spawn_server_on(config: &Path, listen: &str) -> support::ServerProcess {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(["serve", "--config"])
+        .arg(config)
+        .args(["--listen", listen])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("the server prints its address")
+        .unwrap()
+        .expect("a first line");
+    let addr = first
+        .strip_prefix("arena listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+        .parse()
+        .unwrap();
+    let stdout = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            seen.push(line);
+        }
+        seen
+    });
+    support::ServerProcess {
+        child,
+        addr,
+        stdout,
+    }
+}
+
+/// A server restart does not need every student to restart their bot: `arena bot` reconnects
+/// with backoff, the interrupted game resumes, and the league finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arena_bots_reconnect_after_the_server_is_killed_and_restarted() {
+    let dir = tempfile::tempdir().unwrap();
+    let out: PathBuf = dir.path().join("out");
+    let config_path = dir.path().join("arena.toml");
+    std::fs::write(&config_path, scripted_config(&out, 60_000)).unwrap();
+    let mut server = spawn_server_on(&config_path, "127.0.0.1:0").await;
+    let port = server.addr.port();
+    let bot = |name: &str, token: &str| {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_arena"))
+            .args(["bot", "--server", &server.addr.to_string(), "--name", name])
+            .args([
+                "--token",
+                token,
+                "--engine",
+                "hex",
+                "--option",
+                "time_ms=150",
+            ])
+            .args(["--games", "hex", "--reconnect-for-ms", "5000"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap()
+    };
+    let bot_a = bot("a", "ta");
+    let bot_b = bot("b", "tb");
+    wait_until("a few moves of game 1 are journaled", || {
+        journaled_moves(&out, "t-r1-p1-g1").len() >= 3
+    })
+    .await;
+    let pid = i32::try_from(server.child.id().unwrap()).unwrap();
+    // SAFETY: kill(2) on the child this test spawned; no memory is involved.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    assert!(!server.child.wait().await.unwrap().success());
+    // Down for a moment, then back on the same port.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let server = spawn_server_on(&config_path, &format!("127.0.0.1:{port}")).await;
+    let (status, printed) = server.exited(Duration::from_secs(120)).await;
+    assert!(status.success(), "{printed:?}");
+    let games = read_games(&out);
+    assert_eq!(games.len(), 2, "both games were played: {printed:?}");
+    assert!(
+        games
+            .iter()
+            .all(|g| g["reason"] != "disconnect" && g["reason"] != "forfeit"),
+        "{games:?}"
+    );
+    // The bots give up once the finished league's server has been gone for 5 s.
+    for bot in [bot_a, bot_b] {
+        let output = tokio::time::timeout(Duration::from_secs(30), bot.wait_with_output())
+            .await
+            .expect("the bot stops by itself")
+            .unwrap();
+        let log = String::from_utf8_lossy(&output.stderr);
+        assert!(log.contains("reconnecting in"), "{log}");
+    }
+}

@@ -22,6 +22,11 @@ Points are written column letter + row number, row 1 at the bottom: "J10". Move 
 "B2xE5" (capture); Jiu "G7" (placement), "G7-G8" (step or fly), "G7xG9xI9" (jump chain), each
 followed by "+P" for every enemy stone removed by a square.
 
+If the referee goes away (a server restart), the bot connects again, waiting 0.25 s, then
+0.5 s, 1 s, ... up to 5 s between attempts, for --reconnect-for-ms (default 60 s) after it lost
+the referee; the referee then sends `start` again with the moves so far. A refused hello
+(wrong name or token) is not retried.
+
 Changed the Jiu move generator? Check it against the referee's rules (see `selftest`):
     python3 arena_random_bot.py --selftest 20 | arena replay jiu
 """
@@ -31,6 +36,7 @@ import json
 import random
 import socket
 import sys
+import time
 
 BOARD_SIZE = {"connect6": 19, "hex": 11, "surakarta": 6, "jiu": 14}
 # Jiu: the stones on these two points are removed when the placement phase fills the board.
@@ -337,6 +343,8 @@ def main():
     parser.add_argument("--max-games", type=int, default=1,
                         help="matches the referee may give us at once")
     parser.add_argument("--seed", type=int, default=None, help="random seed (reproducible play)")
+    parser.add_argument("--reconnect-for-ms", type=int, default=60000,
+                        help="after losing the referee, keep reconnecting this long (0: stop)")
     parser.add_argument("--selftest", type=int, metavar="N",
                         help="play N games of Jiu against itself, print their moves and exit")
     parser.add_argument("--rules", default="{}",
@@ -350,6 +358,32 @@ def main():
     if args.port is None or args.name is None or args.token is None:
         parser.error("--port, --name and --token are required to play")
 
+    gone_since = None
+    backoff = 0.25
+    while True:
+        try:
+            welcomed, refused = play(args)
+        except OSError as error:  # cannot connect, or the connection broke
+            print("connection to the referee failed: %s" % error, file=sys.stderr)
+            welcomed, refused = False, False
+        if refused:
+            sys.exit(1)
+        if welcomed:
+            gone_since, backoff = None, 0.25
+        now = time.monotonic()
+        if gone_since is None:
+            gone_since = now
+        if (now - gone_since) * 1000 >= args.reconnect_for_ms:
+            print("the referee has been gone too long; giving up", file=sys.stderr)
+            return
+        print("lost the referee; reconnecting in %.2f s" % backoff, file=sys.stderr)
+        time.sleep(backoff)
+        backoff = min(backoff * 2, 5.0)
+
+
+def play(args):
+    """One connection: hello, then play until the referee closes it. Returns (welcomed,
+    refused): whether the referee accepted us, and whether it refused our hello for good."""
     sock = socket.create_connection((args.host, args.port))
     # Send each small message at once (no Nagle delay): our clock runs until the move arrives.
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -368,6 +402,7 @@ def main():
         "engine": "arena_random_bot.py",
     })
 
+    welcomed = False
     boards = {}  # match id -> Board
     for line in reader:
         try:
@@ -377,6 +412,7 @@ def main():
             continue
         kind = message.get("type")
         if kind == "welcome":
+            welcomed = True
             print("welcomed by %s" % message.get("server"), file=sys.stderr)
         elif kind == "ping":
             send({"type": "pong", "id": message["id"]})
@@ -411,7 +447,13 @@ def main():
         elif kind == "error":
             print("referee error %s: %s" % (message.get("code"), message.get("message")),
                   file=sys.stderr)
+            # Refused before the welcome: retrying the same hello would not help (except
+            # when our previous connection is not gone yet).
+            if not welcomed and message.get("code") != "already_connected":
+                sock.close()
+                return False, True
     sock.close()
+    return welcomed, False
 
 
 if __name__ == "__main__":

@@ -62,6 +62,8 @@ pub fn start_builtins(
             engine_options: bot.options.clone(),
             games: games.into_iter().collect(),
             max_games: bot.max_games,
+            // The server restarts its own engines' clients itself.
+            reconnect_for: Duration::ZERO,
         };
         let stop = stop.clone();
         tasks.spawn(async move {
