@@ -29,18 +29,16 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
-use tokio_util::codec::Framed;
 use tokio_util::sync::CancellationToken;
 
+use crate::bot_connection::{connect_and_hello, HandshakeError, RefereeLink};
 use crate::engine::{
     catalogue, new_engine, ClockView, Engine, EngineError, EngineInfo, SearchRequest,
 };
 use crate::game::GameId;
 use crate::protocol::{
-    self, parse_referee_line, BotMessage, CappedLineCodec, ClockSpec, Frame, RefereeMessage,
-    TurnClock,
+    self, parse_referee_line, BotMessage, ClockSpec, Frame, RefereeMessage, TurnClock,
 };
 
 /// How long the referee may take to accept the connection and answer `hello`.
@@ -92,6 +90,20 @@ pub enum ClientError {
     ServerClosed(usize),
     #[error("connection error: {0}")]
     Io(std::io::Error),
+}
+
+impl From<HandshakeError> for ClientError {
+    fn from(error: HandshakeError) -> ClientError {
+        match error {
+            HandshakeError::Connect { server, error } => ClientError::Connect { server, error },
+            HandshakeError::Timeout(limit) => ClientError::Timeout(limit),
+            HandshakeError::Refused(message) => ClientError::Refused { message },
+            HandshakeError::Io(e) => ClientError::Io(e),
+            other @ (HandshakeError::Closed | HandshakeError::Protocol(_)) => {
+                ClientError::Protocol(other.to_string())
+            }
+        }
+    }
 }
 
 impl From<std::io::Error> for ClientError {
@@ -196,30 +208,10 @@ async fn one_session(
         engine: Some(format!("arena/{}", config.engine)),
     };
 
-    let stream = tokio::select! {
+    let mut conn = tokio::select! {
         _ = shutdown.cancelled() => return Ok(()),
-        connected = tokio::time::timeout(HANDSHAKE_TIMEOUT, TcpStream::connect(&config.server)) => {
-            match connected {
-                Err(_) => return Err(ClientError::Timeout(HANDSHAKE_TIMEOUT)),
-                Ok(Err(error)) => return Err(ClientError::Connect { server: config.server.clone(), error }),
-                Ok(Ok(stream)) => stream,
-            }
-        }
+        linked = connect_and_hello(&config.server, &hello, HANDSHAKE_TIMEOUT) => linked?.0,
     };
-    // Moves are small and latency matters more than throughput.
-    stream.set_nodelay(true)?;
-    let mut conn = Framed::new(stream, CappedLineCodec::new(protocol::MAX_LINE_BYTES));
-    send(&mut conn, &hello).await?;
-
-    tokio::select! {
-        _ = shutdown.cancelled() => {
-            close(&mut conn).await;
-            return Ok(());
-        }
-        welcome = tokio::time::timeout(HANDSHAKE_TIMEOUT, read_welcome(&mut conn)) => {
-            welcome.map_err(|_| ClientError::Timeout(HANDSHAKE_TIMEOUT))??;
-        }
-    }
     *welcomed = true;
     tracing::info!(name = %config.name, server = %config.server, "bot connected");
 
@@ -307,7 +299,7 @@ fn engine_info(id: &str) -> Option<EngineInfo> {
     catalogue().into_iter().find(|e| e.id == id)
 }
 
-type Connection = Framed<TcpStream, CappedLineCodec>;
+type Connection = RefereeLink;
 
 async fn send(conn: &mut Connection, message: &BotMessage) -> Result<(), ClientError> {
     let line = message.to_line();
@@ -321,54 +313,6 @@ async fn send(conn: &mut Connection, message: &BotMessage) -> Result<(), ClientE
 /// Flushes and shuts the connection down, bounded by the write timeout; errors no longer matter.
 async fn close(conn: &mut Connection) {
     let _ = tokio::time::timeout(WRITE_TIMEOUT, SinkExt::<String>::close(conn)).await;
-}
-
-/// Waits for `welcome`; an `error` means the hello was refused.
-async fn read_welcome(conn: &mut Connection) -> Result<(), ClientError> {
-    loop {
-        let line = match conn.next().await {
-            None => {
-                return Err(ClientError::Protocol(
-                    "the referee closed the connection before answering hello".into(),
-                ))
-            }
-            Some(Err(e)) => return Err(ClientError::Io(e)),
-            Some(Ok(Frame::Line(line))) => line,
-            Some(Ok(other)) => {
-                return Err(ClientError::Protocol(format!(
-                    "unreadable answer to hello: {other:?}"
-                )))
-            }
-        };
-        tracing::debug!(%line, "from referee");
-        match parse_referee_line(&line) {
-            Ok(RefereeMessage::Welcome { protocol, .. }) => {
-                if protocol != crate::protocol::PROTOCOL_VERSION {
-                    return Err(ClientError::Protocol(format!(
-                        "the referee speaks protocol {protocol}, this client {}",
-                        crate::protocol::PROTOCOL_VERSION
-                    )));
-                }
-                return Ok(());
-            }
-            Ok(RefereeMessage::Error { message, code, .. }) => {
-                return Err(ClientError::Refused {
-                    message: format!("{}: {message}", code.as_str()),
-                })
-            }
-            // A ping may come early; nothing else may.
-            Ok(RefereeMessage::Ping { id }) => {
-                send(conn, &BotMessage::Pong { id }).await?;
-            }
-            Ok(other) => {
-                return Err(ClientError::Protocol(format!(
-                    "expected welcome, got {}",
-                    other.to_line()
-                )))
-            }
-            Err(e) => return Err(ClientError::Protocol(format!("bad answer to hello: {e}"))),
-        }
-    }
 }
 
 /// An engine's seed for a match: the FNV-1a hash of its id, stable across builds and platforms.

@@ -3,6 +3,7 @@
 
 pub mod atomic_file;
 pub mod bench;
+pub mod bot_connection;
 pub mod bridge;
 pub mod client;
 pub mod clock_settings;

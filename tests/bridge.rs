@@ -1233,7 +1233,15 @@ async fn served_tournaments_with_the_example_bots_and_a_bridged_engine() {
 
     let mut players = Vec::new();
     for (name, token, seed) in [("alpha", "ta", "1"), ("beta", "tb", "2")] {
-        let games = ["--games", "connect6,hex,surakarta,jiu", "--max-games", "4"];
+        // When the finished league's server exits, the bots stop instead of reconnecting.
+        let games = [
+            "--games",
+            "connect6,hex,surakarta,jiu",
+            "--max-games",
+            "4",
+            "--reconnect-for-ms",
+            "0",
+        ];
         players.push(python_bot(&port, name, token, seed, &games));
     }
     let bridge = Command::new(env!("CARGO_BIN_EXE_arena"))

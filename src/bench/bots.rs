@@ -15,14 +15,14 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 use tokio::time::{sleep_until, timeout, Instant};
 use tokio_util::codec::FramedRead;
 
+use crate::bot_connection::{connect_and_hello, HandshakeError, RefereeLink};
 use crate::game::connect6::SIZE;
 use crate::game::{new_game, EndReason, GameId, Point};
-use crate::protocol::{CappedLineCodec, Frame, MAX_LINE_BYTES};
+use crate::protocol::{BotMessage, CappedLineCodec, Frame, MAX_LINE_BYTES, PROTOCOL_VERSION};
 use crate::server::probe::monotonic_us;
 
 use super::BenchError;
@@ -192,13 +192,28 @@ struct Bot {
 }
 
 impl Bot {
-    async fn connect(&self) -> Option<TcpStream> {
+    /// Connects and logs in through the one bot-side handshake, retrying a refused connection
+    /// for a few seconds (the listen queue may be full while a thousand bots connect).
+    async fn log_in(&self) -> Option<RefereeLink> {
+        let hello = BotMessage::Hello {
+            protocol: PROTOCOL_VERSION,
+            name: format!("b{}", self.index),
+            token: bot_token(self.index),
+            games: vec!["connect6".to_string()],
+            max_games: 1,
+            engine: Some("arena bench".to_string()),
+        };
         for _ in 0..50 {
-            if let Ok(s) = TcpStream::connect(&self.options.server).await {
-                let _ = s.set_nodelay(true);
-                return Some(s);
+            match connect_and_hello(&self.options.server, &hello, IDLE_LIMIT).await {
+                Ok((link, _)) => return Some(link),
+                Err(HandshakeError::Connect { .. }) => {
+                    tokio::time::sleep(Duration::from_millis(100)).await
+                }
+                Err(e) => {
+                    tracing::warn!(bot = self.index, error = %e, "bench bot could not log in");
+                    return None;
+                }
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
         }
         None
     }
@@ -208,20 +223,16 @@ impl Bot {
     async fn run(self, slots: Arc<Semaphore>) -> BotStats {
         let mut stats = BotStats::default();
         let permit = slots.acquire_owned().await.ok();
-        let Some(stream) = self.connect().await else {
+        let Some(link) = self.log_in().await else {
             return stats;
         };
-        let (read_half, mut write_half) = stream.into_split();
+        stats.logged_in = true;
+        drop(permit);
+        // Reading and writing go on at once: split the socket, keeping what was already read.
+        let parts = link.into_parts();
+        let (read_half, mut write_half) = parts.io.into_split();
         let mut lines = FramedRead::new(read_half, CappedLineCodec::new(MAX_LINE_BYTES));
-        let hello = format!(
-            r#"{{"type":"hello","protocol":1,"name":"b{}","token":"{}","games":["connect6"],"max_games":1,"engine":"arena bench"}}"#,
-            self.index,
-            bot_token(self.index)
-        ) + "\n";
-        if write_half.write_all(hello.as_bytes()).await.is_err() {
-            return stats;
-        }
-        let mut permit = permit;
+        lines.read_buffer_mut().extend_from_slice(&parts.read_buf);
         let mut rng = SmallRng::seed_from_u64(self.options.seed ^ (self.index as u64) << 20);
         let mut pending: Option<Pending> = None;
         // The last move this bot wrote: its ply, when it read that turn, its think time (µs).
@@ -254,10 +265,6 @@ impl Bot {
                 continue;
             };
             match message.kind {
-                "welcome" => {
-                    stats.logged_in = true;
-                    permit.take();
-                }
                 "ping" => {
                     let pong =
                         format!(r#"{{"type":"pong","id":{}}}"#, message.id.unwrap_or(0)) + "\n";

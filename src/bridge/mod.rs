@@ -35,15 +35,14 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use tokio::net::TcpStream;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::time::Instant;
-use tokio_util::codec::Framed;
 
+use crate::bot_connection::{connect_and_hello, HandshakeError, RefereeLink};
 use crate::game::Side;
 use crate::protocol::{
-    self, parse_referee_line, BotMessage, CappedLineCodec, ClockSpec, Frame, RefereeMessage,
-    TurnClock, PROTOCOL_VERSION,
+    self, parse_referee_line, BotMessage, ClockSpec, Frame, RefereeMessage, TurnClock,
+    PROTOCOL_VERSION,
 };
 use child::{EngineEvent, EngineOutput, EngineProcess, SpawnError};
 
@@ -617,7 +616,7 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     }
 }
 
-type ServerLink = Framed<TcpStream, CappedLineCodec>;
+type ServerLink = RefereeLink;
 
 /// A referee message for one match, with the line it came in.
 type MatchInput = (RefereeMessage, String);
@@ -971,17 +970,6 @@ pub async fn run(options: ConnectOptions) -> Result<u32, BridgeError> {
             games
         }
     };
-    let stream = TcpStream::connect(&options.server)
-        .await
-        .map_err(|source| BridgeError::Connect {
-            addr: options.server.clone(),
-            source,
-        })?;
-    // Moves are small lines: send each at once rather than waiting for earlier ACKs (Nagle).
-    if let Err(e) = stream.set_nodelay(true) {
-        tracing::debug!("cannot set TCP_NODELAY: {e}");
-    }
-    let mut link = Framed::new(stream, CappedLineCodec::new(protocol::MAX_LINE_BYTES));
     let hello = BotMessage::Hello {
         protocol: PROTOCOL_VERSION,
         name: options.name.clone(),
@@ -994,10 +982,19 @@ pub async fn run(options: ConnectOptions) -> Result<u32, BridgeError> {
             options.command.first().map(String::as_str).unwrap_or("")
         )),
     };
-    link.send(hello.to_line()).await?;
-    let server_name = tokio::time::timeout(WELCOME_TIMEOUT, wait_for_welcome(&mut link))
+    let (link, server_name) = connect_and_hello(&options.server, &hello, WELCOME_TIMEOUT)
         .await
-        .map_err(|_| BridgeError::NoWelcome(WELCOME_TIMEOUT))??;
+        .map_err(|e| match e {
+            HandshakeError::Connect { server, error } => BridgeError::Connect {
+                addr: server,
+                source: error,
+            },
+            HandshakeError::Timeout(limit) => BridgeError::NoWelcome(limit),
+            HandshakeError::Refused(message) => BridgeError::Refused(message),
+            HandshakeError::Closed => BridgeError::ClosedBeforeWelcome,
+            HandshakeError::Protocol(message) => BridgeError::Refused(message),
+            HandshakeError::Io(e) => BridgeError::Io(e),
+        })?;
     tracing::info!("welcomed by {server_name} as {}", options.name);
     let (to_server, from_matches) = tokio::sync::mpsc::channel(TO_SERVER_QUEUE);
     let mut bridge = Bridge {
@@ -1031,29 +1028,6 @@ pub async fn run(options: ConnectOptions) -> Result<u32, BridgeError> {
     let result = bridge.run().await;
     bridge.stop().await;
     result.map(|()| bridge.matches)
-}
-
-async fn wait_for_welcome(link: &mut ServerLink) -> Result<String, BridgeError> {
-    while let Some(frame) = link.next().await {
-        let Frame::Line(line) = frame? else {
-            continue;
-        };
-        match parse_referee_line(&line) {
-            Ok(RefereeMessage::Welcome { server, .. }) => return Ok(server),
-            Ok(RefereeMessage::Error { code, message, .. }) => {
-                return Err(BridgeError::Refused(format!(
-                    "{}: {message}",
-                    code.as_str()
-                )))
-            }
-            Ok(RefereeMessage::Ping { id }) => {
-                link.send(BotMessage::Pong { id }.to_line()).await?;
-            }
-            Ok(other) => tracing::warn!("ignoring {other:?} before the welcome"),
-            Err(e) => tracing::warn!("ignoring an unreadable referee line ({e}): {line:?}"),
-        }
-    }
-    Err(BridgeError::ClosedBeforeWelcome)
 }
 
 #[cfg(test)]
