@@ -211,6 +211,10 @@ async fn a_game_is_followed_through_every_route() {
     bob.expect("start").await;
     let match_id = start["match"].as_str().unwrap().to_string();
     let alice_first = start["side"] == "first";
+    // One game's own stream: every event of it as it happens.
+    let mut game_events =
+        Events::open_path(server.web, &format!("/api/events?match={match_id}")).await;
+    assert_eq!(game_events.status, 200);
 
     let games = server
         .wait_for("/api/games", |v| {
@@ -258,21 +262,39 @@ async fn a_game_is_followed_through_every_route() {
     assert!(detail["clocks"]["first_ms"].as_u64().unwrap() <= 60000);
     let record = detail["record"].as_str().expect("record name").to_string();
 
-    // The events: start, one move per ply with the position after it, end, standings.
-    let (kind, data) = events.next().await.expect("start event");
-    assert_eq!(
-        (kind.as_str(), data["match"].as_str()),
-        ("start", Some(match_id.as_str()))
-    );
+    // The game's stream: one move per ply with the position after it, then the end.
     for ply in 1..=moves.len() {
-        let (kind, data) = events.next().await.expect("move event");
+        let (kind, data) = game_events.next().await.expect("move event");
         assert_eq!(kind, "move", "{data}");
+        assert_eq!(data["match"], match_id.as_str());
         assert_eq!(data["ply"], ply);
         assert_eq!(data["move"], moves[ply - 1].as_str());
         assert_eq!(data["position"], expected[ply].as_str());
         assert!(data["clocks"]["first_ms"].is_u64());
     }
-    let (kind, data) = events.next().await.expect("end event");
+    let (kind, data) = game_events.next().await.expect("end event");
+    assert_eq!(kind, "end");
+    assert_eq!(data["record"], record.as_str());
+
+    // The league's stream, in batches: start, the game's latest moves (each with the position
+    // after it, the last one included), end, standings.
+    let (kind, data) = events.next().await.expect("start event");
+    assert_eq!(
+        (kind.as_str(), data["match"].as_str()),
+        ("start", Some(match_id.as_str()))
+    );
+    let mut last_ply = 0;
+    let (kind, data) = loop {
+        let (kind, data) = events.next().await.expect("an event");
+        if kind != "move" {
+            break (kind, data);
+        }
+        let ply = data["ply"].as_u64().unwrap() as usize;
+        assert!(ply > last_ply, "plies only go forward: {data}");
+        assert_eq!(data["position"], expected[ply].as_str());
+        last_ply = ply;
+    };
+    assert_eq!(last_ply, moves.len(), "the last move is always sent");
     assert_eq!(kind, "end");
     assert_eq!(data["record"], record.as_str());
     assert_eq!(data["result"], "first");

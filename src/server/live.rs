@@ -95,9 +95,15 @@ struct LiveState {
     index: HashMap<String, usize>,
     waiting: Vec<WaitingGame>,
     tournaments: Vec<TournamentProgress>,
-    /// The text of `standings.json` as of the last finished game.
-    standings: Option<Arc<String>>,
+    /// Every tournament's standings as of the last finished game (pointers: the JSON text is
+    /// made only when someone asks, not after every game).
+    standings: Option<StandingsSnapshot>,
+    /// The JSON text of `standings`, once made.
+    standings_text: Option<Arc<String>>,
 }
+
+/// Every tournament's standings at one moment, shared.
+pub type StandingsSnapshot = Arc<Vec<Arc<crate::league::TournamentStandings>>>;
 
 #[derive(Debug)]
 struct Shared {
@@ -253,12 +259,16 @@ impl Live {
         );
     }
 
-    /// The standings changed: `standings_json` is the new `standings.json` text.
-    pub fn standings_changed(&self, tournament: &str, standings_json: String) {
+    /// The standings changed (`standings`: every tournament's, as `standings.json` has them).
+    pub fn standings_changed(&self, tournament: &str, standings: StandingsSnapshot) {
         if !self.is_enabled() {
             return;
         }
-        self.lock().standings = Some(Arc::new(standings_json));
+        {
+            let mut state = self.lock();
+            state.standings = Some(standings);
+            state.standings_text = None;
+        }
         self.publish("standings", json!({ "tournament": tournament }));
     }
 
@@ -306,9 +316,26 @@ impl Live {
         state.games.get(at).cloned()
     }
 
-    /// The last standings text, if any game has finished this run.
+    /// The last standings as `standings.json` text, if any game has finished this run (made
+    /// on the first request after a change, outside the lock).
     pub fn standings(&self) -> Option<Arc<String>> {
-        self.lock().standings.clone()
+        let snapshot = {
+            let state = self.lock();
+            if let Some(text) = &state.standings_text {
+                return Some(text.clone());
+            }
+            state.standings.clone()?
+        };
+        let text = Arc::new(crate::league::report::standings_json(&snapshot));
+        let mut state = self.lock();
+        if state
+            .standings
+            .as_ref()
+            .is_some_and(|now| Arc::ptr_eq(now, &snapshot))
+        {
+            state.standings_text = Some(text.clone());
+        }
+        Some(text)
     }
 
     /// Games waiting to start and each tournament's progress.

@@ -642,10 +642,9 @@ impl Scheduler {
         {
             *slot = Arc::new(t.standings());
             if self.registry.live().is_enabled() {
-                self.registry.live().standings_changed(
-                    &t.config.name,
-                    crate::league::report::standings_json(&self.standings),
-                );
+                self.registry
+                    .live()
+                    .standings_changed(&t.config.name, Arc::new(self.standings.clone()));
             }
         }
     }

@@ -4,6 +4,7 @@
 //! logged and never reach a referee. The pages and their assets are compiled into the binary.
 
 pub mod api;
+pub mod feed;
 pub mod site;
 mod ws;
 
@@ -15,15 +16,14 @@ use std::time::Duration;
 
 use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use futures_util::stream::Stream;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
-use tokio::sync::{broadcast, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{broadcast, Semaphore};
 use tokio::task::JoinHandle;
+use tokio_util::bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
@@ -57,6 +57,8 @@ pub struct WebContext {
     event_slots: Arc<Semaphore>,
     socket_slots: Arc<Semaphore>,
     stop: CancellationToken,
+    /// The league's event batches, made once for every `/api/events` stream.
+    feed: feed::EventFeed,
 }
 
 impl WebContext {
@@ -68,6 +70,7 @@ impl WebContext {
             event_slots: Arc::new(Semaphore::new(config.server.web_max_event_streams)),
             socket_slots: Arc::new(Semaphore::new(config.server.web_max_sockets)),
             stop: connections.shutdown.clone(),
+            feed: feed::EventFeed::default(),
             config,
             connections,
         }
@@ -121,8 +124,13 @@ pub fn start(
     if let Ok(address) = listener.local_addr() {
         tracing::info!("web view: http://{address}/");
     }
+    let feed = context
+        .feed
+        .clone()
+        .run(context.live_view().clone(), stop.clone());
     let app = router(context);
     tokio::spawn(async move {
+        let feed = tokio::spawn(feed);
         let served = axum::serve(
             listener,
             app.into_make_service_with_connect_info::<SocketAddr>(),
@@ -132,6 +140,7 @@ pub fn start(
         if let Err(e) = served {
             tracing::error!(error = %e, "the web view stopped");
         }
+        feed.abort();
     })
 }
 
@@ -221,12 +230,62 @@ async fn bots(State(context): State<WebContext>) -> Json<Value> {
 }
 
 /// Ends an event stream when the server stops, and gives its slot back when dropped.
-struct EventStream {
-    events: broadcast::Receiver<Arc<crate::server::live::LiveEvent>>,
-    _slot: OwnedSemaphorePermit,
+/// How long an event stream may stay silent before it sends a comment line (so that proxies
+/// and browsers keep it open).
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+#[derive(Debug, serde::Deserialize)]
+struct EventsQuery {
+    /// Follow one game: every event of it, as it happens.
+    #[serde(rename = "match")]
+    match_id: Option<String>,
 }
 
-async fn events(State(context): State<WebContext>) -> Result<Response, ApiError> {
+/// What one event stream reads: the league's batches, or one game's own events.
+enum EventSource {
+    League(broadcast::Receiver<Bytes>),
+    Game(
+        broadcast::Receiver<Arc<crate::server::live::LiveEvent>>,
+        String,
+    ),
+}
+
+impl EventSource {
+    /// The next chunk of Server-Sent Events text; `None` when the stream should end (the
+    /// server stops, or this reader fell a whole queue behind and is dropped).
+    async fn next_chunk(&mut self) -> Option<Bytes> {
+        loop {
+            match self {
+                EventSource::League(batches) => match batches.recv().await {
+                    Ok(text) => return Some(text),
+                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::info!(missed, "dropping a slow event stream");
+                        return None;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                },
+                EventSource::Game(events, id) => match events.recv().await {
+                    Ok(event) if feed::is_about(&event, id) => {
+                        return Some(Bytes::from(feed::sse_text(event.kind, &event.data)))
+                    }
+                    Ok(_) => {}
+                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::info!(missed, "dropping a slow event stream");
+                        return None;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                },
+            }
+        }
+    }
+}
+
+/// `/api/events`: the league's events, sent in batches every quarter second with each game's
+/// latest move (`?match=ID`: every event of that game as it happens).
+async fn events(
+    State(context): State<WebContext>,
+    Query(query): Query<EventsQuery>,
+) -> Result<Response, ApiError> {
     let slot = context
         .event_slots
         .clone()
@@ -237,41 +296,34 @@ async fn events(State(context): State<WebContext>) -> Result<Response, ApiError>
                 "too many event streams open (server.web_max_event_streams)",
             )
         })?;
-    let stream = EventStream {
-        events: context.live_view().subscribe(),
-        _slot: slot,
+    let source = match query.match_id {
+        Some(id) => EventSource::Game(context.live_view().subscribe(), id),
+        None => EventSource::League(context.feed.subscribe()),
     };
     let stop = context.stop.clone();
-    let body = futures_util::stream::unfold(Some(stream), move |state| {
+    let body = futures_util::stream::unfold(Some((source, slot)), move |state| {
         let stop = stop.clone();
         async move {
-            let mut stream = state?;
-            let received = tokio::select! {
+            let (mut source, slot) = state?;
+            let chunk = tokio::select! {
                 _ = stop.cancelled() => return None,
-                received = stream.events.recv() => received,
+                chunk = tokio::time::timeout(KEEP_ALIVE, source.next_chunk()) => match chunk {
+                    Ok(Some(text)) => text,
+                    Ok(None) => return None,
+                    Err(_) => Bytes::from_static(b": keep-alive\n\n"),
+                },
             };
-            match received {
-                Ok(event) => {
-                    let sse = Event::default().event(event.kind).data(event.data.as_str());
-                    Some((Ok::<Event, Infallible>(sse), Some(stream)))
-                }
-                // Fell behind by a whole queue: this client is too slow; drop it (it gets the
-                // current state from the other routes when it reconnects).
-                Err(broadcast::error::RecvError::Lagged(missed)) => {
-                    tracing::info!(missed, "dropping a slow event stream");
-                    None
-                }
-                Err(broadcast::error::RecvError::Closed) => None,
-            }
+            Some((Ok::<Bytes, Infallible>(chunk), Some((source, slot))))
         }
     });
-    Ok(sse_response(body))
-}
-
-fn sse_response(body: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
-    Sse::new(body)
-        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-        .into_response()
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        axum::body::Body::from_stream(body),
+    )
+        .into_response())
 }
 
 async fn record(

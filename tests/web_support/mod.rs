@@ -201,10 +201,14 @@ pub struct Events {
 
 impl Events {
     pub async fn open(addr: SocketAddr) -> Events {
+        Events::open_path(addr, "/api/events").await
+    }
+
+    /// An event stream at `path` (e.g. `/api/events?match=ID`).
+    pub async fn open_path(addr: SocketAddr, path: &str) -> Events {
         let mut stream = TcpStream::connect(addr).await.expect("connect to web view");
-        let head = format!(
-            "GET /api/events HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
-        );
+        let head =
+            format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n");
         stream.write_all(head.as_bytes()).await.expect("send");
         let mut reader = BufReader::new(stream);
         let (status, headers) = read_head(&mut reader).await;

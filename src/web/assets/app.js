@@ -59,10 +59,12 @@ function resultText(g) {
   return who + (g.reason ? " by " + g.reason.replace(/_/g, " ") : "");
 }
 
-// Live events: handlers by event name, plus `resync` after a reconnect.
-function follow(handlers) {
+// Live events: handlers by event name, plus `resync` after a reconnect. With `match`, every event
+// of that one game as it happens; without, the league's events in batches (each game's latest
+// move only: a page that needs every move reloads the game when a ply is missing).
+function follow(handlers, match) {
   if (STATIC || !window.EventSource) return;
-  var source = new EventSource("/api/events");
+  var source = new EventSource(match ? "/api/events?match=" + encodeURIComponent(match) : "/api/events");
   var dropped = false;
   ["start", "move", "end", "standings"].forEach(function (kind) {
     source.addEventListener(kind, function (e) {
@@ -305,7 +307,7 @@ function gamePage() {
     end: function (e) { if (e.match === id) load(); },
     start: function (g) { if (g.match === id) load(); },
     resync: load,
-  });
+  }, id);
   if (!STATIC) setInterval(tick, 100);
 }
 

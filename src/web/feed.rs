@@ -1,0 +1,192 @@
+//! The league's live event stream, made once for every browser: one task follows the referees'
+//! events and, every `BATCH_EVERY`, writes what happened as one chunk of Server-Sent Events,
+//! keeping only the latest `move` of each game (and the latest `standings` of each tournament),
+//! which every `/api/events` stream then sends as it is. So a thousand games moving thousands of
+//! times a second cost each browser a few writes a second, and the referees nothing more than
+//! publishing each event once. A stream that follows one game (`/api/events?match=ID`) gets
+//! every event of that game as it happens instead.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+use tokio_util::bytes::Bytes;
+use tokio_util::sync::CancellationToken;
+
+use crate::server::live::{Live, LiveEvent};
+
+/// How often the league stream sends what happened.
+pub const BATCH_EVERY: Duration = Duration::from_millis(250);
+/// Batches a stream may fall behind by before it is dropped as too slow.
+const BATCH_QUEUE: usize = 16;
+
+/// One event as Server-Sent Events text: `event: KIND`, `data: DATA`, a blank line.
+pub fn sse_text(kind: &str, data: &str) -> String {
+    // JSON as the server writes it has no line breaks; a data line must not have any.
+    format!(
+        "event: {kind}\ndata: {}\n\n",
+        data.replace(['\n', '\r'], " ")
+    )
+}
+
+/// The match an event is about (its data's leading `"match"` field), if any.
+fn match_of(data: &str) -> Option<&str> {
+    let start = data.find("\"match\":\"")? + "\"match\":\"".len();
+    let rest = data.get(start..)?;
+    Some(&rest[..rest.find('"')?])
+}
+
+/// Whether `event` is about match `id`.
+pub fn is_about(event: &LiveEvent, id: &str) -> bool {
+    match_of(&event.data) == Some(id)
+}
+
+/// The events of one batch in order, with a game's later moves replacing its earlier ones.
+#[derive(Default)]
+struct Batch {
+    entries: Vec<Arc<LiveEvent>>,
+    /// Index in `entries` of the latest `move` of each match, while nothing else of that match
+    /// came after it (a `start` or `end` keeps the order of what happened).
+    pending_move: HashMap<String, usize>,
+    /// Index of the latest `standings` of each tournament.
+    pending_standings: HashMap<String, usize>,
+}
+
+impl Batch {
+    fn add(&mut self, event: Arc<LiveEvent>) {
+        let key = match_of(&event.data).map(str::to_string);
+        match (event.kind, key) {
+            ("move", Some(id)) => {
+                if let Some(&at) = self.pending_move.get(&id) {
+                    self.entries[at] = event;
+                    return;
+                }
+                self.pending_move.insert(id, self.entries.len());
+            }
+            ("standings", _) => {
+                let tournament = event.data.clone();
+                if let Some(&at) = self.pending_standings.get(&tournament) {
+                    self.entries[at] = event;
+                    return;
+                }
+                self.pending_standings
+                    .insert(tournament, self.entries.len());
+            }
+            (_, Some(id)) => {
+                self.pending_move.remove(&id);
+            }
+            _ => {}
+        }
+        self.entries.push(event);
+    }
+
+    fn take_text(&mut self) -> Option<Bytes> {
+        if self.entries.is_empty() {
+            return None;
+        }
+        let mut text = String::new();
+        for event in self.entries.drain(..) {
+            text.push_str(&sse_text(event.kind, &event.data));
+        }
+        self.pending_move.clear();
+        self.pending_standings.clear();
+        Some(Bytes::from(text))
+    }
+}
+
+/// The league stream's batches (cheap to clone).
+#[derive(Debug, Clone)]
+pub struct EventFeed {
+    batches: broadcast::Sender<Bytes>,
+}
+
+impl Default for EventFeed {
+    fn default() -> Self {
+        let (batches, _) = broadcast::channel(BATCH_QUEUE);
+        EventFeed { batches }
+    }
+}
+
+impl EventFeed {
+    /// A receiver of every batch from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Bytes> {
+        self.batches.subscribe()
+    }
+
+    /// Follows `live` until `stop`, sending a batch every `BATCH_EVERY` when something happened
+    /// and someone listens.
+    pub async fn run(self, live: Live, stop: CancellationToken) {
+        let mut events = live.subscribe();
+        let mut batch = Batch::default();
+        let mut tick = tokio::time::interval(BATCH_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                received = events.recv() => match received {
+                    Ok(event) => batch.add(event),
+                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                        // Browsers resynchronise from the API when plies are missing.
+                        tracing::debug!(missed, "the league event feed fell behind");
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                _ = tick.tick() => {
+                    if let Some(text) = batch.take_text() {
+                        if self.batches.receiver_count() > 0 {
+                            let _ = self.batches.send(text);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(kind: &'static str, data: &str) -> Arc<LiveEvent> {
+        Arc::new(LiveEvent {
+            kind,
+            data: data.to_string(),
+        })
+    }
+
+    #[test]
+    fn a_batch_keeps_each_games_latest_move_in_the_order_things_happened() {
+        let mut batch = Batch::default();
+        batch.add(event("start", r#"{"match":"g1","ply":0}"#));
+        batch.add(event("move", r#"{"match":"g1","ply":1,"move":"A1"}"#));
+        batch.add(event("move", r#"{"match":"g2","ply":5,"move":"C3"}"#));
+        batch.add(event("move", r#"{"match":"g1","ply":2,"move":"B2"}"#));
+        batch.add(event("standings", r#"{"tournament":"t"}"#));
+        batch.add(event("end", r#"{"match":"g2","result":"first"}"#));
+        batch.add(event("move", r#"{"match":"g1","ply":3,"move":"C4"}"#));
+        batch.add(event("standings", r#"{"tournament":"t"}"#));
+        let text = String::from_utf8(batch.take_text().unwrap().to_vec()).unwrap();
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("data")).collect();
+        assert_eq!(
+            lines,
+            [
+                r#"data: {"match":"g1","ply":0}"#,
+                r#"data: {"match":"g1","ply":3,"move":"C4"}"#,
+                r#"data: {"match":"g2","ply":5,"move":"C3"}"#,
+                r#"data: {"tournament":"t"}"#,
+                r#"data: {"match":"g2","result":"first"}"#,
+            ]
+        );
+        assert!(text.starts_with("event: start\n"), "{text}");
+        assert!(batch.take_text().is_none(), "a batch is sent once");
+    }
+
+    #[test]
+    fn events_are_matched_to_their_game() {
+        let e = event("move", r#"{"match":"hex-r1-p1-g1","ply":1}"#);
+        assert!(is_about(&e, "hex-r1-p1-g1"));
+        assert!(!is_about(&e, "hex-r1-p1-g2"));
+        assert!(!is_about(&event("standings", r#"{"tournament":"t"}"#), "t"));
+    }
+}
