@@ -180,8 +180,9 @@ impl Live {
         }
         let summary = game.summary();
         {
+            // The waiting list forgets it when read (`schedule`): scanning that list, as long
+            // as the schedule, at every start would cost the referees.
             let mut state = self.lock();
-            state.waiting.retain(|w| w.match_id != game.match_id);
             match state.index.get(&game.match_id).copied() {
                 Some(at) => {
                     if let Some(slot) = state.games.get_mut(at) {
@@ -341,7 +342,13 @@ impl Live {
     /// Games waiting to start and each tournament's progress.
     pub fn schedule(&self) -> (Vec<WaitingGame>, Vec<TournamentProgress>) {
         let state = self.lock();
-        (state.waiting.clone(), state.tournaments.clone())
+        let waiting = state
+            .waiting
+            .iter()
+            .filter(|w| !state.index.contains_key(&w.match_id))
+            .cloned()
+            .collect();
+        (waiting, state.tournaments.clone())
     }
 
     /// The games `name` is playing now.

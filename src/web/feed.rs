@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::server::live::{Live, LiveEvent};
 
 /// How often the league stream sends what happened.
-pub const BATCH_EVERY: Duration = Duration::from_millis(250);
+pub const BATCH_EVERY: Duration = Duration::from_millis(1000);
 /// Batches a stream may fall behind by before it is dropped as too slow.
 const BATCH_QUEUE: usize = 16;
 

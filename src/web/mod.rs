@@ -280,7 +280,7 @@ impl EventSource {
     }
 }
 
-/// `/api/events`: the league's events, sent in batches every quarter second with each game's
+/// `/api/events`: the league's events, sent in batches once a second with each game's
 /// latest move (`?match=ID`: every event of that game as it happens).
 async fn events(
     State(context): State<WebContext>,
