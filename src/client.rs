@@ -65,6 +65,9 @@ pub struct BotClientConfig {
     pub reconnect_for: Duration,
 }
 
+/// How long a shutdown lets a handshake under way finish.
+const SHUTDOWN_HANDSHAKE_WAIT: Duration = Duration::from_millis(500);
+
 /// The first wait before reconnecting; it doubles up to [`RECONNECT_BACKOFF_MAX`].
 pub const RECONNECT_BACKOFF_FIRST: Duration = Duration::from_millis(250);
 /// The longest wait between two reconnection attempts.
@@ -208,9 +211,20 @@ async fn one_session(
         engine: Some(format!("arena/{}", config.engine)),
     };
 
+    let handshake = connect_and_hello(&config.server, &hello, HANDSHAKE_TIMEOUT);
+    tokio::pin!(handshake);
     let mut conn = tokio::select! {
-        _ = shutdown.cancelled() => return Ok(()),
-        linked = connect_and_hello(&config.server, &hello, HANDSHAKE_TIMEOUT) => linked?.0,
+        linked = &mut handshake => linked?.0,
+        _ = shutdown.cancelled() => {
+            // A handshake under way may finish for a moment, so that the connection closes
+            // cleanly (an unread welcome would make the close a reset).
+            if let Ok(Ok((mut link, _))) =
+                tokio::time::timeout(SHUTDOWN_HANDSHAKE_WAIT, &mut handshake).await
+            {
+                close(&mut link).await;
+            }
+            return Ok(());
+        }
     };
     *welcomed = true;
     tracing::info!(name = %config.name, server = %config.server, "bot connected");
