@@ -534,6 +534,13 @@ impl Scheduler {
         self.announce_finished_tournaments();
         loop {
             let next_forfeit = self.start_ready_games(&stop).await;
+            if stop.is_cancelled() {
+                // Stopped: referees that saw the token first may already have handed back
+                // their unfinished games, which must not make the league look finished.
+                while self.running.join_next().await.is_some() {}
+                self.task_tournaments.clear();
+                return false;
+            }
             if self.finished() {
                 return true;
             }
