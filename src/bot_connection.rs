@@ -60,18 +60,46 @@ pub async fn connect_and_hello(
         tracing::debug!("cannot set TCP_NODELAY: {e}");
     }
     let mut link = Framed::new(stream, CappedLineCodec::new(MAX_LINE_BYTES));
+    let server_name = hello_over(&mut link, hello, limit).await?;
+    Ok((link, server_name))
+}
+
+/// Says `hello` on an open line link (a TCP connection, or stdin/stdout when an engine is run
+/// by a bridge) and waits for `welcome`, each step within `limit`. Returns the server's name.
+pub async fn hello_over<L>(
+    link: &mut L,
+    hello: &BotMessage,
+    limit: Duration,
+) -> Result<String, HandshakeError>
+where
+    L: LineLink,
+{
     tokio::time::timeout(limit, link.send(hello.to_line()))
         .await
         .map_err(|_| HandshakeError::Timeout(limit))??;
-    let server_name = tokio::time::timeout(limit, wait_for_welcome(&mut link))
+    tokio::time::timeout(limit, wait_for_welcome(link))
         .await
-        .map_err(|_| HandshakeError::Timeout(limit))??;
-    Ok((link, server_name))
+        .map_err(|_| HandshakeError::Timeout(limit))?
+}
+
+/// A bot's line link to a referee, whatever carries it: frames in, lines out.
+pub trait LineLink:
+    futures_util::Stream<Item = Result<Frame, std::io::Error>>
+    + futures_util::Sink<String, Error = std::io::Error>
+    + Unpin
+{
+}
+
+impl<T> LineLink for T where
+    T: futures_util::Stream<Item = Result<Frame, std::io::Error>>
+        + futures_util::Sink<String, Error = std::io::Error>
+        + Unpin
+{
 }
 
 /// Reads until `welcome` (returning the server's name); `error` means the hello was refused; a
 /// `ping` is answered; anything else is a protocol error.
-async fn wait_for_welcome(link: &mut RefereeLink) -> Result<String, HandshakeError> {
+async fn wait_for_welcome<L: LineLink>(link: &mut L) -> Result<String, HandshakeError> {
     loop {
         let line = match link.next().await {
             None => return Err(HandshakeError::Closed),

@@ -32,14 +32,16 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::bot_connection::{connect_and_hello, HandshakeError, RefereeLink};
+use crate::bot_connection::{connect_and_hello, hello_over, HandshakeError, LineLink};
 use crate::engine::{
     catalogue, new_engine, ClockView, Engine, EngineError, EngineInfo, SearchRequest,
 };
 use crate::game::GameId;
 use crate::protocol::{
-    self, parse_referee_line, BotMessage, ClockSpec, Frame, RefereeMessage, TurnClock,
+    self, parse_referee_line, BotMessage, CappedLineCodec, ClockSpec, Frame, RefereeMessage,
+    TurnClock,
 };
+use tokio_util::codec::Framed;
 
 /// How long the referee may take to accept the connection and answer `hello`.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -202,15 +204,7 @@ async fn one_session(
     shutdown: &CancellationToken,
     welcomed: &mut bool,
 ) -> Result<(), ClientError> {
-    let hello = BotMessage::Hello {
-        protocol: protocol::PROTOCOL_VERSION,
-        name: config.name.clone(),
-        token: config.token.clone(),
-        games: games.iter().map(|g| g.as_str().to_string()).collect(),
-        max_games: config.max_games,
-        engine: Some(format!("arena/{}", config.engine)),
-    };
-
+    let hello = hello_message(config, games);
     let handshake = connect_and_hello(&config.server, &hello, HANDSHAKE_TIMEOUT);
     tokio::pin!(handshake);
     let mut conn = tokio::select! {
@@ -228,11 +222,21 @@ async fn one_session(
     };
     *welcomed = true;
     tracing::info!(name = %config.name, server = %config.server, "bot connected");
+    play(&mut conn, factory, config.max_games, shutdown).await
+}
 
+/// Plays the matches the referee starts on an open, welcomed link until the referee closes it
+/// or `shutdown`.
+async fn play<L: LineLink>(
+    conn: &mut L,
+    factory: EngineFactory,
+    max_games: u32,
+    shutdown: &CancellationToken,
+) -> Result<(), ClientError> {
     let mut session = Session {
         factory,
         matches: HashMap::new(),
-        max_games: config.max_games,
+        max_games,
         next_search: 0,
     };
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<SearchDone>();
@@ -240,12 +244,12 @@ async fn one_session(
         tokio::select! {
             _ = shutdown.cancelled() => {
                 tracing::info!("bot shutting down");
-                close(&mut conn).await;
+                close(conn).await;
                 break Ok(());
             }
             Some(done) = done_rx.recv() => {
                 if let Some(reply) = session.search_done(done, &done_tx) {
-                    if let Err(e) = send(&mut conn, &reply).await {
+                    if let Err(e) = send(conn, &reply).await {
                         break Err(e);
                     }
                 }
@@ -276,7 +280,7 @@ async fn one_session(
                     }
                 };
                 if let Some(reply) = session.handle(message, &done_tx) {
-                    if let Err(e) = send(&mut conn, &reply).await {
+                    if let Err(e) = send(conn, &reply).await {
                         break Err(e);
                     }
                 }
@@ -285,6 +289,43 @@ async fn one_session(
     };
     session.abort_all();
     result
+}
+
+/// The bot's `hello`.
+fn hello_message(config: &BotClientConfig, games: &[GameId]) -> BotMessage {
+    BotMessage::Hello {
+        protocol: protocol::PROTOCOL_VERSION,
+        name: config.name.clone(),
+        token: config.token.clone(),
+        games: games.iter().map(|g| g.as_str().to_string()).collect(),
+        max_games: config.max_games,
+        engine: Some(format!("arena/{}", config.engine)),
+    }
+}
+
+/// Runs a built-in engine that speaks protocol v1 on stdin/stdout instead of over TCP, as a
+/// `json:` program for a bridge (`arena match`, a league's `program` bots, `arena connect
+/// --protocol json`): says `hello`, waits for `welcome`, then plays until stdin ends or
+/// `shutdown`. `config.server` is not used. So that one build of the engines can play another
+/// build's (a version kept for measuring against, say).
+pub async fn run_stdio_bot(
+    config: BotClientConfig,
+    shutdown: CancellationToken,
+) -> Result<(), ClientError> {
+    let games = offered_games(&config)?;
+    let engine_id = config.engine.clone();
+    let options = config.engine_options.clone();
+    let factory: EngineFactory =
+        Arc::new(move |game, rules, seed| new_engine(&engine_id, game, rules, &options, seed));
+    let stdio = tokio::io::join(tokio::io::stdin(), tokio::io::stdout());
+    let mut link = Framed::new(stdio, CappedLineCodec::new(protocol::MAX_LINE_BYTES));
+    match hello_over(&mut link, &hello_message(&config, &games), HANDSHAKE_TIMEOUT).await {
+        Ok(_) => {}
+        // A bridge may start the engine only to read its `hello`, then close its stdin.
+        Err(HandshakeError::Closed) => return Ok(()),
+        Err(e) => return Err(e.into()),
+    }
+    play(&mut link, factory, config.max_games, &shutdown).await
 }
 
 /// The games to offer in `hello`: the configured ones, or every game the engine plays.
@@ -313,9 +354,7 @@ fn engine_info(id: &str) -> Option<EngineInfo> {
     catalogue().into_iter().find(|e| e.id == id)
 }
 
-type Connection = RefereeLink;
-
-async fn send(conn: &mut Connection, message: &BotMessage) -> Result<(), ClientError> {
+async fn send<L: LineLink>(conn: &mut L, message: &BotMessage) -> Result<(), ClientError> {
     let line = message.to_line();
     tracing::debug!(%line, "to referee");
     match tokio::time::timeout(WRITE_TIMEOUT, conn.send(line)).await {
@@ -325,7 +364,7 @@ async fn send(conn: &mut Connection, message: &BotMessage) -> Result<(), ClientE
 }
 
 /// Flushes and shuts the connection down, bounded by the write timeout; errors no longer matter.
-async fn close(conn: &mut Connection) {
+async fn close<L: LineLink>(conn: &mut L) {
     let _ = tokio::time::timeout(WRITE_TIMEOUT, SinkExt::<String>::close(conn)).await;
 }
 

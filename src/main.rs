@@ -125,8 +125,21 @@ enum Command {
     /// Connect a built-in engine to a referee as a bot (until ctrl-c, or the referee has been
     /// gone longer than --reconnect-for-ms).
     Bot {
-        #[command(flatten)]
-        login: Login,
+        /// The referee's address, HOST:PORT.
+        #[arg(long, required_unless_present = "stdio")]
+        server: Option<String>,
+        /// The bot's name in the arena's config.
+        #[arg(long, required_unless_present = "stdio")]
+        name: Option<String>,
+        /// The bot's token in the arena's config.
+        #[arg(long, required_unless_present = "stdio")]
+        token: Option<String>,
+        /// Speak the protocol on stdin/stdout instead of connecting: the engine becomes a
+        /// `json:` program for `arena match`, a league's `program` bots or `arena connect`
+        /// (e.g. a build of an older version, to measure a newer one against it). Logs go to
+        /// stderr; it ends when stdin does.
+        #[arg(long, conflicts_with_all = ["server", "name", "token"])]
+        stdio: bool,
         /// Engine id (see `arena engines`).
         #[arg(long)]
         engine: String,
@@ -308,9 +321,16 @@ fn init_logging(verbose: u8, quiet: bool) {
         .try_init();
 }
 
-fn run_bot_command(config: arena::client::BotClientConfig) -> anyhow::Result<()> {
+fn run_bot_command(config: arena::client::BotClientConfig, stdio: bool) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    runtime.block_on(async move { arena::client::run_bot(config, shutdown_on_signals()).await })?;
+    runtime.block_on(async move {
+        let shutdown = shutdown_on_signals();
+        if stdio {
+            arena::client::run_stdio_bot(config, shutdown).await
+        } else {
+            arena::client::run_bot(config, shutdown).await
+        }
+    })?;
     Ok(())
 }
 
@@ -363,7 +383,10 @@ fn parse_rules(text: &str) -> anyhow::Result<serde_json::Value> {
 fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
     init_logging(
         cli.verbose,
-        matches!(cli.command, Some(Command::Match(_) | Command::Duel { .. })),
+        matches!(
+            cli.command,
+            Some(Command::Match(_) | Command::Duel { .. } | Command::Bot { stdio: true, .. })
+        ),
     );
     // Not `stdout().lock()`: the server prints progress lines from its own threads (in-process
     // under `arena bench`), which would wait forever on a lock this thread holds.
@@ -401,12 +424,10 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             arena::tools::replay(game, &parse_rules(&rules)?, io::stdin().lock(), &mut out)?;
         }
         Command::Bot {
-            login:
-                Login {
-                    server,
-                    name,
-                    token,
-                },
+            server,
+            name,
+            token,
+            stdio,
             engine,
             options,
             games,
@@ -414,16 +435,17 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             reconnect_for_ms,
         } => {
             let engine_options = arena::client::parse_engine_options(&options)?;
-            run_bot_command(arena::client::BotClientConfig {
-                server,
-                name,
-                token,
+            let config = arena::client::BotClientConfig {
+                server: server.unwrap_or_default(),
+                name: name.unwrap_or_else(|| engine.clone()),
+                token: token.unwrap_or_default(),
                 engine,
                 engine_options,
                 games,
                 max_games,
                 reconnect_for: std::time::Duration::from_millis(reconnect_for_ms),
-            })?;
+            };
+            run_bot_command(config, stdio)?;
         }
         Command::Bench {
             json,

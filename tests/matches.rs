@@ -461,3 +461,35 @@ fn program_engines_play_several_games_at_once_one_process_each_and_leave_none() 
     let left = processes_mentioning(&engine_dir.path().display().to_string());
     assert!(left.is_empty(), "engine processes left: {left:?}");
 }
+
+#[test]
+fn a_built_in_engine_on_stdio_plays_as_a_json_program() {
+    // `arena bot --stdio` is how one build of the engines plays another's: here the same
+    // build's greedy engine, run as a `json:` program, against the built-in random engine.
+    let out = tempfile::tempdir().unwrap();
+    let program = format!(
+        "json:{} bot --stdio --engine greedy",
+        env!("CARGO_BIN_EXE_arena")
+    );
+    let report = json_of(
+        &arena()
+            .args(["match", "surakarta", "--engine", &program, "--name", "stdio"])
+            .args(["--engine", "builtin:random", "--games", "2", "--json"])
+            .args(["--clock", "60+0"])
+            .arg("--out")
+            .arg(out.path())
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(report["games"], 2, "{report}");
+    let lines = games_jsonl(out.path());
+    assert_eq!(lines.len(), 2);
+    for line in &lines {
+        let reason = line["reason"].as_str().unwrap();
+        assert!(
+            !["crash", "disconnect", "timeout", "illegal_move", "forfeit"].contains(&reason),
+            "the stdio engine misbehaved: {line}"
+        );
+        assert!(line["moves"].as_array().unwrap().len() > 4, "{line}");
+    }
+}
