@@ -3,7 +3,8 @@
 //! checked against the rules in force before the match starts.
 //!
 //! How the built-in sets are made: from the start position, [`builtin_plies`] moves are played,
-//! each chosen uniformly among the legal moves by a xorshift64 generator started from
+//! each chosen uniformly among the legal moves (for Connect6, those with every stone within
+//! three points of the centre) by a xorshift64 generator started from
 //! [`BUILTIN_SEED`]; walks that repeat an earlier opening are dropped, until [`BUILTIN_COUNT`]
 //! openings are found. They are legal by construction (and tested), and short: they give
 //! deterministic engines different games rather than theory. They are not balanced by analysis;
@@ -21,6 +22,19 @@ pub fn builtin_plies(game: GameId) -> usize {
     match game {
         GameId::Hex | GameId::Connect6 => 2,
         GameId::Surakarta | GameId::Jiu => 4,
+    }
+}
+
+/// Whether a random walk of the built-in set may play `text`. Connect6 keeps every stone within
+/// three points of the centre (a 7×7 square, as contest openings do): a random stone on the
+/// edge gives games no engine would play, and some engines (Cloudict) fail on them.
+fn builtin_move_kept(game: GameId, text: &str) -> bool {
+    match game {
+        GameId::Connect6 => text.split(',').all(|stone| {
+            crate::game::coord::parse_point(stone.trim(), 19)
+                .is_ok_and(|p| p.col.abs_diff(9) <= 3 && p.row.abs_diff(9) <= 3)
+        }),
+        GameId::Hex | GameId::Surakarta | GameId::Jiu => true,
     }
 }
 
@@ -109,7 +123,11 @@ pub fn builtin_openings(
         let mut position = start.clone_box();
         let mut moves = Vec::new();
         while moves.len() < plies && position.outcome().is_none() {
-            let legal = position.legal_move_texts();
+            let legal: Vec<String> = position
+                .legal_move_texts()
+                .into_iter()
+                .filter(|text| builtin_move_kept(game, text))
+                .collect();
             if legal.is_empty() {
                 break;
             }
@@ -155,6 +173,12 @@ mod tests {
                 set,
                 "deterministic"
             );
+            if game == GameId::Connect6 {
+                for stone in set.iter().flatten().flat_map(|m| m.split(',')) {
+                    let p = crate::game::coord::parse_point(stone, 19).unwrap();
+                    assert!(p.col.abs_diff(9) <= 3 && p.row.abs_diff(9) <= 3, "{stone}");
+                }
+            }
         }
     }
 

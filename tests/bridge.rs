@@ -611,6 +611,28 @@ async fn sau_engine_plays_whole_connect6_games_as_black_and_white() {
         }
         println!("{id}: {} moves, {outcome:?}", played.moves.len());
     }
+    // Games that start from an opening (or resume mid-way) are set up with `black`/`white`
+    // and `next`: the engine plays on from the position, as either side.
+    for (id, side, opening) in [
+        ("c3", Side::Second, &["J10", "A1,A2", "S19,S18"][..]),
+        ("c4", Side::First, &["J10", "A1,A2"][..]),
+        ("c5", Side::First, &["J10", "A1,A2", "S19,S18"][..]),
+    ] {
+        let played = play_match(
+            &mut referee,
+            id,
+            GameId::Connect6,
+            serde_json::json!({}),
+            side,
+            opening,
+            LONG_CLOCK_MS,
+        )
+        .await;
+        let outcome = played.outcome.expect("the sau engine resigned");
+        assert!(outcome.reason.is_board_result(), "{id}: {outcome:?}");
+        assert!(!played.bridge_moves.is_empty(), "{id}: the engine never moved");
+        assert_eq!(&played.moves[..opening.len()], opening, "{id}");
+    }
     finish(bridge, referee).await;
 }
 

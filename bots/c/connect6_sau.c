@@ -8,6 +8,9 @@
  * Protocol (one command per line):
  *   new black | new white   a new game; as black we place our single opening stone at once
  *   move XY | move XYXY     the opponent placed one or two stones; we answer with our move
+ *   black XY.. | white XY.. set up: place stones of that colour without answering (an opening,
+ *                           or a game resumed mid-way); the colour placed last becomes ours
+ *   next                    play for the colour that did not place the last stones (becomes ours)
  *   name?                   we answer "name connect6_sau"
  *   end | quit              stop
  * A point is two letters A-S: column then row, row A at the bottom (contest J10 is "JJ").
@@ -168,6 +171,14 @@ int main(void) {
             int c, r, i;
             p += 5;
             for (i = 0; i < 2 && parse_point(p, &c, &r); i++, p += 2) board[c][r] = other(me);
+            play_turn(2);
+        } else if (strncmp(p, "black ", 6) == 0 || strncmp(p, "white ", 6) == 0) {
+            int c, r, i, colour = (p[0] == 'b') ? BLACK : WHITE;
+            p += 6;
+            for (i = 0; i < 2 && parse_point(p, &c, &r); i++, p += 2) board[c][r] = colour;
+            me = colour;
+        } else if (strcmp(p, "next") == 0) {
+            me = other(me);
             play_turn(2);
         } else if (strcmp(p, "name?") == 0) {
             printf("name connect6_sau\n");

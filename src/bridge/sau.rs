@@ -5,7 +5,10 @@
 //! is exactly `move XY`/`move XYXY` (or `name NAME`, the answer to `name`) counts: engines print
 //! banners, help texts and search statistics between their moves, and all of that is chatter for
 //! the log. A `move` line whose letters are not points A–S is a fault. At the end the engine
-//! gets `quit`.
+//! gets `quit`. A game that starts with moves (an opening, or a resumed game) is set up with
+//! `new white`, then `black XXXX`/`white XXXX` for each turn so far (stones placed without a
+//! search, as Cloudict and the engines built on its command set do), and `next` when it is the
+//! engine's move.
 //!
 //! A point is two letters A–S, column then row, row A at the bottom: contest `J10` is `JJ`
 //! (column letters are the contest's, row number r is letter 'A' + r − 1).
@@ -86,6 +89,8 @@ pub struct SauAdapter {
     move_deadline: Option<Instant>,
     /// What the engine answered to `name`.
     name: Option<String>,
+    /// A game set up mid-way with the engine to move: its first `turn` is answered by `next`.
+    owes_next: bool,
 }
 
 impl SauAdapter {
@@ -98,6 +103,7 @@ impl SauAdapter {
             awaiting: false,
             move_deadline: None,
             name: None,
+            owes_next: false,
         }
     }
 
@@ -134,12 +140,18 @@ impl Adapter for SauAdapter {
             self.match_id = Some(start.match_id.to_string());
             self.clock = Some(start.clock);
             if !start.moves.is_empty() {
-                // The protocol has no way to set up a position without the engine
-                // answering moves it did not choose.
-                return Err(Fault(format!(
-                    "cannot resume a game already {} moves in with a sau engine",
-                    start.moves.len()
-                )));
+                // An opening or a resumed game: set the stones up with `black`/`white`
+                // (which place stones without searching), and if it is the engine's move,
+                // `next` makes it search for the side that did not place the last stones.
+                out.push(Action::Engine("new white".to_string()));
+                for (ply, mv) in start.moves.iter().enumerate() {
+                    let colour = if ply % 2 == 0 { "black" } else { "white" };
+                    out.push(Action::Engine(format!("{colour} {}", move_to_sau(mv)?)));
+                }
+                let engine_is_first = start.side == Side::First;
+                let first_to_move = start.moves.len() % 2 == 0;
+                self.owes_next = engine_is_first == first_to_move;
+                return Ok(());
             }
             if start.side == Side::Second {
                 out.push(Action::Engine("new white".to_string()));
@@ -151,6 +163,10 @@ impl Adapter for SauAdapter {
         }
         // `end` needs nothing here: the bridge sends `quit` when it stops the engine.
         if let RefereeMessage::Turn { moves, clock, .. } = msg {
+            if std::mem::take(&mut self.owes_next) && moves.is_empty() {
+                out.push(Action::Engine("next".to_string()));
+                self.owed += 1;
+            }
             for mv in moves {
                 out.push(Action::Engine(format!("move {}", move_to_sau(mv)?)));
                 self.owed += 1;
@@ -390,11 +406,45 @@ mod tests {
     }
 
     #[test]
-    fn resuming_a_started_game_is_refused() {
+    fn a_game_started_mid_way_is_set_up_stone_by_stone_then_next() {
+        let now = Instant::now();
+        let engine = |s: &str| Action::Engine(s.to_string());
+        // White to move after an opening of two turns: set up, then `next` at the turn.
         let mut sau = SauAdapter::new();
-        let start = start("second", "W", &["J10"]);
-        assert!(sau
-            .on_referee(&start, "", Instant::now(), &mut Vec::new())
-            .is_err());
+        let mut out = Vec::new();
+        sau.on_referee(&start("second", "W", &["J10", "K10,K11", "L12,M13"]), "", now, &mut out)
+            .unwrap();
+        assert_eq!(
+            out,
+            [
+                engine("new white"),
+                engine("black JJ"),
+                engine("white KJKK"),
+                engine("black LLMM")
+            ]
+        );
+        out.clear();
+        sau.on_referee(&turn(&[]), "", now, &mut out).unwrap();
+        assert_eq!(out, [engine("next")]);
+        out.clear();
+        sau.on_engine_line("move NNOO", now, &mut out).unwrap();
+        assert_eq!(
+            out,
+            [Action::Server(BotMessage::Move {
+                match_id: "m".into(),
+                mv: "N14,O15".into(),
+                ply: None
+            })]
+        );
+        // The opponent to move: the engine waits for its move as usual.
+        let mut sau = SauAdapter::new();
+        out.clear();
+        sau.on_referee(&start("first", "B", &["J10", "K10,K11"]), "", now, &mut out)
+            .unwrap();
+        assert_eq!(out.len(), 3);
+        out.clear();
+        sau.on_referee(&turn(&["L12,M13"]), "", now, &mut out).unwrap();
+        assert_eq!(out, [engine("move LLMM")]);
+        assert!(sau.deadline().is_some());
     }
 }
