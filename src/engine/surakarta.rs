@@ -76,8 +76,10 @@ const MAX_PLY: usize = 128;
 const MAX_DEPTH: u32 = 64;
 /// Room for every legal move of a position (at most 12 × 8 steps + 12 × 4 captures).
 const MOVE_CAP: usize = 256;
+/// Quiet moves searched per remaining ply of depth at depth 1 and 2 (late-move pruning).
+const LMP_MOVES: usize = 5;
 /// Own moves assumed left in the game when sharing out the clock.
-const MOVES_LEFT: u64 = 45;
+const MOVES_LEFT: u64 = 30;
 /// How far below the best a randomised opening move may score.
 const OPENING_MARGIN: i32 = 30;
 
@@ -139,6 +141,14 @@ impl MoveList {
             }
         });
         (list, all)
+    }
+
+    /// The points the listed captures land on (the enemy pieces they take).
+    fn targets(&self) -> u64 {
+        self.moves[..self.len]
+            .iter()
+            .filter(|&&mv| mv_capture(mv))
+            .fold(0, |bits, &mv| bits | 1 << mv_to(mv))
     }
 
     /// Swaps the best-keyed move of `start..` into `start` and returns it.
@@ -441,6 +451,13 @@ fn activity(board: &Board) -> (i32, u64) {
 
 /// Static score of a live position for the side to move (higher is better).
 fn evaluate(board: &Board, limit: u32) -> i32 {
+    let (moves_us, targets_us) = activity(board);
+    evaluate_with(board, limit, moves_us, targets_us)
+}
+
+/// [`evaluate`] given the side to move's [`activity`] (its move count and capture targets),
+/// which the quiescence search has already generated.
+fn evaluate_with(board: &Board, limit: u32, moves_us: i32, targets_us: u64) -> i32 {
     let (n_us, n_them) = (board.us.count_ones(), board.them.count_ones());
     let endgame = n_us + n_them <= ENDGAME_PIECES;
     let late = n_us < 6 && n_them < 6;
@@ -463,7 +480,6 @@ fn evaluate(board: &Board, limit: u32) -> i32 {
     let arc = if endgame { ARC / 2 } else { ARC };
     score += arc * (arcs_us - arcs_them);
 
-    let (moves_us, targets_us) = activity(board);
     let swapped = Board {
         us: board.them,
         them: board.us,
@@ -672,15 +688,25 @@ impl Search<'_> {
         let mut best_move = NO_MOVE;
         for i in 0..list.len {
             let mv = list.pick(i);
-            let child = node.after(mv);
             let quiet_move = !mv_capture(mv) && list.keys[i] < (1 << 28);
+            // Late-move pruning: near the leaves, quiet moves far down the order are skipped
+            // once a move has a score that is not a loss.
+            if !pv
+                && depth <= 2
+                && quiet_move
+                && i >= LMP_MOVES * depth as usize
+                && best > -WIN_BOUND
+            {
+                continue;
+            }
+            let child = node.after(mv);
             let mut score;
             if i == 0 {
                 score = -self.negamax(&child, depth - 1, -beta, -alpha, ply + 1);
             } else {
                 // Late quiet moves are searched shallower first.
-                let reduction = if depth >= 3 && i >= 3 && quiet_move {
-                    1 + i32::from(depth >= 5 && i >= 8)
+                let reduction = if depth >= 3 && i >= 2 && quiet_move {
+                    1 + i32::from(depth >= 4 && i >= 5)
                 } else {
                     0
                 };
@@ -732,7 +758,7 @@ impl Search<'_> {
         if all == 0 {
             return count_result(board, ply);
         }
-        let stand = evaluate(board, self.limit);
+        let stand = evaluate_with(board, self.limit, all as i32, list.targets());
         if stand >= beta || ply + 1 >= MAX_PLY {
             return stand;
         }
@@ -868,7 +894,7 @@ impl SurakartaEngine {
         let mut budget = clock.budget(MOVES_LEFT);
         // An iteration may run past the budget, but stops well before the hard limit: a busy
         // machine can delay the thread by tens of milliseconds.
-        let mut stop_after = (budget * 3 / 2).min(clock.hard_limit() * 7 / 10);
+        let mut stop_after = (budget * 2).min(clock.hard_limit() * 7 / 10);
         if let Some(cap) = self.time_cap_ms {
             budget = budget.min(Duration::from_millis(cap));
             stop_after = stop_after.min(Duration::from_millis(cap));
@@ -922,7 +948,7 @@ impl SurakartaEngine {
             if exact_root {
                 completed.clone_from(&root_moves);
             }
-            if alpha.abs() > WIN_BOUND || started.elapsed() >= budget / 2 {
+            if alpha.abs() > WIN_BOUND || started.elapsed() >= budget * 7 / 10 {
                 break;
             }
         }
@@ -1096,6 +1122,30 @@ mod tests {
             ),
             Err(EngineError::UnsupportedGame { .. })
         ));
+    }
+
+    #[test]
+    fn quiescence_stand_pat_equals_the_full_evaluation() {
+        // The quiescence search evaluates from its captures-only list; that must be the same
+        // score as the evaluation's own move generation, over a whole game.
+        let mut node = node_of(&Surakarta::start(&Options::default()));
+        let limit = Options::default().no_capture_limit.get();
+        let mut checked_with_captures = 0;
+        for ply in 0..200usize {
+            let (captures, all) = MoveList::generate(&node.board, true);
+            if all == 0 || node.board.us == 0 || node.board.them == 0 {
+                break;
+            }
+            assert_eq!(
+                evaluate_with(&node.board, limit, all as i32, captures.targets()),
+                evaluate(&node.board, limit),
+                "ply {ply}"
+            );
+            checked_with_captures += usize::from(captures.len > 0);
+            let (list, _) = MoveList::generate(&node.board, false);
+            node = node.after(list.moves[(ply * 7 + 3) % list.len]);
+        }
+        assert!(checked_with_captures > 5);
     }
 
     #[test]
