@@ -319,7 +319,13 @@ pub async fn run_stdio_bot(
         Arc::new(move |game, rules, seed| new_engine(&engine_id, game, rules, &options, seed));
     let stdio = tokio::io::join(tokio::io::stdin(), tokio::io::stdout());
     let mut link = Framed::new(stdio, CappedLineCodec::new(protocol::MAX_LINE_BYTES));
-    match hello_over(&mut link, &hello_message(&config, &games), HANDSHAKE_TIMEOUT).await {
+    match hello_over(
+        &mut link,
+        &hello_message(&config, &games),
+        HANDSHAKE_TIMEOUT,
+    )
+    .await
+    {
         Ok(_) => {}
         // A bridge may start the engine only to read its `hello`, then close its stdin.
         Err(HandshakeError::Closed) => return Ok(()),

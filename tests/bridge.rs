@@ -630,7 +630,10 @@ async fn sau_engine_plays_whole_connect6_games_as_black_and_white() {
         .await;
         let outcome = played.outcome.expect("the sau engine resigned");
         assert!(outcome.reason.is_board_result(), "{id}: {outcome:?}");
-        assert!(!played.bridge_moves.is_empty(), "{id}: the engine never moved");
+        assert!(
+            !played.bridge_moves.is_empty(),
+            "{id}: the engine never moved"
+        );
         assert_eq!(&played.moves[..opening.len()], opening, "{id}");
     }
     finish(bridge, referee).await;

@@ -473,7 +473,14 @@ fn a_built_in_engine_on_stdio_plays_as_a_json_program() {
     );
     let report = json_of(
         &arena()
-            .args(["match", "surakarta", "--engine", &program, "--name", "stdio"])
+            .args([
+                "match",
+                "surakarta",
+                "--engine",
+                &program,
+                "--name",
+                "stdio",
+            ])
             .args(["--engine", "builtin:random", "--games", "2", "--json"])
             .args(["--clock", "60+0"])
             .arg("--out")

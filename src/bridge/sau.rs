@@ -412,8 +412,13 @@ mod tests {
         // White to move after an opening of two turns: set up, then `next` at the turn.
         let mut sau = SauAdapter::new();
         let mut out = Vec::new();
-        sau.on_referee(&start("second", "W", &["J10", "K10,K11", "L12,M13"]), "", now, &mut out)
-            .unwrap();
+        sau.on_referee(
+            &start("second", "W", &["J10", "K10,K11", "L12,M13"]),
+            "",
+            now,
+            &mut out,
+        )
+        .unwrap();
         assert_eq!(
             out,
             [
@@ -443,7 +448,8 @@ mod tests {
             .unwrap();
         assert_eq!(out.len(), 3);
         out.clear();
-        sau.on_referee(&turn(&["L12,M13"]), "", now, &mut out).unwrap();
+        sau.on_referee(&turn(&["L12,M13"]), "", now, &mut out)
+            .unwrap();
         assert_eq!(out, [engine("move LLMM")]);
         assert!(sau.deadline().is_some());
     }
