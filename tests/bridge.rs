@@ -592,28 +592,12 @@ async fn sau_engine_plays_whole_connect6_games_as_black_and_white() {
         panic!()
     };
     assert_eq!(games, &["connect6".to_string()]);
-    for (id, side) in [("c1", Side::First), ("c2", Side::Second)] {
-        let played = play_match(
-            &mut referee,
-            id,
-            GameId::Connect6,
-            serde_json::json!({}),
-            side,
-            &[],
-            LONG_CLOCK_MS,
-        )
-        .await;
-        let outcome = played.outcome.expect("the sau engine resigned");
-        assert!(outcome.reason.is_board_result(), "{outcome:?}");
-        if side == Side::First {
-            // Black's opening is one stone, the engine's centre: J10 (sau `JJ`).
-            assert_eq!(played.bridge_moves[0], "J10");
-        }
-        println!("{id}: {} moves, {outcome:?}", played.moves.len());
-    }
-    // Games that start from an opening (or resume mid-way) are set up with `black`/`white`
-    // and `next`: the engine plays on from the position, as either side.
+    // From the start, as both sides; then from openings (or a game resumed mid-way), set up
+    // with `black`/`white` and `next`: the engine plays on from the position, as either side.
+    let empty: &[&str] = &[];
     for (id, side, opening) in [
+        ("c1", Side::First, empty),
+        ("c2", Side::Second, empty),
         ("c3", Side::Second, &["J10", "A1,A2", "S19,S18"][..]),
         ("c4", Side::First, &["J10", "A1,A2"][..]),
         ("c5", Side::First, &["J10", "A1,A2", "S19,S18"][..]),
@@ -635,6 +619,11 @@ async fn sau_engine_plays_whole_connect6_games_as_black_and_white() {
             "{id}: the engine never moved"
         );
         assert_eq!(&played.moves[..opening.len()], opening, "{id}");
+        if side == Side::First && opening.is_empty() {
+            // Black's opening is one stone, the engine's centre: J10 (sau `JJ`).
+            assert_eq!(played.bridge_moves[0], "J10");
+        }
+        println!("{id}: {} moves, {outcome:?}", played.moves.len());
     }
     finish(bridge, referee).await;
 }
