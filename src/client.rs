@@ -30,6 +30,7 @@ use std::time::Duration;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
+use tokio_util::codec::Framed;
 use tokio_util::sync::CancellationToken;
 
 use crate::bot_connection::{connect_and_hello, hello_over, HandshakeError, LineLink};
@@ -41,7 +42,6 @@ use crate::protocol::{
     self, parse_referee_line, BotMessage, CappedLineCodec, ClockSpec, Frame, RefereeMessage,
     TurnClock,
 };
-use tokio_util::codec::Framed;
 
 /// How long the referee may take to accept the connection and answer `hello`.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -128,11 +128,15 @@ pub async fn run_bot(
     config: BotClientConfig,
     shutdown: CancellationToken,
 ) -> Result<(), ClientError> {
+    let factory = catalogue_factory(&config);
+    run_bot_with_factory(config, factory, shutdown).await
+}
+
+/// Builds the configured engine from the catalogue for each match.
+fn catalogue_factory(config: &BotClientConfig) -> EngineFactory {
     let engine_id = config.engine.clone();
     let options = config.engine_options.clone();
-    let factory: EngineFactory =
-        Arc::new(move |game, rules, seed| new_engine(&engine_id, game, rules, &options, seed));
-    run_bot_with_factory(config, factory, shutdown).await
+    Arc::new(move |game, rules, seed| new_engine(&engine_id, game, rules, &options, seed))
 }
 
 /// [`run_bot`] with engines built by `factory` instead of the catalogue (the hello still names
@@ -313,10 +317,7 @@ pub async fn run_stdio_bot(
     shutdown: CancellationToken,
 ) -> Result<(), ClientError> {
     let games = offered_games(&config)?;
-    let engine_id = config.engine.clone();
-    let options = config.engine_options.clone();
-    let factory: EngineFactory =
-        Arc::new(move |game, rules, seed| new_engine(&engine_id, game, rules, &options, seed));
+    let factory = catalogue_factory(&config);
     let stdio = tokio::io::join(tokio::io::stdin(), tokio::io::stdout());
     let mut link = Framed::new(stdio, CappedLineCodec::new(protocol::MAX_LINE_BYTES));
     match hello_over(

@@ -125,15 +125,9 @@ enum Command {
     /// Connect a built-in engine to a referee as a bot (until ctrl-c, or the referee has been
     /// gone longer than --reconnect-for-ms).
     Bot {
-        /// The referee's address, HOST:PORT.
-        #[arg(long, required_unless_present = "stdio")]
-        server: Option<String>,
-        /// The bot's name in the arena's config.
-        #[arg(long, required_unless_present = "stdio")]
-        name: Option<String>,
-        /// The bot's token in the arena's config.
-        #[arg(long, required_unless_present = "stdio")]
-        token: Option<String>,
+        /// --server, --name and --token (not needed with --stdio).
+        #[command(flatten)]
+        login: Option<Login>,
         /// Speak the protocol on stdin/stdout instead of connecting: the engine becomes a
         /// `json:` program for `arena match`, a league's `program` bots or `arena connect`
         /// (e.g. a build of an older version, to measure a newer one against it). Logs go to
@@ -424,9 +418,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             arena::tools::replay(game, &parse_rules(&rules)?, io::stdin().lock(), &mut out)?;
         }
         Command::Bot {
-            server,
-            name,
-            token,
+            login,
             stdio,
             engine,
             options,
@@ -435,10 +427,22 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             reconnect_for_ms,
         } => {
             let engine_options = arena::client::parse_engine_options(&options)?;
+            let login = match (login, stdio) {
+                (Some(login), _) => login,
+                (None, true) => Login {
+                    server: String::new(),
+                    name: engine.clone(),
+                    token: String::new(),
+                },
+                (None, false) => anyhow::bail!(
+                    "arena bot needs --server, --name and --token (or --stdio to speak the \
+                     protocol on stdin/stdout)"
+                ),
+            };
             let config = arena::client::BotClientConfig {
-                server: server.unwrap_or_default(),
-                name: name.unwrap_or_else(|| engine.clone()),
-                token: token.unwrap_or_default(),
+                server: login.server,
+                name: login.name,
+                token: login.token,
                 engine,
                 engine_options,
                 games,
