@@ -19,7 +19,7 @@ use tokio::time::Instant;
 
 use super::{move_budget, single_game_start, Action, Adapter, Fault, Heard};
 use crate::game::coord::parse_point;
-use crate::game::{Point, Side};
+use crate::game::{GameId, Point, Side};
 use crate::protocol::{BotMessage, ClockSpec, RefereeMessage};
 
 /// Connect6 board size.
@@ -144,13 +144,16 @@ impl Adapter for SauAdapter {
                 // (which place stones without searching), and if it is the engine's move,
                 // `next` makes it search for the side that did not place the last stones.
                 out.push(Action::Engine("new white".to_string()));
-                for (ply, mv) in start.moves.iter().enumerate() {
-                    let colour = if ply % 2 == 0 { "black" } else { "white" };
+                // `mover_of_ply` counts moves from 1.
+                let mover = |index: usize| GameId::Connect6.mover_of_ply(index + 1);
+                for (index, mv) in start.moves.iter().enumerate() {
+                    let colour = match mover(index) {
+                        Side::First => "black",
+                        Side::Second => "white",
+                    };
                     out.push(Action::Engine(format!("{colour} {}", move_to_sau(mv)?)));
                 }
-                let engine_is_first = start.side == Side::First;
-                let first_to_move = start.moves.len() % 2 == 0;
-                self.owes_next = engine_is_first == first_to_move;
+                self.owes_next = mover(start.moves.len()) == start.side;
                 return Ok(());
             }
             if start.side == Side::Second {
