@@ -14,7 +14,7 @@ use futures_util::StreamExt;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
 use tokio::time::{sleep_until, timeout, Instant};
 use tokio_util::codec::FramedRead;
@@ -229,10 +229,17 @@ impl Bot {
         stats.logged_in = true;
         drop(permit);
         // Reading and writing go on at once: split the socket, keeping what was already read.
+        // The handshake may have read past `welcome` (the first `turn` often comes in the same
+        // packet): those bytes are read first. Copying them into a new `FramedRead`'s buffer
+        // instead would leave them undecoded until the socket's next bytes, which held the
+        // first turn of every game ~250 ms (false timeouts at ply 0).
         let parts = link.into_parts();
         let (read_half, mut write_half) = parts.io.into_split();
-        let mut lines = FramedRead::new(read_half, CappedLineCodec::new(MAX_LINE_BYTES));
-        lines.read_buffer_mut().extend_from_slice(&parts.read_buf);
+        let already_read = std::io::Cursor::new(parts.read_buf.to_vec());
+        let mut lines = FramedRead::new(
+            already_read.chain(read_half),
+            CappedLineCodec::new(MAX_LINE_BYTES),
+        );
         let mut rng = SmallRng::seed_from_u64(self.options.seed ^ (self.index as u64) << 20);
         let mut pending: Option<Pending> = None;
         // The last move this bot wrote: its ply, when it read that turn, its think time (µs).
