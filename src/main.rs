@@ -537,6 +537,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                 cwd,
                 setup_timeout: std::time::Duration::from_millis(setup_timeout_ms),
                 max_games,
+                stop: tokio_util::sync::CancellationToken::new(),
             };
             let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
             if check {

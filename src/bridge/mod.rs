@@ -131,6 +131,11 @@ pub struct ConnectOptions {
     pub setup_timeout: Duration,
     /// Matches played at once, each against its own engine process (`hello`'s `max_games`).
     pub max_games: u32,
+    /// Cancelled when whoever runs the bridge stops (the server, for its program bots): the
+    /// bridge then ends its engines as at the end of a session (`quit`, a bounded wait, the
+    /// process group killed and reaped) and returns `Interrupted`. `arena connect` never
+    /// cancels it; it stops on SIGINT and SIGTERM.
+    pub stop: tokio_util::sync::CancellationToken,
 }
 
 /// Why the bridge stopped with an error.
@@ -927,6 +932,7 @@ impl Bridge {
                 Some(_) = self.tasks.join_next(), if !self.tasks.is_empty() => {}
                 _ = interrupt.recv() => return Err(BridgeError::Interrupted("SIGINT")),
                 _ = terminate.recv() => return Err(BridgeError::Interrupted("SIGTERM")),
+                _ = self.options.stop.cancelled() => return Err(BridgeError::Interrupted("stop")),
             }
         }
     }
@@ -956,7 +962,11 @@ impl Bridge {
 /// played. The engine is checked before connecting (`check_engine`); no engine outlives this
 /// call (nor a panic inside it).
 pub async fn run(options: ConnectOptions) -> Result<u32, BridgeError> {
-    let (checked, _name) = check_engine(&options).await?;
+    // Stopped while checking the engine: dropping the check kills its process group.
+    let (checked, _name) = tokio::select! {
+        checked = check_engine(&options) => checked?,
+        _ = options.stop.cancelled() => return Err(BridgeError::Interrupted("stop")),
+    };
     let mut spare = None;
     let games = match (options.games.clone(), options.protocol.default_games()) {
         (Some(games), _) | (None, Some(games)) => {

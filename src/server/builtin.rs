@@ -152,14 +152,14 @@ pub fn start_programs(
             setup_timeout: Duration::from_secs(10),
             // One engine process per game: the bot plays as many at once as its config says.
             max_games: bot.max_games,
+            // The bridge sees the stop itself and ends its engines (quit, wait, kill, reap)
+            // before it returns, so no engine outlives the server.
+            stop: stop.clone(),
         };
         let stop = stop.clone();
         tasks.spawn(async move {
             loop {
-                let result = tokio::select! {
-                    _ = stop.cancelled() => break,
-                    result = crate::bridge::run(options.clone()) => result,
-                };
+                let result = crate::bridge::run(options.clone()).await;
                 if stop.is_cancelled() {
                     break;
                 }
