@@ -4,12 +4,19 @@
 //! events. Publishing never waits: a receiver that falls behind misses events (the web view
 //! then drops that client), so a slow browser never slows a referee.
 //!
+//! A `move` event (with its position text, which costs the referee to make) is published for
+//! every move of a game someone follows (`follow`), and otherwise for the first move of each
+//! game after each league batch (`next_batch`): the league stream sends each game's position
+//! at most once a batch anyway, so a thousand fast games cost the referees a thousand events a
+//! second, not one per move.
+//!
 //! Off unless the web view is on (`Live::enable`): then every hook returns at once.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
@@ -88,10 +95,19 @@ pub struct TournamentProgress {
     pub concurrency: u32,
 }
 
+/// A started game and the league batch in which its last `move` event was published.
+#[derive(Debug)]
+struct Slot {
+    game: LiveGame,
+    published_in_batch: Option<u64>,
+}
+
 #[derive(Debug, Default)]
 struct LiveState {
     /// Games in start order.
-    games: Vec<LiveGame>,
+    games: Vec<Slot>,
+    /// How many streams follow each game (by match id) move by move.
+    followed: HashMap<String, usize>,
     index: HashMap<String, usize>,
     waiting: Vec<WaitingGame>,
     tournaments: Vec<TournamentProgress>,
@@ -108,6 +124,8 @@ pub type StandingsSnapshot = Arc<Vec<Arc<crate::league::TournamentStandings>>>;
 #[derive(Debug)]
 struct Shared {
     enabled: AtomicBool,
+    /// The league stream's current batch (see `next_batch`).
+    batch: AtomicU64,
     /// When the waiting-games table was last rebuilt.
     schedule_seen_at: Mutex<Option<std::time::Instant>>,
     state: Mutex<LiveState>,
@@ -126,6 +144,7 @@ impl Default for Live {
         Live {
             shared: Arc::new(Shared {
                 enabled: AtomicBool::new(false),
+                batch: AtomicU64::new(0),
                 schedule_seen_at: Mutex::new(None),
                 state: Mutex::new(LiveState::default()),
                 events,
@@ -153,7 +172,10 @@ impl Live {
         if self.shared.events.receiver_count() == 0 {
             return;
         }
-        let data = data.to_string();
+        self.publish_text(kind, data.to_string());
+    }
+
+    fn publish_text(&self, kind: &'static str, data: String) {
         let _ = self.shared.events.send(Arc::new(LiveEvent { kind, data }));
     }
 
@@ -170,7 +192,10 @@ impl Live {
         }
         let at = state.games.len();
         state.index.insert(game.match_id.clone(), at);
-        state.games.push(game);
+        state.games.push(Slot {
+            game,
+            published_in_batch: None,
+        });
     }
 
     /// A referee started (or resumed) a game with `game.moves` already played.
@@ -183,58 +208,107 @@ impl Live {
             // The waiting list forgets it when read (`schedule`): scanning that list, as long
             // as the schedule, at every start would cost the referees.
             let mut state = self.lock();
-            match state.index.get(&game.match_id).copied() {
+            let slot = Slot {
+                game,
+                published_in_batch: None,
+            };
+            match state.index.get(&slot.game.match_id).copied() {
                 Some(at) => {
-                    if let Some(slot) = state.games.get_mut(at) {
-                        *slot = game;
+                    if let Some(old) = state.games.get_mut(at) {
+                        *old = slot;
                     }
                 }
                 None => {
                     let at = state.games.len();
-                    state.index.insert(game.match_id.clone(), at);
-                    state.games.push(game);
+                    state.index.insert(slot.game.match_id.clone(), at);
+                    state.games.push(slot);
                 }
             }
         }
         self.publish("start", summary);
     }
 
-    /// A referee accepted `text` (`think_ms` charged); `position` is the position after it and
-    /// `clocks` both sides' time left.
+    /// A referee accepted `text` (`think_ms` charged); `clocks` are both sides' time left, and
+    /// `position` makes the position text after the move, called only if a `move` event is
+    /// published (see the module's note).
     pub fn move_played(
         &self,
         match_id: &str,
         text: &str,
         think_ms: u64,
-        position: String,
+        position: impl FnOnce() -> String,
         clocks: [u64; 2],
     ) {
         if !self.is_enabled() {
             return;
         }
+        let batch = self.shared.batch.load(Ordering::Relaxed);
         let ply = {
             let mut state = self.lock();
+            let followed = !state.followed.is_empty() && state.followed.contains_key(match_id);
             let Some(at) = state.index.get(match_id).copied() else {
                 return;
             };
-            let Some(game) = state.games.get_mut(at) else {
+            let Some(slot) = state.games.get_mut(at) else {
                 return;
             };
-            game.moves.push(text.to_string());
-            game.think_ms.push(think_ms);
-            game.clocks = clocks;
-            game.moves.len()
+            slot.game.moves.push(text.to_string());
+            slot.game.think_ms.push(think_ms);
+            slot.game.clocks = clocks;
+            if !followed && slot.published_in_batch == Some(batch) {
+                return;
+            }
+            slot.published_in_batch = Some(batch);
+            slot.game.moves.len()
         };
-        self.publish(
-            "move",
-            json!({
-                "match": match_id,
-                "ply": ply,
-                "move": text,
-                "position": position,
-                "clocks": {"first_ms": clocks[0], "second_ms": clocks[1]},
-            }),
-        );
+        #[derive(Serialize)]
+        struct Clocks {
+            first_ms: u64,
+            second_ms: u64,
+        }
+        #[derive(Serialize)]
+        struct MoveEvent<'a> {
+            #[serde(rename = "match")]
+            match_id: &'a str,
+            ply: usize,
+            #[serde(rename = "move")]
+            text: &'a str,
+            position: &'a str,
+            clocks: Clocks,
+        }
+        let position = position();
+        let event = MoveEvent {
+            match_id,
+            ply,
+            text,
+            position: &position,
+            clocks: Clocks {
+                first_ms: clocks[0],
+                second_ms: clocks[1],
+            },
+        };
+        match serde_json::to_string(&event) {
+            Ok(data) => self.publish_text("move", data),
+            Err(e) => tracing::error!(error = %e, "cannot serialise a move event"),
+        }
+    }
+
+    /// The league stream starts a new batch: each game's next move is published again.
+    pub fn next_batch(&self) {
+        self.shared.batch.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Someone follows `match_id` move by move until the returned guard is dropped.
+    pub fn follow(&self, match_id: &str) -> Following {
+        *self
+            .lock()
+            .followed
+            .entry(match_id.to_string())
+            .or_insert(0) += 1;
+        Following {
+            live: self.clone(),
+            match_id: match_id.to_string(),
+        }
     }
 
     /// A game's result is written (its record file is `record`).
@@ -248,7 +322,7 @@ impl Live {
                 // A forfeit: the game never started, so the web view does not list it.
                 return;
             };
-            if let Some(game) = state.games.get_mut(at) {
+            if let Some(Slot { game, .. }) = state.games.get_mut(at) {
                 game.result = Some(result.to_string());
                 game.reason = Some(reason.to_string());
                 game.record = record.map(str::to_string);
@@ -307,14 +381,14 @@ impl Live {
 
     /// Every game that has started, in start order.
     pub fn games(&self) -> Vec<Value> {
-        self.lock().games.iter().map(LiveGame::summary).collect()
+        self.lock().games.iter().map(|s| s.game.summary()).collect()
     }
 
     /// One game.
     pub fn game(&self, match_id: &str) -> Option<LiveGame> {
         let state = self.lock();
         let at = *state.index.get(match_id)?;
-        state.games.get(at).cloned()
+        state.games.get(at).map(|s| s.game.clone())
     }
 
     /// The last standings as `standings.json` text, if any game has finished this run (made
@@ -356,9 +430,29 @@ impl Live {
         self.lock()
             .games
             .iter()
+            .map(|s| &s.game)
             .filter(|g| g.result.is_none() && g.players.iter().any(|p| p == name))
             .map(|g| g.match_id.clone())
             .collect()
+    }
+}
+
+/// A stream following one game move by move (`Live::follow`); dropping it stops that.
+#[derive(Debug)]
+pub struct Following {
+    live: Live,
+    match_id: String,
+}
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        let mut state = self.live.lock();
+        if let Some(count) = state.followed.get_mut(&self.match_id) {
+            *count -= 1;
+            if *count == 0 {
+                state.followed.remove(&self.match_id);
+            }
+        }
     }
 }
 
@@ -392,7 +486,7 @@ mod tests {
         let live = Live::default();
         let mut events = live.subscribe();
         live.game_started(game("m"));
-        live.move_played("m", "F6", 5, "pos".into(), [995, 1000]);
+        live.move_played("m", "F6", 5, || "pos".into(), [995, 1000]);
         assert!(live.games().is_empty());
         assert!(events.try_recv().is_err());
     }
@@ -416,7 +510,7 @@ mod tests {
             live.schedule().0.is_empty(),
             "a started game no longer waits"
         );
-        live.move_played("m", "F6", 5, "pos".into(), [995, 1000]);
+        live.move_played("m", "F6", 5, || "pos".into(), [995, 1000]);
         assert_eq!(live.playing("a"), vec!["m".to_string()]);
         live.game_ended("m", "first", "resign", Some("r.txt"));
         live.game_ended("never-started", "first", "forfeit", None);
@@ -433,13 +527,67 @@ mod tests {
     }
 
     #[test]
+    fn moves_are_published_once_a_batch_unless_someone_follows_the_game() {
+        let live = Live::default();
+        live.enable();
+        live.game_started(game("m"));
+        live.game_started(game("n"));
+        let mut events = live.subscribe();
+        let made = std::cell::Cell::new(0);
+        let position = |ply: usize| {
+            made.set(made.get() + 1);
+            format!("pos{ply}")
+        };
+        let plies = |events: &mut broadcast::Receiver<Arc<LiveEvent>>| -> Vec<String> {
+            std::iter::from_fn(|| events.try_recv().ok())
+                .map(|e| e.data.clone())
+                .collect()
+        };
+        for ply in 1..=3 {
+            live.move_played("m", "F6", 1, || position(ply), [1, 1]);
+        }
+        assert_eq!(
+            made.get(),
+            1,
+            "no position is made for a move not published"
+        );
+        let first = plies(&mut events);
+        assert_eq!(first.len(), 1);
+        assert!(
+            first[0].contains(r#""ply":1"#) && first[0].contains("pos1"),
+            "{first:?}"
+        );
+        live.next_batch();
+        live.move_played("m", "F6", 1, || position(4), [1, 1]);
+        live.move_played("m", "F6", 1, || position(5), [1, 1]);
+        assert_eq!(
+            plies(&mut events).len(),
+            1,
+            "the first move of the next batch"
+        );
+        {
+            let _following = live.follow("m");
+            live.move_played("m", "F6", 1, || position(6), [1, 1]);
+            live.move_played("m", "F6", 1, || position(7), [1, 1]);
+            live.move_played("n", "A1", 1, || position(1), [1, 1]);
+            live.move_played("n", "A2", 1, || position(2), [1, 1]);
+            let seen = plies(&mut events);
+            assert_eq!(seen.len(), 3, "every move of m, the first of n: {seen:?}");
+        }
+        live.move_played("m", "F6", 1, || position(8), [1, 1]);
+        assert!(plies(&mut events).is_empty(), "nobody follows m any more");
+        assert_eq!(live.game("m").unwrap().moves.len(), 8, "every move is kept");
+    }
+
+    #[test]
     fn a_receiver_that_falls_a_whole_queue_behind_is_told_so_and_publishing_never_waits() {
         let live = Live::default();
         live.enable();
         live.game_started(game("m"));
+        let _following = live.follow("m");
         let mut slow = live.subscribe();
         for ply in 0..EVENT_QUEUE + 10 {
-            live.move_played("m", "F6", 1, format!("{ply}"), [1, 1]);
+            live.move_played("m", "F6", 1, || format!("{ply}"), [1, 1]);
         }
         assert!(matches!(
             slow.try_recv(),

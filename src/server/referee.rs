@@ -252,7 +252,7 @@ impl Referee {
                 &self.spec.match_id,
                 text,
                 think_ms,
-                self.game.position_text(),
+                || self.game.position_text(),
                 [ms(self.remaining[0]), ms(self.remaining[1])],
             );
         }

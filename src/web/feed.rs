@@ -1,10 +1,11 @@
 //! The league's live event stream, made once for every browser: one task follows the referees'
 //! events and, every `BATCH_EVERY`, writes what happened as one chunk of Server-Sent Events,
-//! keeping only the latest `move` of each game (and the latest `standings` of each tournament),
-//! which every `/api/events` stream then sends as it is. So a thousand games moving thousands of
-//! times a second cost each browser a few writes a second, and the referees nothing more than
-//! publishing each event once. A stream that follows one game (`/api/events?match=ID`) gets
-//! every event of that game as it happens instead.
+//! keeping only the latest `move` of each game it got (and the latest `standings` of each
+//! tournament), which every `/api/events` stream then sends as it is. Referees publish a game's
+//! first move after each batch (`Live::next_batch`) and every move only of games someone
+//! follows, so a thousand games moving thousands of times a second cost each browser a few
+//! writes a second and the referees a thousand position texts a second. A stream that follows
+//! one game (`/api/events?match=ID`) gets every event of that game as it happens instead.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -133,6 +134,7 @@ impl EventFeed {
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
                 _ = tick.tick() => {
+                    live.next_batch();
                     if let Some(text) = batch.take_text() {
                         if self.batches.receiver_count() > 0 {
                             let _ = self.batches.send(text);

@@ -244,10 +244,12 @@ struct EventsQuery {
 /// What one event stream reads: the league's batches, or one game's own events.
 enum EventSource {
     League(broadcast::Receiver<Bytes>),
-    Game(
-        broadcast::Receiver<Arc<crate::server::live::LiveEvent>>,
-        String,
-    ),
+    Game {
+        events: broadcast::Receiver<Arc<crate::server::live::LiveEvent>>,
+        id: String,
+        /// Keeps every move of this game published while the stream lasts.
+        _following: crate::server::live::Following,
+    },
 }
 
 impl EventSource {
@@ -264,7 +266,7 @@ impl EventSource {
                     }
                     Err(broadcast::error::RecvError::Closed) => return None,
                 },
-                EventSource::Game(events, id) => match events.recv().await {
+                EventSource::Game { events, id, .. } => match events.recv().await {
                     Ok(event) if feed::is_about(&event, id) => {
                         return Some(Bytes::from(feed::sse_text(event.kind, &event.data)))
                     }
@@ -280,8 +282,8 @@ impl EventSource {
     }
 }
 
-/// `/api/events`: the league's events, sent in batches once a second with each game's
-/// latest move (`?match=ID`: every event of that game as it happens).
+/// `/api/events`: the league's events, sent in batches once a second with one move of each
+/// game that moved (`?match=ID`: every event of that game as it happens).
 async fn events(
     State(context): State<WebContext>,
     Query(query): Query<EventsQuery>,
@@ -297,7 +299,14 @@ async fn events(
             )
         })?;
     let source = match query.match_id {
-        Some(id) => EventSource::Game(context.live_view().subscribe(), id),
+        Some(id) => {
+            let following = context.live_view().follow(&id);
+            EventSource::Game {
+                events: context.live_view().subscribe(),
+                id,
+                _following: following,
+            }
+        }
         None => EventSource::League(context.feed.subscribe()),
     };
     let stop = context.stop.clone();
