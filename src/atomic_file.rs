@@ -1,5 +1,6 @@
 //! Crash-safe file writes: whole files replaced atomically (temp file, fsync, rename, fsync of
-//! the folder), new files created under a name that is never reused, and lines appended durably.
+//! the folder), new files created under a name that is never reused, and lines appended, either
+//! flushed to disk at once or left to the system when a journal can redo them.
 //!
 //! A crash at any moment leaves either the old file or the new one, never a mixture; an
 //! appended line is either absent or complete after a restart (and a line a crash cut short is
@@ -131,11 +132,21 @@ pub fn write_new_atomically(
     })
 }
 
-/// Appends `line` and a `\n` to `path` (created if missing) in one write, then flushes the file
-/// to disk before returning. If the file does not end with a line break (a crash cut its last
+/// When an appended line or a created file reaches the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flush {
+    /// Before the call returns (fsync).
+    Now,
+    /// When the system writes its cache back: for files a journal can redo after a power cut
+    /// (the server's game output), so that each finished game costs no fsync of its own.
+    Later,
+}
+
+/// Appends `line` and a `\n` to `path` (created if missing) in one write; with `Flush::Now`
+/// the file (and, when this created it, its folder) is on disk before this returns. If the file does not end with a line break (a crash cut its last
 /// line short), a `\n` is written first so the new line stands on its own.
 /// `line` must not contain `\n` or `\r`.
-pub fn append_line_durably(path: &Path, line: &str) -> Result<(), AtomicFileError> {
+pub fn append_line(path: &Path, line: &str, flush: Flush) -> Result<(), AtomicFileError> {
     if line.contains(['\n', '\r']) {
         return Err(AtomicFileError::LineBreakInLine {
             path: path.to_path_buf(),
@@ -157,6 +168,9 @@ pub fn append_line_durably(path: &Path, line: &str) -> Result<(), AtomicFileErro
         source,
     };
     file.write_all(&buf).map_err(write_error)?;
+    if flush == Flush::Later {
+        return Ok(());
+    }
     file.sync_data().map_err(|source| AtomicFileError::Sync {
         path: path.to_path_buf(),
         source,
@@ -165,6 +179,46 @@ pub fn append_line_durably(path: &Path, line: &str) -> Result<(), AtomicFileErro
         sync_dir(parent_dir(path))?;
     }
     Ok(())
+}
+
+/// Creates `path`, which must not exist, holding `bytes`, without flushing it to disk
+/// (`Flush::Later`): for a file whose content a journal holds, checked and rewritten after a
+/// crash. Fails with `AlreadyExists` in `source` when the name is taken.
+pub fn create_new_file(path: &Path, bytes: &[u8]) -> Result<(), AtomicFileError> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|source| AtomicFileError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    file.write_all(bytes)
+        .map_err(|source| AtomicFileError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// Flushes every file of the file system holding `dir` to disk (Linux `syncfs`); elsewhere,
+/// the folder's own entries only.
+pub fn sync_file_system(dir: &Path) -> Result<(), AtomicFileError> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let sync_error = |source| AtomicFileError::Sync {
+            path: dir.to_path_buf(),
+            source,
+        };
+        let folder = File::open(dir).map_err(sync_error)?;
+        // SAFETY: `syncfs` takes an open descriptor, which `folder` owns for the call.
+        if unsafe { libc::syncfs(folder.as_raw_fd()) } != 0 {
+            return Err(sync_error(io::Error::last_os_error()));
+        }
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    sync_dir(dir)
 }
 
 /// Opens `path` to append to it (and read it), creating it if missing; returns the file and
@@ -366,11 +420,11 @@ mod tests {
     }
 
     #[test]
-    fn append_line_durably_appends_whole_lines() {
+    fn append_line_appends_whole_lines() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("games.jsonl");
-        append_line_durably(&path, r#"{"game":1}"#).unwrap();
-        append_line_durably(&path, r#"{"game":2}"#).unwrap();
+        append_line(&path, r#"{"game":1}"#, Flush::Now).unwrap();
+        append_line(&path, r#"{"game":2}"#, Flush::Later).unwrap();
         assert_eq!(
             fs::read_to_string(&path).unwrap(),
             "{\"game\":1}\n{\"game\":2}\n"
@@ -378,11 +432,25 @@ mod tests {
     }
 
     #[test]
-    fn append_line_durably_does_not_glue_onto_a_cut_line() {
+    fn create_new_file_never_replaces_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("record.txt");
+        create_new_file(&path, b"first").unwrap();
+        let err = create_new_file(&path, b"second").unwrap_err();
+        assert!(
+            matches!(&err, AtomicFileError::Open { source, .. } if source.kind() == io::ErrorKind::AlreadyExists),
+            "{err}"
+        );
+        assert_eq!(fs::read(&path).unwrap(), b"first");
+        sync_file_system(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn append_line_does_not_glue_onto_a_cut_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("games.jsonl");
         fs::write(&path, "{\"game\":1}\n{\"ga").unwrap();
-        append_line_durably(&path, "{\"game\":2}").unwrap();
+        append_line(&path, "{\"game\":2}", Flush::Now).unwrap();
         assert_eq!(
             fs::read_to_string(&path).unwrap(),
             "{\"game\":1}\n{\"ga\n{\"game\":2}\n"
@@ -390,11 +458,11 @@ mod tests {
     }
 
     #[test]
-    fn append_line_durably_refuses_line_breaks() {
+    fn append_line_refuses_line_breaks() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("games.jsonl");
         for bad in ["a\nb", "a\r", "\n"] {
-            let err = append_line_durably(&path, bad).unwrap_err();
+            let err = append_line(&path, bad, Flush::Now).unwrap_err();
             assert!(matches!(err, AtomicFileError::LineBreakInLine { .. }));
         }
         assert!(!path.exists());

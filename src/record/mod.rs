@@ -229,12 +229,12 @@ impl Record {
         }
     }
 
-    /// The path `write_record` would choose in `dir` now: the first of `file_name_numbered(1..)`
-    /// that does not exist.
-    pub fn unique_path_in(&self, dir: &Path) -> Option<PathBuf> {
+    /// The paths of `file_name_numbered(1..)` in `dir` that do not exist now, in order (the
+    /// first is the one `write_record` would choose), up to `MAX_NAME_ATTEMPTS` names tried.
+    pub fn unused_paths_in<'a>(&'a self, dir: &'a Path) -> impl Iterator<Item = PathBuf> + 'a {
         (1..=atomic_file::MAX_NAME_ATTEMPTS as u32)
-            .map(|n| dir.join(self.file_name_numbered(n)))
-            .find(|p| !p.exists())
+            .map(move |n| dir.join(self.file_name_numbered(n)))
+            .filter(|p| !p.exists())
     }
 }
 
@@ -404,7 +404,7 @@ mod tests {
         let r = record("甲", "乙", "重庆", "e");
         let a = write_record(dir.path(), &r, RecordEncoding::Utf8).unwrap();
         assert_eq!(
-            r.unique_path_in(dir.path()),
+            r.unused_paths_in(dir.path()).next(),
             Some(dir.path().join(r.file_name_numbered(2)))
         );
         let b = write_record(dir.path(), &r, RecordEncoding::Gb2312).unwrap();

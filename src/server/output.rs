@@ -2,13 +2,17 @@
 //! line in `out_dir/games.jsonl` (NOTATION.md), both written so that a crash never leaves half a
 //! file or half a line.
 //!
-//! The record text and its file name come from `crate::record`; the crash-safe writes from
-//! `crate::atomic_file` (temp file + rename for records, one durable write per games.jsonl line).
+//! The record text and its file name come from `crate::record`; the file writes from
+//! `crate::atomic_file`.
 //!
 //! Finishing a game is idempotent across crashes: the journal's `finished` entry (holding the
-//! whole games.jsonl object, record file name included) is written first, then the record
-//! file, then the games.jsonl line. On restart, [`Output::repair`] completes whatever a crash
-//! cut short, so every finished game has exactly one record file and one games.jsonl line.
+//! whole games.jsonl object, record file name included) is made durable first, then the record
+//! file is created and the games.jsonl line appended, both left to the system to flush (an
+//! fsync each would cost more than the game's moves at a thousand games at once). On restart,
+//! [`Output::repair`] redoes from the journal whatever a crash lost or cut short (a missing or
+//! partial record file, a missing or torn line), so every finished game has exactly one
+//! complete record file and one games.jsonl line. When the server stops it flushes the folder
+//! ([`Output::flush_to_disk`]).
 
 use std::collections::HashSet;
 use std::fs;
@@ -16,7 +20,7 @@ use std::io::{self, BufRead};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::atomic_file::{append_line_durably, write_atomically};
+use crate::atomic_file::{append_line, create_new_file, sync_file_system, write_atomically, Flush};
 use crate::config::RecordEncoding;
 use crate::game_line::{GameLine, LineResult};
 use crate::journal::JournalEntry;
@@ -60,6 +64,9 @@ pub struct Output {
     place: String,
     /// Serialises appends to games.jsonl between referees.
     append_lock: Mutex<()>,
+    /// Record file names chosen by games being finished now and not yet created (games that
+    /// end together are finished in parallel and may want the same name).
+    names_in_flight: Mutex<HashSet<PathBuf>>,
 }
 
 impl Output {
@@ -70,6 +77,7 @@ impl Output {
             event,
             place,
             append_lock: Mutex::new(()),
+            names_in_flight: Mutex::new(HashSet::new()),
         }
     }
 
@@ -129,9 +137,38 @@ impl Output {
         let records = self.records_dir();
         fs::create_dir_all(&records).map_err(io_error(&records))?;
         let record = record_of(game, &self.event, &self.place);
+        let path = self.reserve_record_path(&record, &records)?;
+        let written = self.write_finished(journal, id, game, &record, &path);
+        self.names_in_flight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&path);
+        written
+    }
+
+    /// The first record file name that neither exists nor is chosen by another game being
+    /// finished now, kept for this game until `finish_game` is done.
+    fn reserve_record_path(&self, record: &Record, records: &Path) -> Result<PathBuf, OutputError> {
+        let mut in_flight = self
+            .names_in_flight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let path = record
-            .unique_path_in(&records)
-            .ok_or_else(|| OutputError::NoRecordName(records.clone()))?;
+            .unused_paths_in(records)
+            .find(|p| !in_flight.contains(p))
+            .ok_or_else(|| OutputError::NoRecordName(records.to_path_buf()))?;
+        in_flight.insert(path.clone());
+        Ok(path)
+    }
+
+    fn write_finished(
+        &self,
+        journal: &SharedJournal,
+        id: &str,
+        game: &FinishedGame,
+        record: &Record,
+        path: &Path,
+    ) -> Result<GameLine, OutputError> {
         let record_name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -141,21 +178,33 @@ impl Output {
             id: id.to_string(),
             record: Box::new(line.clone()),
         }])?;
-        write_atomically(&path, &record.encode(self.encoding)?)?;
-        self.append_line(&line)?;
+        let bytes = record.encode(self.encoding)?;
+        if let Err(e) = create_new_file(path, &bytes) {
+            // Someone else made a file of that name since it was chosen: the journal names this
+            // one for the game, so it gets the game's record.
+            tracing::warn!(error = %e, "record file name taken; replacing it");
+            write_atomically(path, &bytes)?;
+        }
+        self.append_line(&line, Flush::Later)?;
         Ok(line)
     }
 
-    fn append_line(&self, line: &GameLine) -> Result<(), OutputError> {
+    fn append_line(&self, line: &GameLine, flush: Flush) -> Result<(), OutputError> {
         let json = line.to_text();
         let _guard = self.append_lock.lock().unwrap_or_else(|e| e.into_inner());
-        append_line_durably(&self.games_path(), &json)?;
+        append_line(&self.games_path(), &json, flush)?;
         Ok(())
     }
 
+    /// Flushes everything written under `out_dir` to disk (the server calls it as it stops, so
+    /// that a league that ended cleanly needs no repair after a power cut). Blocking.
+    pub fn flush_to_disk(&self) -> Result<(), OutputError> {
+        Ok(sync_file_system(&self.out_dir)?)
+    }
+
     /// Completes what a crash cut short for the finished games `finished` (games.jsonl
-    /// lines as the journal holds them): a missing record file is written again from the
-    /// object, a missing games.jsonl line appended, and games.jsonl rewritten (atomically)
+    /// lines as the journal holds them): a missing or partial record file is written again from
+    /// the object, a missing games.jsonl line appended, and games.jsonl rewritten (atomically)
     /// without repeated lines of one match or lines a crash cut short. Returns how many things
     /// were repaired. Blocking.
     pub fn repair(&self, finished: &[GameLine]) -> Result<usize, OutputError> {
@@ -180,15 +229,19 @@ impl Output {
         for line in finished {
             let id = line.match_id.as_str();
             let path = records.join(&line.record);
-            if !line.record.is_empty() && !path.exists() {
+            if !line.record.is_empty() {
                 if let Some(record) = record_of_line(line, &self.event, &self.place) {
-                    fs::create_dir_all(&records).map_err(io_error(&records))?;
-                    write_atomically(&path, &record.encode(self.encoding)?)?;
-                    repaired += 1;
+                    // Missing, or cut short by a crash before the system flushed it.
+                    let bytes = record.encode(self.encoding)?;
+                    if fs::read(&path).ok().as_deref() != Some(bytes.as_slice()) {
+                        fs::create_dir_all(&records).map_err(io_error(&records))?;
+                        write_atomically(&path, &bytes)?;
+                        repaired += 1;
+                    }
                 }
             }
             if !seen.contains(id) {
-                self.append_line(line)?;
+                self.append_line(line, Flush::Now)?;
                 seen.insert(id.to_string());
                 repaired += 1;
             }
@@ -313,7 +366,23 @@ mod tests {
     }
 
     #[test]
-    fn repair_restores_a_lost_record_and_line_and_drops_repeats() {
+    fn games_finished_at_once_never_take_the_same_record_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let (output, _journal) = output_in(dir.path());
+        let records = output.records_dir();
+        fs::create_dir_all(&records).unwrap();
+        let record = record_of(&hex_game("t-r1-g1"), "ev", "pl");
+        let first = output.reserve_record_path(&record, &records).unwrap();
+        let second = output.reserve_record_path(&record, &records).unwrap();
+        assert_ne!(
+            first, second,
+            "the first name is taken while its game is written"
+        );
+        assert_eq!(second, records.join(record.file_name_numbered(2)));
+    }
+
+    #[test]
+    fn repair_restores_a_lost_or_partial_record_and_line_and_drops_repeats() {
         let dir = tempfile::tempdir().unwrap();
         let (output, journal) = output_in(dir.path());
         schedule(&journal, &["t-r1-g1", "t-r1-g2"]);
@@ -325,16 +394,25 @@ mod tests {
             .unwrap();
         let record = output.records_dir().join(&second.record);
         let record_text = fs::read_to_string(&record).unwrap();
+        let first_record = output.records_dir().join(&first.record);
+        let first_text = fs::read_to_string(&first_record).unwrap();
         // A crash after the journal entry: no record file, no games.jsonl line for game 2,
         // and (as if appended twice) game 1's line repeated.
         fs::remove_file(&record).unwrap();
+        // A power cut before the system wrote game 1's record file back: only part of it.
+        fs::write(
+            &first_record,
+            &first_text.as_bytes()[..first_text.len() / 2],
+        )
+        .unwrap();
         // And a torn last line.
         let one = format!("{}\n", first.to_text());
         fs::write(output.games_path(), format!("{one}{one}{{\"match\":\"t-r")).unwrap();
         let repaired = output.repair(&[first.clone(), second.clone()]).unwrap();
-        assert_eq!(repaired, 4);
+        assert_eq!(repaired, 5);
         assert_eq!(output.read_games(), vec![first.clone(), second.clone()]);
         assert_eq!(fs::read_to_string(&record).unwrap(), record_text);
+        assert_eq!(fs::read_to_string(&first_record).unwrap(), first_text);
         // Nothing left to repair.
         assert_eq!(output.repair(&[first, second]).unwrap(), 0);
     }

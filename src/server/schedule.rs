@@ -404,26 +404,34 @@ fn load_swiss(
     }
 }
 
+/// The least time between two rewrites of the standings files while games go on (the last
+/// state is written when the league stops, without waiting).
+const STANDINGS_REST: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Every tournament's standings at one moment, as the writer task gets them.
 type StandingsSnapshot = Arc<Vec<Arc<TournamentStandings>>>;
 
 /// Writes each standings snapshot it receives, skipping to the newest when several are waiting;
 /// ends when the sender is dropped and the last snapshot is written. After each write it rests
-/// nine times as long as the write took, so that with many tournaments and many games ending
-/// the files cost at most a tenth of a core, never the referees' share.
+/// nine times as long as the write took, and at least `STANDINGS_REST`, so that with many
+/// tournaments and many games ending the files cost at most a tenth of a core, never the
+/// referees' share (the web view's standings do not wait for the files).
 async fn write_standings_as_they_come(
     dir: std::path::PathBuf,
     mut rx: tokio::sync::watch::Receiver<StandingsSnapshot>,
 ) {
     let mut written: Option<StandingsSnapshot> = None;
     loop {
-        let open = rx.changed().await.is_ok();
         let latest = rx.borrow_and_update().clone();
         if written.as_ref().is_some_and(|w| Arc::ptr_eq(w, &latest)) {
-            if open {
-                continue;
+            if rx.changed().await.is_err() {
+                // The sender is gone: done once its last snapshot is written.
+                let last = rx.borrow().clone();
+                if written.as_ref().is_some_and(|w| Arc::ptr_eq(w, &last)) {
+                    return;
+                }
             }
-            return;
+            continue;
         }
         let began = tokio::time::Instant::now();
         let snapshot = latest.clone();
@@ -434,11 +442,13 @@ async fn write_standings_as_they_come(
             Err(e) => tracing::error!(error = %e, "standings task failed"),
         }
         written = Some(latest);
-        if !open {
-            // The sender is gone; one more pass writes anything newer (or returns).
-            continue;
+        // Rest, unless the sender goes away meanwhile (the league stopped: write its last state
+        // now). Newer snapshots are seen by pointer at the top of the loop.
+        let rest = began.elapsed().saturating_mul(9).max(STANDINGS_REST);
+        tokio::select! {
+            _ = tokio::time::sleep(rest) => {}
+            _ = async { while rx.changed().await.is_ok() {} } => {}
         }
-        tokio::time::sleep(began.elapsed().saturating_mul(9)).await;
     }
 }
 
@@ -525,6 +535,14 @@ impl Scheduler {
             if let Err(e) = writer.await {
                 tracing::error!(error = %e, "standings writer failed");
             }
+        }
+        // Record files and games.jsonl lines are left to the system to flush while games go
+        // on (the journal can redo them); a clean stop puts them on disk.
+        let output = self.output.clone();
+        match tokio::task::spawn_blocking(move || output.flush_to_disk()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!(error = %e, "cannot flush the league's files to disk"),
+            Err(e) => tracing::error!(error = %e, "flush task failed"),
         }
         finished
     }
