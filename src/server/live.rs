@@ -74,10 +74,11 @@ impl LiveGame {
     }
 }
 
-/// A scheduled game that has not started, as the scheduler last saw it.
+/// Two bots with at least one game of a tournament not started yet, as the scheduler last saw
+/// them (one entry per pair and colours, however many games they have left: a thousand pairs
+/// of fifty games each are a thousand entries, not fifty thousand).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WaitingGame {
-    pub match_id: String,
+pub struct WaitingPair {
     pub tournament: String,
     pub game: GameId,
     pub players: [String; 2],
@@ -95,11 +96,45 @@ pub struct TournamentProgress {
     pub concurrency: u32,
 }
 
+/// Finished games whose moves the live view keeps in memory, the latest ones; older finished
+/// games keep their summary only and are read back from games.jsonl when asked for (a league
+/// of many thousand games would otherwise hold every move of every game).
+pub const FINISHED_GAMES_KEPT: usize = 256;
+
 /// A started game and the league batch in which its last `move` event was published.
 #[derive(Debug)]
 struct Slot {
     game: LiveGame,
     published_in_batch: Option<u64>,
+    /// Set when the game's moves were dropped from memory: its ply count.
+    moves_dropped: Option<usize>,
+}
+
+impl Slot {
+    fn new(game: LiveGame) -> Slot {
+        Slot {
+            game,
+            published_in_batch: None,
+            moves_dropped: None,
+        }
+    }
+
+    fn summary(&self) -> Value {
+        let mut summary = self.game.summary();
+        if let Some(plies) = self.moves_dropped {
+            summary["ply"] = json!(plies);
+        }
+        summary
+    }
+}
+
+/// A started game as the live view holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HeldGame {
+    /// Everything, moves included.
+    InMemory(LiveGame),
+    /// A finished game whose moves were dropped from memory: read it from games.jsonl.
+    Finished,
 }
 
 #[derive(Debug, Default)]
@@ -108,8 +143,12 @@ struct LiveState {
     games: Vec<Slot>,
     /// How many streams follow each game (by match id) move by move.
     followed: HashMap<String, usize>,
+    /// Finished games (index in `games`) whose moves are still held, oldest first.
+    finished_held: std::collections::VecDeque<usize>,
+    /// How many of those to hold.
+    finished_kept: usize,
     index: HashMap<String, usize>,
-    waiting: Vec<WaitingGame>,
+    waiting: Vec<WaitingPair>,
     tournaments: Vec<TournamentProgress>,
     /// Every tournament's standings as of the last finished game (pointers: the JSON text is
     /// made only when someone asks, not after every game).
@@ -140,20 +179,53 @@ pub struct Live {
 
 impl Default for Live {
     fn default() -> Self {
+        Live::keeping_finished(FINISHED_GAMES_KEPT)
+    }
+}
+
+impl LiveState {
+    /// Game `at` finished: hold its moves, dropping those of the oldest finished game held
+    /// once more than `finished_kept` are.
+    fn hold_finished(&mut self, at: usize) {
+        let held = self
+            .games
+            .get(at)
+            .is_some_and(|s| s.moves_dropped.is_none());
+        if !held || self.finished_held.contains(&at) {
+            return;
+        }
+        self.finished_held.push_back(at);
+        while self.finished_held.len() > self.finished_kept {
+            let Some(oldest) = self.finished_held.pop_front() else {
+                break;
+            };
+            if let Some(slot) = self.games.get_mut(oldest) {
+                slot.moves_dropped = Some(slot.game.moves.len());
+                slot.game.moves = Vec::new();
+                slot.game.think_ms = Vec::new();
+            }
+        }
+    }
+}
+
+impl Live {
+    /// A live view holding the moves of the latest `kept` finished games.
+    pub fn keeping_finished(kept: usize) -> Live {
         let (events, _) = broadcast::channel(EVENT_QUEUE);
         Live {
             shared: Arc::new(Shared {
                 enabled: AtomicBool::new(false),
                 batch: AtomicU64::new(0),
                 schedule_seen_at: Mutex::new(None),
-                state: Mutex::new(LiveState::default()),
+                state: Mutex::new(LiveState {
+                    finished_kept: kept,
+                    ..LiveState::default()
+                }),
                 events,
             }),
         }
     }
-}
 
-impl Live {
     /// Switches the hooks on (the web view is running).
     pub fn enable(&self) {
         self.shared.enabled.store(true, Ordering::Relaxed);
@@ -192,10 +264,8 @@ impl Live {
         }
         let at = state.games.len();
         state.index.insert(game.match_id.clone(), at);
-        state.games.push(Slot {
-            game,
-            published_in_batch: None,
-        });
+        state.games.push(Slot::new(game));
+        state.hold_finished(at);
     }
 
     /// A referee started (or resumed) a game with `game.moves` already played.
@@ -205,13 +275,8 @@ impl Live {
         }
         let summary = game.summary();
         {
-            // The waiting list forgets it when read (`schedule`): scanning that list, as long
-            // as the schedule, at every start would cost the referees.
             let mut state = self.lock();
-            let slot = Slot {
-                game,
-                published_in_batch: None,
-            };
+            let slot = Slot::new(game);
             match state.index.get(&slot.game.match_id).copied() {
                 Some(at) => {
                     if let Some(old) = state.games.get_mut(at) {
@@ -326,6 +391,7 @@ impl Live {
                 game.result = Some(result.to_string());
                 game.reason = Some(reason.to_string());
                 game.record = record.map(str::to_string);
+                state.hold_finished(at);
             }
         }
         self.publish(
@@ -368,9 +434,9 @@ impl Live {
         }
     }
 
-    /// The scheduler's view after it started what it could: games still waiting and each
-    /// tournament's progress.
-    pub fn schedule_seen(&self, waiting: Vec<WaitingGame>, tournaments: Vec<TournamentProgress>) {
+    /// The scheduler's view after it started what it could: the pairs with games still waiting
+    /// and each tournament's progress.
+    pub fn schedule_seen(&self, waiting: Vec<WaitingPair>, tournaments: Vec<TournamentProgress>) {
         if !self.is_enabled() {
             return;
         }
@@ -381,14 +447,17 @@ impl Live {
 
     /// Every game that has started, in start order.
     pub fn games(&self) -> Vec<Value> {
-        self.lock().games.iter().map(|s| s.game.summary()).collect()
+        self.lock().games.iter().map(Slot::summary).collect()
     }
 
-    /// One game.
-    pub fn game(&self, match_id: &str) -> Option<LiveGame> {
+    /// One game, if it has started.
+    pub fn game(&self, match_id: &str) -> Option<HeldGame> {
         let state = self.lock();
         let at = *state.index.get(match_id)?;
-        state.games.get(at).map(|s| s.game.clone())
+        state.games.get(at).map(|s| match s.moves_dropped {
+            Some(_) => HeldGame::Finished,
+            None => HeldGame::InMemory(s.game.clone()),
+        })
     }
 
     /// The last standings as `standings.json` text, if any game has finished this run (made
@@ -413,16 +482,11 @@ impl Live {
         Some(text)
     }
 
-    /// Games waiting to start and each tournament's progress.
-    pub fn schedule(&self) -> (Vec<WaitingGame>, Vec<TournamentProgress>) {
+    /// The pairs with games waiting to start and each tournament's progress, as the scheduler
+    /// last saw them (at most `SCHEDULE_EVERY` ago).
+    pub fn schedule(&self) -> (Vec<WaitingPair>, Vec<TournamentProgress>) {
         let state = self.lock();
-        let waiting = state
-            .waiting
-            .iter()
-            .filter(|w| !state.index.contains_key(&w.match_id))
-            .cloned()
-            .collect();
-        (waiting, state.tournaments.clone())
+        (state.waiting.clone(), state.tournaments.clone())
     }
 
     /// The games `name` is playing now.
@@ -495,21 +559,15 @@ mod tests {
     fn a_game_is_followed_from_start_to_end() {
         let live = Live::default();
         live.enable();
-        live.schedule_seen(
-            vec![WaitingGame {
-                match_id: "m".into(),
-                tournament: "t".into(),
-                game: GameId::Hex,
-                players: ["a".into(), "b".into()],
-            }],
-            Vec::new(),
-        );
+        let pair = WaitingPair {
+            tournament: "t".into(),
+            game: GameId::Hex,
+            players: ["a".into(), "b".into()],
+        };
+        live.schedule_seen(vec![pair.clone()], Vec::new());
+        assert_eq!(live.schedule().0, [pair]);
         let mut events = live.subscribe();
         live.game_started(game("m"));
-        assert!(
-            live.schedule().0.is_empty(),
-            "a started game no longer waits"
-        );
         live.move_played("m", "F6", 5, || "pos".into(), [995, 1000]);
         assert_eq!(live.playing("a"), vec!["m".to_string()]);
         live.game_ended("m", "first", "resign", Some("r.txt"));
@@ -518,7 +576,9 @@ mod tests {
             .map(|e| e.kind)
             .collect();
         assert_eq!(kinds, ["start", "move", "end"]);
-        let g = live.game("m").unwrap();
+        let Some(HeldGame::InMemory(g)) = live.game("m") else {
+            panic!("a game just finished is held");
+        };
         assert_eq!(g.moves, ["F6"]);
         assert_eq!(g.record.as_deref(), Some("r.txt"));
         assert_eq!(live.games()[0]["status"], "finished");
@@ -576,7 +636,42 @@ mod tests {
         }
         live.move_played("m", "F6", 1, || position(8), [1, 1]);
         assert!(plies(&mut events).is_empty(), "nobody follows m any more");
-        assert_eq!(live.game("m").unwrap().moves.len(), 8, "every move is kept");
+        let Some(HeldGame::InMemory(m)) = live.game("m") else {
+            panic!("a game in progress is held");
+        };
+        assert_eq!(m.moves.len(), 8, "every move is kept");
+    }
+
+    #[test]
+    fn only_the_latest_finished_games_keep_their_moves_in_memory() {
+        let live = Live::keeping_finished(2);
+        live.enable();
+        for id in ["g1", "g2", "g3"] {
+            live.game_started(game(id));
+            live.move_played(id, "F6", 1, String::new, [1, 1]);
+            live.move_played(id, "E7", 1, String::new, [1, 1]);
+        }
+        live.add_finished(LiveGame {
+            result: Some("first".into()),
+            ..game("old")
+        });
+        live.game_ended("g1", "first", "resign", Some("g1.txt"));
+        live.game_ended("g1", "first", "resign", Some("g1.txt"));
+        live.game_ended("g2", "second", "resign", Some("g2.txt"));
+        // Held: g1 and g2; "old" (finished first) was dropped when g2 finished.
+        assert_eq!(live.game("old"), Some(HeldGame::Finished));
+        assert!(matches!(live.game("g1"), Some(HeldGame::InMemory(g)) if g.moves.len() == 2));
+        live.game_ended("g3", "draw", "draw", Some("g3.txt"));
+        assert_eq!(live.game("g1"), Some(HeldGame::Finished));
+        assert!(matches!(live.game("g3"), Some(HeldGame::InMemory(_))));
+        let g1 = live
+            .games()
+            .into_iter()
+            .find(|g| g["match"] == "g1")
+            .unwrap();
+        assert_eq!(g1["ply"], 2, "the summary keeps the ply count");
+        assert_eq!(g1["status"], "finished");
+        assert_eq!(live.game("nope"), None);
     }
 
     #[test]

@@ -744,12 +744,17 @@ impl Scheduler {
         let mut waiting = Vec::new();
         let mut progress = Vec::new();
         for t in &self.tournaments {
-            waiting.extend(t.pending.iter().map(|p| super::live::WaitingGame {
-                match_id: p.game.id.clone(),
-                tournament: t.config.name.clone(),
-                game: t.config.game,
-                players: [p.game.first.clone(), p.game.second.clone()],
-            }));
+            // One entry per pair: a schedule can hold tens of thousands of games.
+            let mut pairs = std::collections::HashSet::new();
+            for p in &t.pending {
+                if pairs.insert((p.game.first.as_str(), p.game.second.as_str())) {
+                    waiting.push(super::live::WaitingPair {
+                        tournament: t.config.name.clone(),
+                        game: t.config.game,
+                        players: [p.game.first.clone(), p.game.second.clone()],
+                    });
+                }
+            }
             progress.push(super::live::TournamentProgress {
                 name: t.config.name.clone(),
                 game: t.config.game,

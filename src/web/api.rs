@@ -30,6 +30,18 @@ pub fn finished_games(out_dir: &Path) -> Vec<LiveGame> {
         .collect()
 }
 
+/// The finished game `match_id` from `out_dir/games.jsonl` (its first line), if there.
+pub fn finished_game(out_dir: &Path, match_id: &str) -> Option<LiveGame> {
+    let file = std::fs::File::open(out_dir.join("games.jsonl")).ok()?;
+    let quoted = format!("\"{match_id}\"");
+    std::io::BufRead::lines(std::io::BufReader::new(file))
+        .map_while(Result::ok)
+        .filter(|line| line.contains(&quoted))
+        .filter_map(|line| GameLine::from_text(&line).ok())
+        .find(|line| line.match_id == match_id)
+        .map(|line| game_of_line(&line))
+}
+
 /// A finished game from its games.jsonl line.
 pub fn game_of_line(line: &GameLine) -> LiveGame {
     let clocks = clocks_after(
@@ -291,6 +303,35 @@ pub fn content_disposition(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_finished_game_is_read_back_from_games_jsonl_by_its_match_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let line = |id: &str, moves: &[&str]| {
+            GameLine::from_json(&json!({
+                "match": id, "tournament": "t", "game": "hex", "first": "a", "second": "b",
+                "result": "first", "reason": "resign", "moves": moves, "think_ms": [5, 6],
+                "lag_ms": [0, 0], "rules": {"swap": false},
+                "clock": {"initial_ms": 1000, "increment_ms": 0, "move_limit_ms": null},
+                "started": "2026-11-22T21:00:00+00:00", "finished": "2026-11-22T21:01:00+00:00",
+                "record": format!("{id}.txt"),
+            }))
+            .unwrap()
+            .to_text()
+        };
+        // A match id that is a prefix of another must not match it.
+        let text = format!(
+            "{}\n{}\n{{\"torn",
+            line("t-g10", &["A1", "B2"]),
+            line("t-g1", &["F6", "E7"])
+        );
+        std::fs::write(dir.path().join("games.jsonl"), text).unwrap();
+        let game = finished_game(dir.path(), "t-g1").unwrap();
+        assert_eq!(game.moves, ["F6", "E7"]);
+        assert_eq!(game.record.as_deref(), Some("t-g1.txt"));
+        assert_eq!(game_detail(&game)["positions"].as_array().unwrap().len(), 3);
+        assert!(finished_game(dir.path(), "t-g2").is_none());
+    }
 
     #[test]
     fn record_names_with_folders_or_dots_are_refused() {

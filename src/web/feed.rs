@@ -20,7 +20,7 @@ use crate::server::live::{Live, LiveEvent};
 /// How often the league stream sends what happened.
 pub const BATCH_EVERY: Duration = Duration::from_millis(1000);
 /// Batches a stream may fall behind by before it is dropped as too slow.
-const BATCH_QUEUE: usize = 16;
+const BATCH_QUEUE: usize = 4;
 
 /// One event as Server-Sent Events text: `event: KIND`, `data: DATA`, a blank line.
 pub fn sse_text(kind: &str, data: &str) -> String {

@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::game::GameId;
 use crate::server::connection::ConnectionContext;
-use crate::server::live::Live;
+use crate::server::live::{HeldGame, Live};
 use crate::server::registry::Registry;
 
 /// The pages and assets, as shipped in the binary.
@@ -193,14 +193,25 @@ async fn game(
     State(context): State<WebContext>,
     Path(match_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let game = context
+    let held = context
         .live_view()
         .game(&match_id)
         .ok_or_else(|| ApiError::not_found(format!("no game {match_id:?} has started")))?;
-    // Replaying a long game takes a moment: off the runtime's threads.
-    let detail = tokio::task::spawn_blocking(move || api::game_detail(&game))
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let out_dir = context.config.server.out_dir.clone();
+    // Replaying a long game (or reading an older one back from games.jsonl) takes a moment:
+    // off the runtime's threads.
+    let detail = tokio::task::spawn_blocking(move || match held {
+        HeldGame::InMemory(game) => Some(api::game_detail(&game)),
+        HeldGame::Finished => api::finished_game(&out_dir, &match_id).map(|g| api::game_detail(&g)),
+    })
+    .await
+    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+    .ok_or_else(|| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the game is finished but its games.jsonl line cannot be read",
+        )
+    })?;
     Ok(Json(detail))
 }
 
