@@ -38,6 +38,53 @@ pub struct LiveEvent {
 /// schedule, and the scheduler wakes on every connection and finished game).
 const SCHEDULE_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
+/// A game's move texts in one string (a line each): a thousand games in progress would
+/// otherwise hold a heap block per move, beside the referees' own move logs. Serialised as a
+/// JSON array of strings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MoveTexts {
+    lines: String,
+    count: usize,
+}
+
+impl MoveTexts {
+    /// Appends a move text (a line break in it would split it: move texts have none).
+    pub fn push(&mut self, text: &str) {
+        self.lines.push_str(text);
+        self.lines.push('\n');
+        self.count += 1;
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The texts in order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.lines.lines()
+    }
+}
+
+impl<S: AsRef<str>> FromIterator<S> for MoveTexts {
+    fn from_iter<I: IntoIterator<Item = S>>(texts: I) -> MoveTexts {
+        let mut moves = MoveTexts::default();
+        for text in texts {
+            moves.push(text.as_ref());
+        }
+        moves
+    }
+}
+
+impl Serialize for MoveTexts {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
 /// A game as the web view knows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LiveGame {
@@ -47,7 +94,7 @@ pub struct LiveGame {
     pub players: [String; 2],
     pub rules: Value,
     pub clock: ClockSpec,
-    pub moves: Vec<String>,
+    pub moves: MoveTexts,
     pub think_ms: Vec<u64>,
     /// Both clocks after the last move (or at the start).
     pub clocks: [u64; 2],
@@ -201,7 +248,7 @@ impl LiveState {
             };
             if let Some(slot) = self.games.get_mut(oldest) {
                 slot.moves_dropped = Some(slot.game.moves.len());
-                slot.game.moves = Vec::new();
+                slot.game.moves = MoveTexts::default();
                 slot.game.think_ms = Vec::new();
             }
         }
@@ -317,7 +364,7 @@ impl Live {
             let Some(slot) = state.games.get_mut(at) else {
                 return;
             };
-            slot.game.moves.push(text.to_string());
+            slot.game.moves.push(text);
             slot.game.think_ms.push(think_ms);
             slot.game.clocks = clocks;
             if !followed && slot.published_in_batch == Some(batch) {
@@ -536,13 +583,30 @@ mod tests {
                 increment_ms: 0,
                 move_limit_ms: None,
             },
-            moves: Vec::new(),
+            moves: MoveTexts::default(),
             think_ms: Vec::new(),
             clocks: [1000, 1000],
             result: None,
             reason: None,
             record: None,
         }
+    }
+
+    #[test]
+    fn move_texts_keep_their_order_and_serialise_as_an_array() {
+        let mut moves: MoveTexts = ["F6", "E7"].into_iter().collect();
+        moves.push("A11");
+        assert_eq!(moves.len(), 3);
+        assert_eq!(moves.iter().collect::<Vec<_>>(), ["F6", "E7", "A11"]);
+        assert_eq!(
+            serde_json::to_value(&moves).unwrap(),
+            json!(["F6", "E7", "A11"])
+        );
+        assert!(MoveTexts::default().is_empty());
+        assert_eq!(
+            serde_json::to_value(MoveTexts::default()).unwrap(),
+            json!([])
+        );
     }
 
     #[test]
@@ -579,7 +643,7 @@ mod tests {
         let Some(HeldGame::InMemory(g)) = live.game("m") else {
             panic!("a game just finished is held");
         };
-        assert_eq!(g.moves, ["F6"]);
+        assert_eq!(g.moves.iter().collect::<Vec<_>>(), ["F6"]);
         assert_eq!(g.record.as_deref(), Some("r.txt"));
         assert_eq!(live.games()[0]["status"], "finished");
         assert!(live.game("never-started").is_none());

@@ -236,7 +236,7 @@ impl Referee {
             players: self.spec.players.clone(),
             rules: self.spec.rules.clone(),
             clock: self.spec.clock,
-            moves,
+            moves: moves.into_iter().collect(),
             think_ms,
             clocks: [ms(self.remaining[0]), ms(self.remaining[1])],
             result: None,

@@ -58,7 +58,7 @@ pub fn game_of_line(line: &GameLine) -> LiveGame {
         players: [line.first.clone(), line.second.clone()],
         rules: line.rules.clone(),
         clock: line.clock,
-        moves: line.moves.clone(),
+        moves: line.moves.iter().collect(),
         think_ms: line.think_ms.clone(),
         clocks,
         result: Some(line.result.as_str().to_string()),
@@ -97,7 +97,7 @@ pub fn game_detail(game: &LiveGame) -> Value {
     let mut positions = Vec::with_capacity(game.moves.len() + 1);
     if let Ok(mut position) = new_game(game.game, &game.rules) {
         positions.push(position.position_text());
-        for text in &game.moves {
+        for text in game.moves.iter() {
             if position.play_text(text).is_err() {
                 break;
             }
@@ -327,7 +327,7 @@ mod tests {
         );
         std::fs::write(dir.path().join("games.jsonl"), text).unwrap();
         let game = finished_game(dir.path(), "t-g1").unwrap();
-        assert_eq!(game.moves, ["F6", "E7"]);
+        assert_eq!(game.moves.iter().collect::<Vec<_>>(), ["F6", "E7"]);
         assert_eq!(game.record.as_deref(), Some("t-g1.txt"));
         assert_eq!(game_detail(&game)["positions"].as_array().unwrap().len(), 3);
         assert!(finished_game(dir.path(), "t-g2").is_none());
