@@ -179,7 +179,7 @@ impl Slot {
 #[derive(Debug, Clone, PartialEq)]
 pub enum HeldGame {
     /// Everything, moves included.
-    InMemory(LiveGame),
+    InMemory(Box<LiveGame>),
     /// A finished game whose moves were dropped from memory: read it from games.jsonl.
     Finished,
 }
@@ -503,7 +503,7 @@ impl Live {
         let at = *state.index.get(match_id)?;
         state.games.get(at).map(|s| match s.moves_dropped {
             Some(_) => HeldGame::Finished,
-            None => HeldGame::InMemory(s.game.clone()),
+            None => HeldGame::InMemory(Box::new(s.game.clone())),
         })
     }
 
