@@ -2,7 +2,7 @@
 //! opening per line, moves separated by spaces, as `arena replay` reads them), or the built-in set of each game. Every opening is
 //! checked against the rules in force before the match starts.
 //!
-//! How the built-in sets are made: from the start position, [`builtin_plies`] moves are played,
+//! How the built-in sets are made: from the start position, `GameId::builtin_opening_plies` moves are played,
 //! each chosen uniformly among the legal moves (for Connect6, those with every stone within
 //! three points of the centre) by a xorshift64 generator started from
 //! [`BUILTIN_SEED`]; walks that repeat an earlier opening are dropped, until [`BUILTIN_COUNT`]
@@ -16,27 +16,6 @@ use crate::game::{self, AnyGame, GameId};
 pub const BUILTIN_COUNT: usize = 50;
 /// The generator's seed (any fixed value; this one spells "arena").
 pub const BUILTIN_SEED: u64 = 0x0061_7265_6e61;
-
-/// Moves in each built-in opening.
-pub fn builtin_plies(game: GameId) -> usize {
-    match game {
-        GameId::Hex | GameId::Connect6 => 2,
-        GameId::Surakarta | GameId::Jiu => 4,
-    }
-}
-
-/// Whether a random walk of the built-in set may play `text`. Connect6 keeps every stone within
-/// three points of the centre (a 7×7 square, as contest openings do): a random stone on the
-/// edge gives games no engine would play, and some engines (Cloudict) fail on them.
-fn builtin_move_kept(game: GameId, text: &str) -> bool {
-    match game {
-        GameId::Connect6 => text.split(',').all(|stone| {
-            crate::game::coord::parse_point(stone.trim(), 19)
-                .is_ok_and(|p| p.col.abs_diff(9) <= 3 && p.row.abs_diff(9) <= 3)
-        }),
-        GameId::Hex | GameId::Surakarta | GameId::Jiu => true,
-    }
-}
 
 /// Why an openings file was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -106,7 +85,7 @@ pub fn builtin_openings(
     rules: &serde_json::Value,
 ) -> Result<Vec<Vec<String>>, OpeningError> {
     let start = start(game, rules)?;
-    let plies = builtin_plies(game);
+    let plies = game.builtin_opening_plies();
     let mut state = BUILTIN_SEED;
     let mut next = move || {
         state ^= state << 13;
@@ -126,7 +105,7 @@ pub fn builtin_openings(
             let legal: Vec<String> = position
                 .legal_move_texts()
                 .into_iter()
-                .filter(|text| builtin_move_kept(game, text))
+                .filter(|text| game.builtin_opening_move(text))
                 .collect();
             if legal.is_empty() {
                 break;
@@ -162,7 +141,7 @@ mod tests {
             let set = builtin_openings(game, &rules).unwrap();
             assert_eq!(set.len(), BUILTIN_COUNT, "{game}");
             for (i, opening) in set.iter().enumerate() {
-                assert_eq!(opening.len(), builtin_plies(game));
+                assert_eq!(opening.len(), game.builtin_opening_plies());
                 assert!(!set[..i].contains(opening), "{game}: repeated opening");
             }
             // Each replays under the rules, as an openings file would.

@@ -266,6 +266,16 @@ impl Rules for Connect6 {
     const GAME: GameId = GameId::Connect6;
     const ID: &'static str = "connect6";
     const RECORD_CODE: &'static str = "C6";
+    const BUILTIN_OPENING_PLIES: usize = 2;
+
+    /// Every stone within three points of the centre (a 7×7 square, as contest openings are):
+    /// a random stone on the edge gives games no engine would play, and some engines (Cloudict)
+    /// fail on them.
+    fn builtin_opening_move(mv: &Move) -> bool {
+        let centre = SIZE / 2;
+        mv.stones()
+            .all(|p| p.col.abs_diff(centre) <= 3 && p.row.abs_diff(centre) <= 3)
+    }
     const COLOURS: [char; 2] = ['B', 'W'];
     const STONES_PER_TURN: usize = 2;
 
@@ -533,6 +543,24 @@ mod tests {
         check_parsers_on, edited_text, junk_text, Prng, JUNK_ALPHABET,
     };
     use std::collections::HashSet;
+
+    #[test]
+    fn built_in_openings_keep_every_stone_near_the_centre() {
+        assert!(GameId::Connect6.builtin_opening_move("J10"));
+        assert!(GameId::Connect6.builtin_opening_move("G7,M13"));
+        assert!(
+            !GameId::Connect6.builtin_opening_move("J10,F6"),
+            "F6 is four off"
+        );
+        assert!(!GameId::Connect6.builtin_opening_move("A1"));
+        assert!(!GameId::Connect6.builtin_opening_move("junk"));
+        assert!(
+            GameId::Hex.builtin_opening_move("A1"),
+            "other games keep every move"
+        );
+        assert_eq!(GameId::Connect6.builtin_opening_plies(), 2);
+        assert_eq!(GameId::Jiu.builtin_opening_plies(), 4);
+    }
 
     fn pt(text: &str) -> Point {
         crate::game::coord::parse_point(text, SIZE).unwrap()

@@ -285,6 +285,7 @@ impl Rules for Hex {
     const GAME: GameId = GameId::Hex;
     const ID: &'static str = "hex";
     const RECORD_CODE: &'static str = "HEX";
+    const BUILTIN_OPENING_PLIES: usize = 2;
     const COLOURS: [char; 2] = ['R', 'B'];
 
     /// A `swap` move needs the swap rule.

@@ -746,6 +746,7 @@ impl Rules for Jiu {
     const GAME: GameId = GameId::Jiu;
     const ID: &'static str = "jiu";
     const RECORD_CODE: &'static str = "JIU";
+    const BUILTIN_OPENING_PLIES: usize = 4;
     const COLOURS: [char; 2] = ['W', 'B'];
 
     /// Sides alternate through the 196 placements, White (first) first; Black (second) makes

@@ -87,6 +87,17 @@ impl GameId {
         self.entry().stones_per_turn
     }
 
+    /// Moves in each built-in opening (`Rules::BUILTIN_OPENING_PLIES`).
+    pub fn builtin_opening_plies(self) -> usize {
+        self.entry().builtin_opening_plies
+    }
+
+    /// Whether the built-in opening sets may play the move `text` (`Rules::builtin_opening_move`;
+    /// false for a text that is not a move).
+    pub fn builtin_opening_move(self, text: &str) -> bool {
+        (self.entry().builtin_opening_move)(text)
+    }
+
     /// The rule options a game with these moves must have been played under
     /// (`Rules::rules_required_by`), `null` when the moves imply none.
     pub fn rules_required_by(self, moves: &[String]) -> serde_json::Value {
@@ -109,6 +120,8 @@ struct GameEntry {
     colours: [char; 2],
     mover_of_ply: fn(usize) -> Side,
     stones_per_turn: usize,
+    builtin_opening_plies: usize,
+    builtin_opening_move: fn(&str) -> bool,
     rules_required_by: fn(&[String]) -> serde_json::Value,
     start: StartFn,
     from_text: FromTextFn,
@@ -127,11 +140,18 @@ impl GameEntry {
             colours: R::COLOURS,
             mover_of_ply: R::mover_of_ply,
             stones_per_turn: R::STONES_PER_TURN,
+            builtin_opening_plies: R::BUILTIN_OPENING_PLIES,
+            builtin_opening_move: builtin_opening_text::<R>,
             rules_required_by: R::rules_required_by,
             start: boxed::<R>,
             from_text: boxed_from_text::<R>,
         }
     }
+}
+
+/// `Rules::builtin_opening_move` of a move text.
+fn builtin_opening_text<R: Rules>(text: &str) -> bool {
+    R::parse_move(text).is_ok_and(|mv| R::builtin_opening_move(&mv))
 }
 
 /// Sides alternate, first side first: the first side makes the odd plies (1-based).
@@ -441,6 +461,13 @@ pub trait Rules: Clone + Send + Sync + fmt::Debug + 'static {
     }
     /// Stones one turn may place; move text joins them with `,` (Connect6: 2).
     const STONES_PER_TURN: usize = 1;
+    /// Moves in each opening of the built-in opening sets (`arena match`).
+    const BUILTIN_OPENING_PLIES: usize;
+    /// Whether the built-in opening sets may play `mv` (their random walks keep to moves a
+    /// contest opening would have); every move by default.
+    fn builtin_opening_move(_mv: &Self::Move) -> bool {
+        true
+    }
     /// The rule options that a game with these moves (texts) must have been played under, for
     /// reading records that do not state their options; `null` by default (Hex: `swap` on when a
     /// move is `swap`).

@@ -234,6 +234,7 @@ impl Rules for Surakarta {
     const GAME: GameId = GameId::Surakarta;
     const ID: &'static str = "surakarta";
     const RECORD_CODE: &'static str = "SUR";
+    const BUILTIN_OPENING_PLIES: usize = 4;
     const COLOURS: [char; 2] = ['B', 'W'];
 
     /// 100 per piece more than the opponent.
