@@ -526,6 +526,13 @@ pub trait Rules: Clone + Send + Sync + fmt::Debug + 'static {
         moves.iter().map(|m| m.to_string()).collect()
     }
 
+    /// The move texts a person picks among in the web view (it builds a move from them by
+    /// clicking): `move_listing` by default; Jiu lists every square capture in full, one entry
+    /// per choice of removed stones.
+    fn move_choices(&self) -> Vec<String> {
+        self.move_listing()
+    }
+
     /// A rough static score of this position for `side` (higher is better) from material,
     /// lines or connection distance, for baseline engines. It never decides a game.
     fn heuristic(&self, side: Side) -> i64;
@@ -607,6 +614,8 @@ pub trait AnyGame: Send + Sync + fmt::Debug {
     fn play_text(&mut self, text: &str) -> Result<String, PlayError>;
     /// What `arena moves` prints for this position.
     fn move_listing(&self) -> Vec<String>;
+    /// `Rules::move_choices`: what the web view offers a person to click.
+    fn move_choices(&self) -> Vec<String>;
     /// The text of every legal move, in `Rules::legal_moves` order.
     fn legal_move_texts(&self) -> Vec<String>;
     fn perft(&self, depth: u32) -> u64;
@@ -655,6 +664,9 @@ impl<R: Rules> AnyGame for R {
     }
     fn move_listing(&self) -> Vec<String> {
         Rules::move_listing(self)
+    }
+    fn move_choices(&self) -> Vec<String> {
+        Rules::move_choices(self)
     }
     fn legal_move_texts(&self) -> Vec<String> {
         let mut moves = Vec::new();

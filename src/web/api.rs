@@ -129,10 +129,7 @@ pub fn game_detail(game: &LiveGame) -> Value {
 pub fn legal_moves(game: GameId, position: &str, rules: &Value) -> Result<Vec<String>, String> {
     let position =
         game_from_position_text(game, position, rules).map_err(|e| format!("bad position: {e}"))?;
-    Ok(match game {
-        GameId::Jiu => position.legal_move_texts(),
-        _ => position.move_listing(),
-    })
+    Ok(position.move_choices())
 }
 
 /// `standings.json` as last written to `out_dir` (or an empty table before the first game).
