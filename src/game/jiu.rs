@@ -980,8 +980,6 @@ impl Rules for Jiu {
     /// Every legal move in full: a capture once per choice of removed stones, so that the web
     /// view offers each as something to click.
     fn move_choices(&self) -> Vec<String> {
-        let mut moves = Vec::new();
-        self.legal_moves(&mut moves);
-        moves.iter().map(|m| m.to_string()).collect()
+        self.legal_move_texts()
     }
 }

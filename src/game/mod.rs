@@ -521,6 +521,11 @@ pub trait Rules: Clone + Send + Sync + fmt::Debug + 'static {
     /// The lines the `arena moves` tool prints for this position (NOTATION.md): by default every
     /// legal move's text. Connect6 lists the empty points; Jiu lists square captures with `+?`.
     fn move_listing(&self) -> Vec<String> {
+        self.legal_move_texts()
+    }
+
+    /// The text of every legal move, in `legal_moves` order.
+    fn legal_move_texts(&self) -> Vec<String> {
         let mut moves = Vec::new();
         self.legal_moves(&mut moves);
         moves.iter().map(|m| m.to_string()).collect()
@@ -669,9 +674,7 @@ impl<R: Rules> AnyGame for R {
         Rules::move_choices(self)
     }
     fn legal_move_texts(&self) -> Vec<String> {
-        let mut moves = Vec::new();
-        self.legal_moves(&mut moves);
-        moves.iter().map(|m| m.to_string()).collect()
+        Rules::legal_move_texts(self)
     }
     fn perft(&self, depth: u32) -> u64 {
         Rules::perft(self, depth)
