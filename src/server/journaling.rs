@@ -348,6 +348,25 @@ mod tests {
         moves
     }
 
+    #[test]
+    fn a_move_written_behind_reaches_the_file_with_nothing_else_queued() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (journal, path) = journal_in(dir.path(), MAX_QUEUED_BEHIND);
+        journal.append_behind(vec![JournalEntry::Started {
+            id: "t-r1-p1-g1".into(),
+            match_id: "t-r1-p1-g1".into(),
+            time: "2026-11-23T00:00:00+00:00".into(),
+        }]);
+        // The writer holds it for a group commit (`COMMIT_EVERY`), then writes it unasked. The
+        // bound is generous: this checks that it comes, not how fast.
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while journal.queued.load(Ordering::Relaxed) > 0 && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let text = std::fs::read_to_string(&path).expect("journal file");
+        assert!(text.contains("t-r1-p1-g1"), "{text}");
+    }
+
     #[tokio::test]
     async fn a_backed_up_journal_makes_a_move_wait_until_it_is_on_disk() {
         let dir = tempfile::tempdir().expect("temp dir");
