@@ -182,6 +182,9 @@ enum Command {
         think_max_ms: u64,
         #[arg(long, hide = true, default_value_t = 1)]
         seed: u64,
+        /// Internal (with --bots-only): follow this web view's events with --web-clients streams.
+        #[arg(long, hide = true)]
+        web_events: Option<std::net::SocketAddr>,
     },
     /// Print a strong random token to put in a `[[bot]]` of the config.
     Token,
@@ -462,6 +465,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             bots,
             think_max_ms,
             seed,
+            web_events,
         } => {
             if hog_only {
                 arena::bench::spin_forever();
@@ -473,6 +477,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                         bots,
                         think_max_ms,
                         seed,
+                        web_events: web_events.map(|addr| (addr, web_clients)),
                     },
                     &mut out,
                 )?;

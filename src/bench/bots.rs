@@ -45,6 +45,8 @@ pub struct BotsOptions {
     /// 0: reply at once; otherwise sleep a uniform random 0..=think_max_ms before replying.
     pub think_max_ms: u64,
     pub seed: u64,
+    /// The web view to follow, and with how many `/api/events` streams (none: `None`).
+    pub web_events: Option<(std::net::SocketAddr, usize)>,
 }
 
 /// What the load generator saw, printed as one JSON object.
@@ -381,14 +383,65 @@ pub fn quantile<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
         .copied()
 }
 
+/// Opens `count` `/api/events` streams on `addr` from a thread of their own (browsers, as far
+/// as the server can tell) and reads them until the server closes them; returns the bytes read
+/// in all.
+fn follow_events(addr: std::net::SocketAddr, count: usize) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return 0;
+        };
+        runtime.block_on(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut readers = tokio::task::JoinSet::new();
+            for _ in 0..count {
+                readers.spawn(async move {
+                    // The web view starts with the server: retry until it answers.
+                    let mut stream = loop {
+                        match tokio::net::TcpStream::connect(addr).await {
+                            Ok(s) => break s,
+                            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                        }
+                    };
+                    let request = format!("GET /api/events HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+                    if stream.write_all(request.as_bytes()).await.is_err() {
+                        return 0u64;
+                    }
+                    let mut buffer = vec![0u8; 16 * 1024];
+                    let mut total = 0u64;
+                    while let Ok(n) = stream.read(&mut buffer).await {
+                        if n == 0 {
+                            break;
+                        }
+                        total += n as u64;
+                    }
+                    total
+                });
+            }
+            let mut total = 0;
+            while let Some(read) = readers.join_next().await {
+                total += read.unwrap_or(0);
+            }
+            total
+        })
+    })
+}
+
 /// Runs `options.bots` bots (bots `2k` and `2k+1` play each other) until the referee closes
-/// every connection; writes a `BotsReport` as one JSON line to `out`.
+/// every connection, and follows the web view's events if asked; writes a `BotsReport` as one
+/// JSON line to `out`.
 pub fn run_bots(options: BotsOptions, out: &mut impl Write) -> Result<(), BenchError> {
     let script = Arc::new(connect6_draw_script()?);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| BenchError::Setup(format!("bots runtime: {e}")))?;
+    let web_streams = options
+        .web_events
+        .map(|(addr, count)| follow_events(addr, count));
     let options = Arc::new(options);
     let bots = options.bots;
     let stats: Vec<BotStats> = runtime.block_on(async {
@@ -423,6 +476,12 @@ pub fn run_bots(options: BotsOptions, out: &mut impl Write) -> Result<(), BenchE
         }
         all
     });
+    if let Some(streams) = web_streams {
+        // The streams end with the server; how much they read shows they were live.
+        if let Ok(bytes) = streams.join() {
+            tracing::info!(bytes, "web view event streams read");
+        }
+    }
     let mut relay: Vec<u32> = stats
         .iter()
         .flat_map(|s| s.relay_us.iter().copied())

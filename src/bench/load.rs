@@ -187,68 +187,36 @@ fn out_dir(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("arena-bench-{}-{name}", std::process::id()))
 }
 
-/// Starts the load generator: this same executable as `arena bench --bots-only`.
-pub(super) fn spawn_bots(exe: &Path, addr: &str, plan: &LoadPlan) -> Result<Child, BenchError> {
-    Command::new(exe)
+/// Starts the load generator: this same executable as `arena bench --bots-only`; with `web`,
+/// it also follows the web view's events at that address with `plan.web_clients` streams.
+pub(super) fn spawn_bots(
+    exe: &Path,
+    addr: &str,
+    plan: &LoadPlan,
+    web: Option<std::net::SocketAddr>,
+) -> Result<Child, BenchError> {
+    let mut command = Command::new(exe);
+    command
         .args(["bench", "--bots-only", "--server", addr])
         .arg("--bots")
         .arg((2 * plan.matches).to_string())
         .arg("--think-max-ms")
         .arg(plan.think_max_ms.to_string())
         .arg("--seed")
-        .arg(plan.seed.to_string())
+        .arg(plan.seed.to_string());
+    if let Some(web) = web {
+        command
+            .arg("--web-events")
+            .arg(web.to_string())
+            .arg("--web-clients")
+            .arg(plan.web_clients.to_string());
+    }
+    command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .map_err(|e| BenchError::Setup(format!("cannot start the load generator: {e}")))
-}
-
-/// Opens `count` `/api/events` streams on `addr` from a thread of their own (as browsers would
-/// be, outside the server's runtime) and reads them until the server closes them; returns the
-/// bytes read in all.
-fn follow_events(addr: std::net::SocketAddr, count: usize) -> std::thread::JoinHandle<u64> {
-    std::thread::spawn(move || {
-        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        else {
-            return 0;
-        };
-        runtime.block_on(async move {
-            use tokio::io::{AsyncReadExt, AsyncWriteExt};
-            let mut readers = tokio::task::JoinSet::new();
-            for _ in 0..count {
-                readers.spawn(async move {
-                    // The web view starts with the server: retry until it answers.
-                    let mut stream = loop {
-                        match tokio::net::TcpStream::connect(addr).await {
-                            Ok(s) => break s,
-                            Err(_) => sleep(Duration::from_millis(50)).await,
-                        }
-                    };
-                    let request = format!("GET /api/events HTTP/1.1\r\nHost: {addr}\r\n\r\n");
-                    if stream.write_all(request.as_bytes()).await.is_err() {
-                        return 0u64;
-                    }
-                    let mut buffer = vec![0u8; 16 * 1024];
-                    let mut total = 0u64;
-                    while let Ok(n) = stream.read(&mut buffer).await {
-                        if n == 0 {
-                            break;
-                        }
-                        total += n as u64;
-                    }
-                    total
-                });
-            }
-            let mut total = 0;
-            while let Some(read) = readers.join_next().await {
-                total += read.unwrap_or(0);
-            }
-            total
-        })
-    })
 }
 
 /// Runs one phase: server up, load generator connected, every match running, warm-up, window.
@@ -285,13 +253,13 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
     } else {
         None
     };
-    let web_clients = match &web {
-        Some(web) => {
-            let addr = web
-                .local_addr()
-                .map_err(|e| BenchError::Setup(format!("web view listener: {e}")))?;
-            Some(follow_events(addr, plan.web_clients))
-        }
+    // The event streams are followed by the load generator's process, as browsers would be:
+    // other processes, whose CPU and memory are not the server's.
+    let web_addr = match &web {
+        Some(web) => Some(
+            web.local_addr()
+                .map_err(|e| BenchError::Setup(format!("web view listener: {e}")))?,
+        ),
         None => None,
     };
     let server = tokio::spawn(crate::server::run_with_web(
@@ -313,7 +281,7 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
     sleep(Duration::from_millis(300)).await;
     let rss_idle_kib = rss_kib();
 
-    let mut child = spawn_bots(exe, &addr.to_string(), plan)?;
+    let mut child = spawn_bots(exe, &addr.to_string(), plan, web_addr)?;
     let mut child_out = child.stdout.take();
     let reader = std::thread::spawn(move || {
         let mut text = String::new();
@@ -368,12 +336,6 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
 
     shutdown.cancel();
     let summary = server.await;
-    if let Some(clients) = web_clients {
-        // The streams end with the server; how much they read shows they were live.
-        if let Ok(bytes) = clients.join() {
-            tracing::info!(bytes, "web view event streams read");
-        }
-    }
     probe::disable();
     let think = probe::take_think_samples();
     let referee_timeouts = probe::take_timeout_samples();

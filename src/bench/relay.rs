@@ -222,7 +222,7 @@ async fn measure(plan: &LoadPlan, exe: &Path) -> Result<RelayResult, BenchError>
         .map_err(|e| BenchError::Setup(format!("relay listener: {e}")))?;
     let stop = CancellationToken::new();
     let acceptor = tokio::spawn(accept(listener, relay.clone(), stop.clone()));
-    let mut child = spawn_bots(exe, &addr.to_string(), plan)?;
+    let mut child = spawn_bots(exe, &addr.to_string(), plan, None)?;
     let mut child_out = child.stdout.take();
     let reader = std::thread::spawn(move || {
         let mut text = String::new();
