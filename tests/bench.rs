@@ -1,6 +1,7 @@
 //! `arena bench --quick --json` through the real binary: it runs to the end (the load generator
 //! re-executed as a child process included) and prints one JSON object with every figure, each
-//! of a sane type. Speed is never asserted here: figures are read by people, not tests.
+//! of a sane type; with `--web-clients`, the load generator's event streams read the web view.
+//! Speed is never asserted here: figures are read by people, not tests.
 
 use std::io::Read;
 use std::process::{Command, Stdio};
@@ -15,10 +16,11 @@ fn number(report: &Value, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("{key} should be a number in {report}"))
 }
 
-#[test]
-fn quick_bench_prints_every_figure_as_json() {
+/// Runs `arena bench --quick --json` with `extra` arguments and returns its one JSON report.
+fn quick_bench(extra: &[&str]) -> Value {
     let mut child = Command::new(env!("CARGO_BIN_EXE_arena"))
         .args(["bench", "--quick", "--json"])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -44,7 +46,12 @@ fn quick_bench_prints_every_figure_as_json() {
     assert!(status.success(), "arena bench failed: {status}");
     let stdout = reader.join().expect("reader").expect("UTF-8 output");
     assert_eq!(stdout.lines().count(), 1, "one JSON line: {stdout}");
-    let report: Value = serde_json::from_str(&stdout).expect("the report is JSON");
+    serde_json::from_str(&stdout).expect("the report is JSON")
+}
+
+#[test]
+fn quick_bench_prints_every_figure_as_json() {
+    let report = quick_bench(&[]);
 
     for key in [
         "perft_surakarta_6_s",
@@ -69,6 +76,11 @@ fn quick_bench_prints_every_figure_as_json() {
     let expected = number(&report, "referee_moves_per_s") / number(&report, "relay_moves_per_s");
     assert!((ratio - expected).abs() < 0.01, "{ratio} vs {expected}");
     assert_eq!(report["hog"], false);
+    assert_eq!(
+        number(&report, "web_event_bytes"),
+        0.0,
+        "no web view, no streams"
+    );
     for key in [
         "move_overhead_us_p50",
         "move_overhead_us_p99",
@@ -110,4 +122,13 @@ fn quick_bench_prints_every_figure_as_json() {
             .unwrap_or_else(|| panic!("perft_nps.{game} in {report}"));
         assert!(v > 0.0, "perft_nps.{game} = {v}");
     }
+}
+
+#[test]
+fn quick_bench_with_the_web_view_on_follows_its_event_streams() {
+    let report = quick_bench(&["--web-clients", "2"]);
+    assert_eq!(report["web_clients"], 2);
+    // The load generator's streams read the league's events while the referee relayed moves.
+    assert!(number(&report, "web_event_bytes") > 0.0, "{report}");
+    assert!(number(&report, "referee_moves_per_s") > 0.0, "{report}");
 }

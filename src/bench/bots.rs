@@ -61,6 +61,9 @@ pub struct BotsReport {
     pub relay_us_p50: u64,
     pub relay_us_p99: u64,
     pub relay_samples: usize,
+    /// Bytes read from the web view's event streams (0 when none were followed).
+    #[serde(default)]
+    pub web_event_bytes: u64,
     pub games_ended: u64,
     pub timeouts_seen: u64,
     /// Games a bot lost on time having used at most `think_max_ms` by its own clock (from
@@ -476,12 +479,10 @@ pub fn run_bots(options: BotsOptions, out: &mut impl Write) -> Result<(), BenchE
         }
         all
     });
-    if let Some(streams) = web_streams {
-        // The streams end with the server; how much they read shows they were live.
-        if let Ok(bytes) = streams.join() {
-            tracing::info!(bytes, "web view event streams read");
-        }
-    }
+    // The streams end with the server; how much they read shows they were live.
+    let web_event_bytes = web_streams
+        .and_then(|streams| streams.join().ok())
+        .unwrap_or(0);
     let mut relay: Vec<u32> = stats
         .iter()
         .flat_map(|s| s.relay_us.iter().copied())
@@ -494,6 +495,7 @@ pub fn run_bots(options: BotsOptions, out: &mut impl Write) -> Result<(), BenchE
         relay_us_p50: quantile(&relay, 0.5).map_or(0, u64::from),
         relay_us_p99: quantile(&relay, 0.99).map_or(0, u64::from),
         relay_samples: relay.len(),
+        web_event_bytes,
         games_ended: stats.iter().map(|s| s.games_ended).sum(),
         timeouts_seen: stats.iter().map(|s| s.timeouts_seen).sum(),
         timeouts_within_plan: stats.iter().map(|s| s.timeouts_within_plan).sum(),

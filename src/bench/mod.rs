@@ -94,6 +94,8 @@ pub struct BenchReport {
     pub quick: bool,
     /// Clients following the web view's live events during the load phases (0: web view off).
     pub web_clients: usize,
+    /// Bytes those clients read from their event streams in the throughput phase.
+    pub web_event_bytes: u64,
     pub cores: usize,
     /// /proc/loadavg when the bench started (other work on the machine skews every figure).
     pub load_average: String,
@@ -391,6 +393,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         date,
         quick: options.quick,
         web_clients: options.web_clients,
+        web_event_bytes: instant.bots.web_event_bytes,
         cores,
         load_average,
         open_files_limit,
@@ -603,6 +606,14 @@ impl BenchReport {
             "  bot-seen relay (move written -> turn read) p50 {} us, p99 {} us",
             self.relay_latency_us_p50, self.relay_latency_us_p99
         )?;
+        if self.web_clients > 0 {
+            writeln!(
+                out,
+                "  web view: {} event streams read {:.1} MB (in the load generator's process)",
+                self.web_clients,
+                self.web_event_bytes as f64 / 1e6
+            )?;
+        }
         goal(
             out,
             "resident memory per match",
