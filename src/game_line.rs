@@ -89,6 +89,19 @@ impl GameLine {
         })
     }
 
+    /// The games of a games.jsonl file, in file order, read as they are needed. A missing file
+    /// has none; a line a crash cut short, or any line that is not a game, is skipped.
+    pub fn read_file(path: &std::path::Path) -> impl Iterator<Item = GameLine> {
+        let lines = std::fs::File::open(path)
+            .ok()
+            .map(|file| std::io::BufRead::lines(std::io::BufReader::new(file)));
+        lines
+            .into_iter()
+            .flatten()
+            .map_while(Result::ok)
+            .filter_map(|line| GameLine::from_text(&line).ok())
+    }
+
     /// Reads one line of games.jsonl text.
     pub fn from_text(line: &str) -> Result<GameLine, GameLineError> {
         let value: Value =

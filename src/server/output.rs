@@ -16,7 +16,7 @@
 
 use std::collections::HashSet;
 use std::fs;
-use std::io::{self, BufRead};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -92,14 +92,7 @@ impl Output {
     /// The games of games.jsonl, in file order. A line a crash cut short, or any line that is
     /// not a game, is skipped.
     pub fn read_games(&self) -> Vec<GameLine> {
-        let Ok(file) = fs::File::open(self.games_path()) else {
-            return Vec::new();
-        };
-        io::BufReader::new(file)
-            .lines()
-            .map_while(Result::ok)
-            .filter_map(|line| GameLine::from_text(&line).ok())
-            .collect()
+        GameLine::read_file(&self.games_path()).collect()
     }
 
     /// The games.jsonl line of a finished game whose record file is `record_name`.

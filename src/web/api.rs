@@ -19,12 +19,8 @@ use super::ApiError;
 /// Every finished game of `out_dir/games.jsonl`, in file order (lines that are not a whole game
 /// are skipped, as the server's own reader skips them).
 pub fn finished_games(out_dir: &Path) -> Vec<LiveGame> {
-    let Ok(text) = std::fs::read_to_string(out_dir.join("games.jsonl")) else {
-        return Vec::new();
-    };
     let mut seen = BTreeSet::new();
-    text.lines()
-        .filter_map(|line| GameLine::from_text(line).ok())
+    GameLine::read_file(&out_dir.join("games.jsonl"))
         .map(|line| game_of_line(&line))
         .filter(|g| seen.insert(g.match_id.clone()))
         .collect()
@@ -32,12 +28,7 @@ pub fn finished_games(out_dir: &Path) -> Vec<LiveGame> {
 
 /// The finished game `match_id` from `out_dir/games.jsonl` (its first line), if there.
 pub fn finished_game(out_dir: &Path, match_id: &str) -> Option<LiveGame> {
-    let file = std::fs::File::open(out_dir.join("games.jsonl")).ok()?;
-    let quoted = format!("\"{match_id}\"");
-    std::io::BufRead::lines(std::io::BufReader::new(file))
-        .map_while(Result::ok)
-        .filter(|line| line.contains(&quoted))
-        .filter_map(|line| GameLine::from_text(&line).ok())
+    GameLine::read_file(&out_dir.join("games.jsonl"))
         .find(|line| line.match_id == match_id)
         .map(|line| game_of_line(&line))
 }
