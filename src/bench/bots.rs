@@ -398,15 +398,20 @@ fn follow_events(addr: std::net::SocketAddr, count: usize) -> std::thread::JoinH
             return 0;
         };
         runtime.block_on(async move {
-            use tokio::io::{AsyncReadExt, AsyncWriteExt};
             let mut readers = tokio::task::JoinSet::new();
             for _ in 0..count {
                 readers.spawn(async move {
-                    // The web view starts with the server: retry until it answers.
+                    // The web view starts with the server: retry until it answers, for a while
+                    // (a web view that never answers must not keep this process alive).
+                    let mut attempts = 0;
                     let mut stream = loop {
                         match tokio::net::TcpStream::connect(addr).await {
                             Ok(s) => break s,
-                            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                            Err(_) if attempts < 200 => {
+                                attempts += 1;
+                                tokio::time::sleep(Duration::from_millis(50)).await
+                            }
+                            Err(_) => return 0u64,
                         }
                     };
                     let request = format!("GET /api/events HTTP/1.1\r\nHost: {addr}\r\n\r\n");
