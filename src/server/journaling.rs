@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::move_log::MoveLog;
+use super::move_log::SharedMoveLog;
 use crate::clock_settings::whole_ms as ms;
 use crate::config::{Config, Format};
 use crate::journal::{
@@ -310,18 +310,21 @@ impl MoveJournal {
     /// group commit (within `COMMIT_EVERY` and one fsync); a crash before that loses at most the last moves of a
     /// game in progress, which then resumes from its last journaled move. If the writer is
     /// backed up (a stalled disk), this waits until the move is on disk instead.
-    pub async fn record_last_move(&self, moves: &MoveLog, remaining: [Duration; 2]) {
-        let Some((text, think_ms, lag_ms)) = moves.last() else {
-            return;
-        };
-        let entry = JournalEntry::Move {
-            id: self.id.clone(),
-            ply: u32::try_from(moves.len()).unwrap_or(u32::MAX),
-            text: text.to_string(),
-            think_ms,
-            lag_ms,
-            first_clock_ms: ms(remaining[0]),
-            second_clock_ms: ms(remaining[1]),
+    pub async fn record_last_move(&self, moves: &SharedMoveLog, remaining: [Duration; 2]) {
+        let entry = {
+            let moves = moves.read();
+            let Some((text, think_ms, lag_ms)) = moves.last() else {
+                return;
+            };
+            JournalEntry::Move {
+                id: self.id.clone(),
+                ply: u32::try_from(moves.len()).unwrap_or(u32::MAX),
+                text: text.to_string(),
+                think_ms,
+                lag_ms,
+                first_clock_ms: ms(remaining[0]),
+                second_clock_ms: ms(remaining[1]),
+            }
         };
         if self.journal.is_backed_up() {
             self.journal.append(vec![entry]).await;
@@ -342,8 +345,8 @@ mod tests {
         (SharedJournal::with_limit(journal, limit), path)
     }
 
-    fn one_move() -> MoveLog {
-        let mut moves = MoveLog::default();
+    fn one_move() -> SharedMoveLog {
+        let moves = SharedMoveLog::default();
         moves.push("J10", Side::First, 120, 3);
         moves
     }

@@ -20,6 +20,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
+pub use super::move_log::{MoveLog, SharedMoveLog};
 use crate::game::GameId;
 use crate::protocol::ClockSpec;
 
@@ -38,53 +39,6 @@ pub struct LiveEvent {
 /// schedule, and the scheduler wakes on every connection and finished game).
 const SCHEDULE_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
-/// A game's move texts in one string (a line each): a thousand games in progress would
-/// otherwise hold a heap block per move, beside the referees' own move logs. Serialised as a
-/// JSON array of strings.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MoveTexts {
-    lines: String,
-    count: usize,
-}
-
-impl MoveTexts {
-    /// Appends a move text (a line break in it would split it: move texts have none).
-    pub fn push(&mut self, text: &str) {
-        self.lines.push_str(text);
-        self.lines.push('\n');
-        self.count += 1;
-    }
-
-    pub fn len(&self) -> usize {
-        self.count
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
-    }
-
-    /// The texts in order.
-    pub fn iter(&self) -> impl Iterator<Item = &str> {
-        self.lines.lines()
-    }
-}
-
-impl<S: AsRef<str>> FromIterator<S> for MoveTexts {
-    fn from_iter<I: IntoIterator<Item = S>>(texts: I) -> MoveTexts {
-        let mut moves = MoveTexts::default();
-        for text in texts {
-            moves.push(text.as_ref());
-        }
-        moves
-    }
-}
-
-impl Serialize for MoveTexts {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.iter())
-    }
-}
-
 /// A game as the web view knows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LiveGame {
@@ -94,8 +48,9 @@ pub struct LiveGame {
     pub players: [String; 2],
     pub rules: Value,
     pub clock: ClockSpec,
-    pub moves: MoveTexts,
-    pub think_ms: Vec<u64>,
+    /// The moves with their think times: while the game runs, its referee's own log (shared,
+    /// not copied).
+    pub moves: SharedMoveLog,
     /// Both clocks after the last move (or at the start).
     pub clocks: [u64; 2],
     /// `first`, `second` or `draw` once finished.
@@ -104,20 +59,50 @@ pub struct LiveGame {
     pub record: Option<String>,
 }
 
+/// An `/api/games` entry, however the game is held.
+#[derive(Serialize)]
+struct SummaryView<'a> {
+    #[serde(rename = "match")]
+    match_id: &'a str,
+    tournament: &'a str,
+    game: &'static str,
+    first: &'a str,
+    second: &'a str,
+    status: &'static str,
+    ply: usize,
+    result: Option<&'a str>,
+    reason: Option<&'a str>,
+}
+
+impl SummaryView<'_> {
+    fn json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
 impl LiveGame {
-    /// The `/api/games` entry.
+    /// The `/api/games` entry (locks the move log for its length: not to be called under the
+    /// live view's lock).
     pub fn summary(&self) -> Value {
-        json!({
-            "match": self.match_id,
-            "tournament": self.tournament,
-            "game": self.game.as_str(),
-            "first": self.players[0],
-            "second": self.players[1],
-            "status": if self.result.is_some() { "finished" } else { "playing" },
-            "ply": self.moves.len(),
-            "result": self.result,
-            "reason": self.reason,
-        })
+        self.summary_view(self.moves.len()).json()
+    }
+
+    fn summary_view(&self, ply: usize) -> SummaryView<'_> {
+        SummaryView {
+            match_id: &self.match_id,
+            tournament: &self.tournament,
+            game: self.game.as_str(),
+            first: &self.players[0],
+            second: &self.players[1],
+            status: if self.result.is_some() {
+                "finished"
+            } else {
+                "playing"
+            },
+            ply,
+            result: self.result.as_deref(),
+            reason: self.reason.as_deref(),
+        }
     }
 }
 
@@ -146,32 +131,96 @@ pub struct TournamentProgress {
 /// Finished games whose moves the live view keeps in memory, the latest ones; older finished
 /// games keep their summary only and are read back from games.jsonl when asked for (a league
 /// of many thousand games would otherwise hold every move of every game).
-pub const FINISHED_GAMES_KEPT: usize = 256;
+pub const FINISHED_GAMES_KEPT: usize = 64;
 
-/// A started game and the league batch in which its last `move` event was published.
+/// A `move` event's JSON besides its match id, move and position texts: field names, ply,
+/// clocks (an estimate; the buffer grows if it is short).
+const MOVE_EVENT_FIELDS_BYTES: usize = 120;
+
+/// A finished game whose moves were dropped from memory, as `/api/games` lists it: its match
+/// id (shared with the index) and numbers for its tournament, players, result and reason in
+/// the table's one list of names (about 60 bytes, where a whole game held a few hundred plus
+/// a heap block per name).
 #[derive(Debug)]
-struct Slot {
-    game: LiveGame,
-    published_in_batch: Option<u64>,
-    /// Set when the game's moves were dropped from memory: its ply count.
-    moves_dropped: Option<usize>,
+struct FinishedSummary {
+    match_id: Arc<str>,
+    tournament: NameId,
+    players: [NameId; 2],
+    result: Option<NameId>,
+    reason: Option<NameId>,
+    ply: u32,
+    game: GameId,
+}
+
+/// A name's place in `Names`.
+type NameId = u32;
+
+/// Tournament, bot, result and reason names, each stored once.
+#[derive(Debug, Default)]
+struct Names {
+    list: Vec<Arc<str>>,
+    ids: HashMap<Arc<str>, NameId>,
+}
+
+impl Names {
+    fn id(&mut self, name: &str) -> NameId {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = NameId::try_from(self.list.len()).unwrap_or(NameId::MAX);
+        let name: Arc<str> = Arc::from(name);
+        self.list.push(name.clone());
+        self.ids.insert(name, id);
+        id
+    }
+
+    fn get(&self, id: NameId) -> &str {
+        self.list.get(id as usize).map_or("", |n| n)
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.list.len()
+    }
+}
+
+impl FinishedSummary {
+    fn view<'a>(&'a self, names: &'a Names) -> SummaryView<'a> {
+        SummaryView {
+            match_id: &self.match_id,
+            tournament: names.get(self.tournament),
+            game: self.game.as_str(),
+            first: names.get(self.players[0]),
+            second: names.get(self.players[1]),
+            status: "finished",
+            ply: self.ply as usize,
+            result: self.result.map(|id| names.get(id)),
+            reason: self.reason.map(|id| names.get(id)),
+        }
+    }
+}
+
+/// A started game as the table holds it.
+#[derive(Debug)]
+enum Slot {
+    /// Running, or finished with its moves still held: the game, its ply count (kept here so
+    /// that the table never locks a move log under its own lock), and the league batch in
+    /// which its last `move` event was published.
+    Full {
+        game: Box<LiveGame>,
+        ply: usize,
+        published_in_batch: Option<u64>,
+    },
+    /// Finished, moves dropped (read back from games.jsonl when asked for).
+    Dropped(FinishedSummary),
 }
 
 impl Slot {
-    fn new(game: LiveGame) -> Slot {
-        Slot {
-            game,
-            published_in_batch: None,
-            moves_dropped: None,
+    fn summary(&self, names: &Names) -> Value {
+        match self {
+            Slot::Full { game, ply, .. } => game.summary_view(*ply).json(),
+            Slot::Dropped(summary) => summary.view(names).json(),
         }
-    }
-
-    fn summary(&self) -> Value {
-        let mut summary = self.game.summary();
-        if let Some(plies) = self.moves_dropped {
-            summary["ply"] = json!(plies);
-        }
-        summary
     }
 }
 
@@ -194,7 +243,9 @@ struct LiveState {
     finished_held: std::collections::VecDeque<usize>,
     /// How many of those to hold.
     finished_kept: usize,
-    index: HashMap<String, usize>,
+    index: HashMap<Arc<str>, usize>,
+    /// Tournament, player, result and reason names of the games in `Slot::Dropped`.
+    names: Names,
     waiting: Vec<WaitingPair>,
     tournaments: Vec<TournamentProgress>,
     /// Every tournament's standings as of the last finished game (pointers: the JSON text is
@@ -231,13 +282,31 @@ impl Default for Live {
 }
 
 impl LiveState {
-    /// Game `at` finished: hold its moves, dropping those of the oldest finished game held
-    /// once more than `finished_kept` are.
+    /// Adds a game that has started (or replaces an earlier start of the same match).
+    fn insert(&mut self, game: LiveGame, ply: usize) {
+        let at = self.index.get(game.match_id.as_str()).copied();
+        let slot = Slot::Full {
+            game: Box::new(game),
+            ply,
+            published_in_batch: None,
+        };
+        match at.and_then(|at| self.games.get_mut(at)) {
+            Some(old) => *old = slot,
+            None => {
+                let Slot::Full { game, .. } = &slot else {
+                    return;
+                };
+                let key: Arc<str> = Arc::from(game.match_id.as_str());
+                self.index.insert(key, self.games.len());
+                self.games.push(slot);
+            }
+        }
+    }
+
+    /// Game `at` finished: hold its moves, keeping only its summary for the oldest finished
+    /// game held once more than `finished_kept` are.
     fn hold_finished(&mut self, at: usize) {
-        let held = self
-            .games
-            .get(at)
-            .is_some_and(|s| s.moves_dropped.is_none());
+        let held = matches!(self.games.get(at), Some(Slot::Full { .. }));
         if !held || self.finished_held.contains(&at) {
             return;
         }
@@ -246,11 +315,30 @@ impl LiveState {
             let Some(oldest) = self.finished_held.pop_front() else {
                 break;
             };
-            if let Some(slot) = self.games.get_mut(oldest) {
-                slot.moves_dropped = Some(slot.game.moves.len());
-                slot.game.moves = MoveTexts::default();
-                slot.game.think_ms = Vec::new();
-            }
+            self.drop_moves(oldest);
+        }
+    }
+
+    /// Keeps only the summary of finished game `at`.
+    fn drop_moves(&mut self, at: usize) {
+        let Some(Slot::Full { game, ply, .. }) = self.games.get(at) else {
+            return;
+        };
+        let names = &mut self.names;
+        let summary = FinishedSummary {
+            match_id: match self.index.get_key_value(game.match_id.as_str()) {
+                Some((key, _)) => key.clone(),
+                None => Arc::from(game.match_id.as_str()),
+            },
+            tournament: names.id(&game.tournament),
+            players: [names.id(&game.players[0]), names.id(&game.players[1])],
+            result: game.result.as_deref().map(|r| names.id(r)),
+            reason: game.reason.as_deref().map(|r| names.id(r)),
+            ply: u32::try_from(*ply).unwrap_or(u32::MAX),
+            game: game.game,
+        };
+        if let Some(slot) = self.games.get_mut(at) {
+            *slot = Slot::Dropped(summary);
         }
     }
 }
@@ -305,49 +393,35 @@ impl Live {
 
     /// A game finished before this run (from games.jsonl), so that the web view lists it.
     pub fn add_finished(&self, game: LiveGame) {
+        let ply = game.moves.len();
         let mut state = self.lock();
-        if state.index.contains_key(&game.match_id) {
+        if state.index.contains_key(game.match_id.as_str()) {
             return;
         }
         let at = state.games.len();
-        state.index.insert(game.match_id.clone(), at);
-        state.games.push(Slot::new(game));
+        state.insert(game, ply);
         state.hold_finished(at);
     }
 
-    /// A referee started (or resumed) a game with `game.moves` already played.
+    /// A referee started (or resumed) a game with the moves in its log already played.
     pub fn game_started(&self, game: LiveGame) {
         if !self.is_enabled() {
             return;
         }
-        let summary = game.summary();
-        {
-            let mut state = self.lock();
-            let slot = Slot::new(game);
-            match state.index.get(&slot.game.match_id).copied() {
-                Some(at) => {
-                    if let Some(old) = state.games.get_mut(at) {
-                        *old = slot;
-                    }
-                }
-                None => {
-                    let at = state.games.len();
-                    state.index.insert(slot.game.match_id.clone(), at);
-                    state.games.push(slot);
-                }
-            }
-        }
+        let ply = game.moves.len();
+        let summary = game.summary_view(ply).json();
+        self.lock().insert(game, ply);
         self.publish("start", summary);
     }
 
-    /// A referee accepted `text` (`think_ms` charged); `clocks` are both sides' time left, and
-    /// `position` makes the position text after the move, called only if a `move` event is
-    /// published (see the module's note).
+    /// A referee accepted `text`, the game's move number `ply` (already in its move log);
+    /// `clocks` are both sides' time left, and `position` makes the position text after the
+    /// move, called only if a `move` event is published (see the module's note).
     pub fn move_played(
         &self,
         match_id: &str,
+        ply: usize,
         text: &str,
-        think_ms: u64,
         position: impl FnOnce() -> String,
         clocks: [u64; 2],
     ) {
@@ -355,24 +429,27 @@ impl Live {
             return;
         }
         let batch = self.shared.batch.load(Ordering::Relaxed);
-        let ply = {
+        {
             let mut state = self.lock();
             let followed = !state.followed.is_empty() && state.followed.contains_key(match_id);
             let Some(at) = state.index.get(match_id).copied() else {
                 return;
             };
-            let Some(slot) = state.games.get_mut(at) else {
+            let Some(Slot::Full {
+                game,
+                ply: held_ply,
+                published_in_batch,
+            }) = state.games.get_mut(at)
+            else {
                 return;
             };
-            slot.game.moves.push(text);
-            slot.game.think_ms.push(think_ms);
-            slot.game.clocks = clocks;
-            if !followed && slot.published_in_batch == Some(batch) {
+            *held_ply = ply;
+            game.clocks = clocks;
+            if !followed && *published_in_batch == Some(batch) {
                 return;
             }
-            slot.published_in_batch = Some(batch);
-            slot.game.moves.len()
-        };
+            *published_in_batch = Some(batch);
+        }
         #[derive(Serialize)]
         struct Clocks {
             first_ms: u64,
@@ -399,8 +476,19 @@ impl Live {
                 second_ms: clocks[1],
             },
         };
-        match serde_json::to_string(&event) {
-            Ok(data) => self.publish_text("move", data),
+        // Sized for the event (the league stream holds one per running game): a growing
+        // buffer would end up to twice the text's length.
+        let mut data = Vec::with_capacity(
+            MOVE_EVENT_FIELDS_BYTES + match_id.len() + text.len() + position.len(),
+        );
+        match serde_json::to_writer(&mut data, &event) {
+            Ok(()) => {
+                data.shrink_to_fit();
+                match String::from_utf8(data) {
+                    Ok(data) => self.publish_text("move", data),
+                    Err(e) => tracing::error!(error = %e, "a move event is not UTF-8"),
+                }
+            }
             Err(e) => tracing::error!(error = %e, "cannot serialise a move event"),
         }
     }
@@ -434,7 +522,7 @@ impl Live {
                 // A forfeit: the game never started, so the web view does not list it.
                 return;
             };
-            if let Some(Slot { game, .. }) = state.games.get_mut(at) {
+            if let Some(Slot::Full { game, .. }) = state.games.get_mut(at) {
                 game.result = Some(result.to_string());
                 game.reason = Some(reason.to_string());
                 game.record = record.map(str::to_string);
@@ -494,16 +582,21 @@ impl Live {
 
     /// Every game that has started, in start order.
     pub fn games(&self) -> Vec<Value> {
-        self.lock().games.iter().map(Slot::summary).collect()
+        let state = self.lock();
+        state
+            .games
+            .iter()
+            .map(|s| s.summary(&state.names))
+            .collect()
     }
 
     /// One game, if it has started.
     pub fn game(&self, match_id: &str) -> Option<HeldGame> {
         let state = self.lock();
         let at = *state.index.get(match_id)?;
-        state.games.get(at).map(|s| match s.moves_dropped {
-            Some(_) => HeldGame::Finished,
-            None => HeldGame::InMemory(Box::new(s.game.clone())),
+        state.games.get(at).map(|s| match s {
+            Slot::Dropped(_) => HeldGame::Finished,
+            Slot::Full { game, .. } => HeldGame::InMemory(game.clone()),
         })
     }
 
@@ -541,7 +634,10 @@ impl Live {
         self.lock()
             .games
             .iter()
-            .map(|s| &s.game)
+            .filter_map(|s| match s {
+                Slot::Full { game, .. } => Some(game),
+                Slot::Dropped(_) => None,
+            })
             .filter(|g| g.result.is_none() && g.players.iter().any(|p| p == name))
             .map(|g| g.match_id.clone())
             .collect()
@@ -570,6 +666,7 @@ impl Drop for Following {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::game::Side;
 
     fn game(id: &str) -> LiveGame {
         LiveGame {
@@ -583,8 +680,7 @@ mod tests {
                 increment_ms: 0,
                 move_limit_ms: None,
             },
-            moves: MoveTexts::default(),
-            think_ms: Vec::new(),
+            moves: SharedMoveLog::default(),
             clocks: [1000, 1000],
             result: None,
             reason: None,
@@ -592,29 +688,32 @@ mod tests {
         }
     }
 
-    #[test]
-    fn move_texts_keep_their_order_and_serialise_as_an_array() {
-        let mut moves: MoveTexts = ["F6", "E7"].into_iter().collect();
-        moves.push("A11");
-        assert_eq!(moves.len(), 3);
-        assert_eq!(moves.iter().collect::<Vec<_>>(), ["F6", "E7", "A11"]);
-        assert_eq!(
-            serde_json::to_value(&moves).unwrap(),
-            json!(["F6", "E7", "A11"])
-        );
-        assert!(MoveTexts::default().is_empty());
-        assert_eq!(
-            serde_json::to_value(MoveTexts::default()).unwrap(),
-            json!([])
-        );
+    /// What a referee does for a move: append it to the game's log, then tell the view.
+    fn play(
+        live: &Live,
+        log: &SharedMoveLog,
+        id: &str,
+        text: &str,
+        position: impl FnOnce() -> String,
+    ) {
+        log.push(text, Side::First, 1, 0);
+        live.move_played(id, log.len(), text, position, [1, 1]);
+    }
+
+    /// Starts game `id` and returns its move log (the referee's).
+    fn start(live: &Live, id: &str) -> SharedMoveLog {
+        let g = game(id);
+        let log = g.moves.clone();
+        live.game_started(g);
+        log
     }
 
     #[test]
     fn hooks_do_nothing_until_the_web_view_runs() {
         let live = Live::default();
         let mut events = live.subscribe();
-        live.game_started(game("m"));
-        live.move_played("m", "F6", 5, || "pos".into(), [995, 1000]);
+        let log = start(&live, "m");
+        play(&live, &log, "m", "F6", || "pos".into());
         assert!(live.games().is_empty());
         assert!(events.try_recv().is_err());
     }
@@ -631,9 +730,10 @@ mod tests {
         live.schedule_seen(vec![pair.clone()], Vec::new());
         assert_eq!(live.schedule().0, [pair]);
         let mut events = live.subscribe();
-        live.game_started(game("m"));
-        live.move_played("m", "F6", 5, || "pos".into(), [995, 1000]);
+        let log = start(&live, "m");
+        play(&live, &log, "m", "F6", || "pos".into());
         assert_eq!(live.playing("a"), vec!["m".to_string()]);
+        assert_eq!(live.games()[0]["ply"], 1);
         live.game_ended("m", "first", "resign", Some("r.txt"));
         live.game_ended("never-started", "first", "forfeit", None);
         let kinds: Vec<&str> = std::iter::from_fn(|| events.try_recv().ok())
@@ -643,7 +743,7 @@ mod tests {
         let Some(HeldGame::InMemory(g)) = live.game("m") else {
             panic!("a game just finished is held");
         };
-        assert_eq!(g.moves.iter().collect::<Vec<_>>(), ["F6"]);
+        assert_eq!(g.moves.read().texts_from(0), ["F6"]);
         assert_eq!(g.record.as_deref(), Some("r.txt"));
         assert_eq!(live.games()[0]["status"], "finished");
         assert!(live.game("never-started").is_none());
@@ -651,11 +751,32 @@ mod tests {
     }
 
     #[test]
+    fn the_view_reads_the_referees_log_rather_than_a_copy() {
+        let live = Live::default();
+        live.enable();
+        let log = start(&live, "m");
+        // Moves the view has not been told of yet are there too: it holds the same log.
+        log.push("F6", Side::First, 7, 0);
+        let Some(HeldGame::InMemory(g)) = live.game("m") else {
+            panic!("a running game is held");
+        };
+        assert_eq!(
+            g.moves.read().texts_and_think().collect::<Vec<_>>(),
+            [("F6", 7)]
+        );
+        assert_eq!(
+            g.summary()["ply"],
+            1,
+            "the game's own summary reads its log"
+        );
+    }
+
+    #[test]
     fn moves_are_published_once_a_batch_unless_someone_follows_the_game() {
         let live = Live::default();
         live.enable();
-        live.game_started(game("m"));
-        live.game_started(game("n"));
+        let m = start(&live, "m");
+        let n = start(&live, "n");
         let mut events = live.subscribe();
         let made = std::cell::Cell::new(0);
         let position = |ply: usize| {
@@ -668,7 +789,7 @@ mod tests {
                 .collect()
         };
         for ply in 1..=3 {
-            live.move_played("m", "F6", 1, || position(ply), [1, 1]);
+            play(&live, &m, "m", "F6", || position(ply));
         }
         assert_eq!(
             made.get(),
@@ -682,8 +803,8 @@ mod tests {
             "{first:?}"
         );
         live.next_batch();
-        live.move_played("m", "F6", 1, || position(4), [1, 1]);
-        live.move_played("m", "F6", 1, || position(5), [1, 1]);
+        play(&live, &m, "m", "F6", || position(4));
+        play(&live, &m, "m", "F6", || position(5));
         assert_eq!(
             plies(&mut events).len(),
             1,
@@ -691,19 +812,16 @@ mod tests {
         );
         {
             let _following = live.follow("m");
-            live.move_played("m", "F6", 1, || position(6), [1, 1]);
-            live.move_played("m", "F6", 1, || position(7), [1, 1]);
-            live.move_played("n", "A1", 1, || position(1), [1, 1]);
-            live.move_played("n", "A2", 1, || position(2), [1, 1]);
+            play(&live, &m, "m", "F6", || position(6));
+            play(&live, &m, "m", "F6", || position(7));
+            play(&live, &n, "n", "A1", || position(1));
+            play(&live, &n, "n", "A2", || position(2));
             let seen = plies(&mut events);
             assert_eq!(seen.len(), 3, "every move of m, the first of n: {seen:?}");
         }
-        live.move_played("m", "F6", 1, || position(8), [1, 1]);
+        play(&live, &m, "m", "F6", || position(8));
         assert!(plies(&mut events).is_empty(), "nobody follows m any more");
-        let Some(HeldGame::InMemory(m)) = live.game("m") else {
-            panic!("a game in progress is held");
-        };
-        assert_eq!(m.moves.len(), 8, "every move is kept");
+        assert_eq!(live.games()[0]["ply"], 8, "the summary counts every move");
     }
 
     #[test]
@@ -711,9 +829,9 @@ mod tests {
         let live = Live::keeping_finished(2);
         live.enable();
         for id in ["g1", "g2", "g3"] {
-            live.game_started(game(id));
-            live.move_played(id, "F6", 1, String::new, [1, 1]);
-            live.move_played(id, "E7", 1, String::new, [1, 1]);
+            let log = start(&live, id);
+            play(&live, &log, id, "F6", String::new);
+            play(&live, &log, id, "E7", String::new);
         }
         live.add_finished(LiveGame {
             result: Some("first".into()),
@@ -725,6 +843,7 @@ mod tests {
         // Held: g1 and g2; "old" (finished first) was dropped when g2 finished.
         assert_eq!(live.game("old"), Some(HeldGame::Finished));
         assert!(matches!(live.game("g1"), Some(HeldGame::InMemory(g)) if g.moves.len() == 2));
+        let g1_before = live.games().into_iter().find(|g| g["match"] == "g1");
         live.game_ended("g3", "draw", "draw", Some("g3.txt"));
         assert_eq!(live.game("g1"), Some(HeldGame::Finished));
         assert!(matches!(live.game("g3"), Some(HeldGame::InMemory(_))));
@@ -733,20 +852,36 @@ mod tests {
             .into_iter()
             .find(|g| g["match"] == "g1")
             .unwrap();
+        assert_eq!(
+            Some(&g1),
+            g1_before.as_ref(),
+            "the same summary, moves dropped"
+        );
         assert_eq!(g1["ply"], 2, "the summary keeps the ply count");
         assert_eq!(g1["status"], "finished");
+        assert_eq!(g1["reason"], "resign");
         assert_eq!(live.game("nope"), None);
+        assert_eq!(live.games().len(), 4);
+        let names = live.lock().names.len();
+        assert!(
+            std::mem::size_of::<Slot>() <= 64,
+            "a finished game costs the table at most 64 bytes besides its id"
+        );
+        assert_eq!(
+            names, 5,
+            "old's and g1's t, a, b, first and resign, once each"
+        );
     }
 
     #[test]
     fn a_receiver_that_falls_a_whole_queue_behind_is_told_so_and_publishing_never_waits() {
         let live = Live::default();
         live.enable();
-        live.game_started(game("m"));
+        let log = start(&live, "m");
         let _following = live.follow("m");
         let mut slow = live.subscribe();
         for ply in 0..EVENT_QUEUE + 10 {
-            live.move_played("m", "F6", 1, || format!("{ply}"), [1, 1]);
+            play(&live, &log, "m", "F6", || format!("{ply}"));
         }
         assert!(matches!(
             slow.try_recv(),

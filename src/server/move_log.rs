@@ -4,8 +4,14 @@
 //! A thousand matches at once each hold up to a few hundred moves. Kept as a `Vec<String>` plus
 //! three more vectors, a move cost about 70 bytes (a heap block per text, and the vectors'
 //! spare room); here it costs its text plus 16 bytes.
+//!
+//! The referee and the web view share one log per game (`SharedMoveLog`): the referee appends,
+//! the web view reads it when a browser asks for the game, and no second copy of the moves is
+//! kept while the game runs.
 
-use crate::game::Side;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::game::{GameId, Side};
 
 /// One move's bookkeeping (16 bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +52,6 @@ impl MoveLog {
         self.plies.len()
     }
 
-    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.plies.is_empty()
     }
@@ -83,14 +88,84 @@ impl MoveLog {
         ))
     }
 
+    /// Gives back the spare room the log grew into (a finished game that stays in memory).
+    pub fn shrink_to_fit(&mut self) {
+        self.texts.shrink_to_fit();
+        self.plies.shrink_to_fit();
+    }
+
+    /// Every move's text and think time, in order.
+    pub fn texts_and_think(&self) -> impl Iterator<Item = (&str, u64)> {
+        (0..self.len()).filter_map(|i| {
+            let ply = self.plies.get(i)?;
+            Some((self.text(i)?, u64::from(ply.think_ms)))
+        })
+    }
+
     /// Everything, as a finished game keeps it: texts, movers, think times, lag credits.
-    pub fn into_columns(self) -> (Vec<String>, Vec<Side>, Vec<u64>, Vec<u64>) {
+    pub fn columns(&self) -> (Vec<String>, Vec<Side>, Vec<u64>, Vec<u64>) {
         (
             self.texts_from(0),
             self.plies.iter().map(|p| p.mover).collect(),
             self.plies.iter().map(|p| u64::from(p.think_ms)).collect(),
             self.plies.iter().map(|p| u64::from(p.lag_ms)).collect(),
         )
+    }
+}
+
+/// One game's move log, shared by its referee (which appends) and the web view (which reads):
+/// cheap to clone, a short lock per access, never held across an `.await` (the guard cannot be
+/// sent between threads, so the compiler refuses that).
+#[derive(Debug, Clone, Default)]
+pub struct SharedMoveLog(Arc<Mutex<MoveLog>>);
+
+impl SharedMoveLog {
+    pub fn new(log: MoveLog) -> SharedMoveLog {
+        SharedMoveLog(Arc::new(Mutex::new(log)))
+    }
+
+    /// The log of a finished game as games.jsonl keeps it (who made each move follows from
+    /// the game; a missing think or lag time counts as 0).
+    pub fn of_finished(game: GameId, moves: &[String], think_ms: &[u64], lag_ms: &[u64]) -> Self {
+        let mut log = MoveLog::default();
+        for (ply, text) in moves.iter().enumerate() {
+            let at = |times: &[u64]| times.get(ply).copied().unwrap_or(0);
+            log.push(text, game.mover_of_ply(ply + 1), at(think_ms), at(lag_ms));
+        }
+        SharedMoveLog::new(log)
+    }
+
+    /// The log, locked for reading (appending goes through `push`).
+    pub fn read(&self) -> MutexGuard<'_, MoveLog> {
+        // A panic elsewhere while holding it leaves a log that is still whole: each push is
+        // one append.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Appends a move (see `MoveLog::push`).
+    pub fn push(&self, text: &str, mover: Side, think_ms: u64, lag_ms: u64) {
+        self.read().push(text, mover, think_ms, lag_ms);
+    }
+
+    /// Moves so far.
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.read().is_empty()
+    }
+}
+
+impl PartialEq for SharedMoveLog {
+    fn eq(&self, other: &SharedMoveLog) -> bool {
+        if Arc::ptr_eq(&self.0, &other.0) {
+            return true;
+        }
+        // One lock at a time: two logs locked together could deadlock with a caller comparing
+        // them the other way round.
+        let mine = self.read().clone();
+        *other.read() == mine
     }
 }
 
@@ -113,11 +188,45 @@ mod tests {
         assert_eq!(log.texts_from(1), vec!["K10,K11", "G7xG9xI9+B3"]);
         assert_eq!(log.texts_from(3), Vec::<String>::new());
         assert_eq!(log.last(), Some(("G7xG9xI9+B3", 7, 500)));
-        let (texts, movers, think, lag) = log.into_columns();
+        assert_eq!(
+            log.texts_and_think().collect::<Vec<_>>(),
+            [("J10", 120), ("K10,K11", 4000), ("G7xG9xI9+B3", 7)]
+        );
+        let (texts, movers, think, lag) = log.columns();
         assert_eq!(texts, vec!["J10", "K10,K11", "G7xG9xI9+B3"]);
         assert_eq!(movers, vec![Side::First, Side::Second, Side::Second]);
         assert_eq!(think, vec![120, 4000, 7]);
         assert_eq!(lag, vec![3, 0, 500]);
+    }
+
+    #[test]
+    fn a_shared_log_shows_every_holder_the_same_moves() {
+        let referee = SharedMoveLog::default();
+        let viewer = referee.clone();
+        referee.push("F6", Side::First, 10, 0);
+        assert_eq!(viewer.len(), 1);
+        assert_eq!(viewer.read().text(0), Some("F6"));
+        assert_eq!(referee, viewer);
+        let mut copy = MoveLog::default();
+        copy.push("F6", Side::First, 10, 0);
+        assert_eq!(
+            SharedMoveLog::new(copy.clone()),
+            referee,
+            "equal by content"
+        );
+        copy.push("E7", Side::Second, 10, 0);
+        assert_ne!(SharedMoveLog::new(copy), referee);
+    }
+
+    #[test]
+    fn a_finished_games_log_names_each_mover_from_the_game() {
+        let moves = ["J10".to_string(), "K10,K11".into(), "L12,L13".into()];
+        let log = SharedMoveLog::of_finished(GameId::Connect6, &moves, &[5, 6], &[]);
+        let (texts, movers, think, lag) = log.read().columns();
+        assert_eq!(texts, moves);
+        assert_eq!(movers, [Side::First, Side::Second, Side::First]);
+        assert_eq!(think, [5, 6, 0], "a missing think time is 0");
+        assert_eq!(lag, [0, 0, 0]);
     }
 
     #[test]

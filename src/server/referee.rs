@@ -19,7 +19,7 @@ use crate::protocol::{ErrorCode, RefereeMessage, TurnClock};
 
 use super::journaling::MoveJournal;
 use super::link::{BotLink, RefereeInput, WriteStamp};
-use super::move_log::MoveLog;
+use super::move_log::SharedMoveLog;
 use super::probe;
 use crate::clock_settings::whole_ms as ms;
 
@@ -87,7 +87,7 @@ impl FinishedGame {
         let (moves, think_ms, lag_ms, outcome) = match new_game(spec.game, &spec.rules) {
             Ok(mut game) => {
                 let replayed = replay(&spec, &mut game, resume);
-                let (moves, _, think_ms, lag_ms) = replayed.moves.into_columns();
+                let (moves, _, think_ms, lag_ms) = replayed.moves.read().columns();
                 (moves, think_ms, lag_ms, game.outcome())
             }
             Err(e) => {
@@ -205,7 +205,7 @@ struct Referee {
     /// from then; a busy server's own delay in writing it is not the bot's time). One per side,
     /// so that a line of the previous turn written late cannot restart the current one.
     turn_written: [Arc<WriteStamp>; 2],
-    moves: MoveLog,
+    moves: SharedMoveLog,
 }
 
 impl Referee {
@@ -226,9 +226,9 @@ impl Referee {
         );
     }
 
-    /// The game as the web view shows it at its start (or resumption).
+    /// The game as the web view shows it at its start (or resumption): its moves are this
+    /// referee's log, shared.
     fn live_game(&self) -> super::live::LiveGame {
-        let (moves, _, think_ms, _) = self.moves.clone().into_columns();
         super::live::LiveGame {
             match_id: self.spec.match_id.clone(),
             tournament: self.spec.tournament.clone(),
@@ -236,8 +236,7 @@ impl Referee {
             players: self.spec.players.clone(),
             rules: self.spec.rules.clone(),
             clock: self.spec.clock,
-            moves: moves.into_iter().collect(),
-            think_ms,
+            moves: self.moves.clone(),
             clocks: [ms(self.remaining[0]), ms(self.remaining[1])],
             result: None,
             reason: None,
@@ -247,11 +246,12 @@ impl Referee {
 
     /// Tells the web view of the move just accepted.
     fn publish_last_move(&self, live: &super::live::Live) {
-        if let Some((text, think_ms, _)) = self.moves.last() {
+        let moves = self.moves.read();
+        if let Some((text, _, _)) = moves.last() {
             live.move_played(
                 &self.spec.match_id,
+                moves.len(),
                 text,
-                think_ms,
                 || self.game.position_text(),
                 [ms(self.remaining[0]), ms(self.remaining[1])],
             );
@@ -267,7 +267,7 @@ impl Referee {
             opponent: self.spec.players[side.opponent().index()].clone(),
             rules: self.spec.rules.clone(),
             clock: self.spec.clock,
-            moves: self.moves.texts_from(0),
+            moves: self.moves.read().texts_from(0),
         };
         self.send(side, &message);
         self.reported[side.index()] = self.moves.len();
@@ -305,11 +305,15 @@ impl Referee {
     fn send_turn(&mut self, side: Side, stamped: bool) {
         let elapsed = Instant::now().saturating_duration_since(self.turn_started);
         let you = self.remaining[side.index()].saturating_sub(elapsed);
-        let from = self.reported[side.index()].min(self.moves.len());
+        let (moves, ply) = {
+            let log = self.moves.read();
+            let from = self.reported[side.index()].min(log.len());
+            (log.texts_from(from), log.len())
+        };
         let message = RefereeMessage::Turn {
             match_id: self.spec.match_id.clone(),
-            moves: self.moves.texts_from(from),
-            ply: u32::try_from(self.moves.len()).unwrap_or(u32::MAX),
+            moves,
+            ply: u32::try_from(ply).unwrap_or(u32::MAX),
             clock: TurnClock {
                 you_ms: ms(you),
                 opponent_ms: ms(self.remaining[side.opponent().index()]),
@@ -322,7 +326,7 @@ impl Referee {
                 link.send(&message);
             }
         }
-        self.reported[side.index()] = self.moves.len();
+        self.reported[side.index()] = ply;
     }
 
     /// The most think time the side to move may use on this move.
@@ -512,7 +516,7 @@ pub async fn run_match(
 /// a journal written by this server never holds).
 #[derive(Default)]
 struct Replayed {
-    moves: MoveLog,
+    moves: SharedMoveLog,
     /// Both clocks after the last move replayed.
     clocks: Option<[u64; 2]>,
 }
@@ -711,7 +715,7 @@ pub async fn run_journaled_match(
                 match_id: referee.spec.match_id.clone(),
                 result: result.to_string(),
                 reason: outcome.reason.as_str().to_string(),
-                moves: referee.moves.texts_from(0),
+                moves: referee.moves.read().texts_from(0),
             },
         );
     }
@@ -722,8 +726,12 @@ pub async fn run_journaled_match(
         moves = referee.moves.len(),
         "match ended"
     );
+    if journaling.live.is_some() {
+        // The web view keeps the latest finished games' logs for a while.
+        referee.moves.read().shrink_to_fit();
+    }
     // Who made each move follows from the game (`GameId::mover_of_ply`): not kept.
-    let (moves, _, think_ms, lag_ms) = referee.moves.into_columns();
+    let (moves, _, think_ms, lag_ms) = referee.moves.read().columns();
     Some(FinishedGame {
         spec: referee.spec,
         outcome,

@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::game::{game_from_position_text, new_game, GameId};
 use crate::game_line::GameLine;
 use crate::protocol::ClockSpec;
-use crate::server::live::LiveGame;
+use crate::server::live::{LiveGame, SharedMoveLog};
 use crate::server::registry::{BotStatus, Registry};
 
 use super::ApiError;
@@ -49,8 +49,7 @@ pub fn game_of_line(line: &GameLine) -> LiveGame {
         players: [line.first.clone(), line.second.clone()],
         rules: line.rules.clone(),
         clock: line.clock,
-        moves: line.moves.iter().collect(),
-        think_ms: line.think_ms.clone(),
+        moves: SharedMoveLog::of_finished(line.game, &line.moves, &line.think_ms, &line.lag_ms),
         clocks,
         result: Some(line.result.as_str().to_string()),
         reason: Some(line.reason.as_str().to_string()),
@@ -85,10 +84,17 @@ fn clocks_after(
 
 /// The `/api/games/{match}` answer: the game with every position after each move.
 pub fn game_detail(game: &LiveGame) -> Value {
-    let mut positions = Vec::with_capacity(game.moves.len() + 1);
+    // Copied out first: the referee appends to the same log, and replaying takes a while.
+    let (moves, think_ms): (Vec<String>, Vec<u64>) = game
+        .moves
+        .read()
+        .texts_and_think()
+        .map(|(text, think)| (text.to_string(), think))
+        .unzip();
+    let mut positions = Vec::with_capacity(moves.len() + 1);
     if let Ok(mut position) = new_game(game.game, &game.rules) {
         positions.push(position.position_text());
-        for text in game.moves.iter() {
+        for text in &moves {
             if position.play_text(text).is_err() {
                 break;
             }
@@ -105,8 +111,8 @@ pub fn game_detail(game: &LiveGame) -> Value {
         "rules": game.rules,
         "clock": clock,
         "status": if game.result.is_some() { "finished" } else { "playing" },
-        "moves": game.moves,
-        "think_ms": game.think_ms,
+        "moves": moves,
+        "think_ms": think_ms,
         "positions": positions,
         "clocks": {"first_ms": game.clocks[0], "second_ms": game.clocks[1]},
         "result": game.result,
@@ -315,7 +321,7 @@ mod tests {
         );
         std::fs::write(dir.path().join("games.jsonl"), text).unwrap();
         let game = finished_game(dir.path(), "t-g1").unwrap();
-        assert_eq!(game.moves.iter().collect::<Vec<_>>(), ["F6", "E7"]);
+        assert_eq!(game.moves.read().texts_from(0), ["F6", "E7"]);
         assert_eq!(game.record.as_deref(), Some("t-g1.txt"));
         assert_eq!(game_detail(&game)["positions"].as_array().unwrap().len(), 3);
         assert!(finished_game(dir.path(), "t-g2").is_none());

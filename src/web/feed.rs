@@ -24,11 +24,29 @@ const BATCH_QUEUE: usize = 4;
 
 /// One event as Server-Sent Events text: `event: KIND`, `data: DATA`, a blank line.
 pub fn sse_text(kind: &str, data: &str) -> String {
+    let mut text = String::with_capacity(sse_len(kind, data));
+    push_sse(&mut text, kind, data);
+    text
+}
+
+/// The length of `sse_text(kind, data)`.
+fn sse_len(kind: &str, data: &str) -> usize {
+    "event: \ndata: \n\n".len() + kind.len() + data.len()
+}
+
+/// Appends `sse_text(kind, data)` to `text`.
+fn push_sse(text: &mut String, kind: &str, data: &str) {
+    text.push_str("event: ");
+    text.push_str(kind);
+    text.push_str("\ndata: ");
     // JSON as the server writes it has no line breaks; a data line must not have any.
-    format!(
-        "event: {kind}\ndata: {}\n\n",
-        data.replace(['\n', '\r'], " ")
-    )
+    for (i, line) in data.split(['\n', '\r']).enumerate() {
+        if i > 0 {
+            text.push(' ');
+        }
+        text.push_str(line);
+    }
+    text.push_str("\n\n");
 }
 
 /// The match an event is about (its data's leading `"match"` field), if any.
@@ -86,9 +104,12 @@ impl Batch {
         if self.entries.is_empty() {
             return None;
         }
-        let mut text = String::new();
+        // Sized exactly: a thousand games' positions make a text of some hundred KB, which
+        // every stream holds until written.
+        let len = self.entries.iter().map(|e| sse_len(e.kind, &e.data)).sum();
+        let mut text = String::with_capacity(len);
         for event in self.entries.drain(..) {
-            text.push_str(&sse_text(event.kind, &event.data));
+            push_sse(&mut text, event.kind, &event.data);
         }
         self.pending_move.clear();
         self.pending_standings.clear();
@@ -182,6 +203,17 @@ mod tests {
         );
         assert!(text.starts_with("event: start\n"), "{text}");
         assert!(batch.take_text().is_none(), "a batch is sent once");
+    }
+
+    #[test]
+    fn an_event_is_one_data_line_whatever_its_text() {
+        assert_eq!(
+            sse_text("end", r#"{"a":1}"#),
+            "event: end\ndata: {\"a\":1}\n\n"
+        );
+        let text = sse_text("move", "{\"a\":\n1,\r\n\"b\":2}");
+        assert_eq!(text, "event: move\ndata: {\"a\": 1,  \"b\":2}\n\n");
+        assert_eq!(text.len(), sse_len("move", "{\"a\":\n1,\r\n\"b\":2}"));
     }
 
     #[test]
