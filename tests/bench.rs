@@ -57,6 +57,7 @@ fn quick_bench_prints_every_figure_as_json() {
         "perft_surakarta_6_s",
         "referee_moves_per_s",
         "rss_per_match_kib",
+        "heap_per_match_kib",
         "clock_error_ms_p99",
         "clock_error_ms_p50",
         "server_cpu_us_per_move",
@@ -68,6 +69,12 @@ fn quick_bench_prints_every_figure_as_json() {
         assert!(v.is_finite(), "{key} = {v}");
     }
     assert!(number(&report, "perft_surakarta_6_s") > 0.0);
+    if cfg!(all(target_os = "linux", target_env = "gnu")) {
+        assert!(
+            number(&report, "heap_per_match_kib") > 0.0,
+            "running matches hold heap"
+        );
+    }
     // Moves did flow: a referee that relayed nothing would report 0.
     assert!(number(&report, "referee_moves_per_s") > 0.0, "{report}");
     // The ceiling was measured with the same bots, so the ratio compares like with like.

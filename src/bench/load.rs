@@ -52,6 +52,10 @@ pub struct LoadResult {
     pub rss_loaded_kib: u64,
     /// Matches running when `rss_loaded_kib` was read.
     pub matches_at_rss: u64,
+    /// Heap in use (allocated and not freed) with the server idle and in the middle of the
+    /// window, when the allocator tells (glibc); else 0.
+    pub heap_idle_kib: u64,
+    pub heap_loaded_kib: u64,
     /// Matches running on average over the window (sampled every 100 ms); the rest of the
     /// pairs were between games (writing one game's output, starting the next).
     pub matches_running_mean: f64,
@@ -76,6 +80,19 @@ async fn sample_running(window: Duration) -> Vec<u64> {
         sleep(Duration::from_millis(100).min(end.saturating_duration_since(Instant::now()))).await;
     }
     samples
+}
+
+/// Heap this process has allocated and not freed, in KiB (glibc's `mallinfo2`), 0 if unknown:
+/// unlike the resident size, it leaves out memory the allocator holds freed.
+pub fn heap_in_use_kib() -> u64 {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 only reads the allocator's counters.
+        let info = unsafe { libc::mallinfo2() };
+        u64::try_from(info.uordblks + info.hblkhd).unwrap_or(0) / 1024
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    0
 }
 
 /// Resident memory of this process in KiB (Linux `/proc/self/statm`), 0 if unknown.
@@ -280,6 +297,7 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
     }
     sleep(Duration::from_millis(300)).await;
     let rss_idle_kib = rss_kib();
+    let heap_idle_kib = heap_in_use_kib();
 
     let mut child = spawn_bots(exe, &addr.to_string(), plan, web_addr)?;
     let mut child_out = child.stdout.take();
@@ -315,6 +333,7 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         let cpu_before = (own_cpu_us(), process_cpu_us(child.id()));
         let mut running = sample_running(plan.window / 2).await;
         let rss_loaded_kib = rss_kib();
+        let heap_loaded_kib = heap_in_use_kib();
         let matches_at_rss = probe::snapshot().matches_running;
         running.extend(sample_running(plan.window.saturating_sub(plan.window / 2)).await);
         let after = probe::snapshot();
@@ -328,7 +347,12 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
             before,
             after,
             window_s,
-            (rss_loaded_kib, matches_at_rss, running_mean),
+            (
+                rss_loaded_kib,
+                heap_loaded_kib,
+                matches_at_rss,
+                running_mean,
+            ),
             cpu,
         ))
     }
@@ -344,7 +368,7 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         before,
         after,
         window_s,
-        (rss_loaded_kib, matches_at_rss, matches_running_mean),
+        (rss_loaded_kib, heap_loaded_kib, matches_at_rss, matches_running_mean),
         (server_cpu_us, bots_cpu_us),
     ) = outcome?;
     let summary = summary
@@ -360,6 +384,8 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         rss_idle_kib,
         rss_loaded_kib,
         matches_at_rss,
+        heap_idle_kib,
+        heap_loaded_kib,
         matches_running_mean,
         server_cpu_us,
         bots_cpu_us,

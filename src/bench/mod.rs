@@ -143,6 +143,10 @@ pub struct BenchReport {
     pub rss_idle_mib: f64,
     pub rss_loaded_mib: f64,
     pub rss_per_match_kib: f64,
+    /// Heap in use per match (middle of the window − idle, over the matches running then):
+    /// the live data alone, without the freed memory the allocator keeps, so it varies less
+    /// between runs than `rss_per_match_kib`. 0 where the allocator does not tell.
+    pub heap_per_match_kib: f64,
     pub timed_think_max_ms: u64,
     pub timed_move_limit_ms: u64,
     pub timed_moves: usize,
@@ -452,6 +456,14 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         } else {
             0.0
         },
+        heap_per_match_kib: if instant.matches_at_rss > 0 {
+            instant
+                .heap_loaded_kib
+                .saturating_sub(instant.heap_idle_kib) as f64
+                / instant.matches_at_rss as f64
+        } else {
+            0.0
+        },
         timed_think_max_ms: timed_plan.think_max_ms,
         timed_move_limit_ms: timed_plan.move_limit_ms,
         timed_moves: charged.len(),
@@ -623,8 +635,8 @@ impl BenchReport {
         )?;
         writeln!(
             out,
-            "  (server process {:.1} MiB idle, {:.1} MiB loaded)",
-            self.rss_idle_mib, self.rss_loaded_mib
+            "  (server process {:.1} MiB idle, {:.1} MiB loaded; heap in use {:.1} KiB per match)",
+            self.rss_idle_mib, self.rss_loaded_mib, self.heap_per_match_kib
         )?;
         writeln!(
             out,
@@ -699,6 +711,8 @@ mod tests {
             rss_idle_kib: 0,
             rss_loaded_kib: 0,
             matches_at_rss: 0,
+            heap_idle_kib: 0,
+            heap_loaded_kib: 0,
             matches_running_mean: 0.0,
             server_cpu_us: 0,
             bots_cpu_us: 0,

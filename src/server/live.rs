@@ -10,6 +10,10 @@
 //! at most once a batch anyway, so a thousand fast games cost the referees a thousand events a
 //! second, not one per move.
 //!
+//! A running game's moves are not copied here: its `LiveGame` holds the referee's own move
+//! log (`SharedMoveLog`). Referees call in holding that log's lock, so the table never locks a
+//! move log while it holds its own lock (it keeps each game's ply count itself).
+//!
 //! Off unless the web view is on (`Live::enable`): then every hook returns at once.
 
 use std::collections::HashMap;
@@ -111,15 +115,15 @@ impl LiveGame {
 /// of fifty games each are a thousand entries, not fifty thousand).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WaitingPair {
-    pub tournament: String,
+    pub tournament: Arc<str>,
     pub game: GameId,
-    pub players: [String; 2],
+    pub players: [Arc<str>; 2],
 }
 
 /// A tournament's progress as the scheduler last saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TournamentProgress {
-    pub name: String,
+    pub name: Arc<str>,
     pub game: GameId,
     pub swiss: bool,
     pub finished: bool,

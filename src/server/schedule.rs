@@ -472,11 +472,21 @@ pub struct Scheduler {
     standings: Vec<Arc<TournamentStandings>>,
     /// The newest standings for the writer task (only the newest is kept).
     standings_tx: Option<tokio::sync::watch::Sender<StandingsSnapshot>>,
+    /// Every tournament and bot name, shared: what the web view is told waits names them
+    /// four times a second without a string each.
+    live_names: std::collections::HashSet<Arc<str>>,
     standings_writer: Option<tokio::task::JoinHandle<()>>,
     /// Where progress is told (the binary prints it).
     events: EventSink,
     /// Each bot's current run of losses by timeout or illegal move (what and where).
     faults: HashMap<String, Vec<String>>,
+}
+
+/// Every tournament's and bot's name in `config`, one shared copy each.
+fn tournaments_and_bots(config: &Config) -> std::collections::HashSet<Arc<str>> {
+    let tournaments = config.tournaments.iter().map(|t| t.name.as_str());
+    let bots = config.bots.iter().map(|b| b.name.as_str());
+    tournaments.chain(bots).map(Arc::from).collect()
 }
 
 impl Scheduler {
@@ -491,6 +501,7 @@ impl Scheduler {
         Scheduler {
             events,
             faults: HashMap::new(),
+            live_names: tournaments_and_bots(&config),
             config,
             registry,
             output,
@@ -743,20 +754,27 @@ impl Scheduler {
         }
         let mut waiting = Vec::new();
         let mut progress = Vec::new();
+        let name = |text: &str| -> Arc<str> {
+            self.live_names
+                .get(text)
+                .cloned()
+                .unwrap_or_else(|| Arc::from(text))
+        };
         for t in &self.tournaments {
+            let tournament = name(&t.config.name);
             // One entry per pair: a schedule can hold tens of thousands of games.
             let mut pairs = std::collections::HashSet::new();
             for p in &t.pending {
                 if pairs.insert((p.game.first.as_str(), p.game.second.as_str())) {
                     waiting.push(super::live::WaitingPair {
-                        tournament: t.config.name.clone(),
+                        tournament: tournament.clone(),
                         game: t.config.game,
-                        players: [p.game.first.clone(), p.game.second.clone()],
+                        players: [name(&p.game.first), name(&p.game.second)],
                     });
                 }
             }
             progress.push(super::live::TournamentProgress {
-                name: t.config.name.clone(),
+                name: tournament,
                 game: t.config.game,
                 swiss: t.swiss(),
                 finished: t.is_finished(),

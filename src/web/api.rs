@@ -159,7 +159,7 @@ pub fn bots(config: &Config, registry: &Registry) -> Value {
             .iter()
             .filter(|t| t.bots.iter().any(|b| b == &bot.name))
         {
-            let Some(p) = progress.iter().find(|p| p.name == t.name) else {
+            let Some(p) = progress.iter().find(|p| *p.name == *t.name) else {
                 continue;
             };
             if p.finished {
@@ -167,7 +167,7 @@ pub fn bots(config: &Config, registry: &Registry) -> Value {
             }
             let mine: Vec<_> = waiting
                 .iter()
-                .filter(|w| w.tournament == t.name && w.players.contains(&bot.name))
+                .filter(|w| *w.tournament == *t.name && w.players.iter().any(|p| **p == *bot.name))
                 .collect();
             if mine.is_empty() {
                 if p.swiss {
@@ -204,7 +204,7 @@ pub fn bots(config: &Config, registry: &Registry) -> Value {
             }
             let mut blocked = false;
             for w in &mine {
-                let Some(opponent) = w.players.iter().find(|p| **p != bot.name) else {
+                let Some(opponent) = w.players.iter().find(|p| ***p != *bot.name) else {
                     continue;
                 };
                 let them = status_of(opponent);
