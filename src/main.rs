@@ -912,9 +912,9 @@ fn main() -> ExitCode {
 /// Buffers of 128 KiB and more get pages of their own, given back to the system when freed.
 /// glibc otherwise raises that limit to the size of each such buffer freed, after which the
 /// web view's event batch (some hundred KB a second with a thousand games) and big standings
-/// texts come from the heap and leave it fragmented: with 50 event streams the server held
-/// 4–7 KiB more per match than its live data, against about 1 KiB with the limit fixed
-/// (docs/benchmarks.md).
+/// texts come from the heap and leave it fragmented, which showed as several KiB of resident
+/// memory per match in `arena bench` beyond the live data (docs/benchmarks.md, "Third
+/// sitting").
 fn keep_large_buffers_out_of_the_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets a malloc parameter; it runs before any other thread exists.
