@@ -64,6 +64,8 @@ fn quick_bench_prints_every_figure_as_json() {
         "window_s",
         "matches_running_mean",
         "clock_socket_wait_ms_p99",
+        "clock_turn_waited_in_bot_ms_p99",
+        "clock_error_referee_ms_p99",
     ] {
         let v = number(&report, key);
         assert!(v.is_finite(), "{key} = {v}");
@@ -115,6 +117,10 @@ fn quick_bench_prints_every_figure_as_json() {
     assert_eq!(report["quick"], true);
     assert_eq!(report["matches"], 100);
     assert!(report["timed_moves"].as_u64().unwrap_or(0) > 0, "{report}");
+    // The bots' kernel stamps their turns too, so the bot's own delay is told apart.
+    let stamped = report["bot_stamped_moves"].as_u64().unwrap_or(0);
+    assert!(stamped > 0, "{report}");
+    assert!(stamped <= report["timed_moves"].as_u64().unwrap_or(0), "{report}");
     assert!(report["bots_run_in"]
         .as_str()
         .is_some_and(|s| s.contains("--bots-only")));

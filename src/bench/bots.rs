@@ -24,6 +24,7 @@ use crate::game::connect6::SIZE;
 use crate::game::{new_game, EndReason, GameId, Point};
 use crate::protocol::{BotMessage, CappedLineCodec, Frame, MAX_LINE_BYTES, PROTOCOL_VERSION};
 use crate::server::probe::monotonic_us;
+use crate::server::ArrivalStampedRead;
 
 use super::BenchError;
 
@@ -74,12 +75,25 @@ pub struct BotsReport {
     /// process was held up past its planned think time).
     pub timeouts_overran: u64,
     pub errors_seen: u64,
-    /// Each game this process lost on time: match id, ply of the move it was on, when it read
-    /// that `turn` (machine-wide monotonic µs), the time it had used by its own clock (µs).
-    pub lost_on_time: Vec<(String, u32, u64, u64)>,
-    /// Each timed move: match id, ply, true think time in microseconds (from reading `turn` to
-    /// writing the move), and when `turn` was read (machine-wide monotonic µs).
-    pub think: Vec<(String, u32, u64, u64)>,
+    /// Each game this process lost on time: the move it was on, with the time it had used by
+    /// its own clock as `think_us` (to writing the move, or to reading `end` if it had not).
+    pub lost_on_time: Vec<TimedMove>,
+    /// Each timed move the bot made.
+    pub think: Vec<TimedMove>,
+}
+
+/// One move made after a planned think time, as the bot saw it (machine-wide monotonic µs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimedMove {
+    pub match_id: String,
+    pub ply: u32,
+    /// True think time: from reading `turn` to the write of the move returning.
+    pub think_us: u64,
+    /// When the bot's process read `turn`.
+    pub read_mono_us: u64,
+    /// When the bot's kernel received the bytes that completed `turn` (the receive stamp of
+    /// the read), if it stamped them: never earlier than the line's arrival.
+    pub arrived_mono_us: Option<u64>,
 }
 
 /// The moves of a Connect6 game that fills the board without six in a row (a draw by full
@@ -165,8 +179,8 @@ struct BotStats {
     timeouts_within_plan: u64,
     timeouts_overran: u64,
     errors_seen: u64,
-    think: Vec<(String, u32, u64, u64)>,
-    lost_on_time: Vec<(String, u32, u64, u64)>,
+    think: Vec<TimedMove>,
+    lost_on_time: Vec<TimedMove>,
 }
 
 /// A move waiting for its think time to pass.
@@ -174,6 +188,7 @@ struct Pending {
     due: Instant,
     read_at: Instant,
     read_mono_us: u64,
+    arrived_mono_us: Option<u64>,
     match_id: String,
     ply: u32,
 }
@@ -241,24 +256,37 @@ impl Bot {
         let parts = link.into_parts();
         let (read_half, mut write_half) = parts.io.into_split();
         let already_read = std::io::Cursor::new(parts.read_buf.to_vec());
+        // The kernel stamps what it receives, so the clock figures can tell the time `turn`
+        // waited in this process's socket from the referee's part.
+        let read_half = ArrivalStampedRead::new(read_half, true);
         let mut lines = FramedRead::new(
             already_read.chain(read_half),
             CappedLineCodec::new(MAX_LINE_BYTES),
         );
         let mut rng = SmallRng::seed_from_u64(self.options.seed ^ (self.index as u64) << 20);
         let mut pending: Option<Pending> = None;
-        // The last move this bot wrote: its ply, when it read that turn, its think time (µs).
-        let mut last_move = (0u32, 0u64, 0u64);
+        // The last move this bot wrote.
+        let mut last_move: Option<TimedMove> = None;
         loop {
             let due = pending.as_ref().map(|p| p.due);
             let frame = tokio::select! {
                 frame = timeout(IDLE_LIMIT, lines.next()) => frame,
                 _ = async { if let Some(at) = due { sleep_until(at).await } }, if due.is_some() => {
                     if let Some(p) = pending.take() {
+                        let sent = self.send_move(&mut write_half, &p.match_id, p.ply, &mut stats).await;
+                        // Measured once the move is written: a process held up between its
+                        // timer and its write has used that time too.
                         let think = u64::try_from(p.read_at.elapsed().as_micros()).unwrap_or(u64::MAX);
-                        stats.think.push((p.match_id.clone(), p.ply, think, p.read_mono_us));
-                        last_move = (p.ply, p.read_mono_us, think);
-                        if !self.send_move(&mut write_half, &p.match_id, p.ply, &mut stats).await {
+                        let made = TimedMove {
+                            match_id: p.match_id.clone(),
+                            ply: p.ply,
+                            think_us: think,
+                            read_mono_us: p.read_mono_us,
+                            arrived_mono_us: p.arrived_mono_us,
+                        };
+                        stats.think.push(made.clone());
+                        last_move = Some(made);
+                        if !sent {
                             break;
                         }
                     }
@@ -267,6 +295,10 @@ impl Bot {
             };
             let read_at = Instant::now();
             let read_mono_us = monotonic_us();
+            let arrived_mono_us = lines.get_ref().get_ref().1.last_arrival().map(|at| {
+                let age = read_at.saturating_duration_since(at).as_micros();
+                read_mono_us.saturating_sub(u64::try_from(age).unwrap_or(u64::MAX))
+            });
             let line = match frame {
                 Ok(Some(Ok(Frame::Line(line)))) => line,
                 Ok(Some(Ok(_))) => continue,
@@ -311,6 +343,7 @@ impl Bot {
                             due: read_at + Duration::from_millis(think),
                             read_at,
                             read_mono_us,
+                            arrived_mono_us,
                             match_id: match_id.to_string(),
                             ply,
                         });
@@ -321,24 +354,23 @@ impl Bot {
                     if message.reason == Some(EndReason::Timeout.as_str()) {
                         stats.timeouts_seen += 1;
                         if message.result == Some("loss") {
-                            let (ply, turn_read_mono_us, used_us) = match &pending {
-                                Some(p) => (
-                                    p.ply,
-                                    p.read_mono_us,
-                                    u64::try_from(
+                            let lost = match &pending {
+                                Some(p) => Some(TimedMove {
+                                    match_id: p.match_id.clone(),
+                                    ply: p.ply,
+                                    think_us: u64::try_from(
                                         read_at.saturating_duration_since(p.read_at).as_micros(),
                                     )
                                     .unwrap_or(u64::MAX),
-                                ),
-                                None => last_move,
+                                    read_mono_us: p.read_mono_us,
+                                    arrived_mono_us: p.arrived_mono_us,
+                                }),
+                                None => last_move.take(),
                             };
-                            if let Some(match_id) = message.match_id {
-                                stats.lost_on_time.push((
-                                    match_id.to_string(),
-                                    ply,
-                                    turn_read_mono_us,
-                                    used_us,
-                                ));
+                            let used_us = lost.as_ref().map_or(0, |m| m.think_us);
+                            if let (Some(mut lost), Some(match_id)) = (lost, message.match_id) {
+                                match_id.clone_into(&mut lost.match_id);
+                                stats.lost_on_time.push(lost);
                             }
                             if used_us <= self.options.think_max_ms.saturating_mul(1000) {
                                 stats.timeouts_within_plan += 1;

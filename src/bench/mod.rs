@@ -160,15 +160,24 @@ pub struct BenchReport {
     /// and move written by the bot -> received by the server (machine-wide monotonic clock).
     pub clock_turn_to_bot_ms_p99: f64,
     pub clock_move_to_server_ms_p99: f64,
+    /// Part of `clock_turn_to_bot_ms`: how long `turn` sat in the bot's socket after the bot's
+    /// kernel received it, before the bot's process read it (the bot machine's scheduling,
+    /// which no referee can see).
+    pub clock_turn_waited_in_bot_ms_p99: f64,
+    /// The clock error without that wait: what the referee charged minus the time from `turn`
+    /// reaching the bot's kernel to the move being written.
+    pub clock_error_referee_ms_p99: f64,
+    /// Moves in those two figures (those whose `turn` the bot's kernel stamped).
+    pub bot_stamped_moves: usize,
     /// In the clock phase: how long moves waited in the socket before being read (not charged).
     pub clock_socket_wait_ms_p99: f64,
     /// Clock phase: games a bot lost on time although, by its own clock, it had used at most
     /// 90% of the limit on that move (from reading `turn` to writing its move).
     pub false_timeouts: u64,
-    /// For each false timeout, how long its `turn` took from the referee writing it to the bot
-    /// reading it (ms, machine-wide monotonic clock; null where the referee's stamp is
-    /// missing): a bot reading its socket late loses time the referee cannot see.
-    pub false_timeout_turn_read_delay_ms: Vec<Option<f64>>,
+    /// For each false timeout, how long its `turn` took from the referee writing it to the
+    /// bot's kernel receiving it and to the bot's process reading it (null where the referee's
+    /// stamp is missing): a bot reading its socket late loses time the referee cannot see.
+    pub false_timeout_turn_delays: Vec<Option<TurnDelay>>,
     /// Clock phase: every game that ended on time, as the referees recorded them.
     pub timeouts_total: usize,
     /// Clock phase: games lost on time by a bot that had itself used more than 90% by its own
@@ -215,6 +224,10 @@ struct ClockErrors {
     uncredited: Vec<i64>,
     out: Vec<i64>,
     back: Vec<i64>,
+    /// Where the bot's kernel stamped its `turn`: how long the line waited in the bot's socket
+    /// before its process read it (part of "out"), and the charged error without that wait.
+    in_bot: Vec<i64>,
+    referee: Vec<i64>,
 }
 
 fn signed(v: u64) -> i64 {
@@ -232,45 +245,82 @@ fn clock_errors(result: &LoadResult) -> ClockErrors {
         uncredited: Vec::new(),
         out: Vec::new(),
         back: Vec::new(),
+        in_bot: Vec::new(),
+        referee: Vec::new(),
     };
-    for (match_id, ply, true_us, read_mono_us) in &result.bots.think {
-        if let Some(s) = server.get(&(match_id.as_str(), *ply)) {
-            let t = signed(*true_us);
-            e.charged.push(signed(s.think_us).saturating_sub(t));
+    for bot in &result.bots.think {
+        if let Some(s) = server.get(&(bot.match_id.as_str(), bot.ply)) {
+            let t = signed(bot.think_us);
+            let read = signed(bot.read_mono_us);
+            let charged = signed(s.think_us).saturating_sub(t);
+            e.charged.push(charged);
             e.uncredited.push(signed(s.elapsed_us).saturating_sub(t));
             let turn_written = signed(s.received_mono_us).saturating_sub(signed(s.elapsed_us));
-            e.out
-                .push(signed(*read_mono_us).saturating_sub(turn_written));
-            e.back.push(
-                signed(s.received_mono_us).saturating_sub(signed(*read_mono_us).saturating_add(t)),
-            );
+            e.out.push(read.saturating_sub(turn_written));
+            e.back
+                .push(signed(s.received_mono_us).saturating_sub(read.saturating_add(t)));
+            if let Some(arrived) = bot.arrived_mono_us {
+                let in_bot = read.saturating_sub(signed(arrived)).max(0);
+                e.in_bot.push(in_bot);
+                e.referee.push(charged.saturating_sub(in_bot));
+            }
         }
     }
-    for v in [&mut e.charged, &mut e.uncredited, &mut e.out, &mut e.back] {
+    for v in [
+        &mut e.charged,
+        &mut e.uncredited,
+        &mut e.out,
+        &mut e.back,
+        &mut e.in_bot,
+        &mut e.referee,
+    ] {
         v.sort_unstable();
     }
     e
 }
 
 /// For each game the load generator lost on time within its plan (at most `think_max_ms` by its
-/// own clock), the delay from the referee writing that `turn` to the bot reading it.
-fn false_timeout_read_delays(result: &LoadResult, think_max_ms: u64) -> Vec<Option<f64>> {
+/// own clock): its `turn`, from the referee writing it to the bot's kernel receiving it (where
+/// the bot's kernel stamped it) and to the bot's process reading it, in ms on the machine-wide
+/// monotonic clock; `None` where the referee kept no stamp.
+fn false_timeout_delays(result: &LoadResult, think_max_ms: u64) -> Vec<Option<TurnDelay>> {
     result
         .bots
         .lost_on_time
         .iter()
-        .filter(|(_, _, _, used_us)| *used_us <= think_max_ms.saturating_mul(1000))
-        .map(|(match_id, ply, read_mono_us, _)| {
+        .filter(|lost| lost.think_us <= think_max_ms.saturating_mul(1000))
+        .map(|lost| {
             result
                 .referee_timeouts
                 .iter()
-                .find(|t| t.match_id == *match_id && t.ply == *ply)
+                .find(|t| t.match_id == lost.match_id && t.ply == lost.ply)
                 .map(|t| {
-                    signed(*read_mono_us).saturating_sub(signed(t.turn_written_mono_us)) as f64
-                        / 1000.0
+                    let since_written =
+                        |at: u64| signed(at).saturating_sub(signed(t.turn_written_mono_us)) as f64 / 1000.0;
+                    TurnDelay {
+                        received_ms: lost.arrived_mono_us.map(since_written),
+                        read_ms: since_written(lost.read_mono_us),
+                        used_ms: lost.think_us as f64 / 1000.0,
+                        declared_ms: since_written(t.declared_mono_us),
+                        no_move_read: t.no_move_read,
+                    }
                 })
         })
         .collect()
+}
+
+/// How late a bot got a `turn` it then lost on time: after the referee wrote it, its kernel
+/// received it (if stamped) and its process read it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TurnDelay {
+    pub received_ms: Option<f64>,
+    pub read_ms: f64,
+    /// The time the bot had used by its own clock.
+    pub used_ms: f64,
+    /// When the referee declared the loss.
+    pub declared_ms: f64,
+    /// Declared when the settle window closed with no move read.
+    pub no_move_read: bool,
 }
 
 /// Runs every measurement, telling `progress` what it is doing.
@@ -382,6 +432,8 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         uncredited,
         out,
         back,
+        in_bot,
+        referee,
     } = clock_errors(&timed);
 
     let per_s = |n: u64, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
@@ -473,9 +525,12 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         clock_error_uncredited_ms_p99: quantile(&uncredited, 0.99).map_or(0.0, ms),
         clock_turn_to_bot_ms_p99: quantile(&out, 0.99).map_or(0.0, ms),
         clock_move_to_server_ms_p99: quantile(&back, 0.99).map_or(0.0, ms),
+        clock_turn_waited_in_bot_ms_p99: quantile(&in_bot, 0.99).map_or(0.0, ms),
+        clock_error_referee_ms_p99: quantile(&referee, 0.99).map_or(0.0, ms),
+        bot_stamped_moves: referee.len(),
         clock_socket_wait_ms_p99: timed.socket_wait_us.quantile(0.99).unwrap_or(0) as f64 / 1000.0,
         false_timeouts: timed.bots.timeouts_within_plan,
-        false_timeout_turn_read_delay_ms: false_timeout_read_delays(
+        false_timeout_turn_delays: false_timeout_delays(
             &timed,
             timed_plan.think_max_ms,
         ),
@@ -662,6 +717,13 @@ impl BenchReport {
         )?;
         writeln!(
             out,
+            "  turn waited in the bot's socket (its process's delay) p99 {:.3} ms; clock error without it p99 {:.3} ms ({} moves)",
+            self.clock_turn_waited_in_bot_ms_p99,
+            self.clock_error_referee_ms_p99,
+            self.bot_stamped_moves
+        )?;
+        writeln!(
+            out,
             "  not charged: moves waited in the socket before being read, p99 {:.3} ms",
             self.clock_socket_wait_ms_p99
         )?;
@@ -672,15 +734,25 @@ impl BenchReport {
             "0",
             self.false_timeouts == 0,
         )?;
-        if !self.false_timeout_turn_read_delay_ms.is_empty() {
+        if !self.false_timeout_turn_delays.is_empty() {
             let delays: Vec<String> = self
-                .false_timeout_turn_read_delay_ms
+                .false_timeout_turn_delays
                 .iter()
-                .map(|d| d.map_or("?".to_string(), |d| format!("{d:.1}")))
+                .map(|d| match d {
+                    None => "?".to_string(),
+                    Some(d) => format!(
+                        "{}/{:.1}/{:.1}/{:.1}{}",
+                        d.received_ms.map_or("?".to_string(), |r| format!("{r:.1}")),
+                        d.read_ms,
+                        d.read_ms + d.used_ms,
+                        d.declared_ms,
+                        if d.no_move_read { " (no move read)" } else { "" }
+                    ),
+                })
                 .collect();
             writeln!(
                 out,
-                "  each false timeout's turn, written -> read by the bot: {} ms",
+                "  each false timeout, ms after its turn was written: received by the bot's kernel / read by the bot / move written / loss declared: {}",
                 delays.join(", ")
             )?;
         }
@@ -702,7 +774,7 @@ mod tests {
     use super::*;
     use crate::server::probe::{Histogram, TimeoutSample};
 
-    fn result_with(think: Vec<ThinkSample>, bots: Vec<(String, u32, u64, u64)>) -> LoadResult {
+    fn result_with(think: Vec<ThinkSample>, bots: Vec<bots::TimedMove>) -> LoadResult {
         LoadResult {
             window_s: 1.0,
             moves_in_window: 0,
@@ -734,18 +806,37 @@ mod tests {
             match_id: "m1-r1-g1".into(),
             ply: 7,
             turn_written_mono_us: 10_000,
+            declared_mono_us: 260_000,
+            no_move_read: true,
         }];
+        let lost = |match_id: &str, ply, used_us, read_mono_us, arrived_mono_us| bots::TimedMove {
+            match_id: match_id.to_string(),
+            ply,
+            think_us: used_us,
+            read_mono_us,
+            arrived_mono_us,
+        };
         result.bots.lost_on_time = vec![
-            // Read 25 ms after it was written, used 180 ms by its own clock: false.
-            ("m1-r1-g1".into(), 7, 35_000, 180_000),
+            // Received 0.2 ms and read 25 ms after it was written, used 180 ms by its own
+            // clock: false, and the bot's process held the turn.
+            lost("m1-r1-g1", 7, 180_000, 35_000, Some(10_200)),
             // Used 230 ms by its own clock: it overran, not counted.
-            ("m2-r1-g1".into(), 3, 50_000, 230_000),
+            lost("m2-r1-g1", 3, 230_000, 50_000, None),
             // Within plan, but the referee kept no stamp for it.
-            ("m3-r1-g1".into(), 9, 50_000, 100_000),
+            lost("m3-r1-g1", 9, 100_000, 50_000, None),
         ];
         assert_eq!(
-            false_timeout_read_delays(&result, 180),
-            vec![Some(25.0), None]
+            false_timeout_delays(&result, 180),
+            vec![
+                Some(TurnDelay {
+                    received_ms: Some(0.2),
+                    read_ms: 25.0,
+                    used_ms: 180.0,
+                    declared_ms: 250.0,
+                    no_move_read: true,
+                }),
+                None
+            ]
         );
     }
 
@@ -769,10 +860,18 @@ mod tests {
                 received_mono_us: 99_000,
             },
         ];
+        let timed = |ply, think_us, read_mono_us, arrived_mono_us| bots::TimedMove {
+            match_id: "m1-r1-g1".to_string(),
+            ply,
+            think_us,
+            read_mono_us,
+            arrived_mono_us,
+        };
         let bots = vec![
-            ("m1-r1-g1".to_string(), 4, 50_000, 1_300),
+            // Its kernel received `turn` at 1_100: it waited 200 µs in the bot's socket.
+            timed(4, 50_000, 1_300, Some(1_100)),
             // No server sample for this one: left out.
-            ("m1-r1-g1".to_string(), 5, 10_000, 60_000),
+            timed(5, 10_000, 60_000, None),
         ];
         let e = clock_errors(&result_with(server, bots));
         assert_eq!(e.charged, vec![0]);
@@ -780,5 +879,7 @@ mod tests {
         assert_eq!(e.out, vec![300], "turn written at 1_000, read at 1_300");
         assert_eq!(e.back, vec![200], "written at 51_300, read at 51_500");
         assert_eq!(e.out[0] + e.back[0], e.uncredited[0]);
+        assert_eq!(e.in_bot, vec![200], "received at 1_100, read at 1_300");
+        assert_eq!(e.referee, vec![-200], "charged 0 over a true 50_000, less the 200 waited");
     }
 }

@@ -208,7 +208,14 @@ mod kernel {
             let room = buf.remaining().min(MAX_READ_BYTES);
             let unfilled = buf.initialize_unfilled_to(room);
             let control = &mut this.control.0;
+            // A read that leaves room in the buffer has drained the socket: it is reported to
+            // `try_io` as `WouldBlock` (its result kept in `short_read`), which clears the
+            // readiness, as tokio's own `poll_read` does after a short read. Without it every
+            // line would cost a second `recvmsg` that only finds the socket empty. Readiness
+            // that arrives meanwhile is not lost: tokio clears only the event this read saw.
+            let mut short_read = None;
             let read = stream.try_io(Interest::READABLE, || {
+                let room = unfilled.len();
                 let mut iov = [io::IoSliceMut::new(unfilled)];
                 let msg = recvmsg::<()>(
                     stream.as_raw_fd(),
@@ -225,8 +232,16 @@ mod kernel {
                         }
                     }
                 }
+                if msg.bytes > 0 && msg.bytes < room {
+                    short_read = Some((msg.bytes, stamp));
+                    return Err(io::ErrorKind::WouldBlock.into());
+                }
                 Ok((msg.bytes, stamp))
             });
+            let read = match (read, short_read) {
+                (Err(e), Some(done)) if e.kind() == io::ErrorKind::WouldBlock => Ok(done),
+                (read, _) => read,
+            };
             match read {
                 Ok((bytes, stamp)) => {
                     buf.advance(bytes);
@@ -346,6 +361,46 @@ mod tests {
         reader.read_to_end(&mut all).await.expect("read");
         writer.await.expect("writer");
         assert_eq!(all, payload);
+    }
+
+    /// A short read clears the socket's readiness (no second `recvmsg` per line): the next
+    /// line must still wake the reader, whether it comes while the reader waits or before.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn after_a_short_read_the_next_line_still_wakes_the_reader() {
+        let (mut client, server) = connected_pair().await;
+        let (read_half, _write_half) = server.into_split();
+        let mut reader = ArrivalStampedRead::new(read_half, true);
+        let mut buf = [0u8; 64];
+        for round in 0..300u32 {
+            let line = format!("line {round}\n");
+            if round % 2 == 0 {
+                // Written while the reader is already waiting.
+                let pending = reader.read(&mut buf);
+                let write = async {
+                    tokio::task::yield_now().await;
+                    client.write_all(line.as_bytes()).await.expect("write");
+                };
+                let (n, ()) = tokio::join!(
+                    async {
+                        tokio::time::timeout(Duration::from_secs(5), pending)
+                            .await
+                            .expect("the reader was woken")
+                            .expect("read")
+                    },
+                    write
+                );
+                assert_eq!(&buf[..n], line.as_bytes());
+            } else {
+                // Written before the reader asks.
+                client.write_all(line.as_bytes()).await.expect("write");
+                let n = tokio::time::timeout(Duration::from_secs(5), reader.read(&mut buf))
+                    .await
+                    .expect("the reader was woken")
+                    .expect("read");
+                assert_eq!(&buf[..n], line.as_bytes());
+            }
+        }
     }
 
     #[test]

@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 
-pub use arrival::kernel_receive_timestamps_refused;
+pub use arrival::{kernel_receive_timestamps_refused, ArrivalStampedRead};
 use connection::{serve_connection, ConnectionContext};
 use output::Output;
 use registry::Registry;

@@ -168,6 +168,11 @@ pub struct TimeoutSample {
     pub ply: u32,
     /// When its `turn` was written (its clock's start), machine-wide monotonic µs.
     pub turn_written_mono_us: u64,
+    /// When the loss was declared, machine-wide monotonic µs.
+    pub declared_mono_us: u64,
+    /// Declared because the settle window closed with no move read (not a move received after
+    /// the deadline).
+    pub no_move_read: bool,
 }
 
 struct Probe {
@@ -270,16 +275,20 @@ pub fn move_accepted(
 }
 
 /// A referee ended its match on time: move `ply` of `match_id`, whose clock started at
-/// `turn_start` (kept only with the think samples).
-pub fn timed_out(match_id: &str, ply: usize, turn_start: Instant) {
+/// `turn_start`; `no_move_read` when no move had been read by the end of the settle window
+/// (kept only with the think samples).
+pub fn timed_out(match_id: &str, ply: usize, turn_start: Instant, no_move_read: bool) {
     if !PROBE.enabled.load(Ordering::Relaxed) || !PROBE.keep_think.load(Ordering::Relaxed) {
         return;
     }
     let ago = micros(Instant::now().saturating_duration_since(turn_start));
+    let now = monotonic_us();
     let sample = TimeoutSample {
         match_id: match_id.to_string(),
         ply: u32::try_from(ply).unwrap_or(u32::MAX),
-        turn_written_mono_us: monotonic_us().saturating_sub(ago),
+        turn_written_mono_us: now.saturating_sub(ago),
+        declared_mono_us: now,
+        no_move_read,
     };
     PROBE
         .timeouts

@@ -623,6 +623,9 @@ pub async fn run_journaled_match(
         live.game_started(referee.live_game());
     }
 
+    // Whether a loss on time was declared because no move had come when the settle window
+    // closed (rather than a move received after the deadline).
+    let mut no_move_by_verdict = false;
     let outcome = 'play: {
         if let Some(outcome) = referee.game.outcome() {
             break 'play outcome;
@@ -685,6 +688,7 @@ pub async fn run_journaled_match(
                     if Instant::now() < referee.verdict_at(mover) {
                         continue;
                     }
+                    no_move_by_verdict = true;
                     break 'play Outcome::win(mover.opponent(), EndReason::Timeout);
                 }
                 _ = async { if let Some((at, _)) = grace { sleep_until(at).await } }, if grace.is_some() => {
@@ -701,6 +705,7 @@ pub async fn run_journaled_match(
             &referee.spec.match_id,
             referee.moves.len(),
             referee.turn_start(),
+            no_move_by_verdict,
         );
     }
     for side in [Side::First, Side::Second] {
