@@ -7,8 +7,11 @@
 //! A `move` event (with its position text, which costs the referee to make) is published for
 //! every move of a game someone follows (`follow`), and otherwise for the first move of each
 //! game after each league batch (`next_batch`): the league stream sends each game's position
-//! at most once a batch anyway, so a thousand fast games cost the referees a thousand events a
-//! second, not one per move.
+//! at most once a batch anyway, so fast games cost the referees one event a second each, not
+//! one per move. With more than `LEAGUE_BATCH_GAMES` games running, each game takes its turn
+//! in every n-th batch only (n = running games / `LEAGUE_BATCH_GAMES`, rounded up): a batch
+//! then holds about that many positions whatever the number of games, and a thousand games'
+//! boards on the league page are each redrawn every ten seconds instead of every second.
 //!
 //! A running game's moves are not copied here: its `LiveGame` holds the referee's own move
 //! log (`SharedMoveLog`). Referees call in holding that log's lock, so the table never locks a
@@ -136,6 +139,18 @@ pub struct TournamentProgress {
 /// games keep their summary only and are read back from games.jsonl when asked for (a league
 /// of many thousand games would otherwise hold every move of every game).
 pub const FINISHED_GAMES_KEPT: usize = 64;
+
+/// The running games whose latest position a league batch holds, at most (about; see the
+/// module's note). A thousand Connect6 positions would make a batch of about 700 KB, held by
+/// the server and sent to every browser each second.
+pub const LEAGUE_BATCH_GAMES: u64 = 100;
+
+/// Whether the game at `at` in start order takes its turn in league batch `batch` when each
+/// game has one batch in `stride`: games take turns by their place, so every batch holds an
+/// even share of them.
+fn in_its_batch(at: usize, batch: u64, stride: u64) -> bool {
+    (u64::try_from(at).unwrap_or(0).wrapping_add(batch)) % stride.max(1) == 0
+}
 
 /// A `move` event's JSON besides its match id, move and position texts: field names, ply,
 /// clocks (an estimate; the buffer grows if it is short).
@@ -267,6 +282,8 @@ struct Shared {
     enabled: AtomicBool,
     /// The league stream's current batch (see `next_batch`).
     batch: AtomicU64,
+    /// Each game's `move` events go into one league batch in this many (at least 1).
+    batch_stride: AtomicU64,
     /// When the waiting-games table was last rebuilt.
     schedule_seen_at: Mutex<Option<std::time::Instant>>,
     state: Mutex<LiveState>,
@@ -355,6 +372,7 @@ impl Live {
             shared: Arc::new(Shared {
                 enabled: AtomicBool::new(false),
                 batch: AtomicU64::new(0),
+                batch_stride: AtomicU64::new(1),
                 schedule_seen_at: Mutex::new(None),
                 state: Mutex::new(LiveState {
                     finished_kept: kept,
@@ -433,6 +451,7 @@ impl Live {
             return;
         }
         let batch = self.shared.batch.load(Ordering::Relaxed);
+        let stride = self.shared.batch_stride.load(Ordering::Relaxed).max(1);
         {
             let mut state = self.lock();
             let followed = !state.followed.is_empty() && state.followed.contains_key(match_id);
@@ -449,7 +468,9 @@ impl Live {
             };
             *held_ply = ply;
             game.clocks = clocks;
-            if !followed && *published_in_batch == Some(batch) {
+            if !followed
+                && (*published_in_batch == Some(batch) || !in_its_batch(at, batch, stride))
+            {
                 return;
             }
             *published_in_batch = Some(batch);
@@ -497,8 +518,20 @@ impl Live {
         }
     }
 
-    /// The league stream starts a new batch: each game's next move is published again.
+    /// The league stream starts a new batch: the next move of each game whose turn it is (all
+    /// of them while at most `LEAGUE_BATCH_GAMES` run) is published again.
     pub fn next_batch(&self) {
+        let running = self
+            .lock()
+            .games
+            .iter()
+            .filter(|slot| matches!(slot, Slot::Full { game, .. } if game.result.is_none()))
+            .count();
+        let stride = u64::try_from(running)
+            .unwrap_or(u64::MAX)
+            .div_ceil(LEAGUE_BATCH_GAMES)
+            .max(1);
+        self.shared.batch_stride.store(stride, Ordering::Relaxed);
         self.shared.batch.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -826,6 +859,53 @@ mod tests {
         play(&live, &m, "m", "F6", || position(8));
         assert!(plies(&mut events).is_empty(), "nobody follows m any more");
         assert_eq!(live.games()[0]["ply"], 8, "the summary counts every move");
+    }
+
+    #[test]
+    fn with_many_games_running_each_takes_its_turn_in_the_league_batches() {
+        let live = Live::default();
+        live.enable();
+        let count = usize::try_from(LEAGUE_BATCH_GAMES * 3).unwrap_or(300);
+        let logs: Vec<(String, SharedMoveLog)> = (0..count)
+            .map(|i| {
+                let id = format!("g{i}");
+                let log = start(&live, &id);
+                (id, log)
+            })
+            .collect();
+        let mut events = live.subscribe();
+        let mut published: Vec<u32> = vec![0; count];
+        for _ in 0..6 {
+            // 300 running games: each has one batch in three.
+            live.next_batch();
+            let mut in_batch = 0;
+            for (id, log) in &logs {
+                play(&live, log, id, "A1", || "pos".into());
+                play(&live, log, id, "A2", || "pos".into());
+            }
+            for event in std::iter::from_fn(|| events.try_recv().ok()) {
+                let at = event
+                    .data
+                    .split('"')
+                    .find_map(|s| s.strip_prefix('g'))
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .expect("a move event names its game");
+                published[at] += 1;
+                in_batch += 1;
+            }
+            assert_eq!(in_batch, LEAGUE_BATCH_GAMES, "a batch holds its share of the games");
+        }
+        assert!(
+            published.iter().all(|&n| n == 2),
+            "every game twice in six batches: {published:?}"
+        );
+        // A followed game still gets every move.
+        let _following = live.follow("g0");
+        let (id, log) = &logs[0];
+        for _ in 0..3 {
+            play(&live, log, id, "B1", || "pos".into());
+        }
+        assert_eq!(std::iter::from_fn(|| events.try_recv().ok()).count(), 3);
     }
 
     #[test]
