@@ -120,7 +120,10 @@ fn quick_bench_prints_every_figure_as_json() {
     // The bots' kernel stamps their turns too, so the bot's own delay is told apart.
     let stamped = report["bot_stamped_moves"].as_u64().unwrap_or(0);
     assert!(stamped > 0, "{report}");
-    assert!(stamped <= report["timed_moves"].as_u64().unwrap_or(0), "{report}");
+    assert!(
+        stamped <= report["timed_moves"].as_u64().unwrap_or(0),
+        "{report}"
+    );
     assert!(report["bots_run_in"]
         .as_str()
         .is_some_and(|s| s.contains("--bots-only")));

@@ -295,8 +295,9 @@ fn false_timeout_delays(result: &LoadResult, think_max_ms: u64) -> Vec<Option<Tu
                 .iter()
                 .find(|t| t.match_id == lost.match_id && t.ply == lost.ply)
                 .map(|t| {
-                    let since_written =
-                        |at: u64| signed(at).saturating_sub(signed(t.turn_written_mono_us)) as f64 / 1000.0;
+                    let since_written = |at: u64| {
+                        signed(at).saturating_sub(signed(t.turn_written_mono_us)) as f64 / 1000.0
+                    };
                     TurnDelay {
                         received_ms: lost.arrived_mono_us.map(since_written),
                         read_ms: since_written(lost.read_mono_us),
@@ -530,10 +531,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         bot_stamped_moves: referee.len(),
         clock_socket_wait_ms_p99: timed.socket_wait_us.quantile(0.99).unwrap_or(0) as f64 / 1000.0,
         false_timeouts: timed.bots.timeouts_within_plan,
-        false_timeout_turn_delays: false_timeout_delays(
-            &timed,
-            timed_plan.think_max_ms,
-        ),
+        false_timeout_turn_delays: false_timeout_delays(&timed, timed_plan.think_max_ms),
         timeouts_total: timed.timeouts,
         timeouts_bot_overran: timed.bots.timeouts_overran,
         bot_errors_seen: instant.bots.errors_seen + timed.bots.errors_seen,
@@ -746,7 +744,11 @@ impl BenchReport {
                         d.read_ms,
                         d.read_ms + d.used_ms,
                         d.declared_ms,
-                        if d.no_move_read { " (no move read)" } else { "" }
+                        if d.no_move_read {
+                            " (no move read)"
+                        } else {
+                            ""
+                        }
                     ),
                 })
                 .collect();
@@ -880,6 +882,10 @@ mod tests {
         assert_eq!(e.back, vec![200], "written at 51_300, read at 51_500");
         assert_eq!(e.out[0] + e.back[0], e.uncredited[0]);
         assert_eq!(e.in_bot, vec![200], "received at 1_100, read at 1_300");
-        assert_eq!(e.referee, vec![-200], "charged 0 over a true 50_000, less the 200 waited");
+        assert_eq!(
+            e.referee,
+            vec![-200],
+            "charged 0 over a true 50_000, less the 200 waited"
+        );
     }
 }

@@ -468,8 +468,7 @@ impl Live {
             };
             *held_ply = ply;
             game.clocks = clocks;
-            if !followed
-                && (*published_in_batch == Some(batch) || !in_its_batch(at, batch, stride))
+            if !followed && (*published_in_batch == Some(batch) || !in_its_batch(at, batch, stride))
             {
                 return;
             }
@@ -893,7 +892,10 @@ mod tests {
                 published[at] += 1;
                 in_batch += 1;
             }
-            assert_eq!(in_batch, LEAGUE_BATCH_GAMES, "a batch holds its share of the games");
+            assert_eq!(
+                in_batch, LEAGUE_BATCH_GAMES,
+                "a batch holds its share of the games"
+            );
         }
         assert!(
             published.iter().all(|&n| n == 2),
