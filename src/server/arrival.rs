@@ -290,12 +290,28 @@ mod tests {
         (client.expect("connect"), accepted.expect("accept").0)
     }
 
+    /// A client socket and the server side's reader (stamping or not), with the server's write
+    /// half kept open.
+    async fn reader_pair(
+        stamp: bool,
+    ) -> (
+        TcpStream,
+        ArrivalStampedRead,
+        tokio::net::tcp::OwnedWriteHalf,
+    ) {
+        let (client, server) = connected_pair().await;
+        let (read_half, write_half) = server.into_split();
+        (
+            client,
+            ArrivalStampedRead::new(read_half, stamp),
+            write_half,
+        )
+    }
+
     #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn a_read_is_stamped_with_the_arrival_not_the_read() {
-        let (mut client, server) = connected_pair().await;
-        let (read_half, _write_half) = server.into_split();
-        let mut reader = ArrivalStampedRead::new(read_half, true);
+        let (mut client, mut reader, _write_half) = reader_pair(true).await;
         assert!(reader.is_stamping(), "this kernel refuses SO_TIMESTAMPNS");
         // Linux switches packet stamping on a moment after the first socket asks for it (a
         // deferred static key): wait until a read comes back stamped.
@@ -334,9 +350,7 @@ mod tests {
 
     #[tokio::test]
     async fn without_stamping_reads_work_and_carry_no_stamp() {
-        let (mut client, server) = connected_pair().await;
-        let (read_half, _write_half) = server.into_split();
-        let mut reader = ArrivalStampedRead::new(read_half, false);
+        let (mut client, mut reader, _write_half) = reader_pair(false).await;
         assert!(!reader.is_stamping());
         client.write_all(b"x\n").await.expect("write");
         drop(client);
@@ -349,9 +363,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn a_stamped_reader_reads_everything_up_to_the_end_of_the_stream() {
-        let (mut client, server) = connected_pair().await;
-        let (read_half, _write_half) = server.into_split();
-        let mut reader = ArrivalStampedRead::new(read_half, true);
+        let (mut client, mut reader, _write_half) = reader_pair(true).await;
         let payload: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
         let sent = payload.clone();
         let writer = tokio::spawn(async move {
@@ -368,9 +380,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn after_a_short_read_the_next_line_still_wakes_the_reader() {
-        let (mut client, server) = connected_pair().await;
-        let (read_half, _write_half) = server.into_split();
-        let mut reader = ArrivalStampedRead::new(read_half, true);
+        let (mut client, mut reader, _write_half) = reader_pair(true).await;
         let mut buf = [0u8; 64];
         for round in 0..300u32 {
             let line = format!("line {round}\n");
