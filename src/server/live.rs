@@ -235,6 +235,11 @@ enum Slot {
 }
 
 impl Slot {
+    /// A game still being played (no result yet).
+    fn is_running(&self) -> bool {
+        matches!(self, Slot::Full { game, .. } if game.result.is_none())
+    }
+
     fn summary(&self, names: &Names) -> Value {
         match self {
             Slot::Full { game, ply, .. } => game.summary_view(*ply).json(),
@@ -256,6 +261,8 @@ pub enum HeldGame {
 struct LiveState {
     /// Games in start order.
     games: Vec<Slot>,
+    /// How many of them are still being played.
+    running: usize,
     /// How many streams follow each game (by match id) move by move.
     followed: HashMap<String, usize>,
     /// Finished games (index in `games`) whose moves are still held, oldest first.
@@ -306,6 +313,15 @@ impl LiveState {
     /// Adds a game that has started (or replaces an earlier start of the same match).
     fn insert(&mut self, game: LiveGame, ply: usize) {
         let at = self.index.get(game.match_id.as_str()).copied();
+        let was_running = at
+            .and_then(|at| self.games.get(at))
+            .is_some_and(Slot::is_running);
+        if was_running {
+            self.running -= 1;
+        }
+        if game.result.is_none() {
+            self.running += 1;
+        }
         let slot = Slot::Full {
             game: Box::new(game),
             ply,
@@ -520,12 +536,7 @@ impl Live {
     /// The league stream starts a new batch: the next move of each game whose turn it is (all
     /// of them while at most `LEAGUE_BATCH_GAMES` run) is published again.
     pub fn next_batch(&self) {
-        let running = self
-            .lock()
-            .games
-            .iter()
-            .filter(|slot| matches!(slot, Slot::Full { game, .. } if game.result.is_none()))
-            .count();
+        let running = self.lock().running;
         let stride = u64::try_from(running)
             .unwrap_or(u64::MAX)
             .div_ceil(LEAGUE_BATCH_GAMES)
@@ -559,9 +570,13 @@ impl Live {
                 return;
             };
             if let Some(Slot::Full { game, .. }) = state.games.get_mut(at) {
+                let was_running = game.result.is_none();
                 game.result = Some(result.to_string());
                 game.reason = Some(reason.to_string());
                 game.record = record.map(str::to_string);
+                if was_running {
+                    state.running -= 1;
+                }
                 state.hold_finished(at);
             }
         }
@@ -901,7 +916,20 @@ mod tests {
             published.iter().all(|&n| n == 2),
             "every game twice in six batches: {published:?}"
         );
-        // A followed game still gets every move.
+        // Once most have finished, the rest are in every batch again.
+        for (id, _) in logs.iter().skip(50) {
+            live.game_ended(id, "draw", "move_limit", None);
+        }
+        live.next_batch();
+        for (id, log) in logs.iter().take(50) {
+            play(&live, log, id, "C1", || "pos".into());
+        }
+        let moved = std::iter::from_fn(|| events.try_recv().ok())
+            .filter(|e| e.kind == "move")
+            .count();
+        assert_eq!(moved, 50, "50 running games: each in every batch");
+        // A followed game gets every move.
+        live.next_batch();
         let _following = live.follow("g0");
         let (id, log) = &logs[0];
         for _ in 0..3 {
