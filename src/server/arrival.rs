@@ -20,7 +20,8 @@
 
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -45,6 +46,42 @@ pub fn kernel_receive_timestamps_refused() -> bool {
 /// smoothed average that moves slowly, and asking costs a system call per move.
 const RTT_REFRESH: Duration = Duration::from_millis(250);
 
+/// When a connection's reader last had read, and handed on to its referees, everything the
+/// kernel had received: shared with the referees, which wait for it before declaring a loss
+/// on time, so that a move that reached a busy server before the deadline is not lost because
+/// the server had not read it yet. Set by the stamped reader (which sees its system calls)
+/// when a read finds the socket empty, or, for a read that emptied it, when the line reader
+/// asks for more (every line of that read handed on).
+#[derive(Debug, Default)]
+pub struct ReadProgress {
+    /// Microseconds since `progress_base()`, plus one; 0: never.
+    drained_at: AtomicU64,
+}
+
+/// The instant `ReadProgress` counts from (the first time one is used).
+fn progress_base() -> std::time::Instant {
+    static BASE: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    *BASE.get_or_init(std::time::Instant::now)
+}
+
+impl ReadProgress {
+    /// A read that began at `at` found the socket empty or emptied it: everything the kernel
+    /// had received before `at` has been read.
+    pub fn drained_at(&self, at: Instant) {
+        let since = at.into_std().saturating_duration_since(progress_base());
+        let us = u64::try_from(since.as_micros()).unwrap_or(u64::MAX - 1);
+        self.drained_at.store(us + 1, Ordering::Relaxed);
+    }
+
+    /// Whether the reader has found the socket empty at or after `at`: everything that reached
+    /// the server's kernel before `at` has been read.
+    pub fn drained_since(&self, at: Instant) -> bool {
+        let since = at.into_std().saturating_duration_since(progress_base());
+        let at_us = u64::try_from(since.as_micros()).unwrap_or(u64::MAX - 1);
+        self.drained_at.load(Ordering::Relaxed) > at_us
+    }
+}
+
 /// Room for one `SCM_TIMESTAMPNS` control message, aligned as `cmsghdr` requires.
 #[repr(C, align(8))]
 struct ControlBuffer([u8; 64]);
@@ -60,6 +97,11 @@ pub struct ArrivalStampedRead {
     control: ControlBuffer,
     /// The kernel's last round-trip estimate and when it was read.
     rtt: std::cell::Cell<Option<(Instant, Option<Duration>)>>,
+    /// When a read last found the socket empty (and every line it read was handed on).
+    progress: Arc<ReadProgress>,
+    /// When the last read began, if it emptied the socket (reported once its lines are
+    /// handed on, at the next read).
+    emptied_by_last_read: Option<Instant>,
 }
 
 impl ArrivalStampedRead {
@@ -72,7 +114,15 @@ impl ArrivalStampedRead {
             last_arrival: None,
             control: ControlBuffer([0; 64]),
             rtt: std::cell::Cell::new(None),
+            progress: Arc::new(ReadProgress::default()),
+            emptied_by_last_read: None,
         }
+    }
+
+    /// When this reader last emptied its socket (shared, for the referees); `None` without
+    /// kernel stamps, whose reads go through tokio and cannot tell.
+    pub fn progress(&self) -> Option<Arc<ReadProgress>> {
+        self.stamping.then(|| self.progress.clone())
     }
 
     /// Whether reads carry the kernel's receive time.
@@ -201,6 +251,12 @@ mod kernel {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let stream = this.inner.as_ref();
+        // Asked for more, the line reader has handed on every line of the last read: if that
+        // read emptied the socket, everything that arrived before it began has now reached
+        // its referee.
+        if let Some(began) = this.emptied_by_last_read.take() {
+            this.progress.drained_at(began);
+        }
         loop {
             ready!(stream.poll_read_ready(cx))?;
             // Zeroed before each read (recvmsg wants initialised memory): at most
@@ -214,16 +270,26 @@ mod kernel {
             // line would cost a second `recvmsg` that only finds the socket empty. Readiness
             // that arrives meanwhile is not lost: tokio clears only the event this read saw.
             let mut short_read = None;
+            let progress = &this.progress;
             let read = stream.try_io(Interest::READABLE, || {
                 let room = unfilled.len();
                 let mut iov = [io::IoSliceMut::new(unfilled)];
+                // Taken before the read: if it finds the socket empty or leaves room,
+                // everything received before this moment has been read.
+                let began = tokio::time::Instant::now();
                 let msg = recvmsg::<()>(
                     stream.as_raw_fd(),
                     &mut iov,
                     Some(&mut control[..]),
                     MsgFlags::empty(),
                 )
-                .map_err(io::Error::from)?;
+                .map_err(|e| {
+                    // Nothing was waiting, and every line read before has been handed on.
+                    if e == nix::errno::Errno::EAGAIN {
+                        progress.drained_at(began);
+                    }
+                    io::Error::from(e)
+                })?;
                 let mut stamp = None;
                 if let Ok(messages) = msg.cmsgs() {
                     for message in messages {
@@ -233,13 +299,18 @@ mod kernel {
                     }
                 }
                 if msg.bytes > 0 && msg.bytes < room {
-                    short_read = Some((msg.bytes, stamp));
+                    short_read = Some((msg.bytes, stamp, began));
                     return Err(io::ErrorKind::WouldBlock.into());
                 }
                 Ok((msg.bytes, stamp))
             });
             let read = match (read, short_read) {
-                (Err(e), Some(done)) if e.kind() == io::ErrorKind::WouldBlock => Ok(done),
+                (Err(e), Some((bytes, stamp, began))) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // The socket is empty as of `began`, but the lines just read are not
+                    // handed on yet: reported at the next read (above).
+                    this.emptied_by_last_read = Some(began);
+                    Ok((bytes, stamp))
+                }
                 (read, _) => read,
             };
             match read {
@@ -411,6 +482,41 @@ mod tests {
                 assert_eq!(&buf[..n], line.as_bytes());
             }
         }
+    }
+
+    /// The reader tells the referees when it has emptied its socket: not before it has read,
+    /// then, once the lines of a read that left room are handed on, as of that read's start.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_stamped_reader_reports_when_it_has_read_everything() {
+        let (mut client, mut reader, _write_half) = reader_pair(true).await;
+        let progress = reader
+            .progress()
+            .expect("a stamping reader reports its reads");
+        let start = Instant::now();
+        assert!(!progress.drained_since(start), "nothing read yet");
+        client.write_all(b"move\n").await.expect("write");
+        let mut buf = [0u8; 64];
+        let n = reader.read(&mut buf).await.expect("read");
+        assert_eq!(&buf[..n], b"move\n");
+        assert!(
+            !progress.drained_since(start),
+            "not before the line read is handed on"
+        );
+        // Asking for more means the line was handed on: the socket was empty when the read
+        // that took it began.
+        let more = tokio::time::timeout(Duration::from_millis(20), reader.read(&mut buf)).await;
+        assert!(more.is_err(), "nothing more to read");
+        assert!(progress.drained_since(start), "the read emptied the socket");
+        assert!(
+            !progress.drained_since(Instant::now() + Duration::from_millis(5)),
+            "not past the last read"
+        );
+        let (_client, unstamped, _w) = reader_pair(false).await;
+        assert!(
+            unstamped.progress().is_none(),
+            "reads through tokio cannot tell"
+        );
     }
 
     #[test]

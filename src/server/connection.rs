@@ -21,7 +21,7 @@ use crate::protocol::{
     PROTOCOL_VERSION,
 };
 
-use super::arrival::ArrivalStampedRead;
+use super::arrival::{ArrivalStampedRead, ReadProgress};
 use super::link::{write_lines, BotLink, RefereeInput};
 use super::login_guard::LoginGuard;
 use super::registry::{Registry, Session};
@@ -59,6 +59,8 @@ type LineStream<R> = FramedRead<R, CappedLineCodec>;
 /// A bot's byte stream, and when the kernel received the bytes of the last read (if known).
 pub trait BotRead: tokio::io::AsyncRead + Unpin + Send {
     fn last_arrival(&self) -> Option<Instant>;
+    /// When the reader last emptied its socket, if it can tell (see `ReadProgress`).
+    fn read_progress(&self) -> Option<Arc<ReadProgress>>;
     /// The kernel's round-trip estimate of the connection, the only source of lag credit
     /// (`None`: no credit).
     fn kernel_rtt(&self) -> Option<std::time::Duration>;
@@ -67,6 +69,9 @@ pub trait BotRead: tokio::io::AsyncRead + Unpin + Send {
 impl BotRead for ArrivalStampedRead {
     fn last_arrival(&self) -> Option<Instant> {
         ArrivalStampedRead::last_arrival(self)
+    }
+    fn read_progress(&self) -> Option<Arc<ReadProgress>> {
+        self.progress()
     }
     fn kernel_rtt(&self) -> Option<std::time::Duration> {
         ArrivalStampedRead::kernel_rtt(self)
@@ -89,6 +94,9 @@ impl<R: tokio::io::AsyncRead + Unpin + Send> tokio::io::AsyncRead for UnstampedR
 
 impl<R: tokio::io::AsyncRead + Unpin + Send> BotRead for UnstampedRead<R> {
     fn last_arrival(&self) -> Option<Instant> {
+        None
+    }
+    fn read_progress(&self) -> Option<Arc<ReadProgress>> {
         None
     }
     /// A bridged stream (the web view's WebSocket) has no TCP connection of its own to ask, so
@@ -127,6 +135,7 @@ pub async fn serve_stream<
     peer: SocketAddr,
     conn_id: u64,
 ) {
+    let progress = reader.read_progress();
     let lines = FramedRead::with_capacity(
         reader,
         CappedLineCodec::new(MAX_LINE_BYTES),
@@ -135,7 +144,7 @@ pub async fn serve_stream<
     let (tx, rx) = flume::bounded(ctx.config.server.write_queue_lines);
     let close = ctx.shutdown.child_token();
     let writer = tokio::spawn(write_lines(write_half, rx, close.clone()));
-    let link = BotLink::new(conn_id, tx, close.clone());
+    let link = BotLink::new(conn_id, tx, close.clone()).with_read_progress(progress);
     let mut connection = Connection {
         ctx: ctx.clone(),
         peer,

@@ -13,6 +13,8 @@ use tokio::time::{timeout, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::game::Side;
+
+use super::arrival::ReadProgress;
 use crate::protocol::RefereeMessage;
 
 /// Round-trip time not measured yet.
@@ -87,6 +89,8 @@ pub struct BotLink {
     tx: flume::Sender<Outgoing>,
     rtt_us: Arc<AtomicU64>,
     close: CancellationToken,
+    /// When the connection's reader last emptied its socket (where it can tell).
+    reading: Option<Arc<ReadProgress>>,
 }
 
 impl BotLink {
@@ -96,7 +100,20 @@ impl BotLink {
             tx,
             rtt_us: Arc::new(AtomicU64::new(RTT_UNKNOWN)),
             close,
+            reading: None,
         }
+    }
+
+    /// The link of a connection whose reader reports when it has emptied its socket.
+    pub fn with_read_progress(mut self, reading: Option<Arc<ReadProgress>>) -> BotLink {
+        self.reading = reading;
+        self
+    }
+
+    /// Whether everything this connection's bot sent that reached the server before `at` has
+    /// been read (always, where the reader cannot tell).
+    pub fn read_everything_before(&self, at: Instant) -> bool {
+        self.reading.as_ref().is_none_or(|r| r.drained_since(at))
     }
 
     /// Queues a message without waiting. A bot whose queue is full is not reading its socket:

@@ -36,6 +36,13 @@ pub struct MatchSpec {
     pub players: [String; 2],
 }
 
+/// After the settle window, how long a loss on time still waits for the mover's connection
+/// to read what reached the server before the deadline (a server starved of CPU can take
+/// longer than the window to get round to it).
+const READER_WAIT_MAX: Duration = Duration::from_secs(1);
+/// How often the referee looks again while it waits for that reader.
+const READER_RECHECK: Duration = Duration::from_millis(5);
+
 /// Arena-wide settings a referee applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RefereeSettings {
@@ -298,6 +305,22 @@ impl Referee {
     /// the kernel received in time but a busy server had not read yet still counts.
     fn verdict_at(&self, side: Side) -> Instant {
         self.deadline(side) + self.settings.timeout_settle
+    }
+
+    /// Whether `side`'s time is up at `now`: past `verdict_at`, and its connection's reader has
+    /// read everything that reached the server before the deadline (a server too busy to
+    /// read a move that arrived in time must not declare it missing), or has been waited for
+    /// `READER_WAIT_MAX` beyond the settle window.
+    fn time_is_up(&self, side: Side, now: Instant) -> bool {
+        let verdict = self.verdict_at(side);
+        if now < verdict {
+            return false;
+        }
+        let deadline = self.deadline(side);
+        let read = self.links[side.index()]
+            .as_ref()
+            .is_none_or(|link| link.read_everything_before(deadline));
+        read || now >= verdict + READER_WAIT_MAX
     }
 
     /// Sends `turn` to the side to move, with its time left now; `stamped` for the line that
@@ -635,9 +658,14 @@ pub async fn run_journaled_match(
         // One wait for the whole match rather than a fresh one per move (see connection.rs).
         let shutting_down = shutdown.cancelled();
         tokio::pin!(shutting_down);
+        // Set while a loss on time waits for the mover's reader (see `time_is_up`).
+        let mut recheck_at: Option<Instant> = None;
         loop {
             let mover = referee.game.turn();
-            let verdict_at = referee.verdict_at(mover);
+            let verdict_at = match recheck_at {
+                Some(again) => referee.verdict_at(mover).max(again),
+                None => referee.verdict_at(mover),
+            };
             let grace = referee.grace_end();
             tokio::select! {
                 biased;
@@ -656,6 +684,7 @@ pub async fn run_journaled_match(
                     match referee.handle(input) {
                         Handled::Ended(outcome) => break 'play outcome,
                         Handled::Moved { received, read, elapsed, think } => {
+                            recheck_at = None;
                             if let Some(journal) = &journaling.journal {
                                 journal.record_last_move(&referee.moves, referee.remaining).await;
                             }
@@ -676,7 +705,7 @@ pub async fn run_journaled_match(
                         Handled::Nothing => {
                             // A stream of other input must not hold the mover's clock back.
                             let m = referee.game.turn();
-                            if Instant::now() > referee.verdict_at(m) {
+                            if referee.time_is_up(m, Instant::now()) {
                                 break 'play Outcome::win(m.opponent(), EndReason::Timeout);
                             }
                         }
@@ -685,7 +714,12 @@ pub async fn run_journaled_match(
                 _ = sleep_until(verdict_at) => {
                     // The turn may have been written (and its clock started) after the timer
                     // was set: then this is not the end yet.
-                    if Instant::now() < referee.verdict_at(mover) {
+                    let now = Instant::now();
+                    if now < referee.verdict_at(mover) {
+                        continue;
+                    }
+                    if !referee.time_is_up(mover, now) {
+                        recheck_at = Some(now + READER_RECHECK);
                         continue;
                     }
                     no_move_by_verdict = true;
@@ -751,6 +785,7 @@ pub async fn run_journaled_match(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::arrival::ReadProgress;
     use crate::server::link::Outgoing;
 
     const LIMIT: Duration = Duration::from_millis(200);
@@ -766,6 +801,11 @@ mod tests {
 
     impl Harness {
         fn start() -> Harness {
+            Harness::start_reading(None)
+        }
+
+        /// As `start`, with the first player's connection reporting its reads to `reading`.
+        fn start_reading(reading: Option<Arc<ReadProgress>>) -> Harness {
             let spec = MatchSpec {
                 match_id: "t-r1-p1-g1".into(),
                 tournament: "t".into(),
@@ -786,7 +826,7 @@ mod tests {
             let (tx_a, rx_a) = flume::bounded(64);
             let (tx_b, rx_b) = flume::bounded(64);
             let links = [
-                Some(BotLink::new(1, tx_a, CancellationToken::new())),
+                Some(BotLink::new(1, tx_a, CancellationToken::new()).with_read_progress(reading)),
                 Some(BotLink::new(2, tx_b, CancellationToken::new())),
             ];
             let (inbox, rx) = flume::bounded(8);
@@ -1022,6 +1062,58 @@ mod tests {
         let mut h = Harness::start();
         h.expect(Side::First, "turn").await;
         let turn_sent = Instant::now();
+        let end = h.expect(Side::First, "end").await;
+        assert_eq!(end["reason"], "timeout");
+        assert_eq!(Instant::now().duration_since(turn_sent), LIMIT + SETTLE);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_loss_on_time_waits_until_the_movers_reader_has_read_past_the_deadline() {
+        let reading = Arc::new(ReadProgress::default());
+        let mut h = Harness::start_reading(Some(reading.clone()));
+        h.expect(Side::First, "turn").await;
+        let turn_sent = Instant::now();
+        reading.drained_at(turn_sent);
+        // The settle window closes, but the busy server has not read the socket since before
+        // the deadline: no verdict yet.
+        tokio::time::sleep(LIMIT + SETTLE + Duration::from_millis(100)).await;
+        assert!(h.lines[0].is_empty(), "no end while the reader is behind");
+        // The reader gets to it: a move the kernel received before the deadline.
+        reading.drained_at(Instant::now());
+        h.first_move("F6", turn_sent + LIMIT - Duration::from_millis(2))
+            .await;
+        let turn = h.expect(Side::Second, "turn").await;
+        assert_eq!(turn["moves"], serde_json::json!(["F6"]));
+        h.resign(Side::Second).await;
+        let game = h.finished().await;
+        assert_eq!(game.outcome.reason, EndReason::Resign);
+        assert_eq!(game.think_ms, vec![198]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reader_that_never_catches_up_is_waited_for_a_bounded_time() {
+        let reading = Arc::new(ReadProgress::default());
+        let mut h = Harness::start_reading(Some(reading.clone()));
+        h.expect(Side::First, "turn").await;
+        let turn_sent = Instant::now();
+        let end = h.expect(Side::First, "end").await;
+        assert_eq!(end["reason"], "timeout");
+        let waited = Instant::now().duration_since(turn_sent);
+        assert!(
+            waited >= LIMIT + SETTLE + READER_WAIT_MAX
+                && waited <= LIMIT + SETTLE + READER_WAIT_MAX + READER_RECHECK,
+            "declared after {waited:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reader_that_has_read_past_the_deadline_lets_the_verdict_come_on_time() {
+        let reading = Arc::new(ReadProgress::default());
+        let mut h = Harness::start_reading(Some(reading.clone()));
+        h.expect(Side::First, "turn").await;
+        let turn_sent = Instant::now();
+        tokio::time::sleep(LIMIT + Duration::from_millis(10)).await;
+        reading.drained_at(Instant::now());
         let end = h.expect(Side::First, "end").await;
         assert_eq!(end["reason"], "timeout");
         assert_eq!(Instant::now().duration_since(turn_sent), LIMIT + SETTLE);
