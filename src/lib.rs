@@ -10,6 +10,7 @@ pub mod clock_settings;
 pub mod config;
 pub mod duel;
 pub mod engine;
+pub mod fanout;
 pub mod game;
 pub mod game_line;
 pub mod hash;

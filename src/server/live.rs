@@ -25,13 +25,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::Serialize;
 use serde_json::{json, Value};
-use tokio::sync::broadcast;
+use tokio::sync::mpsc;
 
 pub use super::move_log::{MoveLog, SharedMoveLog};
+use crate::fanout::{Fanout, WhenFull};
 use crate::game::GameId;
 use crate::protocol::ClockSpec;
 
-/// Events each receiver may have queued before it counts as too slow and is dropped.
+/// Events each receiver may have queued: a game's stream that falls this far behind is
+/// dropped; the league feed misses events instead.
 pub const EVENT_QUEUE: usize = 1024;
 
 /// One event for the web view: its SSE name and its JSON data, serialized once for every
@@ -53,7 +55,8 @@ pub struct LiveGame {
     pub tournament: String,
     pub game: GameId,
     pub players: [String; 2],
-    pub rules: Value,
+    /// Shared with the referee's `MatchSpec`.
+    pub rules: Arc<Value>,
     pub clock: ClockSpec,
     /// The moves with their think times: while the game runs, its referee's own log (shared,
     /// not copied).
@@ -294,7 +297,7 @@ struct Shared {
     /// When the waiting-games table was last rebuilt.
     schedule_seen_at: Mutex<Option<std::time::Instant>>,
     state: Mutex<LiveState>,
-    events: broadcast::Sender<Arc<LiveEvent>>,
+    events: Fanout<Arc<LiveEvent>>,
 }
 
 /// The handle referees, the scheduler and the web view share (cheap to clone).
@@ -383,7 +386,6 @@ impl LiveState {
 impl Live {
     /// A live view holding the moves of the latest `kept` finished games.
     pub fn keeping_finished(kept: usize) -> Live {
-        let (events, _) = broadcast::channel(EVENT_QUEUE);
         Live {
             shared: Arc::new(Shared {
                 enabled: AtomicBool::new(false),
@@ -394,7 +396,7 @@ impl Live {
                     finished_kept: kept,
                     ..LiveState::default()
                 }),
-                events,
+                events: Fanout::new("web view events"),
             }),
         }
     }
@@ -412,21 +414,34 @@ impl Live {
         self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn publish(&self, kind: &'static str, data: Value) {
-        // No receiver is not an error: nobody is watching.
-        if self.shared.events.receiver_count() == 0 {
+    /// Publishes an event (about game `match_id`, if given) to whoever is watching.
+    fn publish(&self, kind: &'static str, match_id: Option<&str>, data: Value) {
+        if !self.shared.events.has_subscribers() {
             return;
         }
-        self.publish_text(kind, data.to_string());
+        self.publish_text(kind, match_id, data.to_string());
     }
 
-    fn publish_text(&self, kind: &'static str, data: String) {
-        let _ = self.shared.events.send(Arc::new(LiveEvent { kind, data }));
+    fn publish_text(&self, kind: &'static str, match_id: Option<&str>, data: String) {
+        self.shared
+            .events
+            .send(match_id, Arc::new(LiveEvent { kind, data }));
     }
 
-    /// A receiver of every event published from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<LiveEvent>> {
-        self.shared.events.subscribe()
+    /// A receiver of every event published from now on, for the league feed: if it falls
+    /// `EVENT_QUEUE` events behind it misses events rather than being dropped.
+    pub fn subscribe_league(&self) -> mpsc::Receiver<Arc<LiveEvent>> {
+        self.shared
+            .events
+            .subscribe(None, EVENT_QUEUE, WhenFull::Skip)
+    }
+
+    /// A receiver of game `match_id`'s events from now on, dropped if it falls `EVENT_QUEUE`
+    /// events behind.
+    pub fn subscribe_game(&self, match_id: &str) -> mpsc::Receiver<Arc<LiveEvent>> {
+        self.shared
+            .events
+            .subscribe(Some(match_id), EVENT_QUEUE, WhenFull::Drop)
     }
 
     /// A game finished before this run (from games.jsonl), so that the web view lists it.
@@ -448,8 +463,9 @@ impl Live {
         }
         let ply = game.moves.len();
         let summary = game.summary_view(ply).json();
+        let match_id = game.match_id.clone();
         self.lock().insert(game, ply);
-        self.publish("start", summary);
+        self.publish("start", Some(&match_id), summary);
     }
 
     /// A referee accepted `text`, the game's move number `ply` (already in its move log);
@@ -525,7 +541,7 @@ impl Live {
             Ok(()) => {
                 data.shrink_to_fit();
                 match String::from_utf8(data) {
-                    Ok(data) => self.publish_text("move", data),
+                    Ok(data) => self.publish_text("move", Some(match_id), data),
                     Err(e) => tracing::error!(error = %e, "a move event is not UTF-8"),
                 }
             }
@@ -582,6 +598,7 @@ impl Live {
         }
         self.publish(
             "end",
+            Some(match_id),
             json!({"match": match_id, "result": result, "reason": reason, "record": record}),
         );
     }
@@ -596,7 +613,7 @@ impl Live {
             state.standings = Some(standings);
             state.standings_text = None;
         }
-        self.publish("standings", json!({ "tournament": tournament }));
+        self.publish("standings", None, json!({ "tournament": tournament }));
     }
 
     /// Whether the scheduler should tell its view again (the web view runs and the last time
@@ -725,7 +742,7 @@ mod tests {
             tournament: "t".into(),
             game: GameId::Hex,
             players: ["a".into(), "b".into()],
-            rules: json!({}),
+            rules: json!({}).into(),
             clock: ClockSpec {
                 initial_ms: 1000,
                 increment_ms: 0,
@@ -762,7 +779,7 @@ mod tests {
     #[test]
     fn hooks_do_nothing_until_the_web_view_runs() {
         let live = Live::default();
-        let mut events = live.subscribe();
+        let mut events = live.subscribe_league();
         let log = start(&live, "m");
         play(&live, &log, "m", "F6", || "pos".into());
         assert!(live.games().is_empty());
@@ -780,7 +797,7 @@ mod tests {
         };
         live.schedule_seen(vec![pair.clone()], Vec::new());
         assert_eq!(live.schedule().0, [pair]);
-        let mut events = live.subscribe();
+        let mut events = live.subscribe_league();
         let log = start(&live, "m");
         play(&live, &log, "m", "F6", || "pos".into());
         assert_eq!(live.playing("a"), vec!["m".to_string()]);
@@ -828,13 +845,13 @@ mod tests {
         live.enable();
         let m = start(&live, "m");
         let n = start(&live, "n");
-        let mut events = live.subscribe();
+        let mut events = live.subscribe_league();
         let made = std::cell::Cell::new(0);
         let position = |ply: usize| {
             made.set(made.get() + 1);
             format!("pos{ply}")
         };
-        let plies = |events: &mut broadcast::Receiver<Arc<LiveEvent>>| -> Vec<String> {
+        let plies = |events: &mut mpsc::Receiver<Arc<LiveEvent>>| -> Vec<String> {
             std::iter::from_fn(|| events.try_recv().ok())
                 .map(|e| e.data.clone())
                 .collect()
@@ -887,7 +904,7 @@ mod tests {
                 (id, log)
             })
             .collect();
-        let mut events = live.subscribe();
+        let mut events = live.subscribe_league();
         let mut published: Vec<u32> = vec![0; count];
         for _ in 0..6 {
             // 300 running games: each has one batch in three.
@@ -988,18 +1005,33 @@ mod tests {
     }
 
     #[test]
-    fn a_receiver_that_falls_a_whole_queue_behind_is_told_so_and_publishing_never_waits() {
+    fn a_game_stream_a_whole_queue_behind_is_dropped_the_league_feed_skips_and_publishing_never_waits(
+    ) {
         let live = Live::default();
         live.enable();
         let log = start(&live, "m");
         let _following = live.follow("m");
-        let mut slow = live.subscribe();
+        let mut game = live.subscribe_game("m");
+        let mut other_game = live.subscribe_game("n");
+        let mut league = live.subscribe_league();
         for ply in 0..EVENT_QUEUE + 10 {
             play(&live, &log, "m", "F6", || format!("{ply}"));
         }
-        assert!(matches!(
-            slow.try_recv(),
-            Err(broadcast::error::TryRecvError::Lagged(_))
-        ));
+        let count = |r: &mut mpsc::Receiver<Arc<LiveEvent>>| {
+            std::iter::from_fn(|| r.try_recv().ok()).count()
+        };
+        assert_eq!(count(&mut game), EVENT_QUEUE);
+        assert_eq!(
+            game.try_recv().unwrap_err(),
+            mpsc::error::TryRecvError::Disconnected
+        );
+        assert_eq!(
+            count(&mut other_game),
+            0,
+            "another game's stream gets none of them"
+        );
+        assert_eq!(count(&mut league), EVENT_QUEUE);
+        play(&live, &log, "m", "F6", || "after".into());
+        assert!(league.try_recv().is_ok(), "the league feed is still there");
     }
 }

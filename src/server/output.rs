@@ -20,6 +20,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use serde_json::Value;
+
 use crate::atomic_file::{append_line, create_new_file, sync_file_system, write_atomically, Flush};
 use crate::config::RecordEncoding;
 use crate::game_line::{GameLine, LineResult};
@@ -109,7 +111,7 @@ impl Output {
             moves: game.moves.clone(),
             think_ms: game.think_ms.clone(),
             lag_ms: game.lag_ms.clone(),
-            rules: spec.rules.clone(),
+            rules: Value::clone(&spec.rules),
             clock: spec.clock,
             started: game.started.to_rfc3339(),
             finished: game.finished.to_rfc3339(),
@@ -273,7 +275,7 @@ pub fn record_of(game: &FinishedGame, event: &str, place: &str) -> Record {
         place: place.to_string(),
         event: event.to_string(),
         moves: game.moves.clone(),
-        rules: game.spec.rules.clone(),
+        rules: Value::clone(&game.spec.rules),
     }
 }
 
@@ -290,7 +292,7 @@ mod tests {
                 match_id: match_id.into(),
                 tournament: "t".into(),
                 game: GameId::Hex,
-                rules: serde_json::json!({"swap": false}),
+                rules: serde_json::json!({"swap": false}).into(),
                 clock: ClockSpec::default(),
                 players: ["red bot".into(), "blue bot".into()],
             },

@@ -29,8 +29,9 @@ pub struct MatchSpec {
     pub match_id: String,
     pub tournament: String,
     pub game: GameId,
-    /// Every rule option in force.
-    pub rules: Value,
+    /// Every rule option in force: shared by every game of its tournament and by the web
+    /// view's entry for the game (a JSON map is a few hundred bytes).
+    pub rules: Arc<Value>,
     pub clock: ClockSpec,
     /// Bot names: `[first, second]`.
     pub players: [String; 2],
@@ -272,7 +273,7 @@ impl Referee {
             side: side.as_str().to_string(),
             colour: self.spec.game.colour_letter(side).to_string(),
             opponent: self.spec.players[side.opponent().index()].clone(),
-            rules: self.spec.rules.clone(),
+            rules: Value::clone(&self.spec.rules),
             clock: self.spec.clock,
             moves: self.moves.read().texts_from(0),
         };
@@ -810,7 +811,9 @@ mod tests {
                 match_id: "t-r1-p1-g1".into(),
                 tournament: "t".into(),
                 game: GameId::Hex,
-                rules: crate::game::normalize_rules(GameId::Hex, &Value::Null).expect("rules"),
+                rules: crate::game::normalize_rules(GameId::Hex, &Value::Null)
+                    .expect("rules")
+                    .into(),
                 clock: ClockSpec {
                     initial_ms: 60_000,
                     increment_ms: 0,

@@ -49,6 +49,8 @@ struct PendingGame {
 #[derive(Debug)]
 pub struct TournamentState {
     config: TournamentConfig,
+    /// `config.rules`, shared by the `MatchSpec` of every game started.
+    rules: Arc<serde_json::Value>,
     /// Every game scheduled so far, in schedule order.
     games: Vec<ScheduledGame>,
     /// What the standings need of each finished game, by id. Only this is kept, not the
@@ -75,6 +77,7 @@ pub struct TournamentState {
 impl TournamentState {
     fn new(config: TournamentConfig) -> TournamentState {
         TournamentState {
+            rules: Arc::new(config.rules.clone()),
             config,
             games: Vec::new(),
             finished: HashMap::new(),
@@ -837,7 +840,7 @@ impl Scheduler {
                     match_id: pending.game.id.clone(),
                     tournament: t.config.name.clone(),
                     game: t.config.game,
-                    rules: t.config.rules.clone(),
+                    rules: t.rules.clone(),
                     clock: t.config.clock,
                     players: players.clone(),
                 };
@@ -1106,7 +1109,7 @@ mod tests {
             match_id: "hex-demo-r2-p1-g1".into(),
             tournament: "hex-demo".into(),
             game: crate::game::GameId::Hex,
-            rules: serde_json::json!({}),
+            rules: serde_json::json!({}).into(),
             clock: crate::protocol::ClockSpec::default(),
             players: ["greedy".into(), "hex-engine".into()],
         };

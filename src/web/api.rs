@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
@@ -47,7 +48,7 @@ pub fn game_of_line(line: &GameLine) -> LiveGame {
         tournament: line.tournament.clone(),
         game: line.game,
         players: [line.first.clone(), line.second.clone()],
-        rules: line.rules.clone(),
+        rules: Arc::new(line.rules.clone()),
         clock: line.clock,
         moves: SharedMoveLog::of_finished(line.game, &line.moves, &line.think_ms, &line.lag_ms),
         clocks,
@@ -108,7 +109,7 @@ pub fn game_detail(game: &LiveGame) -> Value {
         "game": game.game.as_str(),
         "first": game.players[0],
         "second": game.players[1],
-        "rules": game.rules,
+        "rules": *game.rules,
         "clock": clock,
         "status": if game.result.is_some() { "finished" } else { "playing" },
         "moves": moves,

@@ -11,10 +11,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::broadcast;
+use tokio::sync::mpsc;
 use tokio_util::bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
+use crate::fanout::{Fanout, WhenFull};
 use crate::server::live::{Live, LiveEvent};
 
 /// How often the league stream sends what happened.
@@ -54,11 +55,6 @@ fn match_of(data: &str) -> Option<&str> {
     let start = data.find("\"match\":\"")? + "\"match\":\"".len();
     let rest = data.get(start..)?;
     Some(&rest[..rest.find('"')?])
-}
-
-/// Whether `event` is about match `id`.
-pub fn is_about(event: &LiveEvent, id: &str) -> bool {
-    match_of(&event.data) == Some(id)
 }
 
 /// The events of one batch in order, with a game's later moves replacing its earlier ones.
@@ -117,48 +113,48 @@ impl Batch {
     }
 }
 
-/// The league stream's batches (cheap to clone).
+/// The league stream's batches (cheap to clone). A batch is freed once every stream has
+/// taken it.
 #[derive(Debug, Clone)]
 pub struct EventFeed {
-    batches: broadcast::Sender<Bytes>,
+    batches: Arc<Fanout<Bytes>>,
 }
 
 impl Default for EventFeed {
     fn default() -> Self {
-        let (batches, _) = broadcast::channel(BATCH_QUEUE);
-        EventFeed { batches }
+        EventFeed {
+            batches: Arc::new(Fanout::new("league event streams")),
+        }
     }
 }
 
 impl EventFeed {
-    /// A receiver of every batch from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Bytes> {
-        self.batches.subscribe()
+    /// A receiver of every batch from now on, dropped if it falls `BATCH_QUEUE` batches behind.
+    pub fn subscribe(&self) -> mpsc::Receiver<Bytes> {
+        self.batches.subscribe(None, BATCH_QUEUE, WhenFull::Drop)
     }
 
     /// Follows `live` until `stop`, sending a batch every `BATCH_EVERY` when something happened
     /// and someone listens.
     pub async fn run(self, live: Live, stop: CancellationToken) {
-        let mut events = live.subscribe();
+        let mut events = live.subscribe_league();
         let mut batch = Batch::default();
         let mut tick = tokio::time::interval(BATCH_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = stop.cancelled() => return,
+                // Events missed while this task was a whole queue behind are simply not in
+                // the batch: browsers resynchronise from the API when plies are missing.
                 received = events.recv() => match received {
-                    Ok(event) => batch.add(event),
-                    Err(broadcast::error::RecvError::Lagged(missed)) => {
-                        // Browsers resynchronise from the API when plies are missing.
-                        tracing::debug!(missed, "the league event feed fell behind");
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return,
+                    Some(event) => batch.add(event),
+                    None => return,
                 },
                 _ = tick.tick() => {
                     live.next_batch();
                     if let Some(text) = batch.take_text() {
-                        if self.batches.receiver_count() > 0 {
-                            let _ = self.batches.send(text);
+                        if self.batches.has_subscribers() {
+                            self.batches.send(None, text);
                         }
                     }
                 }
@@ -218,9 +214,10 @@ mod tests {
 
     #[test]
     fn events_are_matched_to_their_game() {
-        let e = event("move", r#"{"match":"hex-r1-p1-g1","ply":1}"#);
-        assert!(is_about(&e, "hex-r1-p1-g1"));
-        assert!(!is_about(&e, "hex-r1-p1-g2"));
-        assert!(!is_about(&event("standings", r#"{"tournament":"t"}"#), "t"));
+        assert_eq!(
+            match_of(r#"{"match":"hex-r1-p1-g1","ply":1}"#),
+            Some("hex-r1-p1-g1")
+        );
+        assert_eq!(match_of(r#"{"tournament":"t"}"#), None);
     }
 }

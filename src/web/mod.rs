@@ -21,7 +21,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
-use tokio::sync::{broadcast, Semaphore};
+use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_util::bytes::Bytes;
 use tokio_util::sync::CancellationToken;
@@ -254,10 +254,9 @@ struct EventsQuery {
 
 /// What one event stream reads: the league's batches, or one game's own events.
 enum EventSource {
-    League(broadcast::Receiver<Bytes>),
+    League(mpsc::Receiver<Bytes>),
     Game {
-        events: broadcast::Receiver<Arc<crate::server::live::LiveEvent>>,
-        id: String,
+        events: mpsc::Receiver<Arc<crate::server::live::LiveEvent>>,
         /// Keeps every move of this game published while the stream lasts.
         _following: crate::server::live::Following,
     },
@@ -265,29 +264,13 @@ enum EventSource {
 
 impl EventSource {
     /// The next chunk of Server-Sent Events text; `None` when the stream should end (the
-    /// server stops, or this reader fell a whole queue behind and is dropped).
+    /// server stops, or this reader fell a whole queue behind and was dropped).
     async fn next_chunk(&mut self) -> Option<Bytes> {
-        loop {
-            match self {
-                EventSource::League(batches) => match batches.recv().await {
-                    Ok(text) => return Some(text),
-                    Err(broadcast::error::RecvError::Lagged(missed)) => {
-                        tracing::info!(missed, "dropping a slow event stream");
-                        return None;
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return None,
-                },
-                EventSource::Game { events, id, .. } => match events.recv().await {
-                    Ok(event) if feed::is_about(&event, id) => {
-                        return Some(Bytes::from(feed::sse_text(event.kind, &event.data)))
-                    }
-                    Ok(_) => {}
-                    Err(broadcast::error::RecvError::Lagged(missed)) => {
-                        tracing::info!(missed, "dropping a slow event stream");
-                        return None;
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return None,
-                },
+        match self {
+            EventSource::League(batches) => batches.recv().await,
+            EventSource::Game { events, .. } => {
+                let event = events.recv().await?;
+                Some(Bytes::from(feed::sse_text(event.kind, &event.data)))
             }
         }
     }
@@ -313,8 +296,7 @@ async fn events(
         Some(id) => {
             let following = context.live_view().follow(&id);
             EventSource::Game {
-                events: context.live_view().subscribe(),
-                id,
+                events: context.live_view().subscribe_game(&id),
                 _following: following,
             }
         }
