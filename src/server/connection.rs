@@ -188,8 +188,8 @@ struct Connection {
     /// The client's address (for the web view's WebSocket, the browser's).
     peer: SocketAddr,
     link: BotLink,
-    /// The bot's name once authenticated.
-    name: Option<String>,
+    /// The bot's name once authenticated (shared: each message borrows it).
+    name: Option<Arc<str>>,
     bad_lines: u32,
     /// Cancelled to drop this connection (a child of the shutdown token).
     close: CancellationToken,
@@ -314,7 +314,7 @@ impl Connection {
             }
         };
         Closed {
-            name: self.name.clone(),
+            name: self.name.as_deref().map(str::to_string),
             reason,
         }
     }
@@ -515,7 +515,7 @@ impl Connection {
             games = ?played,
             "authenticated"
         );
-        self.name = Some(name);
+        self.name = Some(Arc::from(name));
         for (side, inbox) in resumed {
             let _ = inbox
                 .send_async(RefereeInput::Connected {
