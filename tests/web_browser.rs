@@ -532,10 +532,12 @@ async fn wait_for_turn_or_end(browser: &Browser, match_id: &str) -> bool {
         if text.starts_with("game over") && text.contains(match_id) {
             return false;
         }
-        // The next game has already started: this one is over.
+        // The next game has already started: this one is over. (The previous game's
+        // "game over" may still show when the server has already started this one.)
         let about_a_game = ["your turn", "game ", "loading your turn"]
             .iter()
-            .any(|p| text.starts_with(p));
+            .any(|p| text.starts_with(p))
+            && !text.starts_with("game over");
         if about_a_game && !text.contains(match_id) {
             return false;
         }
