@@ -155,18 +155,26 @@ impl Record {
             ),
             event = header_text(&self.event),
         );
-        for token in self.tokens()? {
+        text.reserve(self.moves.len() * 12);
+        self.for_each_token(|token| {
             text.push(';');
-            text.push_str(&token);
-        }
+            text.push_str(token);
+        })?;
         text.push('}');
         Ok(text)
     }
 
     /// The move tokens, in order, each with its mover's colour letter.
     pub fn tokens(&self) -> Result<Vec<String>, RecordError> {
-        let mut position = game::new_game(self.game, &self.rules)?;
         let mut out = Vec::with_capacity(self.moves.len() + self.moves.len() / 2);
+        self.for_each_token(|token| out.push(token.to_string()))?;
+        Ok(out)
+    }
+
+    /// Replays the moves from the start position and calls `each` with every token in order.
+    fn for_each_token(&self, mut each: impl FnMut(&str)) -> Result<(), RecordError> {
+        let mut position = game::new_game(self.game, &self.rules)?;
+        let mut scratch = String::new();
         for (k, mv) in self.moves.iter().enumerate() {
             let replay_error = |why: String| RecordError::Replay {
                 number: k + 1,
@@ -185,11 +193,10 @@ impl Record {
                 PlayError::Parse(e) => replay_error(e.to_string()),
                 PlayError::Illegal { why, .. } => replay_error(why),
             })?;
-            let tokens = tokens::move_to_tokens(self.game, mover, &played)
+            tokens::for_each_token(self.game, mover, &played, &mut scratch, &mut each)
                 .map_err(|e| replay_error(e.to_string()))?;
-            out.extend(tokens);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The record text in `encoding`.

@@ -17,38 +17,56 @@ pub struct MoveTextError {
 /// The record tokens (each with its colour letter) of one move made by `mover`.
 /// A Connect6 two-stone turn gives two tokens; every other move gives one.
 pub fn move_to_tokens(game: GameId, mover: Side, text: &str) -> Result<Vec<String>, MoveTextError> {
-    let colour = game.colour_letter(mover);
-    let pieces: Vec<&str> = if game.stones_per_turn() > 1 {
-        text.split(',').collect()
-    } else {
-        vec![text]
-    };
-    pieces
-        .into_iter()
-        .map(|piece| {
-            let body = piece_to_token_body(piece.trim()).map_err(|what| MoveTextError {
-                text: text.to_string(),
-                what,
-            })?;
-            Ok(format!("{colour}{body}"))
-        })
-        .collect()
+    let mut tokens = Vec::new();
+    let mut scratch = String::new();
+    for_each_token(game, mover, text, &mut scratch, |token| {
+        tokens.push(token.to_string())
+    })?;
+    Ok(tokens)
 }
 
-/// `B2xE5` → `(B,2)x(E,5)`; `swap` → `(swap)`.
-fn piece_to_token_body(piece: &str) -> Result<String, String> {
+/// Calls `each` with every record token of one move made by `mover`, made in `scratch` (a
+/// record of hundreds of moves reuses one buffer instead of allocating per token).
+pub fn for_each_token(
+    game: GameId,
+    mover: Side,
+    text: &str,
+    scratch: &mut String,
+    mut each: impl FnMut(&str),
+) -> Result<(), MoveTextError> {
+    let colour = game.colour_letter(mover);
+    let two_stones = game.stones_per_turn() > 1;
+    let mut pieces = text.split(',');
+    let mut piece = Some(text);
+    if two_stones {
+        piece = pieces.next();
+    }
+    while let Some(p) = piece {
+        scratch.clear();
+        scratch.push(colour);
+        push_token_body(scratch, p.trim()).map_err(|what| MoveTextError {
+            text: text.to_string(),
+            what,
+        })?;
+        each(scratch);
+        piece = if two_stones { pieces.next() } else { None };
+    }
+    Ok(())
+}
+
+/// Appends a move piece's token body to `out`: `B2xE5` → `(B,2)x(E,5)`; `swap` → `(swap)`.
+fn push_token_body(out: &mut String, piece: &str) -> Result<(), String> {
     if piece.eq_ignore_ascii_case("swap") {
-        return Ok("(swap)".to_string());
+        out.push_str("(swap)");
+        return Ok(());
     }
     if piece.is_empty() {
         return Err("empty move".to_string());
     }
-    let chars: Vec<char> = piece.chars().collect();
-    let mut out = String::with_capacity(piece.len() * 2);
-    let mut i = 0;
+    let mut chars = piece.chars().enumerate().peekable();
     let mut expect_point = true;
-    while let Some(&c) = chars.get(i) {
-        let next_is_digit = chars.get(i + 1).is_some_and(|d| d.is_ascii_digit());
+    while let Some((i, c)) = chars.next() {
+        let next_is_digit = chars.peek().is_some_and(|&(_, d)| d.is_ascii_digit());
         if expect_point {
             if !(c.is_ascii_alphabetic() && next_is_digit) {
                 return Err(format!("expected a point at character {}", i + 1));
@@ -56,10 +74,8 @@ fn piece_to_token_body(piece: &str) -> Result<String, String> {
             out.push('(');
             out.push(c.to_ascii_uppercase());
             out.push(',');
-            i += 1;
-            while let Some(&d) = chars.get(i).filter(|d| d.is_ascii_digit()) {
+            while let Some((_, d)) = chars.next_if(|&(_, d)| d.is_ascii_digit()) {
                 out.push(d);
-                i += 1;
             }
             out.push(')');
             expect_point = false;
@@ -74,14 +90,13 @@ fn piece_to_token_body(piece: &str) -> Result<String, String> {
                     ))
                 }
             }
-            i += 1;
             expect_point = true;
         }
     }
     if expect_point {
         return Err("the move ends with a separator".to_string());
     }
-    Ok(out)
+    Ok(())
 }
 
 /// One move token as read from a record: its side and its move text (for Connect6 one stone).
