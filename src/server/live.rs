@@ -463,9 +463,9 @@ impl Live {
         }
         let ply = game.moves.len();
         let summary = game.summary_view(ply).json();
-        let match_id = game.match_id.clone();
         self.lock().insert(game, ply);
-        self.publish("start", Some(&match_id), summary);
+        // For the league only: a game's own stream is its moves, then its end.
+        self.publish("start", None, summary);
     }
 
     /// A referee accepted `text`, the game's move number `ply` (already in its move log);
