@@ -521,25 +521,19 @@ async fn status(browser: &Browser) -> String {
 }
 
 /// Waits for the person's turn in `match_id` (or the end of that game); returns whether it is
-/// its turn. The page says "your turn" once it has the legal moves.
-async fn wait_for_turn_or_end(browser: &Browser, match_id: &str) -> bool {
+/// its turn. The page says "your turn" once it has the legal moves; whether the game is over is
+/// asked of the server, since the page may still show an earlier game's turn or end when the
+/// server has already finished this one and started the next.
+async fn wait_for_turn_or_end(browser: &Browser, server: &WebServer, match_id: &str) -> bool {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
+        let detail = server.get_json(&format!("/api/games/{match_id}")).await;
+        if detail["status"] == "finished" {
+            return false;
+        }
         let text = status(browser).await;
         if text.starts_with("your turn") && text.contains(match_id) {
             return true;
-        }
-        if text.starts_with("game over") && text.contains(match_id) {
-            return false;
-        }
-        // The next game has already started: this one is over. (The previous game's
-        // "game over" may still show when the server has already started this one.)
-        let about_a_game = ["your turn", "game ", "loading your turn"]
-            .iter()
-            .any(|p| text.starts_with(p))
-            && !text.starts_with("game over");
-        if about_a_game && !text.contains(match_id) {
-            return false;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
@@ -663,7 +657,7 @@ async fn a_person_logs_in_on_play_and_plays_by_clicking() {
         seen.insert(match_id.clone());
         let mut my_moves = 0;
         loop {
-            if !wait_for_turn_or_end(&browser, &match_id).await {
+            if !wait_for_turn_or_end(&browser, &server, &match_id).await {
                 break;
             }
             play_by_clicks(&browser, &server, &match_id).await;
