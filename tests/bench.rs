@@ -127,6 +127,12 @@ fn quick_bench_prints_every_figure_as_json() {
     assert!(report["bots_run_in"]
         .as_str()
         .is_some_and(|s| s.contains("--bots-only")));
+    // The folder the phases' leagues wrote to exists (its phase folders are removed).
+    let files_in = report["files_in"].as_str().unwrap_or("");
+    assert!(
+        !files_in.is_empty() && std::path::Path::new(files_in).is_dir(),
+        "{report}"
+    );
 
     let nps = report["perft_nps"]
         .as_object()

@@ -199,9 +199,18 @@ pub fn bench_config(plan: &LoadPlan, out_dir: &Path) -> Result<Config, BenchErro
     Ok(config)
 }
 
+/// The folder under which each phase writes its league's files (records, games.jsonl, the
+/// journal, flushed to disk as in a league): the temporary folder (`TMPDIR`). The disk is part
+/// of what is measured; `TMPDIR=/dev/shm` takes it out (docs/benchmarks.md says when that
+/// matters: on ext4 without a journal, creating files within minutes of thousands being
+/// deleted, as right after another run, costs far more than otherwise).
+pub fn files_root() -> PathBuf {
+    std::env::temp_dir()
+}
+
 /// A fresh output folder for a phase's records.
 fn out_dir(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("arena-bench-{}-{name}", std::process::id()))
+    files_root().join(format!("arena-bench-{}-{name}", std::process::id()))
 }
 
 /// Starts the load generator: this same executable as `arena bench --bots-only`; with `web`,

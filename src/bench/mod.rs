@@ -107,6 +107,8 @@ pub struct BenchReport {
     /// Game → the depth timed.
     pub perft_depth: BTreeMap<String, u32>,
     pub bots_run_in: String,
+    /// The folder under which the load phases wrote their leagues' records and journals.
+    pub files_in: String,
     pub matches: usize,
     /// Matches running on average during the throughput window (the others were between two
     /// games).
@@ -465,6 +467,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
             .map(|f| (f.game.as_str().to_string(), f.depth))
             .collect(),
         bots_run_in: BOTS_RUN_IN.to_string(),
+        files_in: load::files_root().display().to_string(),
         matches,
         matches_running_mean: instant.matches_running_mean,
         window_s: instant.window_s,
@@ -608,6 +611,11 @@ impl BenchReport {
             self.matches, self.window_s
         )?;
         writeln!(out, "  bots: {}", self.bots_run_in)?;
+        writeln!(
+            out,
+            "  records and journals written under {} (set TMPDIR to choose)",
+            self.files_in
+        )?;
         writeln!(
             out,
             "  matches running during the window: {:.0} on average (the rest between two games)",
