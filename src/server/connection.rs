@@ -22,7 +22,7 @@ use crate::protocol::{
 };
 
 use super::arrival::{ArrivalStampedRead, ReadProgress};
-use super::link::{write_lines, BotLink, RefereeInput};
+use super::link::{write_lines, BotLink, LinkClose, RefereeInput};
 use super::login_guard::LoginGuard;
 use super::registry::{Registry, Session};
 
@@ -142,9 +142,10 @@ pub async fn serve_stream<
         CONNECTION_BUFFER_BYTES,
     );
     let (tx, rx) = flume::bounded(ctx.config.server.write_queue_lines);
-    let close = ctx.shutdown.child_token();
-    let writer = tokio::spawn(write_lines(write_half, rx, close.clone()));
-    let link = BotLink::new(conn_id, tx, close.clone()).with_read_progress(progress);
+    let link_close = LinkClose::new(ctx.shutdown.child_token());
+    let close = link_close.token().clone();
+    let writer = tokio::spawn(write_lines(write_half, rx, link_close.clone()));
+    let link = BotLink::new(conn_id, tx, link_close).with_read_progress(progress);
     let mut connection = Connection {
         ctx: ctx.clone(),
         peer,
@@ -243,7 +244,11 @@ impl Connection {
             let authed = self.name.is_some();
             let frame = tokio::select! {
                 _ = &mut shutting_down => break "server shutting down".to_string(),
-                _ = &mut dropped => break "dropped by the server (not reading, or write failed)".to_string(),
+                _ = &mut dropped => break match self.link.closed_because() {
+                    Some(why) => format!("dropped by the server: {why}"),
+                    // Its token is the shutdown's child: cancelled with it, without a reason.
+                    None => "server shutting down".to_string(),
+                },
                 _ = &mut hello_deadline, if !authed => {
                     self.error(
                         ErrorCode::AuthFailed,

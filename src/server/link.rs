@@ -5,7 +5,7 @@
 //! on each other.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
@@ -74,6 +74,44 @@ impl WriteStamp {
     }
 }
 
+/// What drops a connection: the token its tasks watch, and the first reason given for
+/// dropping it (for the line that logs its close). Its token is a child of the server's
+/// shutdown token, so a shutdown cancels it too, with no reason given.
+#[derive(Debug, Clone)]
+pub struct LinkClose {
+    token: CancellationToken,
+    why: Arc<OnceLock<&'static str>>,
+}
+
+impl LinkClose {
+    pub fn new(token: CancellationToken) -> LinkClose {
+        LinkClose {
+            token,
+            why: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// Drops the connection, saying why (the first reason given is the one kept).
+    pub fn close_because(&self, why: &'static str) {
+        let _ = self.why.set(why);
+        self.token.cancel();
+    }
+
+    /// Why the connection was dropped, if it was dropped with a reason.
+    pub fn why(&self) -> Option<&'static str> {
+        self.why.get().copied()
+    }
+
+    pub fn token(&self) -> &CancellationToken {
+        &self.token
+    }
+}
+
+/// Why a connection is dropped when its outgoing queue is full.
+pub const QUEUE_FULL: &str = "its outgoing queue was full (the bot is not reading)";
+/// Why a connection is dropped when a write to it fails.
+pub const WRITE_FAILED: &str = "a write to it failed (the bot closed or reset its socket)";
+
 /// A line for a connection's writer (with its `\n`), and the stamp to set once it is written.
 #[derive(Debug)]
 pub struct Outgoing {
@@ -88,13 +126,13 @@ pub struct BotLink {
     pub conn_id: u64,
     tx: flume::Sender<Outgoing>,
     rtt_us: Arc<AtomicU64>,
-    close: CancellationToken,
+    close: LinkClose,
     /// When the connection's reader last emptied its socket (where it can tell).
     reading: Option<Arc<ReadProgress>>,
 }
 
 impl BotLink {
-    pub fn new(conn_id: u64, tx: flume::Sender<Outgoing>, close: CancellationToken) -> BotLink {
+    pub fn new(conn_id: u64, tx: flume::Sender<Outgoing>, close: LinkClose) -> BotLink {
         BotLink {
             conn_id,
             tx,
@@ -140,7 +178,7 @@ impl BotLink {
                     conn = self.conn_id,
                     "outgoing queue full (the bot is not reading): dropping the connection"
                 );
-                self.close.cancel();
+                self.close.close_because(QUEUE_FULL);
                 false
             }
             Err(flume::TrySendError::Disconnected(_)) => false,
@@ -166,9 +204,14 @@ impl BotLink {
         self.rtt_us.store(RTT_UNKNOWN, Ordering::Relaxed);
     }
 
-    /// Drops the connection.
-    pub fn close(&self) {
-        self.close.cancel();
+    /// Drops the connection, saying why (for the line that logs its close).
+    pub fn close_because(&self, why: &'static str) {
+        self.close.close_because(why);
+    }
+
+    /// Why the connection was dropped, if it was dropped with a reason.
+    pub fn closed_because(&self) -> Option<&'static str> {
+        self.close.why()
     }
 }
 
@@ -212,8 +255,9 @@ pub enum RefereeInput {
 pub async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
     mut socket: W,
     rx: flume::Receiver<Outgoing>,
-    close: CancellationToken,
+    link_close: LinkClose,
 ) {
+    let close = link_close.token();
     // One wait for the whole loop: a fresh `cancelled()` per line registers and unregisters a
     // waiter each time, which showed up in the bench's profile.
     let closed = close.cancelled();
@@ -230,7 +274,7 @@ pub async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
                 tokio::select! {
                     result = socket.write_all(outgoing.line.as_bytes()) => {
                         if result.is_err() {
-                            close.cancel();
+                            link_close.close_because(WRITE_FAILED);
                             return;
                         }
                         if let Some(written) = &outgoing.written {
@@ -251,4 +295,55 @@ pub async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
         let _ = socket.shutdown().await;
     })
     .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ping() -> RefereeMessage {
+        RefereeMessage::Ping { id: 1 }
+    }
+
+    #[test]
+    fn the_first_reason_given_for_a_drop_is_kept() {
+        let close = LinkClose::new(CancellationToken::new());
+        assert_eq!(close.why(), None);
+        close.close_because(QUEUE_FULL);
+        close.close_because(WRITE_FAILED);
+        assert!(close.token().is_cancelled());
+        assert_eq!(close.why(), Some(QUEUE_FULL));
+    }
+
+    #[test]
+    fn a_bot_whose_queue_is_full_is_dropped_for_not_reading() {
+        let (tx, _rx) = flume::bounded(1);
+        let link = BotLink::new(7, tx, LinkClose::new(CancellationToken::new()));
+        assert!(link.send(&ping()));
+        assert_eq!(link.closed_because(), None);
+        assert!(!link.send(&ping()));
+        assert_eq!(link.closed_because(), Some(QUEUE_FULL));
+    }
+
+    #[tokio::test]
+    async fn a_failed_write_drops_the_connection_saying_so() {
+        let (ours, theirs) = tokio::io::duplex(64);
+        drop(theirs);
+        let (tx, rx) = flume::bounded(4);
+        let close = LinkClose::new(CancellationToken::new());
+        let link = BotLink::new(7, tx, close.clone());
+        assert!(link.send(&ping()));
+        write_lines(ours, rx, close.clone()).await;
+        assert!(close.token().is_cancelled());
+        assert_eq!(link.closed_because(), Some(WRITE_FAILED));
+    }
+
+    #[test]
+    fn a_shutdown_cancels_the_link_without_a_reason() {
+        let shutdown = CancellationToken::new();
+        let close = LinkClose::new(shutdown.child_token());
+        shutdown.cancel();
+        assert!(close.token().is_cancelled());
+        assert_eq!(close.why(), None);
+    }
 }

@@ -787,7 +787,7 @@ pub async fn run_journaled_match(
 mod tests {
     use super::*;
     use crate::server::arrival::ReadProgress;
-    use crate::server::link::Outgoing;
+    use crate::server::link::{LinkClose, Outgoing};
 
     const LIMIT: Duration = Duration::from_millis(200);
     const SETTLE: Duration = Duration::from_millis(50);
@@ -829,8 +829,15 @@ mod tests {
             let (tx_a, rx_a) = flume::bounded(64);
             let (tx_b, rx_b) = flume::bounded(64);
             let links = [
-                Some(BotLink::new(1, tx_a, CancellationToken::new()).with_read_progress(reading)),
-                Some(BotLink::new(2, tx_b, CancellationToken::new())),
+                Some(
+                    BotLink::new(1, tx_a, LinkClose::new(CancellationToken::new()))
+                        .with_read_progress(reading),
+                ),
+                Some(BotLink::new(
+                    2,
+                    tx_b,
+                    LinkClose::new(CancellationToken::new()),
+                )),
             ];
             let (inbox, rx) = flume::bounded(8);
             let referee = tokio::spawn(run_match(

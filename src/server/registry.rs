@@ -187,7 +187,7 @@ impl Registry {
             message: why.to_string(),
             match_id: None,
         });
-        session.link.close();
+        session.link.close_because("suspended");
         let left = state
             .matches
             .values()
