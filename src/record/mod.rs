@@ -155,6 +155,7 @@ impl Record {
             ),
             event = header_text(&self.event),
         );
+        // About a token and a half per move (Connect6 turns have two), `;B(J,10)` each.
         text.reserve(self.moves.len() * 12);
         self.for_each_token(|token| {
             text.push(';');

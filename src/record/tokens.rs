@@ -35,21 +35,20 @@ pub fn for_each_token(
     mut each: impl FnMut(&str),
 ) -> Result<(), MoveTextError> {
     let colour = game.colour_letter(mover);
-    let two_stones = game.stones_per_turn() > 1;
-    let mut pieces = text.split(',');
-    let mut piece = Some(text);
-    if two_stones {
-        piece = pieces.next();
-    }
-    while let Some(p) = piece {
+    // A Connect6 turn's stones are separated by commas; any other move is one piece.
+    let pieces = if game.stones_per_turn() > 1 {
+        usize::MAX
+    } else {
+        1
+    };
+    for piece in text.splitn(pieces, ',') {
         scratch.clear();
         scratch.push(colour);
-        push_token_body(scratch, p.trim()).map_err(|what| MoveTextError {
+        push_token_body(scratch, piece.trim()).map_err(|what| MoveTextError {
             text: text.to_string(),
             what,
         })?;
         each(scratch);
-        piece = if two_stones { pieces.next() } else { None };
     }
     Ok(())
 }

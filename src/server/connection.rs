@@ -152,7 +152,6 @@ pub async fn serve_stream<
         link,
         name: None,
         bad_lines: 0,
-        close: close.clone(),
     };
     let why = connection.read_loop(lines).await;
     if let Some(name) = &connection.name {
@@ -192,8 +191,6 @@ struct Connection {
     /// The bot's name once authenticated (shared: each message borrows it).
     name: Option<Arc<str>>,
     bad_lines: u32,
-    /// Cancelled to drop this connection (a child of the shutdown token).
-    close: CancellationToken,
 }
 
 /// What the reader does after handling a line.
@@ -235,10 +232,9 @@ impl Connection {
         let mut ping_id: u64 = 0;
         let mut ping_out: Option<(u64, Instant)> = None;
         let close = self.ctx.shutdown.clone();
-        let link_close = self.close.clone();
         // Created once, not per line (see `write_lines`).
         let shutting_down = close.cancelled();
-        let dropped = link_close.cancelled();
+        let dropped = self.link.dropped();
         tokio::pin!(shutting_down, dropped, hello_deadline);
         let reason = loop {
             let authed = self.name.is_some();

@@ -111,6 +111,8 @@ impl LinkClose {
 pub const QUEUE_FULL: &str = "its outgoing queue was full (the bot is not reading)";
 /// Why a connection is dropped when a write to it fails.
 pub const WRITE_FAILED: &str = "a write to it failed (the bot closed or reset its socket)";
+/// Why a connection is dropped when its bot is suspended.
+pub const SUSPENDED: &str = "its bot was suspended";
 
 /// A line for a connection's writer (with its `\n`), and the stamp to set once it is written.
 #[derive(Debug)]
@@ -212,6 +214,11 @@ impl BotLink {
     /// Why the connection was dropped, if it was dropped with a reason.
     pub fn closed_because(&self) -> Option<&'static str> {
         self.close.why()
+    }
+
+    /// Completes once the connection is dropped (for any reason, or by the shutdown).
+    pub fn dropped(&self) -> tokio_util::sync::WaitForCancellationFutureOwned {
+        self.close.token.clone().cancelled_owned()
     }
 }
 

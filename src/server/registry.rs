@@ -187,7 +187,7 @@ impl Registry {
             message: why.to_string(),
             match_id: None,
         });
-        session.link.close_because("suspended");
+        session.link.close_because(super::link::SUSPENDED);
         let left = state
             .matches
             .values()
