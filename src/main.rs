@@ -480,6 +480,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                         web_events: web_events.map(|addr| (addr, web_clients)),
                     },
                     &mut out,
+                    &mut io::stdin().lock(),
                 )?;
             } else {
                 let options = arena::bench::BenchOptions {

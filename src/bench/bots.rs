@@ -418,10 +418,19 @@ pub fn quantile<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
         .copied()
 }
 
+/// What the load generator writes on a line of its own once every web event stream is open
+/// (before its bots connect); it then waits for a line on its input before starting them, so
+/// that the server can measure what the open streams alone hold.
+pub const WEB_STREAMS_OPEN: &str = "web streams open";
+
 /// Opens `count` `/api/events` streams on `addr` from a thread of their own (browsers, as far
 /// as the server can tell) and reads them until the server closes them; returns the bytes read
-/// in all.
-fn follow_events(addr: std::net::SocketAddr, count: usize) -> std::thread::JoinHandle<u64> {
+/// in all. Each stream sends one `()` on `opened` once the server's answer starts arriving.
+fn follow_events(
+    addr: std::net::SocketAddr,
+    count: usize,
+    opened: std::sync::mpsc::Sender<()>,
+) -> std::thread::JoinHandle<u64> {
     std::thread::spawn(move || {
         let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -432,6 +441,7 @@ fn follow_events(addr: std::net::SocketAddr, count: usize) -> std::thread::JoinH
         runtime.block_on(async move {
             let mut readers = tokio::task::JoinSet::new();
             for _ in 0..count {
+                let opened = opened.clone();
                 readers.spawn(async move {
                     // The web view starts with the server: retry until it answers, for a while
                     // (a web view that never answers must not keep this process alive).
@@ -456,11 +466,15 @@ fn follow_events(addr: std::net::SocketAddr, count: usize) -> std::thread::JoinH
                         if n == 0 {
                             break;
                         }
+                        if total == 0 {
+                            let _ = opened.send(());
+                        }
                         total += n as u64;
                     }
                     total
                 });
             }
+            drop(opened);
             let mut total = 0;
             while let Some(read) = readers.join_next().await {
                 total += read.unwrap_or(0);
@@ -470,18 +484,51 @@ fn follow_events(addr: std::net::SocketAddr, count: usize) -> std::thread::JoinH
     })
 }
 
+/// Waits until `count` streams have sent on `opened` (at most a minute).
+fn wait_for_streams(
+    opened: &std::sync::mpsc::Receiver<()>,
+    count: usize,
+) -> Result<(), BenchError> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    for open in 0..count {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if opened.recv_timeout(left).is_err() {
+            return Err(BenchError::Setup(format!(
+                "only {open} of {count} web event streams opened within a minute"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Runs `options.bots` bots (bots `2k` and `2k+1` play each other) until the referee closes
 /// every connection, and follows the web view's events if asked; writes a `BotsReport` as one
-/// JSON line to `out`.
-pub fn run_bots(options: BotsOptions, out: &mut impl Write) -> Result<(), BenchError> {
+/// JSON line to `out`. With web events, the streams open first: then `WEB_STREAMS_OPEN` goes
+/// to `out` and the bots start once a line (or the end) is read from `go`.
+pub fn run_bots(
+    options: BotsOptions,
+    out: &mut impl Write,
+    go: &mut impl std::io::BufRead,
+) -> Result<(), BenchError> {
     let script = Arc::new(connect6_draw_script()?);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| BenchError::Setup(format!("bots runtime: {e}")))?;
-    let web_streams = options
-        .web_events
-        .map(|(addr, count)| follow_events(addr, count));
+    let web_streams = match options.web_events {
+        Some((addr, count)) => {
+            let (opened_tx, opened) = std::sync::mpsc::channel();
+            let streams = follow_events(addr, count, opened_tx);
+            wait_for_streams(&opened, count)?;
+            writeln!(out, "{WEB_STREAMS_OPEN}").map_err(|e| BenchError::Setup(e.to_string()))?;
+            out.flush().map_err(|e| BenchError::Setup(e.to_string()))?;
+            let mut line = String::new();
+            go.read_line(&mut line)
+                .map_err(|e| BenchError::Setup(format!("waiting for the go line: {e}")))?;
+            Some(streams)
+        }
+        None => None,
+    };
     let options = Arc::new(options);
     let bots = options.bots;
     let stats: Vec<BotStats> = runtime.block_on(async {

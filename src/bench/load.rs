@@ -3,7 +3,7 @@
 //! a child process `arena bench --bots-only` (the load generator, `bots.rs`), measured through
 //! `server::probe` over a fixed window, and its resident memory read from `/proc/self/statm`.
 
-use std::io::Read;
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -46,8 +46,13 @@ pub struct LoadResult {
     pub overhead_us: HistogramSnapshot,
     /// Kernel receive time → reader, per accepted move.
     pub socket_wait_us: HistogramSnapshot,
-    /// Resident memory of this process with the server idle (listening, no bot connected).
+    /// Resident memory of this process with the server idle (listening, no bot connected; with
+    /// the web view on, its event streams open).
     pub rss_idle_kib: u64,
+    /// The same and the heap in use before the web view's event streams opened (equal to the
+    /// idle figures without the web view).
+    pub rss_before_streams_kib: u64,
+    pub heap_before_streams_kib: u64,
     /// Resident memory in the middle of the window.
     pub rss_loaded_kib: u64,
     /// Matches running when `rss_loaded_kib` was read.
@@ -238,7 +243,11 @@ pub(super) fn spawn_bots(
             .arg(plan.web_clients.to_string());
     }
     command
-        .stdin(Stdio::null())
+        .stdin(if web.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -305,18 +314,39 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         sleep(Duration::from_millis(20)).await;
     }
     sleep(Duration::from_millis(300)).await;
-    let rss_idle_kib = rss_kib();
-    let heap_idle_kib = heap_in_use_kib();
+    let rss_before_streams_kib = rss_kib();
+    let heap_before_streams_kib = heap_in_use_kib();
 
     let mut child = spawn_bots(exe, &addr.to_string(), plan, web_addr)?;
-    let mut child_out = child.stdout.take();
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        if let Some(out) = child_out.as_mut() {
-            let _ = out.read_to_string(&mut text);
+    let (opened_tx, opened) = std::sync::mpsc::channel();
+    let reader = read_child_output(child.stdout.take(), Some(opened_tx));
+    // With the web view, the load generator opens its event streams first and waits: the idle
+    // figures are then taken with the streams open, so that what a stream holds whatever the
+    // number of games is reported on its own and not spread over the matches.
+    let (rss_idle_kib, heap_idle_kib) = if web_addr.is_some() {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            if opened.try_recv().is_ok() {
+                break;
+            }
+            if Instant::now() > deadline || matches!(child.try_wait(), Ok(Some(_))) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(BenchError::Setup(
+                    "the load generator's web event streams did not open".into(),
+                ));
+            }
+            sleep(Duration::from_millis(20)).await;
         }
-        text
-    });
+        sleep(Duration::from_millis(300)).await;
+        let idle = (rss_kib(), heap_in_use_kib());
+        if let Some(mut go) = child.stdin.take() {
+            let _ = go.write_all(b"go\n");
+        }
+        idle
+    } else {
+        (rss_before_streams_kib, heap_before_streams_kib)
+    };
 
     let outcome = async {
         let deadline = Instant::now() + Duration::from_secs(120);
@@ -391,6 +421,8 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         overhead_us: after.overhead_us.since(&before.overhead_us),
         socket_wait_us: after.socket_wait_us.since(&before.socket_wait_us),
         rss_idle_kib,
+        rss_before_streams_kib,
+        heap_before_streams_kib,
         rss_loaded_kib,
         matches_at_rss,
         heap_idle_kib,
@@ -407,6 +439,34 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         think,
         referee_timeouts,
         bots,
+    })
+}
+
+/// Reads the load generator's output on a thread of its own: sends `()` on `streams_open` when
+/// it says its web event streams are open, and returns the rest (its report).
+pub(super) fn read_child_output(
+    out: Option<std::process::ChildStdout>,
+    streams_open: Option<std::sync::mpsc::Sender<()>>,
+) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let Some(out) = out else {
+            return text;
+        };
+        for line in std::io::BufReader::new(out).lines() {
+            let Ok(line) = line else {
+                break;
+            };
+            if line == super::bots::WEB_STREAMS_OPEN {
+                if let Some(open) = &streams_open {
+                    let _ = open.send(());
+                }
+            } else {
+                text.push_str(&line);
+                text.push('\n');
+            }
+        }
+        text
     })
 }
 

@@ -142,8 +142,13 @@ pub struct BenchReport {
     pub cpu_share: f64,
     pub relay_latency_us_p50: u64,
     pub relay_latency_us_p99: u64,
+    /// With the web view on, taken with its event streams open (and no game running).
     pub rss_idle_mib: f64,
     pub rss_loaded_mib: f64,
+    /// What opening the web view's event streams added to the idle server, before any game
+    /// (0 without the web view): not counted in the per-match figures, which grow with games.
+    pub web_streams_heap_kib: f64,
+    pub web_streams_rss_kib: f64,
     pub rss_per_match_kib: f64,
     /// Heap in use per match (middle of the window − idle, over the matches running then):
     /// the live data alone, without the freed memory the allocator keeps, so it varies less
@@ -506,6 +511,12 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         relay_latency_us_p50: instant.bots.relay_us_p50,
         relay_latency_us_p99: instant.bots.relay_us_p99,
         rss_idle_mib: instant.rss_idle_kib as f64 / 1024.0,
+        web_streams_heap_kib: instant
+            .heap_idle_kib
+            .saturating_sub(instant.heap_before_streams_kib) as f64,
+        web_streams_rss_kib: instant
+            .rss_idle_kib
+            .saturating_sub(instant.rss_before_streams_kib) as f64,
         rss_loaded_mib: instant.rss_loaded_kib as f64 / 1024.0,
         rss_per_match_kib: if instant.matches_at_rss > 0 {
             rss_growth as f64 / instant.matches_at_rss as f64
@@ -686,6 +697,15 @@ impl BenchReport {
                 self.web_clients,
                 self.web_event_bytes as f64 / 1e6
             )?;
+            writeln!(
+                out,
+                "  web view: opening them, before any game, took {:.0} KiB of heap ({:.1} KiB a \
+                 stream) and {:.0} KiB resident; the idle figures below include them, the \
+                 per-match figures do not",
+                self.web_streams_heap_kib,
+                self.web_streams_heap_kib / self.web_clients as f64,
+                self.web_streams_rss_kib
+            )?;
         }
         goal(
             out,
@@ -791,6 +811,8 @@ mod tests {
             overhead_us: Histogram::new().snapshot(),
             socket_wait_us: Histogram::new().snapshot(),
             rss_idle_kib: 0,
+            rss_before_streams_kib: 0,
+            heap_before_streams_kib: 0,
             rss_loaded_kib: 0,
             matches_at_rss: 0,
             heap_idle_kib: 0,

@@ -4,7 +4,6 @@
 //! reader/writer-task shape as the server. What the referee adds on top of this is what the
 //! `referee_to_relay_ratio` measures.
 
-use std::io::Read;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::protocol::{CappedLineCodec, Frame, MAX_LINE_BYTES};
 
 use super::bots::connect6_draw_script;
-use super::load::{own_cpu_us, process_cpu_us, spawn_bots, LoadPlan};
+use super::load::{own_cpu_us, process_cpu_us, read_child_output, spawn_bots, LoadPlan};
 use super::BenchError;
 
 /// Lines queued for one bot before it is dropped (as the server's `write_queue_lines`).
@@ -223,13 +222,7 @@ async fn measure(plan: &LoadPlan, exe: &Path) -> Result<RelayResult, BenchError>
     let stop = CancellationToken::new();
     let acceptor = tokio::spawn(accept(listener, relay.clone(), stop.clone()));
     let mut child = spawn_bots(exe, &addr.to_string(), plan, None)?;
-    let mut child_out = child.stdout.take();
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        if let Some(out) = child_out.as_mut() {
-            let _ = out.read_to_string(&mut text);
-        }
-    });
+    let reader = read_child_output(child.stdout.take(), None);
     let outcome = async {
         let deadline = Instant::now() + Duration::from_secs(120);
         while relay.pairs_playing.load(Ordering::Relaxed) < plan.matches {
