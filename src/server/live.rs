@@ -27,10 +27,10 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+pub use super::match_spec::MatchSpec;
 pub use super::move_log::{MoveLog, SharedMoveLog};
 use crate::fanout::{Fanout, WhenFull};
 use crate::game::GameId;
-use crate::protocol::ClockSpec;
 
 /// Events each receiver may have queued: a game's stream that falls this far behind is
 /// dropped; the league feed misses events instead.
@@ -51,13 +51,8 @@ const SCHEDULE_EVERY: std::time::Duration = std::time::Duration::from_millis(250
 /// A game as the web view knows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LiveGame {
-    pub match_id: String,
-    pub tournament: String,
-    pub game: GameId,
-    pub players: [String; 2],
-    /// Shared with the referee's `MatchSpec`.
-    pub rules: Arc<Value>,
-    pub clock: ClockSpec,
+    /// Ids, names, rules and clock: the referee's own (shared, not copied).
+    pub spec: Arc<MatchSpec>,
     /// The moves with their think times: while the game runs, its referee's own log (shared,
     /// not copied).
     pub moves: SharedMoveLog,
@@ -99,11 +94,11 @@ impl LiveGame {
 
     fn summary_view(&self, ply: usize) -> SummaryView<'_> {
         SummaryView {
-            match_id: &self.match_id,
-            tournament: &self.tournament,
-            game: self.game.as_str(),
-            first: &self.players[0],
-            second: &self.players[1],
+            match_id: &self.spec.match_id,
+            tournament: &self.spec.tournament,
+            game: self.spec.game.as_str(),
+            first: &self.spec.players[0],
+            second: &self.spec.players[1],
             status: if self.result.is_some() {
                 "finished"
             } else {
@@ -315,7 +310,7 @@ impl Default for Live {
 impl LiveState {
     /// Adds a game that has started (or replaces an earlier start of the same match).
     fn insert(&mut self, game: LiveGame, ply: usize) {
-        let at = self.index.get(game.match_id.as_str()).copied();
+        let at = self.index.get(game.spec.match_id.as_str()).copied();
         let was_running = at
             .and_then(|at| self.games.get(at))
             .is_some_and(Slot::is_running);
@@ -336,7 +331,7 @@ impl LiveState {
                 let Slot::Full { game, .. } = &slot else {
                     return;
                 };
-                let key: Arc<str> = Arc::from(game.match_id.as_str());
+                let key: Arc<str> = Arc::from(game.spec.match_id.as_str());
                 self.index.insert(key, self.games.len());
                 self.games.push(slot);
             }
@@ -366,16 +361,19 @@ impl LiveState {
         };
         let names = &mut self.names;
         let summary = FinishedSummary {
-            match_id: match self.index.get_key_value(game.match_id.as_str()) {
+            match_id: match self.index.get_key_value(game.spec.match_id.as_str()) {
                 Some((key, _)) => key.clone(),
-                None => Arc::from(game.match_id.as_str()),
+                None => Arc::from(game.spec.match_id.as_str()),
             },
-            tournament: names.id(&game.tournament),
-            players: [names.id(&game.players[0]), names.id(&game.players[1])],
+            tournament: names.id(&game.spec.tournament),
+            players: [
+                names.id(&game.spec.players[0]),
+                names.id(&game.spec.players[1]),
+            ],
             result: game.result.as_deref().map(|r| names.id(r)),
             reason: game.reason.as_deref().map(|r| names.id(r)),
             ply: u32::try_from(*ply).unwrap_or(u32::MAX),
-            game: game.game,
+            game: game.spec.game,
         };
         if let Some(slot) = self.games.get_mut(at) {
             *slot = Slot::Dropped(summary);
@@ -448,7 +446,7 @@ impl Live {
     pub fn add_finished(&self, game: LiveGame) {
         let ply = game.moves.len();
         let mut state = self.lock();
-        if state.index.contains_key(game.match_id.as_str()) {
+        if state.index.contains_key(game.spec.match_id.as_str()) {
             return;
         }
         let at = state.games.len();
@@ -706,8 +704,8 @@ impl Live {
                 Slot::Full { game, .. } => Some(game),
                 Slot::Dropped(_) => None,
             })
-            .filter(|g| g.result.is_none() && g.players.iter().any(|p| p == name))
-            .map(|g| g.match_id.clone())
+            .filter(|g| g.result.is_none() && g.spec.players.iter().any(|p| p == name))
+            .map(|g| g.spec.match_id.clone())
             .collect()
     }
 }
@@ -738,16 +736,18 @@ mod tests {
 
     fn game(id: &str) -> LiveGame {
         LiveGame {
-            match_id: id.to_string(),
-            tournament: "t".into(),
-            game: GameId::Hex,
-            players: ["a".into(), "b".into()],
-            rules: json!({}).into(),
-            clock: ClockSpec {
-                initial_ms: 1000,
-                increment_ms: 0,
-                move_limit_ms: None,
-            },
+            spec: Arc::new(MatchSpec {
+                match_id: id.to_string(),
+                tournament: "t".into(),
+                game: GameId::Hex,
+                players: ["a".into(), "b".into()],
+                rules: json!({}).into(),
+                clock: crate::protocol::ClockSpec {
+                    initial_ms: 1000,
+                    increment_ms: 0,
+                    move_limit_ms: None,
+                },
+            }),
             moves: SharedMoveLog::default(),
             clocks: [1000, 1000],
             result: None,

@@ -14,6 +14,7 @@ mod journaling;
 mod link;
 pub mod live;
 mod login_guard;
+mod match_spec;
 mod match_task;
 mod move_log;
 mod output;

@@ -12,30 +12,16 @@ use serde_json::Value;
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
-use crate::game::{new_game, AnyGame, EndReason, GameId, Outcome, Side};
+use crate::game::{new_game, AnyGame, EndReason, Outcome, Side};
 use crate::journal::JournalMove;
-use crate::protocol::ClockSpec;
 use crate::protocol::{ErrorCode, RefereeMessage, TurnClock};
 
 use super::journaling::MoveJournal;
 use super::link::{BotLink, RefereeInput, WriteStamp};
+pub use super::match_spec::MatchSpec;
 use super::move_log::SharedMoveLog;
 use super::probe;
 use crate::clock_settings::whole_ms as ms;
-
-/// What a match is: everything fixed before its first move.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MatchSpec {
-    pub match_id: String,
-    pub tournament: String,
-    pub game: GameId,
-    /// Every rule option in force: shared by every game of its tournament and by the web
-    /// view's entry for the game (a JSON map is a few hundred bytes).
-    pub rules: Arc<Value>,
-    pub clock: ClockSpec,
-    /// Bot names: `[first, second]`.
-    pub players: [String; 2],
-}
 
 /// After the settle window, how long a loss on time still waits for the mover's connection
 /// to read what reached the server before the deadline (a server starved of CPU can take
@@ -57,7 +43,7 @@ pub struct RefereeSettings {
 /// A finished match, as games.jsonl and the record file keep it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinishedGame {
-    pub spec: MatchSpec,
+    pub spec: Arc<MatchSpec>,
     pub outcome: Outcome,
     /// Move texts as records keep them.
     pub moves: Vec<String>,
@@ -74,7 +60,7 @@ impl FinishedGame {
     pub fn forfeit(spec: MatchSpec, winner: Option<Side>) -> FinishedGame {
         let now = Local::now();
         FinishedGame {
-            spec,
+            spec: Arc::new(spec),
             outcome: Outcome {
                 winner,
                 reason: EndReason::Forfeit,
@@ -112,7 +98,7 @@ impl FinishedGame {
             reason: EndReason::Disconnect,
         });
         FinishedGame {
-            spec,
+            spec: Arc::new(spec),
             outcome,
             moves,
             think_ms,
@@ -198,7 +184,8 @@ enum Handled {
 
 /// The state of one running match.
 struct Referee {
-    spec: MatchSpec,
+    /// Shared with the web view's entry for the game and the finished game.
+    spec: Arc<MatchSpec>,
     settings: RefereeSettings,
     game: Box<dyn AnyGame>,
     links: [Option<BotLink>; 2],
@@ -238,12 +225,7 @@ impl Referee {
     /// referee's log, shared.
     fn live_game(&self) -> super::live::LiveGame {
         super::live::LiveGame {
-            match_id: self.spec.match_id.clone(),
-            tournament: self.spec.tournament.clone(),
-            game: self.spec.game,
-            players: self.spec.players.clone(),
-            rules: self.spec.rules.clone(),
-            clock: self.spec.clock,
+            spec: self.spec.clone(),
             moves: self.moves.clone(),
             clocks: [ms(self.remaining[0]), ms(self.remaining[1])],
             result: None,
@@ -623,7 +605,7 @@ pub async fn run_journaled_match(
         links[1].is_none().then_some(now),
     ];
     let mut referee = Referee {
-        spec,
+        spec: Arc::new(spec),
         settings,
         game,
         links,
@@ -786,6 +768,8 @@ pub async fn run_journaled_match(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::game::GameId;
+    use crate::protocol::ClockSpec;
     use crate::server::arrival::ReadProgress;
     use crate::server::link::{LinkClose, Outgoing};
 

@@ -785,6 +785,10 @@ impl Scheduler {
                 concurrency: t.config.concurrency,
             });
         }
+        // Held until the next rebuild: no spare capacity (a thousand tournaments of a pair
+        // each would keep up to twice their size).
+        waiting.shrink_to_fit();
+        progress.shrink_to_fit();
         live.schedule_seen(waiting, progress);
     }
 

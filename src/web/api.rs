@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::game::{game_from_position_text, new_game, GameId};
 use crate::game_line::GameLine;
 use crate::protocol::ClockSpec;
-use crate::server::live::{LiveGame, SharedMoveLog};
+use crate::server::live::{LiveGame, MatchSpec, SharedMoveLog};
 use crate::server::registry::{BotStatus, Registry};
 
 use super::ApiError;
@@ -23,7 +23,7 @@ pub fn finished_games(out_dir: &Path) -> Vec<LiveGame> {
     let mut seen = BTreeSet::new();
     GameLine::read_file(&out_dir.join("games.jsonl"))
         .map(|line| game_of_line(&line))
-        .filter(|g| seen.insert(g.match_id.clone()))
+        .filter(|g| seen.insert(g.spec.match_id.clone()))
         .collect()
 }
 
@@ -44,12 +44,14 @@ pub fn game_of_line(line: &GameLine) -> LiveGame {
         &line.think_ms,
     );
     LiveGame {
-        match_id: line.match_id.clone(),
-        tournament: line.tournament.clone(),
-        game: line.game,
-        players: [line.first.clone(), line.second.clone()],
-        rules: Arc::new(line.rules.clone()),
-        clock: line.clock,
+        spec: Arc::new(MatchSpec {
+            match_id: line.match_id.clone(),
+            tournament: line.tournament.clone(),
+            game: line.game,
+            players: [line.first.clone(), line.second.clone()],
+            rules: Arc::new(line.rules.clone()),
+            clock: line.clock,
+        }),
         moves: SharedMoveLog::of_finished(line.game, &line.moves, &line.think_ms, &line.lag_ms),
         clocks,
         result: Some(line.result.as_str().to_string()),
@@ -93,7 +95,8 @@ pub fn game_detail(game: &LiveGame) -> Value {
         .map(|(text, think)| (text.to_string(), think))
         .unzip();
     let mut positions = Vec::with_capacity(moves.len() + 1);
-    if let Ok(mut position) = new_game(game.game, &game.rules) {
+    let spec = &game.spec;
+    if let Ok(mut position) = new_game(spec.game, &spec.rules) {
         positions.push(position.position_text());
         for text in &moves {
             if position.play_text(text).is_err() {
@@ -102,14 +105,14 @@ pub fn game_detail(game: &LiveGame) -> Value {
             positions.push(position.position_text());
         }
     }
-    let clock = serde_json::to_value(game.clock).unwrap_or(Value::Null);
+    let clock = serde_json::to_value(spec.clock).unwrap_or(Value::Null);
     json!({
-        "match": game.match_id,
-        "tournament": game.tournament,
-        "game": game.game.as_str(),
-        "first": game.players[0],
-        "second": game.players[1],
-        "rules": *game.rules,
+        "match": spec.match_id,
+        "tournament": spec.tournament,
+        "game": spec.game.as_str(),
+        "first": spec.players[0],
+        "second": spec.players[1],
+        "rules": *spec.rules,
         "clock": clock,
         "status": if game.result.is_some() { "finished" } else { "playing" },
         "moves": moves,

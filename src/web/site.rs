@@ -61,13 +61,16 @@ pub fn write_site(config: &Config, dir: &Path) -> Result<(), SiteError> {
         &dir.join("api/games.json"),
         json!({ "games": summaries }).to_string().as_bytes(),
     )?;
-    for game in games.iter().filter(|g| is_plain_file_name(&g.match_id)) {
+    for game in games
+        .iter()
+        .filter(|g| is_plain_file_name(&g.spec.match_id))
+    {
         write(
-            &dir.join(format!("api/games/{}.json", game.match_id)),
+            &dir.join(format!("api/games/{}.json", game.spec.match_id)),
             game_detail(game).to_string().as_bytes(),
         )?;
         write(
-            &dir.join(format!("games/{}.html", game.match_id)),
+            &dir.join(format!("games/{}.html", game.spec.match_id)),
             static_page(assets::GAME_HTML, "../").as_bytes(),
         )?;
         if let Some(record) = game.record.as_deref().filter(|r| is_plain_file_name(r)) {
