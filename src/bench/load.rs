@@ -53,12 +53,12 @@ pub struct LoadResult {
     /// idle figures without the web view).
     pub rss_before_streams_kib: u64,
     pub heap_before_streams_kib: u64,
-    /// Resident memory in the middle of the window.
+    /// Resident memory over the window (the mean of a look every 100 ms).
     pub rss_loaded_kib: u64,
-    /// Matches running when `rss_loaded_kib` was read.
+    /// Matches running over the window (the mean of the same looks, rounded).
     pub matches_at_rss: u64,
-    /// Heap in use (allocated and not freed) with the server idle and in the middle of the
-    /// window, when the allocator tells (glibc); else 0.
+    /// Heap in use (allocated and not freed) with the server idle and over the window (the
+    /// mean of the same looks), when the allocator tells (glibc); else 0.
     pub heap_idle_kib: u64,
     pub heap_loaded_kib: u64,
     /// Matches running on average over the window (sampled every 100 ms); the rest of the
@@ -76,15 +76,32 @@ pub struct LoadResult {
     pub bots: BotsReport,
 }
 
-/// Samples the number of running matches every 100 ms for `window`.
-async fn sample_running(window: Duration) -> Vec<u64> {
+/// Looks at the running matches, the heap and the resident size every 100 ms for `window`.
+async fn sample_window(window: Duration) -> Vec<WindowSample> {
     let end = Instant::now() + window;
     let mut samples = Vec::new();
     while Instant::now() < end {
-        samples.push(probe::snapshot().matches_running);
+        samples.push(WindowSample {
+            running: probe::snapshot().matches_running,
+            heap_kib: heap_in_use_kib(),
+            rss_kib: rss_kib(),
+        });
         sleep(Duration::from_millis(100).min(end.saturating_duration_since(Instant::now()))).await;
     }
     samples
+}
+
+/// One look at the server during the window.
+#[derive(Debug, Clone, Copy)]
+struct WindowSample {
+    running: u64,
+    heap_kib: u64,
+    rss_kib: u64,
+}
+
+/// The mean of `value` over `samples` (0 for none).
+fn mean(samples: &[WindowSample], value: impl Fn(&WindowSample) -> u64) -> f64 {
+    samples.iter().map(|s| value(s) as f64).sum::<f64>() / samples.len().max(1) as f64
 }
 
 /// Heap this process has allocated and not freed, in KiB (glibc's `mallinfo2`), 0 if unknown:
@@ -370,18 +387,20 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         let before = probe::snapshot();
         let started = Instant::now();
         let cpu_before = (own_cpu_us(), process_cpu_us(child.id()));
-        let mut running = sample_running(plan.window / 2).await;
-        let rss_loaded_kib = rss_kib();
-        let heap_loaded_kib = heap_in_use_kib();
-        let matches_at_rss = probe::snapshot().matches_running;
-        running.extend(sample_running(plan.window.saturating_sub(plan.window / 2)).await);
+        // Memory is averaged over the window: every game of the bench starts at once and is as
+        // long as the others, so their move logs grow and empty together, and one look at the
+        // heap would catch them anywhere between.
+        let samples = sample_window(plan.window).await;
+        let rss_loaded_kib = mean(&samples, |s| s.rss_kib).round() as u64;
+        let heap_loaded_kib = mean(&samples, |s| s.heap_kib).round() as u64;
+        let running_mean = mean(&samples, |s| s.running);
+        let matches_at_rss = running_mean.round() as u64;
         let after = probe::snapshot();
         let window_s = started.elapsed().as_secs_f64();
         let cpu = (
             own_cpu_us().saturating_sub(cpu_before.0),
             process_cpu_us(child.id()).saturating_sub(cpu_before.1),
         );
-        let running_mean = running.iter().sum::<u64>() as f64 / running.len().max(1) as f64;
         Ok((
             before,
             after,

@@ -150,7 +150,7 @@ pub struct BenchReport {
     pub web_streams_heap_kib: f64,
     pub web_streams_rss_kib: f64,
     pub rss_per_match_kib: f64,
-    /// Heap in use per match (middle of the window − idle, over the matches running then):
+    /// Heap in use per match (mean over the window − idle, over the matches running then):
     /// the live data alone, without the freed memory the allocator keeps, so it varies less
     /// between runs than `rss_per_match_kib`. 0 where the allocator does not tell.
     pub heap_per_match_kib: f64,
