@@ -55,14 +55,12 @@ pub struct LoadResult {
     pub heap_before_streams_kib: u64,
     /// Resident memory over the window (the mean of a look every 100 ms).
     pub rss_loaded_kib: u64,
-    /// Matches running over the window (the mean of the same looks, rounded).
-    pub matches_at_rss: u64,
     /// Heap in use (allocated and not freed) with the server idle and over the window (the
     /// mean of the same looks), when the allocator tells (glibc); else 0.
     pub heap_idle_kib: u64,
     pub heap_loaded_kib: u64,
-    /// Matches running on average over the window (sampled every 100 ms); the rest of the
-    /// pairs were between games (writing one game's output, starting the next).
+    /// Matches running on average over the window (the same looks as the memory figures); the
+    /// rest of the pairs were between games (writing one game's output, starting the next).
     pub matches_running_mean: f64,
     /// CPU time used during the window by this process (the server) and by the load generator.
     pub server_cpu_us: u64,
@@ -394,7 +392,6 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         let rss_loaded_kib = mean(&samples, |s| s.rss_kib).round() as u64;
         let heap_loaded_kib = mean(&samples, |s| s.heap_kib).round() as u64;
         let running_mean = mean(&samples, |s| s.running);
-        let matches_at_rss = running_mean.round() as u64;
         let after = probe::snapshot();
         let window_s = started.elapsed().as_secs_f64();
         let cpu = (
@@ -405,12 +402,7 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
             before,
             after,
             window_s,
-            (
-                rss_loaded_kib,
-                heap_loaded_kib,
-                matches_at_rss,
-                running_mean,
-            ),
+            (rss_loaded_kib, heap_loaded_kib, running_mean),
             cpu,
         ))
     }
@@ -426,7 +418,7 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         before,
         after,
         window_s,
-        (rss_loaded_kib, heap_loaded_kib, matches_at_rss, matches_running_mean),
+        (rss_loaded_kib, heap_loaded_kib, matches_running_mean),
         (server_cpu_us, bots_cpu_us),
     ) = outcome?;
     let summary = summary
@@ -443,7 +435,6 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         rss_before_streams_kib,
         heap_before_streams_kib,
         rss_loaded_kib,
-        matches_at_rss,
         heap_idle_kib,
         heap_loaded_kib,
         matches_running_mean,

@@ -518,16 +518,16 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
             .rss_idle_kib
             .saturating_sub(instant.rss_before_streams_kib) as f64,
         rss_loaded_mib: instant.rss_loaded_kib as f64 / 1024.0,
-        rss_per_match_kib: if instant.matches_at_rss > 0 {
-            rss_growth as f64 / instant.matches_at_rss as f64
+        rss_per_match_kib: if instant.matches_running_mean > 0.0 {
+            rss_growth as f64 / instant.matches_running_mean
         } else {
             0.0
         },
-        heap_per_match_kib: if instant.matches_at_rss > 0 {
+        heap_per_match_kib: if instant.matches_running_mean > 0.0 {
             instant
                 .heap_loaded_kib
                 .saturating_sub(instant.heap_idle_kib) as f64
-                / instant.matches_at_rss as f64
+                / instant.matches_running_mean
         } else {
             0.0
         },
@@ -814,7 +814,6 @@ mod tests {
             rss_before_streams_kib: 0,
             heap_before_streams_kib: 0,
             rss_loaded_kib: 0,
-            matches_at_rss: 0,
             heap_idle_kib: 0,
             heap_loaded_kib: 0,
             matches_running_mean: 0.0,
