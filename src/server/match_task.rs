@@ -13,9 +13,10 @@ use crate::journal::JournalEntry;
 
 use super::journaling::{MoveJournal, SharedJournal};
 use super::live::Live;
+use super::match_spec::MatchSpec;
 use super::output::Output;
 use super::referee::{
-    run_journaled_match, FinishedGame, MatchJournaling, MatchSpec, RefereeSettings, ResumePoint,
+    run_journaled_match, FinishedGame, MatchJournaling, RefereeSettings, ResumePoint,
 };
 use super::registry::{ClaimedMatch, MatchSlot};
 

@@ -284,7 +284,7 @@ mod tests {
     use super::*;
     use crate::game::{EndReason, GameId, Outcome, Side};
     use crate::protocol::ClockSpec;
-    use crate::server::referee::MatchSpec;
+    use crate::server::match_spec::MatchSpec;
 
     fn hex_game(match_id: &str) -> FinishedGame {
         let mut game = FinishedGame::forfeit(

@@ -18,7 +18,7 @@ use crate::protocol::{ErrorCode, RefereeMessage, TurnClock};
 
 use super::journaling::MoveJournal;
 use super::link::{BotLink, RefereeInput, WriteStamp};
-pub use super::match_spec::MatchSpec;
+use super::match_spec::MatchSpec;
 use super::move_log::SharedMoveLog;
 use super::probe;
 use crate::clock_settings::whole_ms as ms;

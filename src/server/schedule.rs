@@ -31,9 +31,10 @@ use crate::league::{
 
 use super::journaling::{fingerprint, SharedJournal};
 use super::link::RefereeInput;
+use super::match_spec::MatchSpec;
 use super::match_task::{self, lost_by_fault, write_game_output, MatchDone, MatchPlan};
 use super::output::Output;
-use super::referee::{FinishedGame, MatchSpec, RefereeSettings, ResumePoint};
+use super::referee::{FinishedGame, RefereeSettings, ResumePoint};
 use super::registry::Registry;
 use super::report::{EventSink, GameSummary, ResumeReport, ServerError, ServerEvent};
 use crate::game_line::GameLine;
