@@ -22,7 +22,9 @@ use crate::protocol::{
 };
 
 use super::arrival::{ArrivalStampedRead, ReadProgress};
-use super::link::{write_lines, BotLink, LinkClose, RefereeInput};
+use super::link::{
+    outbox, write_lines, BotLink, LineSink, LinkClose, RefereeInput, StreamSink, TcpSink,
+};
 use super::login_guard::LoginGuard;
 use super::registry::{Registry, Session};
 
@@ -120,7 +122,7 @@ pub async fn serve_connection(
     // halves (not `Framed::split`) let the reader and the writer run without sharing a lock.
     let (read_half, write_half) = socket.into_split();
     let reader = ArrivalStampedRead::new(read_half, ctx.config.server.receive_timestamps);
-    serve_stream(ctx, reader, write_half, peer, conn_id).await;
+    serve_lines(ctx, reader, TcpSink::new(write_half), peer, conn_id).await;
 }
 
 /// Serves one bot over any byte stream (a TCP socket, or a WebSocket bridged in memory) until it
@@ -135,16 +137,27 @@ pub async fn serve_stream<
     peer: SocketAddr,
     conn_id: u64,
 ) {
+    serve_lines(ctx, reader, StreamSink(write_half), peer, conn_id).await;
+}
+
+/// Serves one bot whose lines go out through `sink` (see `serve_stream`).
+async fn serve_lines<R: BotRead + 'static, S: LineSink>(
+    ctx: Arc<ConnectionContext>,
+    reader: R,
+    sink: S,
+    peer: SocketAddr,
+    conn_id: u64,
+) {
     let progress = reader.read_progress();
     let lines = FramedRead::with_capacity(
         reader,
         CappedLineCodec::new(MAX_LINE_BYTES),
         CONNECTION_BUFFER_BYTES,
     );
-    let (tx, rx) = flume::bounded(ctx.config.server.write_queue_lines);
+    let (tx, rx) = outbox(ctx.config.server.write_queue_lines, sink.direct());
     let link_close = LinkClose::new(ctx.shutdown.child_token());
     let close = link_close.token().clone();
-    let writer = tokio::spawn(write_lines(write_half, rx, link_close.clone()));
+    let writer = tokio::spawn(write_lines(sink, rx, link_close.clone()));
     let link = BotLink::new(conn_id, tx, link_close).with_read_progress(progress);
     let mut connection = Connection {
         ctx: ctx.clone(),

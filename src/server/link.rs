@@ -3,12 +3,22 @@
 //! writer task that drains that queue into the socket, and `RefereeInput`, what a connection
 //! tells the referee of a match. Both the registry and the referees depend on this file, never
 //! on each other.
+//!
+//! A line queued while nothing is waiting before it is written at once, from the queuing task,
+//! where the socket takes it without waiting (`TryWrite`); only what the socket cannot take
+//! now goes through the writer task. A `turn` thus reaches its bot without one more task
+//! wake-up per move.
 
+use std::collections::VecDeque;
+use std::future::Future;
+use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::sync::Notify;
 use tokio::time::{timeout, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -114,11 +124,240 @@ pub const WRITE_FAILED: &str = "a write to it failed (the bot closed or reset it
 /// Why a connection is dropped when its bot is suspended.
 pub const SUSPENDED: &str = "its bot was suspended";
 
-/// A line for a connection's writer (with its `\n`), and the stamp to set once it is written.
+/// A line for a connection's writer (with its `\n`), how much of it is already written, and the
+/// stamp to set once it is written.
 #[derive(Debug)]
 pub struct Outgoing {
     pub line: String,
+    /// Bytes of `line` already written (by a write that the socket took only in part).
+    pub start: usize,
     pub written: Option<Arc<WriteStamp>>,
+}
+
+impl Outgoing {
+    /// What is left to write.
+    pub fn unwritten(&self) -> &[u8] {
+        self.line.as_bytes().get(self.start..).unwrap_or_default()
+    }
+}
+
+/// A socket that can be written to without waiting: it takes what it can now, or says
+/// `WouldBlock`.
+pub trait TryWrite: Send + Sync {
+    fn try_write(&self, bytes: &[u8]) -> io::Result<usize>;
+}
+
+impl TryWrite for OwnedWriteHalf {
+    fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
+        OwnedWriteHalf::try_write(self, bytes)
+    }
+}
+
+/// Where a connection's writer task writes: a TCP socket's write half (which can also be
+/// written to at once by whoever queues a line), or any byte stream (the web view's bridged
+/// WebSocket), which only the writer task writes.
+pub trait LineSink: Send + 'static {
+    /// The socket, for writing a line at once when nothing is queued before it.
+    fn direct(&self) -> Option<Arc<dyn TryWrite>>;
+    /// Writes all of `bytes`.
+    fn write_all<'a>(
+        &'a mut self,
+        bytes: &'a [u8],
+    ) -> impl Future<Output = io::Result<()>> + Send + 'a;
+    /// Ends the stream's sending side (after the last line).
+    fn finish(self) -> impl Future<Output = ()> + Send;
+}
+
+/// A TCP connection's write half, shared between the writer task and the direct writes. Its
+/// sending side is shut down when the last holder lets go of it (the writer, at its end).
+pub struct TcpSink(Arc<OwnedWriteHalf>);
+
+impl TcpSink {
+    pub fn new(half: OwnedWriteHalf) -> TcpSink {
+        TcpSink(Arc::new(half))
+    }
+}
+
+impl LineSink for TcpSink {
+    fn direct(&self) -> Option<Arc<dyn TryWrite>> {
+        Some(self.0.clone())
+    }
+
+    async fn write_all<'a>(&'a mut self, mut bytes: &'a [u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            self.0.writable().await?;
+            match self.0.try_write(bytes) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => bytes = bytes.get(n..).unwrap_or_default(),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    async fn finish(self) {}
+}
+
+/// Any byte stream, written only by the writer task.
+pub struct StreamSink<W>(pub W);
+
+impl<W: tokio::io::AsyncWrite + Unpin + Send + 'static> LineSink for StreamSink<W> {
+    fn direct(&self) -> Option<Arc<dyn TryWrite>> {
+        None
+    }
+
+    async fn write_all<'a>(&'a mut self, bytes: &'a [u8]) -> io::Result<()> {
+        self.0.write_all(bytes).await
+    }
+
+    async fn finish(mut self) {
+        let _ = self.0.shutdown().await;
+    }
+}
+
+/// A connection's outgoing lines, shared by its links (which queue) and its writer task (which
+/// drains).
+struct Outbox {
+    state: Mutex<OutboxState>,
+    /// Wakes the writer when a line is queued.
+    queued: Notify,
+    capacity: usize,
+}
+
+struct OutboxState {
+    lines: VecDeque<Outgoing>,
+    /// The writer holds a line it has not finished writing: a new line must queue behind it.
+    writing: bool,
+    /// The socket, while the writer runs (see `LineSink::direct`).
+    direct: Option<Arc<dyn TryWrite>>,
+    /// The writer has ended: nothing more is written.
+    closed: bool,
+}
+
+/// What became of a line handed to the outbox.
+enum Handed {
+    Written,
+    Queued,
+    Full,
+    WriteFailed,
+    Closed,
+}
+
+impl Outbox {
+    fn state(&self) -> MutexGuard<'_, OutboxState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writes `line` at once if nothing is ahead of it and the socket takes it all now;
+    /// otherwise queues what is left for the writer (never waits).
+    fn push(&self, line: String, written: Option<Arc<WriteStamp>>) -> Handed {
+        let mut state = self.state();
+        if state.closed {
+            return Handed::Closed;
+        }
+        let mut start = 0;
+        if state.lines.is_empty() && !state.writing {
+            if let Some(socket) = &state.direct {
+                if let Some(stamp) = &written {
+                    stamp.begin(Instant::now());
+                }
+                match socket.try_write(line.as_bytes()) {
+                    Ok(n) if n == line.len() => {
+                        if let Some(stamp) = &written {
+                            stamp.set(Instant::now());
+                        }
+                        return Handed::Written;
+                    }
+                    Ok(n) => start = n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(_) => return Handed::WriteFailed,
+                }
+            }
+        }
+        if state.lines.len() >= self.capacity {
+            return Handed::Full;
+        }
+        state.lines.push_back(Outgoing {
+            line,
+            start,
+            written,
+        });
+        drop(state);
+        self.queued.notify_one();
+        Handed::Queued
+    }
+
+    /// The next line for the writer, which is done with the one before.
+    fn pop(&self) -> Option<Outgoing> {
+        let mut state = self.state();
+        let next = state.lines.pop_front();
+        state.writing = next.is_some();
+        next
+    }
+
+    /// The writer has ended: later lines are refused, and the socket is let go of.
+    fn close(&self) {
+        let mut state = self.state();
+        state.closed = true;
+        state.writing = false;
+        state.direct = None;
+    }
+}
+
+/// The writer task's end of a connection's outbox.
+pub struct OutboxReader(Arc<Outbox>);
+
+impl OutboxReader {
+    /// The next queued line, once there is one (the line before it is then done).
+    pub async fn recv(&self) -> Outgoing {
+        loop {
+            if let Some(next) = self.0.pop() {
+                return next;
+            }
+            self.0.queued.notified().await;
+        }
+    }
+
+    /// The next queued line, if one is queued now.
+    pub fn try_recv(&self) -> Option<Outgoing> {
+        self.0.pop()
+    }
+
+    /// Whether no line is queued.
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.0.state().lines.is_empty()
+    }
+}
+
+/// A connection's outbox of at most `capacity` queued lines: the sending end for its
+/// `BotLink` and the receiving end for its writer. With a `direct` socket, lines are written at
+/// once where they can be.
+pub fn outbox(capacity: usize, direct: Option<Arc<dyn TryWrite>>) -> (OutboxSender, OutboxReader) {
+    let outbox = Arc::new(Outbox {
+        state: Mutex::new(OutboxState {
+            lines: VecDeque::new(),
+            writing: false,
+            direct,
+            closed: false,
+        }),
+        queued: Notify::new(),
+        capacity,
+    });
+    (OutboxSender(outbox.clone()), OutboxReader(outbox))
+}
+
+/// The sending end of a connection's outbox (see `outbox`).
+#[derive(Clone)]
+pub struct OutboxSender(Arc<Outbox>);
+
+impl std::fmt::Debug for OutboxSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutboxSender")
+            .field("capacity", &self.0.capacity)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The way to reach one live connection: its outgoing line queue (lines with their `\n`), its measured round-trip time
@@ -126,7 +365,7 @@ pub struct Outgoing {
 #[derive(Debug, Clone)]
 pub struct BotLink {
     pub conn_id: u64,
-    tx: flume::Sender<Outgoing>,
+    tx: OutboxSender,
     rtt_us: Arc<AtomicU64>,
     close: LinkClose,
     /// When the connection's reader last emptied its socket (where it can tell).
@@ -134,7 +373,7 @@ pub struct BotLink {
 }
 
 impl BotLink {
-    pub fn new(conn_id: u64, tx: flume::Sender<Outgoing>, close: LinkClose) -> BotLink {
+    pub fn new(conn_id: u64, tx: OutboxSender, close: LinkClose) -> BotLink {
         BotLink {
             conn_id,
             tx,
@@ -169,13 +408,9 @@ impl BotLink {
     }
 
     fn queue(&self, message: &RefereeMessage, written: Option<Arc<WriteStamp>>) -> bool {
-        let outgoing = Outgoing {
-            line: message.to_wire_line(),
-            written,
-        };
-        match self.tx.try_send(outgoing) {
-            Ok(()) => true,
-            Err(flume::TrySendError::Full(_)) => {
+        match self.tx.0.push(message.to_wire_line(), written) {
+            Handed::Written | Handed::Queued => true,
+            Handed::Full => {
                 tracing::warn!(
                     conn = self.conn_id,
                     "outgoing queue full (the bot is not reading): dropping the connection"
@@ -183,7 +418,11 @@ impl BotLink {
                 self.close.close_because(QUEUE_FULL);
                 false
             }
-            Err(flume::TrySendError::Disconnected(_)) => false,
+            Handed::WriteFailed => {
+                self.close.close_because(WRITE_FAILED);
+                false
+            }
+            Handed::Closed => false,
         }
     }
 
@@ -253,17 +492,13 @@ pub enum RefereeInput {
     },
 }
 
-/// Writes queued lines (each with its `\n`) until the queue closes or the connection is
-/// dropped; then flushes what is already queued (e.g. a final `error`) for a short while.
+/// Writes queued lines (each with its `\n`) until the connection is dropped; then flushes what
+/// is already queued (e.g. a final `error`) for a short while.
 ///
 /// Each line is written straight from its own string: no write buffer stays allocated per
 /// connection (a framed writer's buffer grows to the longest line ever sent, such as an `end`
 /// with every move of a long game, and keeps that size).
-pub async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
-    mut socket: W,
-    rx: flume::Receiver<Outgoing>,
-    link_close: LinkClose,
-) {
+pub async fn write_lines<S: LineSink>(mut sink: S, rx: OutboxReader, link_close: LinkClose) {
     let close = link_close.token();
     // One wait for the whole loop: a fresh `cancelled()` per line registers and unregisters a
     // waiter each time, which showed up in the bench's profile.
@@ -273,14 +508,14 @@ pub async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
         tokio::select! {
             biased;
             _ = &mut closed => break,
-            outgoing = rx.recv_async() => {
-                let Ok(outgoing) = outgoing else { break };
+            outgoing = rx.recv() => {
                 if let Some(written) = &outgoing.written {
                     written.begin(Instant::now());
                 }
                 tokio::select! {
-                    result = socket.write_all(outgoing.line.as_bytes()) => {
+                    result = sink.write_all(outgoing.unwritten()) => {
                         if result.is_err() {
+                            rx.0.close();
                             link_close.close_because(WRITE_FAILED);
                             return;
                         }
@@ -288,25 +523,30 @@ pub async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
                             written.set(Instant::now());
                         }
                     }
-                    _ = &mut closed => return,
+                    _ = &mut closed => {
+                        rx.0.close();
+                        return;
+                    }
                 }
             }
         }
     }
     let _ = timeout(Duration::from_millis(500), async {
-        while let Ok(outgoing) = rx.try_recv() {
-            if socket.write_all(outgoing.line.as_bytes()).await.is_err() {
+        while let Some(outgoing) = rx.try_recv() {
+            if sink.write_all(outgoing.unwritten()).await.is_err() {
                 return;
             }
         }
-        let _ = socket.shutdown().await;
     })
     .await;
+    rx.0.close();
+    sink.finish().await;
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::ErrorCode;
 
     fn ping() -> RefereeMessage {
         RefereeMessage::Ping { id: 1 }
@@ -324,7 +564,7 @@ mod tests {
 
     #[test]
     fn a_bot_whose_queue_is_full_is_dropped_for_not_reading() {
-        let (tx, _rx) = flume::bounded(1);
+        let (tx, _rx) = outbox(1, None);
         let link = BotLink::new(7, tx, LinkClose::new(CancellationToken::new()));
         assert!(link.send(&ping()));
         assert_eq!(link.closed_because(), None);
@@ -336,13 +576,148 @@ mod tests {
     async fn a_failed_write_drops_the_connection_saying_so() {
         let (ours, theirs) = tokio::io::duplex(64);
         drop(theirs);
-        let (tx, rx) = flume::bounded(4);
+        let (tx, rx) = outbox(4, None);
         let close = LinkClose::new(CancellationToken::new());
         let link = BotLink::new(7, tx, close.clone());
         assert!(link.send(&ping()));
-        write_lines(ours, rx, close.clone()).await;
+        write_lines(StreamSink(ours), rx, close.clone()).await;
         assert!(close.token().is_cancelled());
         assert_eq!(link.closed_because(), Some(WRITE_FAILED));
+    }
+
+    /// A socket that takes `room` more bytes, then says `WouldBlock`, and keeps what it took.
+    #[derive(Default)]
+    struct SmallSocket {
+        taken: Mutex<(Vec<u8>, usize)>,
+    }
+
+    impl SmallSocket {
+        fn with_room(room: usize) -> Arc<SmallSocket> {
+            let socket = SmallSocket::default();
+            socket.taken.lock().expect("lock").1 = room;
+            Arc::new(socket)
+        }
+
+        fn taken(&self) -> String {
+            String::from_utf8(self.taken.lock().expect("lock").0.clone()).expect("UTF-8")
+        }
+    }
+
+    impl TryWrite for SmallSocket {
+        fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
+            let mut taken = self.taken.lock().expect("lock");
+            let n = bytes.len().min(taken.1);
+            if n == 0 {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            taken.0.extend_from_slice(&bytes[..n]);
+            taken.1 -= n;
+            Ok(n)
+        }
+    }
+
+    fn ping_line(id: u64) -> String {
+        RefereeMessage::Ping { id }.to_wire_line()
+    }
+
+    #[test]
+    fn a_line_with_nothing_ahead_of_it_is_written_at_once_and_stamped() {
+        let socket = SmallSocket::with_room(1 << 16);
+        let (tx, rx) = outbox(4, Some(socket.clone()));
+        let link = BotLink::new(7, tx, LinkClose::new(CancellationToken::new()));
+        let stamp = Arc::new(WriteStamp::new());
+        assert!(link.send_stamped(&ping(), &stamp));
+        assert_eq!(socket.taken(), ping_line(1));
+        assert!(stamp.get().is_some(), "stamped when written");
+        assert!(rx.try_recv().is_none(), "nothing left for the writer");
+    }
+
+    #[test]
+    fn what_the_socket_cannot_take_now_is_queued_and_later_lines_wait_behind_it() {
+        let socket = SmallSocket::with_room(5);
+        let (tx, rx) = outbox(4, Some(socket.clone()));
+        let link = BotLink::new(7, tx, LinkClose::new(CancellationToken::new()));
+        let stamp = Arc::new(WriteStamp::new());
+        assert!(link.send_stamped(&ping(), &stamp));
+        assert!(link.send(&RefereeMessage::Ping { id: 2 }));
+        assert_eq!(socket.taken(), ping_line(1)[..5]);
+        assert!(stamp.begun().is_some(), "its writing has begun");
+        assert!(stamp.get().is_none(), "not written yet");
+        let first = rx.try_recv().expect("the rest of the first line");
+        assert_eq!(first.unwritten(), &ping_line(1).as_bytes()[5..]);
+        // While the writer holds a line, a new one queues behind it even if the queue is empty.
+        let second = rx.try_recv().expect("the second line, whole");
+        assert_eq!(second.unwritten(), ping_line(2).as_bytes());
+        socket.taken.lock().expect("lock").1 = 1 << 16;
+        assert!(link.send(&RefereeMessage::Ping { id: 3 }));
+        assert_eq!(socket.taken(), ping_line(1)[..5], "waits for the writer");
+        // The writer is done with what it took: the next line goes straight out.
+        assert!(rx.try_recv().is_some());
+        assert!(rx.try_recv().is_none());
+        assert!(link.send(&RefereeMessage::Ping { id: 4 }));
+        assert_eq!(
+            socket.taken(),
+            format!("{}{}", &ping_line(1)[..5], ping_line(4))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_stopped_writer_refuses_later_lines_and_lets_go_of_the_socket() {
+        let socket = SmallSocket::with_room(1 << 16);
+        let (tx, rx) = outbox(4, Some(socket.clone()));
+        let close = LinkClose::new(CancellationToken::new());
+        let link = BotLink::new(7, tx, close.clone());
+        close.close_because(SUSPENDED);
+        write_lines(StreamSink(tokio::io::sink()), rx, close.clone()).await;
+        assert!(!link.send(&ping()));
+        assert_eq!(socket.taken(), "");
+        assert_eq!(Arc::strong_count(&socket), 1, "the outbox let go of it");
+    }
+
+    #[tokio::test]
+    async fn lines_reach_a_real_socket_in_order_whether_written_at_once_or_queued() {
+        use tokio::io::AsyncBufReadExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let client = tokio::net::TcpStream::connect(listener.local_addr().expect("addr"))
+            .await
+            .expect("connect");
+        let (server, _) = listener.accept().await.expect("accept");
+        let (_read_half, write_half) = server.into_split();
+        let sink = TcpSink::new(write_half);
+        let (tx, rx) = outbox(100_000, sink.direct());
+        let close = LinkClose::new(CancellationToken::new());
+        let link = BotLink::new(7, tx, close.clone());
+        // More than the socket's buffers hold while nobody reads: the first lines are written
+        // at once, the rest queue for the writer.
+        let line = |id: u64| RefereeMessage::Error {
+            code: ErrorCode::BadJson,
+            message: format!("{id:0>1000}"),
+            match_id: None,
+        };
+        let count = 20_000u64;
+        for id in 1..=count {
+            assert!(link.send(&line(id)));
+        }
+        assert!(!rx.is_empty(), "some lines had to queue");
+        assert!(
+            rx.0.state().lines.len() < 20_000,
+            "some were written at once"
+        );
+        let writer = tokio::spawn(write_lines(sink, rx, close.clone()));
+        let mut lines = tokio::io::BufReader::new(client).lines();
+        for id in 1..=count {
+            let read = lines.next_line().await.expect("read").expect("a line");
+            assert_eq!(format!("{read}\n"), line(id).to_wire_line());
+        }
+        close.close_because(SUSPENDED);
+        writer.await.expect("writer");
+        assert_eq!(
+            lines.next_line().await.expect("read"),
+            None,
+            "closed after the last"
+        );
     }
 
     #[test]

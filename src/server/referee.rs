@@ -771,7 +771,7 @@ mod tests {
     use crate::game::GameId;
     use crate::protocol::ClockSpec;
     use crate::server::arrival::ReadProgress;
-    use crate::server::link::{LinkClose, Outgoing};
+    use crate::server::link::{outbox, LinkClose, OutboxReader, Outgoing};
 
     const LIMIT: Duration = Duration::from_millis(200);
     const SETTLE: Duration = Duration::from_millis(50);
@@ -780,7 +780,7 @@ mod tests {
     struct Harness {
         inbox: flume::Sender<RefereeInput>,
         /// What the referee queued for each side's connection writer.
-        lines: [flume::Receiver<Outgoing>; 2],
+        lines: [OutboxReader; 2],
         referee: tokio::task::JoinHandle<Option<FinishedGame>>,
     }
 
@@ -810,8 +810,8 @@ mod tests {
                 reconnect_grace: Duration::from_secs(30),
                 timeout_settle: SETTLE,
             };
-            let (tx_a, rx_a) = flume::bounded(64);
-            let (tx_b, rx_b) = flume::bounded(64);
+            let (tx_a, rx_a) = outbox(64, None);
+            let (tx_b, rx_b) = outbox(64, None);
             let links = [
                 Some(
                     BotLink::new(1, tx_a, LinkClose::new(CancellationToken::new()))
@@ -840,7 +840,7 @@ mod tests {
 
         /// Takes `side`'s next queued line without writing it (no write stamp is set).
         async fn next_queued(&mut self, side: Side) -> (Value, Outgoing) {
-            let outgoing = self.lines[side.index()].recv_async().await.expect("a line");
+            let outgoing = self.lines[side.index()].recv().await;
             let message = serde_json::from_str(&outgoing.line).expect("JSON");
             (message, outgoing)
         }
