@@ -74,7 +74,13 @@ pub struct LoadResult {
     pub bots: BotsReport,
 }
 
-/// Looks at the running matches, the heap and the resident size every 100 ms for `window`.
+/// How often the window's memory is looked at. Each look at the heap walks the allocator's free
+/// lists under its lock (a profile with 1,000 matches put 1.1% of the window's server CPU in it
+/// at one look every 100 ms), so the looks are spaced out: 40 over a 10 s window.
+const SAMPLE_EVERY: Duration = Duration::from_millis(250);
+
+/// Looks at the running matches, the heap and the resident size every `SAMPLE_EVERY` for
+/// `window`.
 async fn sample_window(window: Duration) -> Vec<WindowSample> {
     let end = Instant::now() + window;
     let mut samples = Vec::new();
@@ -84,7 +90,7 @@ async fn sample_window(window: Duration) -> Vec<WindowSample> {
             heap_kib: heap_in_use_kib(),
             rss_kib: rss_kib(),
         });
-        sleep(Duration::from_millis(100).min(end.saturating_duration_since(Instant::now()))).await;
+        sleep(SAMPLE_EVERY.min(end.saturating_duration_since(Instant::now()))).await;
     }
     samples
 }
