@@ -1167,12 +1167,7 @@ fn placement_score(cells: &Cells, p: u8, me: u8) -> i32 {
     defence + attack + connection + centre_weight(p) - distance
 }
 
-/// Candidates looked at one placement ahead.
-const PLACEMENT_CANDIDATES: usize = 12;
-
-/// The placement for the side to move: the best-scored points, each weighed against the
-/// opponent's best answer to it (a point whose reply gives the opponent a strong formation, or
-/// blocks two of ours at once, loses half that reply's score).
+/// The placement for the side to move.
 fn choose_placement(st: &State, rng: &mut SmallRng) -> Option<u8> {
     let stones = st.count(1) + st.count(2);
     let centres = CENTRE.map(cell_of);
@@ -1180,32 +1175,16 @@ fn choose_placement(st: &State, rng: &mut SmallRng) -> Option<u8> {
         return centres.into_iter().find(|&c| at(&st.cells, c) == EMPTY);
     }
     let me = st.to_move;
-    let op = 3 - me;
-    let empties: Vec<u8> = points()
-        .filter(|&p| at(&st.cells, p) == EMPTY && !centres.contains(&p))
-        .collect();
-    // Noise below the smallest formation score breaks ties between equal points.
-    let mut scored: Vec<(i32, u8)> = empties
-        .iter()
-        .map(|&p| (4 * placement_score(&st.cells, p, me) + rng.gen_range(0..4), p))
-        .collect();
-    scored.sort_unstable_by(|a, b| b.0.cmp(&a.0));
-    scored.truncate(PLACEMENT_CANDIDATES);
-    let mut cells = st.cells;
     let mut best = None;
     let mut best_score = i32::MIN;
-    for (score, p) in scored {
-        set(&mut cells, p, me);
-        let reply = empties
-            .iter()
-            .filter(|&&q| q != p)
-            .map(|&q| placement_score(&cells, q, op))
-            .max()
-            .unwrap_or(0);
-        set(&mut cells, p, EMPTY);
-        let weighed = score - 2 * reply;
-        if weighed > best_score {
-            best_score = weighed;
+    for p in points() {
+        if at(&st.cells, p) != EMPTY {
+            continue;
+        }
+        // Noise below the smallest formation score breaks ties between equal points.
+        let score = 4 * placement_score(&st.cells, p, me) + rng.gen_range(0..4);
+        if score > best_score {
+            best_score = score;
             best = Some(p);
         }
     }
