@@ -135,10 +135,7 @@ impl Limits {
         if !self.cpus.is_empty() {
             if let Err(e) = set_affinity(&self.cpus) {
                 // Not fatal: an engine without pinning still plays.
-                eprintln!(
-                    "arena engine-exec: cannot pin to cores {:?}: {e}",
-                    self.cpus
-                );
+                tracing::warn!(cpus = ?self.cpus, error = %e, "cannot pin the engine to its cores");
             }
         }
         std::process::Command::new(program).args(args).exec()
