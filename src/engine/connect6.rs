@@ -10,7 +10,8 @@
 //!    double and triple threats are recognised one ply early.
 //! 3. Beyond the paper, a threat-space search (continuous double threats: each of our pairs
 //!    must take both of the opponent's stones to block, every blocking reply is tried) looks
-//!    for a forced win, in the first quarter of the time budget.
+//!    for a forced win, in the first quarter of the time budget. When one stone alone makes
+//!    such a threat, the other is free: pairs with the best building points are tried too.
 //! 4. Iterative-deepening alpha-beta (negamax) where one ply is one two-stone turn, until three
 //!    quarters of the budget. Pairs come from the best `width` single points of the search
 //!    window (the bounding box of all stones grown by 2, clipped to the board, as in the paper)
@@ -622,7 +623,8 @@ impl Search<'_> {
     }
 
     /// The attacker's pairs that block every window of `against` and leave threats needing two
-    /// or more stones, most forcing and best evaluated first (at most `self.width`).
+    /// or more stones, most forcing and best evaluated first (at most `self.width`), then up to
+    /// `self.width / 2` pairs of one threat stone and one free building stone.
     fn double_threats(&mut self, against: &[[u16; 2]]) -> Vec<Pair> {
         let attacker = self.to_move;
         let defender = 1 - attacker;
@@ -634,11 +636,15 @@ impl Search<'_> {
         firsts.sort_unstable();
         firsts.dedup();
         let mut found: Vec<Pair> = Vec::new();
+        let mut building: Vec<Pair> = Vec::new();
         for &a in &firsts {
             if self.should_stop() {
                 break;
             }
             let old_a = self.board.place(a, attacker);
+            if against.is_empty() && self.board.threats[defender] == 0 {
+                self.building_pairs(a, &mut building);
+            }
             let mut seconds = self.points_in_windows(attacker, 3);
             seconds.extend(against.iter().flatten().filter(|&&p| p != NO_POINT));
             seconds.sort_unstable();
@@ -683,7 +689,47 @@ impl Search<'_> {
         found.dedup_by_key(|p| (p.a, p.b));
         found.sort_unstable_by(|x, y| y.score.cmp(&x.score).then((x.a, x.b).cmp(&(y.a, y.b))));
         found.truncate(self.width);
+        // A few pairs whose second stone is free (see `building_pairs`), best first, after
+        // the others.
+        building.sort_unstable_by(|x, y| y.score.cmp(&x.score).then((x.a, x.b).cmp(&(y.a, y.b))));
+        for pair in building {
+            if found.len() >= self.width + (self.width / 2).max(2) {
+                break;
+            }
+            if !found.iter().any(|p| (p.a, p.b) == (pair.a, pair.b)) {
+                found.push(pair);
+            }
+        }
         found
+    }
+
+    /// With the attacker's stone just placed on `a`: if that stone alone leaves threats
+    /// needing two stones to block, the pair's second stone is free, and the pairs of `a` with
+    /// the best points by the attacker's gain outside its threat windows (stones that build
+    /// the next threat, as a strong opponent plays them) are added to `out`.
+    fn building_pairs(&mut self, a: u16, out: &mut Vec<Pair>) {
+        let attacker = self.to_move;
+        let defender = 1 - attacker;
+        let windows = self.board.threat_windows(attacker);
+        let need = stones_to_block(&windows);
+        if need < 2 {
+            return;
+        }
+        let mut points: Vec<(i32, u16)> = self
+            .board
+            .window_points()
+            .filter(|&p| !windows.iter().any(|w| w.contains(&p)))
+            .map(|p| (self.board.gain(p, attacker), p))
+            .collect();
+        points.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
+        for &(gain, b) in points.iter().take((self.width / 2).max(2)) {
+            let value = self.board.score[attacker] - self.board.score[defender] + gain;
+            out.push(Pair {
+                score: need as i32 * (WIN / 10) + value,
+                a: a.min(b),
+                b: a.max(b),
+            });
+        }
     }
 
     /// Empty points of the windows holding at least `min` stones of `side` and none of the
@@ -1192,6 +1238,26 @@ mod tests {
             None,
             "after {mv}"
         );
+    }
+
+    #[test]
+    fn threat_search_plays_a_free_building_stone_beside_a_four() {
+        // From a game lost to Cloudict: Black (M9 N8 L10, a three on the diagonal) to move.
+        // Black wins by O7 (a four taking both White stones) with I7 as a free stone that
+        // builds the diagonal I7-L10, then further fours. Pairs of two threat stones alone
+        // (the second stone only in windows holding three) do not find it.
+        let moves: Vec<String> = ["M9", "H7,L13", "N8,L10", "G8,I6"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        let pos = replay_moves(&Options::default(), &moves).unwrap();
+        let abort = AtomicBool::new(false);
+        let mut search = wide_search(&pos, Side::First, &abort);
+        search.width = DEFAULT_WIDTH;
+        search.inner_pairs = DEFAULT_WIDTH;
+        let pair = search.shortest_threat_win(6);
+        assert!(pair.is_some());
+        assert!(!search.stopped);
     }
 
     #[test]
