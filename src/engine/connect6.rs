@@ -47,6 +47,10 @@ const DEFAULT_DEPTH: u32 = 6;
 const DEFAULT_WIDTH: usize = 12;
 /// Default depth of the threat-space search, in attacker turns (0 turns it off).
 const DEFAULT_THREAT_DEPTH: u32 = 5;
+/// The threat-space search tries this many times `width` attacker pairs at each node: its
+/// nodes are cheap (a few thousand take about 10 ms) and a narrow search missed wins that
+/// Cloudict played against the engine.
+const THREAT_WIDTH_FACTOR: usize = 3;
 /// Default cap on think time per move, in milliseconds.
 const DEFAULT_TIME_MS: u64 = 10_000;
 
@@ -351,6 +355,8 @@ struct Search<'a> {
     to_move: usize,
     width: usize,
     inner_pairs: usize,
+    /// Attacker pairs tried at each node of the threat-space search.
+    threat_width: usize,
     abort: &'a AtomicBool,
     deadline: Instant,
     nodes: u64,
@@ -623,8 +629,8 @@ impl Search<'_> {
     }
 
     /// The attacker's pairs that block every window of `against` and leave threats needing two
-    /// or more stones, most forcing and best evaluated first (at most `self.width`), then up to
-    /// `self.width / 2` pairs of one threat stone and one free building stone.
+    /// or more stones, most forcing and best evaluated first (at most `self.threat_width`), then
+    /// up to `self.threat_width / 2` pairs of one threat stone and one free building stone.
     fn double_threats(&mut self, against: &[[u16; 2]]) -> Vec<Pair> {
         let attacker = self.to_move;
         let defender = 1 - attacker;
@@ -688,12 +694,12 @@ impl Search<'_> {
         found.sort_unstable_by(|x, y| (x.a, x.b).cmp(&(y.a, y.b)).then(y.score.cmp(&x.score)));
         found.dedup_by_key(|p| (p.a, p.b));
         found.sort_unstable_by(|x, y| y.score.cmp(&x.score).then((x.a, x.b).cmp(&(y.a, y.b))));
-        found.truncate(self.width);
+        found.truncate(self.threat_width);
         // A few pairs whose second stone is free (see `building_pairs`), best first, after
         // the others.
         building.sort_unstable_by(|x, y| y.score.cmp(&x.score).then((x.a, x.b).cmp(&(y.a, y.b))));
         for pair in building {
-            if found.len() >= self.width + (self.width / 2).max(2) {
+            if found.len() >= self.threat_width + (self.threat_width / 2).max(2) {
                 break;
             }
             if !found.iter().any(|p| (p.a, p.b) == (pair.a, pair.b)) {
@@ -722,7 +728,7 @@ impl Search<'_> {
             .map(|p| (self.board.gain(p, attacker), p))
             .collect();
         points.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
-        for &(gain, b) in points.iter().take((self.width / 2).max(2)) {
+        for &(gain, b) in points.iter().take((self.threat_width / 2).max(2)) {
             let value = self.board.score[attacker] - self.board.score[defender] + gain;
             out.push(Pair {
                 score: need as i32 * (WIN / 10) + value,
@@ -854,6 +860,7 @@ impl Connect6Engine {
             to_move: me,
             width: self.width,
             inner_pairs: self.width,
+            threat_width: self.width * THREAT_WIDTH_FACTOR,
             abort,
             deadline: started + budget,
             nodes: 0,
@@ -1210,6 +1217,7 @@ mod tests {
             to_move: side.index(),
             width: 60,
             inner_pairs: 60,
+            threat_width: 60,
             abort,
             deadline: Instant::now() + Duration::from_secs(60),
             nodes: 0,
@@ -1255,8 +1263,30 @@ mod tests {
         let mut search = wide_search(&pos, Side::First, &abort);
         search.width = DEFAULT_WIDTH;
         search.inner_pairs = DEFAULT_WIDTH;
+        search.threat_width = DEFAULT_WIDTH;
         let pair = search.shortest_threat_win(6);
         assert!(pair.is_some());
+        assert!(!search.stopped);
+    }
+
+    #[test]
+    fn threat_search_is_wider_than_the_alpha_beta() {
+        // From a game lost to Cloudict: after White's H6+H8, Black (M9 N8 L10) wins with
+        // K11 (a four) and a free stone, then more fours. Twelve attacker pairs a node do not
+        // reach that win within the default depth; the engine's wider threat search does.
+        let moves: Vec<String> = ["M9", "H7,L13", "N8,L10", "H6,H8"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        let pos = replay_moves(&Options::default(), &moves).unwrap();
+        let abort = AtomicBool::new(false);
+        let mut search = wide_search(&pos, Side::First, &abort);
+        search.width = DEFAULT_WIDTH;
+        search.inner_pairs = DEFAULT_WIDTH;
+        search.threat_width = DEFAULT_WIDTH;
+        assert_eq!(search.shortest_threat_win(DEFAULT_THREAT_DEPTH), None);
+        search.threat_width = DEFAULT_WIDTH * THREAT_WIDTH_FACTOR;
+        assert!(search.shortest_threat_win(DEFAULT_THREAT_DEPTH).is_some());
         assert!(!search.stopped);
     }
 
