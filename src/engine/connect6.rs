@@ -13,7 +13,8 @@
 //!    for a forced win, in the first quarter of the time budget. When one stone alone makes
 //!    such a threat, the other is free: pairs with the best building points are tried too.
 //! 4. Iterative-deepening alpha-beta (negamax) where one ply is one two-stone turn, until three
-//!    quarters of the budget. Pairs come from the best `width` single points of the search
+//!    quarters of the budget; up to four turns on a path spent blocking threats do not count
+//!    in its depth. Pairs come from the best `width` single points of the search
 //!    window (the bounding box of all stones grown by 2, clipped to the board, as in the paper)
 //!    plus, for the second stone, the points within two steps of the first along the four lines
 //!    (the window of the stones including the first); pairs are ordered by the evaluation gain
@@ -51,6 +52,9 @@ const DEFAULT_THREAT_DEPTH: u32 = 5;
 /// nodes are cheap (a few thousand take about 10 ms) and a narrow search missed wins that
 /// Cloudict played against the engine.
 const THREAT_WIDTH_FACTOR: usize = 3;
+/// Turns of the alpha-beta spent blocking threats that are not counted in its depth, on any
+/// one path.
+const MAX_EXTENSIONS: u32 = 4;
 /// Default cap on think time per move, in milliseconds.
 const DEFAULT_TIME_MS: u64 = 10_000;
 
@@ -357,6 +361,8 @@ struct Search<'a> {
     inner_pairs: usize,
     /// Attacker pairs tried at each node of the threat-space search.
     threat_width: usize,
+    /// Blocking turns on a path of the alpha-beta that do not count in its depth.
+    max_extensions: u32,
     abort: &'a AtomicBool,
     deadline: Instant,
     nodes: u64,
@@ -462,7 +468,10 @@ impl Search<'_> {
     }
 
     /// Negamax with alpha-beta; `depth` in two-stone turns, `ply` from the root.
-    fn negamax(&mut self, depth: u32, ply: u32, mut alpha: i32, beta: i32) -> i32 {
+    /// A turn spent blocking the opponent's threats is not counted in `depth` (at most
+    /// `self.max_extensions` times on a path, `extensions` so far), so that sequences of
+    /// threats, single ones included, are followed beyond the nominal depth.
+    fn negamax(&mut self, depth: u32, ply: u32, extensions: u32, mut alpha: i32, beta: i32) -> i32 {
         if self.should_stop() {
             return 0;
         }
@@ -476,9 +485,15 @@ impl Search<'_> {
             return -(WIN - ply as i32 - 1);
         }
         let empties = CELLS as u32 - self.board.stones;
-        if depth == 0 || empties < 2 {
+        let forced = need > 0 && extensions < self.max_extensions;
+        if (depth == 0 && !forced) || empties < 2 {
             return self.evaluate();
         }
+        let (child_depth, child_extensions) = if forced {
+            (depth, extensions + 1)
+        } else {
+            (depth - 1, extensions)
+        };
         let limit = self.inner_pairs;
         let pairs = self.pairs(me, &threats, limit);
         if pairs.is_empty() {
@@ -487,7 +502,7 @@ impl Search<'_> {
         let mut best = -WIN;
         for pair in pairs {
             let boxes = self.play_pair(pair);
-            let value = -self.negamax(depth - 1, ply + 1, -beta, -alpha);
+            let value = -self.negamax(child_depth, ply + 1, child_extensions, -beta, -alpha);
             self.undo_pair(pair, boxes);
             if self.stopped {
                 return 0;
@@ -861,6 +876,7 @@ impl Connect6Engine {
             width: self.width,
             inner_pairs: self.width,
             threat_width: self.width * THREAT_WIDTH_FACTOR,
+            max_extensions: MAX_EXTENSIONS,
             abort,
             deadline: started + budget,
             nodes: 0,
@@ -925,7 +941,7 @@ impl Connect6Engine {
             let mut best_here = None;
             for pair in root.iter_mut() {
                 let boxes = search.play_pair(*pair);
-                let value = -search.negamax(depth - 1, 1, -WIN - 1, -alpha);
+                let value = -search.negamax(depth - 1, 1, 0, -WIN - 1, -alpha);
                 search.undo_pair(*pair, boxes);
                 if search.stopped {
                     break;
@@ -1218,6 +1234,7 @@ mod tests {
             width: 60,
             inner_pairs: 60,
             threat_width: 60,
+            max_extensions: MAX_EXTENSIONS,
             abort,
             deadline: Instant::now() + Duration::from_secs(60),
             nodes: 0,
@@ -1288,6 +1305,30 @@ mod tests {
         search.threat_width = DEFAULT_WIDTH * THREAT_WIDTH_FACTOR;
         assert!(search.shortest_threat_win(DEFAULT_THREAT_DEPTH).is_some());
         assert!(!search.stopped);
+    }
+
+    #[test]
+    fn alpha_beta_follows_single_threats_past_its_depth() {
+        // From a game lost to Cloudict: after White's K11+L11 Black wins with O7 (a four that
+        // one stone blocks) and O9, then more threats. White's blocking turns are not counted
+        // in the depth, so the alpha-beta sees the win at a depth it reaches in time.
+        let moves: Vec<String> = ["M9", "H7,L13", "N8,L10", "K11,L11"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        let pos = replay_moves(&Options::default(), &moves).unwrap();
+        let abort = AtomicBool::new(false);
+        let mut search = wide_search(&pos, Side::First, &abort);
+        search.width = DEFAULT_WIDTH;
+        search.inner_pairs = DEFAULT_WIDTH;
+        let mut values = Vec::new();
+        for extensions in [0, MAX_EXTENSIONS] {
+            search.max_extensions = extensions;
+            values.push(search.negamax(4, 0, 0, -WIN - 1, WIN + 1));
+        }
+        assert!(!search.stopped);
+        assert!(values[0] < PROVEN, "{values:?}");
+        assert!(values[1] >= PROVEN, "{values:?}");
     }
 
     #[test]
