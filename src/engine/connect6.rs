@@ -57,7 +57,7 @@ const THREAT_WIDTH_FACTOR: usize = 3;
 /// and scored 3/20 against Cloudict).
 const MAX_EXTENSIONS: u32 = 4;
 /// Depth, in turns, of the final check of the chosen move (the opponent moving first).
-const CHECK_DEPTH: u32 = 4;
+const CHECK_DEPTH: u32 = 5;
 /// Default cap on think time per move, in milliseconds.
 const DEFAULT_TIME_MS: u64 = 10_000;
 
