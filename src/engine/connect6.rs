@@ -13,8 +13,7 @@
 //!    for a forced win, in the first quarter of the time budget. When one stone alone makes
 //!    such a threat, the other is free: pairs with the best building points are tried too.
 //! 4. Iterative-deepening alpha-beta (negamax) where one ply is one two-stone turn, until three
-//!    quarters of the budget; up to four turns on a path spent blocking threats do not count
-//!    in its depth. Pairs come from the best `width` single points of the search
+//!    quarters of the budget. Pairs come from the best `width` single points of the search
 //!    window (the bounding box of all stones grown by 2, clipped to the board, as in the paper)
 //!    plus, for the second stone, the points within two steps of the first along the four lines
 //!    (the window of the stones including the first); pairs are ordered by the evaluation gain
@@ -22,6 +21,10 @@
 //! 5. In the rest of the budget, candidates (the alpha-beta order, then pairs on the points of
 //!    the opponent's own threat win if it had the move) are screened with the threat-space
 //!    search from the opponent's side; the first one that leaves it no threat win is played.
+//! 6. If time is left, the chosen pair is checked by an alpha-beta of depth `CHECK_DEPTH` from
+//!    the opponent's side in which turns spent blocking threats do not count (up to
+//!    `MAX_EXTENSIONS` on a path); if the opponent wins by force, the next screened candidate
+//!    that passes this check is played instead.
 //!
 //! The evaluation scores every window of six points in the four directions: a window holding
 //! only one colour's stones is worth `WINDOW_VALUE[count]` to that colour (the paper's live /
