@@ -10,7 +10,8 @@
 //!    double and triple threats are recognised one ply early.
 //! 3. Beyond the paper, a threat-space search (continuous double threats: each of our pairs
 //!    must take both of the opponent's stones to block, every blocking reply is tried) looks
-//!    for a forced win, in the first quarter of the time budget.
+//!    for a forced win, in the first quarter of the time budget. When one stone alone makes
+//!    such a threat, the other is free: pairs with the best building points are tried too.
 //! 4. Iterative-deepening alpha-beta (negamax) where one ply is one two-stone turn, until three
 //!    quarters of the budget. Pairs come from the best `width` single points of the search
 //!    window (the bounding box of all stones grown by 2, clipped to the board, as in the paper)
@@ -20,6 +21,10 @@
 //! 5. In the rest of the budget, candidates (the alpha-beta order, then pairs on the points of
 //!    the opponent's own threat win if it had the move) are screened with the threat-space
 //!    search from the opponent's side; the first one that leaves it no threat win is played.
+//! 6. If time is left, the chosen pair is checked by an alpha-beta of depth `CHECK_DEPTH` from
+//!    the opponent's side in which turns spent blocking threats do not count (up to
+//!    `MAX_EXTENSIONS` on a path); if the opponent wins by force, the next screened candidate
+//!    that passes this check is played instead.
 //!
 //! The evaluation scores every window of six points in the four directions: a window holding
 //! only one colour's stones is worth `WINDOW_VALUE[count]` to that colour (the paper's live /
@@ -46,6 +51,16 @@ const DEFAULT_DEPTH: u32 = 6;
 const DEFAULT_WIDTH: usize = 12;
 /// Default depth of the threat-space search, in attacker turns (0 turns it off).
 const DEFAULT_THREAT_DEPTH: u32 = 5;
+/// The threat-space search tries this many times `width` attacker pairs at each node: its
+/// nodes are cheap (a few thousand take about 10 ms) and a narrow search missed wins that
+/// Cloudict played against the engine.
+const THREAT_WIDTH_FACTOR: usize = 3;
+/// Turns spent blocking threats that are not counted in the depth of the final check, on any
+/// one path (the main alpha-beta counts every turn: extended there, it reached less depth
+/// and scored 3/20 against Cloudict).
+const MAX_EXTENSIONS: u32 = 4;
+/// Depth, in turns, of the final check of the chosen move (the opponent moving first).
+const CHECK_DEPTH: u32 = 5;
 /// Default cap on think time per move, in milliseconds.
 const DEFAULT_TIME_MS: u64 = 10_000;
 
@@ -350,6 +365,10 @@ struct Search<'a> {
     to_move: usize,
     width: usize,
     inner_pairs: usize,
+    /// Attacker pairs tried at each node of the threat-space search.
+    threat_width: usize,
+    /// Blocking turns on a path of the alpha-beta that do not count in its depth.
+    max_extensions: u32,
     abort: &'a AtomicBool,
     deadline: Instant,
     nodes: u64,
@@ -455,7 +474,10 @@ impl Search<'_> {
     }
 
     /// Negamax with alpha-beta; `depth` in two-stone turns, `ply` from the root.
-    fn negamax(&mut self, depth: u32, ply: u32, mut alpha: i32, beta: i32) -> i32 {
+    /// A turn spent blocking the opponent's threats is not counted in `depth` (at most
+    /// `self.max_extensions` times on a path, `extensions` so far), so that sequences of
+    /// threats, single ones included, are followed beyond the nominal depth.
+    fn negamax(&mut self, depth: u32, ply: u32, extensions: u32, mut alpha: i32, beta: i32) -> i32 {
         if self.should_stop() {
             return 0;
         }
@@ -469,9 +491,15 @@ impl Search<'_> {
             return -(WIN - ply as i32 - 1);
         }
         let empties = CELLS as u32 - self.board.stones;
-        if depth == 0 || empties < 2 {
+        let forced = need > 0 && extensions < self.max_extensions;
+        if (depth == 0 && !forced) || empties < 2 {
             return self.evaluate();
         }
+        let (child_depth, child_extensions) = if forced {
+            (depth, extensions + 1)
+        } else {
+            (depth - 1, extensions)
+        };
         let limit = self.inner_pairs;
         let pairs = self.pairs(me, &threats, limit);
         if pairs.is_empty() {
@@ -480,7 +508,7 @@ impl Search<'_> {
         let mut best = -WIN;
         for pair in pairs {
             let boxes = self.play_pair(pair);
-            let value = -self.negamax(depth - 1, ply + 1, -beta, -alpha);
+            let value = -self.negamax(child_depth, ply + 1, child_extensions, -beta, -alpha);
             self.undo_pair(pair, boxes);
             if self.stopped {
                 return 0;
@@ -562,6 +590,19 @@ impl Search<'_> {
         true
     }
 
+    /// Whether, after our `pair`, the opponent wins by force within `depth` turns of an
+    /// alpha-beta in which up to `MAX_EXTENSIONS` blocking turns on a path do not count
+    /// (false if time runs out).
+    fn extended_refutes(&mut self, pair: Pair, depth: u32) -> bool {
+        let boxes = self.play_pair(pair);
+        let saved = self.max_extensions;
+        self.max_extensions = MAX_EXTENSIONS;
+        let value = self.negamax(depth, 1, 0, PROVEN - 1, WIN + 1);
+        self.max_extensions = saved;
+        self.undo_pair(pair, boxes);
+        !self.stopped && value >= PROVEN
+    }
+
     /// The first of `candidates` after which the opponent has no threat win within `depth`
     /// turns (`None` if all have one or time runs out).
     fn first_unrefuted(&mut self, candidates: &[Pair], depth: u32) -> Option<Pair> {
@@ -622,7 +663,8 @@ impl Search<'_> {
     }
 
     /// The attacker's pairs that block every window of `against` and leave threats needing two
-    /// or more stones, most forcing and best evaluated first (at most `self.width`).
+    /// or more stones, most forcing and best evaluated first (at most `self.threat_width`), then
+    /// up to `self.threat_width / 2` pairs of one threat stone and one free building stone.
     fn double_threats(&mut self, against: &[[u16; 2]]) -> Vec<Pair> {
         let attacker = self.to_move;
         let defender = 1 - attacker;
@@ -634,11 +676,15 @@ impl Search<'_> {
         firsts.sort_unstable();
         firsts.dedup();
         let mut found: Vec<Pair> = Vec::new();
+        let mut building: Vec<Pair> = Vec::new();
         for &a in &firsts {
             if self.should_stop() {
                 break;
             }
             let old_a = self.board.place(a, attacker);
+            if against.is_empty() && self.board.threats[defender] == 0 {
+                self.building_pairs(a, &mut building);
+            }
             let mut seconds = self.points_in_windows(attacker, 3);
             seconds.extend(against.iter().flatten().filter(|&&p| p != NO_POINT));
             seconds.sort_unstable();
@@ -682,8 +728,48 @@ impl Search<'_> {
         found.sort_unstable_by(|x, y| (x.a, x.b).cmp(&(y.a, y.b)).then(y.score.cmp(&x.score)));
         found.dedup_by_key(|p| (p.a, p.b));
         found.sort_unstable_by(|x, y| y.score.cmp(&x.score).then((x.a, x.b).cmp(&(y.a, y.b))));
-        found.truncate(self.width);
+        found.truncate(self.threat_width);
+        // A few pairs whose second stone is free (see `building_pairs`), best first, after
+        // the others.
+        building.sort_unstable_by(|x, y| y.score.cmp(&x.score).then((x.a, x.b).cmp(&(y.a, y.b))));
+        for pair in building {
+            if found.len() >= self.threat_width + (self.threat_width / 2).max(2) {
+                break;
+            }
+            if !found.iter().any(|p| (p.a, p.b) == (pair.a, pair.b)) {
+                found.push(pair);
+            }
+        }
         found
+    }
+
+    /// With the attacker's stone just placed on `a`: if that stone alone leaves threats
+    /// needing two stones to block, the pair's second stone is free, and the pairs of `a` with
+    /// the best points by the attacker's gain outside its threat windows (stones that build
+    /// the next threat, as a strong opponent plays them) are added to `out`.
+    fn building_pairs(&mut self, a: u16, out: &mut Vec<Pair>) {
+        let attacker = self.to_move;
+        let defender = 1 - attacker;
+        let windows = self.board.threat_windows(attacker);
+        let need = stones_to_block(&windows);
+        if need < 2 {
+            return;
+        }
+        let mut points: Vec<(i32, u16)> = self
+            .board
+            .window_points()
+            .filter(|&p| !windows.iter().any(|w| w.contains(&p)))
+            .map(|p| (self.board.gain(p, attacker), p))
+            .collect();
+        points.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
+        for &(gain, b) in points.iter().take((self.threat_width / 2).max(2)) {
+            let value = self.board.score[attacker] - self.board.score[defender] + gain;
+            out.push(Pair {
+                score: need as i32 * (WIN / 10) + value,
+                a: a.min(b),
+                b: a.max(b),
+            });
+        }
     }
 
     /// Empty points of the windows holding at least `min` stones of `side` and none of the
@@ -808,6 +894,8 @@ impl Connect6Engine {
             to_move: me,
             width: self.width,
             inner_pairs: self.width,
+            threat_width: self.width * THREAT_WIDTH_FACTOR,
+            max_extensions: 0,
             abort,
             deadline: started + budget,
             nodes: 0,
@@ -872,7 +960,7 @@ impl Connect6Engine {
             let mut best_here = None;
             for pair in root.iter_mut() {
                 let boxes = search.play_pair(*pair);
-                let value = -search.negamax(depth - 1, 1, -WIN - 1, -alpha);
+                let value = -search.negamax(depth - 1, 1, 0, -WIN - 1, -alpha);
                 search.undo_pair(*pair, boxes);
                 if search.stopped {
                     break;
@@ -908,6 +996,31 @@ impl Connect6Engine {
         if chosen.is_none() && !search.stopped {
             let defences = search.defences(self.threat_depth, self.width);
             chosen = search.first_unrefuted(&defences, self.threat_depth);
+        }
+        // Then, in what is left of the budget, a deeper check: if the opponent wins by force
+        // after the chosen pair (alpha-beta with blocking turns not counted), the next
+        // candidates that pass both checks are tried; without time, the choice stays.
+        if let Some(pair) = chosen {
+            if search.extended_refutes(pair, CHECK_DEPTH) {
+                let later = first_batch
+                    .iter()
+                    .skip_while(|p| (p.a, p.b) != (pair.a, pair.b))
+                    .skip(1);
+                for &candidate in later {
+                    if search.stopped {
+                        break;
+                    }
+                    if search
+                        .first_unrefuted(&[candidate], self.threat_depth)
+                        .is_some()
+                        && !search.extended_refutes(candidate, CHECK_DEPTH)
+                        && !search.stopped
+                    {
+                        chosen = Some(candidate);
+                        break;
+                    }
+                }
+            }
         }
         let pair = chosen.unwrap_or(best);
         Move::Two(to_point(pair.a), to_point(pair.b))
@@ -1164,6 +1277,8 @@ mod tests {
             to_move: side.index(),
             width: 60,
             inner_pairs: 60,
+            threat_width: 60,
+            max_extensions: MAX_EXTENSIONS,
             abort,
             deadline: Instant::now() + Duration::from_secs(60),
             nodes: 0,
@@ -1192,6 +1307,74 @@ mod tests {
             None,
             "after {mv}"
         );
+    }
+
+    #[test]
+    fn threat_search_plays_a_free_building_stone_beside_a_four() {
+        // From a game lost to Cloudict: Black (M9 N8 L10, a three on the diagonal) to move.
+        // Black wins by O7 (a four taking both White stones) with I7 as a free stone that
+        // builds the diagonal I7-L10, then further fours. Pairs of two threat stones alone
+        // (the second stone only in windows holding three) do not find it.
+        let moves: Vec<String> = ["M9", "H7,L13", "N8,L10", "G8,I6"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        let pos = replay_moves(&Options::default(), &moves).unwrap();
+        let abort = AtomicBool::new(false);
+        let mut search = wide_search(&pos, Side::First, &abort);
+        search.width = DEFAULT_WIDTH;
+        search.inner_pairs = DEFAULT_WIDTH;
+        search.threat_width = DEFAULT_WIDTH;
+        let pair = search.shortest_threat_win(6);
+        assert!(pair.is_some());
+        assert!(!search.stopped);
+    }
+
+    #[test]
+    fn threat_search_is_wider_than_the_alpha_beta() {
+        // From a game lost to Cloudict: after White's H6+H8, Black (M9 N8 L10) wins with
+        // K11 (a four) and a free stone, then more fours. Twelve attacker pairs a node do not
+        // reach that win within the default depth; the engine's wider threat search does.
+        let moves: Vec<String> = ["M9", "H7,L13", "N8,L10", "H6,H8"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        let pos = replay_moves(&Options::default(), &moves).unwrap();
+        let abort = AtomicBool::new(false);
+        let mut search = wide_search(&pos, Side::First, &abort);
+        search.width = DEFAULT_WIDTH;
+        search.inner_pairs = DEFAULT_WIDTH;
+        search.threat_width = DEFAULT_WIDTH;
+        assert_eq!(search.shortest_threat_win(DEFAULT_THREAT_DEPTH), None);
+        search.threat_width = DEFAULT_WIDTH * THREAT_WIDTH_FACTOR;
+        assert!(search.shortest_threat_win(DEFAULT_THREAT_DEPTH).is_some());
+        assert!(!search.stopped);
+    }
+
+    #[test]
+    fn final_check_follows_single_threats_past_its_depth() {
+        // From a game lost to Cloudict: after White's K11+L11 Black wins with O7 (a four that
+        // one stone blocks) and O9, then more threats. With White's blocking turns not
+        // counted, the check sees the win at its depth; counting them, it does not.
+        let moves: Vec<String> = ["M9", "H7,L13", "N8,L10"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        let pos = replay_moves(&Options::default(), &moves).unwrap();
+        let abort = AtomicBool::new(false);
+        let mut search = wide_search(&pos, Side::Second, &abort);
+        search.width = DEFAULT_WIDTH;
+        search.inner_pairs = DEFAULT_WIDTH;
+        search.max_extensions = 0;
+        let (a, b) = (pt("K11").index(SIZE) as u16, pt("L11").index(SIZE) as u16);
+        let pair = Pair { score: 0, a, b };
+        assert!(search.extended_refutes(pair, CHECK_DEPTH));
+        assert_eq!(search.max_extensions, 0);
+        let boxes = search.play_pair(pair);
+        let plain = search.negamax(CHECK_DEPTH, 1, 0, PROVEN - 1, WIN + 1);
+        search.undo_pair(pair, boxes);
+        assert!(plain < PROVEN, "{plain}");
+        assert!(!search.stopped);
     }
 
     #[test]
