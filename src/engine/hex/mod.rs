@@ -94,6 +94,8 @@ pub struct SearchStats {
     pub nodes: u64,
     pub depth: u32,
     pub candidates: usize,
+    /// Root visits kept from the previous move's tree.
+    pub reused: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -133,6 +135,8 @@ pub struct HexEngine {
     rng: SmallRng,
     circuit: Box<Circuit>,
     tree: Vec<TreeNode>,
+    /// The board and mover at the tree's root, when the tree may be reused.
+    tree_root: Option<(Cells, usize)>,
     /// Work done for the last move.
     pub last_stats: SearchStats,
 }
@@ -196,6 +200,7 @@ impl HexEngine {
             rng: SmallRng::seed_from_u64(seed),
             circuit: Box::new(Circuit::new()),
             tree: Vec::new(),
+            tree_root: None,
             last_stats: SearchStats::default(),
         })
     }
