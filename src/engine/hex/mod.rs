@@ -84,7 +84,7 @@ const PRIOR_VISITS: f32 = 30.0;
 const RAVE_BIAS: f32 = 0.0005;
 const EXPLORATION: f32 = 0.05;
 const EXPAND_AFTER: u32 = 3;
-const MAX_TREE_NODES: usize = 2_000_000;
+const MAX_TREE_NODES: usize = 8_000_000;
 
 /// Which search chose the last move, and how much work it did (for tests and figures).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -96,6 +96,8 @@ pub struct SearchStats {
     pub candidates: usize,
     /// Root visits kept from the previous move's tree.
     pub reused: u64,
+    /// UCT tree nodes at the end of the search.
+    pub tree_nodes: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
