@@ -3,7 +3,8 @@
 //! evaluation when few candidate cells carry current, UCT otherwise), and what goes beyond the
 //! paper: virtual links for bridges and edge templates in the circuit, RAVE, bridge- and
 //! edge-template-saving playouts, answers to bridge / template II / ziggurat intrusions, forced
-//! replies (win or block in one) and the swap decision.
+//! replies (win or block in one), the swap decision, and a UCT tree kept between moves that
+//! leaves dead cells out.
 //!
 //! Layout: the position is replayed with the typed [`Hex`] rules, then copied into a flat
 //! `[u8; 121]` board (row-major, row 1 first, like `Point::index`) that the search mutates.

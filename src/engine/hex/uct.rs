@@ -1,5 +1,6 @@
-//! The Hex engine's UCT stage: a tree of visit and RAVE counts, priors from the circuit's
-//! currents, and bridge- and edge-template-saving playouts.
+//! The Hex engine's UCT stage: a tree of visit and RAVE counts (kept between moves, without
+//! dead cells), priors from the circuit's currents, and bridge- and edge-template-saving
+//! playouts.
 
 use super::*;
 
