@@ -3,7 +3,8 @@
 //! evaluation when few candidate cells carry current, UCT otherwise), and what goes beyond the
 //! paper: virtual links for bridges and edge templates in the circuit, RAVE, bridge- and
 //! edge-template-saving playouts, answers to bridge / template II / ziggurat intrusions, forced
-//! replies (win or block in one) and the swap decision.
+//! replies (win or block in one), the swap decision, and a UCT tree kept between moves that
+//! leaves dead cells out.
 //!
 //! Layout: the position is replayed with the typed [`Hex`] rules, then copied into a flat
 //! `[u8; 121]` board (row-major, row 1 first, like `Point::index`) that the search mutates.
@@ -84,7 +85,7 @@ const PRIOR_VISITS: f32 = 30.0;
 const RAVE_BIAS: f32 = 0.0005;
 const EXPLORATION: f32 = 0.05;
 const EXPAND_AFTER: u32 = 3;
-const MAX_TREE_NODES: usize = 2_000_000;
+const MAX_TREE_NODES: usize = 8_000_000;
 
 /// Which search chose the last move, and how much work it did (for tests and figures).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -94,6 +95,10 @@ pub struct SearchStats {
     pub nodes: u64,
     pub depth: u32,
     pub candidates: usize,
+    /// Root visits kept from the previous move's tree.
+    pub reused: u64,
+    /// UCT tree nodes at the end of the search.
+    pub tree_nodes: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -133,6 +138,8 @@ pub struct HexEngine {
     rng: SmallRng,
     circuit: Box<Circuit>,
     tree: Vec<TreeNode>,
+    /// The board and mover at the tree's root, when the tree may be reused.
+    tree_root: Option<(Cells, usize)>,
     /// Work done for the last move.
     pub last_stats: SearchStats,
 }
@@ -196,6 +203,7 @@ impl HexEngine {
             rng: SmallRng::seed_from_u64(seed),
             circuit: Box::new(Circuit::new()),
             tree: Vec::new(),
+            tree_root: None,
             last_stats: SearchStats::default(),
         })
     }

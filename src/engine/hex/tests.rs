@@ -379,3 +379,114 @@ fn plays_only_legal_moves_over_full_games_against_random() {
         }
     }
 }
+
+fn board_of(red: &[&str], blue: &[&str]) -> Cells {
+    let mut cells = [EMPTY; CELLS];
+    for &r in red {
+        cells[cell(r) as usize] = stone(0);
+    }
+    for &b in blue {
+        cells[cell(b) as usize] = stone(1);
+    }
+    cells
+}
+
+#[test]
+fn dead_cells_are_recognised() {
+    let f6 = cell("F6") as usize;
+    // F6's ring: G6 G7 F7 E6 E5 F5, consecutive cells adjacent.
+    let ring = ["G6", "G7", "F7", "E6", "E5", "F5"];
+    assert!(is_dead(&board_of(&ring, &[]), f6));
+    // Three of each colour side by side: each colour's neighbours are joined already.
+    assert!(is_dead(&board_of(&ring[..3], &ring[3..]), f6));
+    // Alternating colours: a red stone on F6 would join three red stones, a blue one three blue.
+    let red = ["G6", "F7", "E5"];
+    let blue = ["G7", "E6", "F5"];
+    assert!(!is_dead(&board_of(&red, &blue), f6));
+    // An empty neighbour, or an occupied cell: not dead.
+    assert!(!is_dead(&board_of(&ring[..5], &[]), f6));
+    assert!(!is_dead(&board_of(&["F6"], &[]), f6));
+    // Edges count as their colour's stones: F1 under blue stones and Red's top edge is dead, and
+    // so is the corner A1 between B1 (touching the top edge) and A2 (touching the left edge).
+    let f1 = cell("F1") as usize;
+    assert!(is_dead(&board_of(&[], &["G1", "G2", "F2", "E1"]), f1));
+    assert!(is_dead(
+        &board_of(&["B1", "B2"], &["A2"]),
+        cell("A1") as usize
+    ));
+    // F2 under red stones, with a blue stone on F1 and nothing joining G2 to E2 around F2's
+    // other neighbours... a red F2 would join E2 and G2's halves: not dead when they are apart.
+    let f2 = cell("F2") as usize;
+    assert!(!is_dead(
+        &board_of(&["G2", "G3", "E2"], &["F1", "G1", "F3", "E1"]),
+        f2
+    ));
+}
+
+#[test]
+fn dead_cells_stay_out_of_the_tree() {
+    // Red has surrounded F6; Blue to move. F6 is dead, so Blue's root must not offer it.
+    let moves = interleave(
+        &["G6", "G7", "F7", "E6", "E5", "F5"],
+        &["A1", "B3", "K2", "J9", "C10"],
+    );
+    let moves: Vec<&str> = moves.iter().map(String::as_str).collect();
+    let mut e = engine(
+        serde_json::json!({"ab_below": 0, "playouts": 400}),
+        serde_json::Value::Null,
+    );
+    let answer = ask(&mut e, &moves, ClockView::unlimited(), false);
+    assert_eq!(e.last_stats.stage, Stage::Uct);
+    let children = e.root_children();
+    assert!(!children.is_empty());
+    assert!(children.iter().all(|&(c, _)| c != cell("F6")), "{answer}");
+    assert_ne!(answer, "F6");
+    // 121 cells, 11 stones, one dead cell.
+    assert_eq!(children.len(), CELLS - 11 - 1);
+}
+
+#[test]
+fn the_tree_is_kept_between_moves() {
+    let options = serde_json::json!({"ab_below": 0, "playouts": 3000});
+    let mut e = engine(options.clone(), serde_json::Value::Null);
+    let first = ask(&mut e, &["F6", "E7"], ClockView::unlimited(), false);
+    assert_eq!(e.last_stats.stage, Stage::Uct);
+    assert_eq!(e.last_stats.reused, 0);
+    let reply = ["C3", "D3"].into_iter().find(|&c| c != first).unwrap();
+    let moves = ["F6", "E7", first.as_str(), reply];
+    ask(&mut e, &moves, ClockView::unlimited(), false);
+    assert_eq!(e.last_stats.stage, Stage::Uct);
+    assert!(e.last_stats.reused > 0, "{:?}", e.last_stats);
+    assert_eq!(e.last_stats.playouts, 3000);
+    // The root's children hold the kept visits (less those made before the kept node was
+    // expanded) plus this move's playouts.
+    let visits: u64 = e.root_children().iter().map(|&(_, v)| u64::from(v)).sum();
+    assert_eq!(
+        visits,
+        3000 + e.last_stats.reused - u64::from(EXPAND_AFTER),
+        "{:?}",
+        e.last_stats
+    );
+    // A fresh engine has nothing to keep, and neither has one asked about another game.
+    let mut fresh = engine(options, serde_json::Value::Null);
+    ask(&mut fresh, &moves, ClockView::unlimited(), false);
+    assert_eq!(fresh.last_stats.reused, 0);
+    ask(
+        &mut e,
+        &["B2", "J10", "C5", "H3"],
+        ClockView::unlimited(),
+        false,
+    );
+    assert_eq!(e.last_stats.reused, 0);
+    // Only our move followed by one reply (or no move at all) leads down the tree.
+    let from = board_of(&["F6"], &["E7"]);
+    let to = board_of(&["F6", "C3"], &["E7", "D3"]);
+    assert_eq!(
+        moves_between(&from, 0, &to),
+        Some(vec![cell("C3"), cell("D3")])
+    );
+    assert_eq!(moves_between(&from, 0, &from), Some(vec![]));
+    let two_red = board_of(&["F6", "C3", "D3"], &["E7"]);
+    assert_eq!(moves_between(&from, 0, &two_red), None);
+    assert_eq!(moves_between(&to, 0, &from), None);
+}

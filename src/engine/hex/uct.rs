@@ -1,5 +1,6 @@
-//! The Hex engine's UCT stage: a tree of visit and RAVE counts, priors from the circuit's
-//! currents, and bridge- and edge-template-saving playouts.
+//! The Hex engine's UCT stage: a tree of visit and RAVE counts (kept between moves, without
+//! dead cells), priors from the circuit's currents, and bridge- and edge-template-saving
+//! playouts.
 
 use super::*;
 
@@ -13,6 +14,53 @@ pub(super) struct TreeNode {
     wins: f32,
     rave_visits: f32,
     rave_wins: f32,
+    /// The prior counted into the RAVE figures, so a reused root can swap it for its own.
+    prior: f32,
+}
+
+impl TreeNode {
+    fn leaf(cell: u8, prior: f32) -> TreeNode {
+        TreeNode {
+            cell,
+            child_count: 0,
+            first_child: 0,
+            visits: 0,
+            wins: 0.0,
+            rave_visits: if cell == NO { 0.0 } else { PRIOR_VISITS },
+            rave_wins: if cell == NO {
+                0.0
+            } else {
+                PRIOR_VISITS * prior
+            },
+            prior,
+        }
+    }
+}
+
+/// The moves leading from the board `from` to the board `to` when they differ by one stone of
+/// `mover` then one of the other colour (our move and the reply), or not at all: the path to
+/// follow down a kept tree. `None` when `to` does not follow `from` that way.
+pub(super) fn moves_between(from: &Cells, mover: usize, to: &Cells) -> Option<Vec<u8>> {
+    let mut ours = Vec::new();
+    let mut theirs = Vec::new();
+    for c in 0..CELLS {
+        if from[c] == to[c] {
+            continue;
+        }
+        if from[c] != EMPTY {
+            return None;
+        }
+        if to[c] == stone(mover) {
+            ours.push(c as u8);
+        } else {
+            theirs.push(c as u8);
+        }
+    }
+    match (&ours[..], &theirs[..]) {
+        ([], []) => Some(Vec::new()),
+        ([a], [b]) => Some(vec![*a, *b]),
+        _ => None,
+    }
 }
 
 impl HexEngine {
@@ -26,20 +74,22 @@ impl HexEngine {
     ) {
         let first = self.tree.len();
         let reply = bridge_reply(board, mover, self.tree[index].cell);
+        // Dead cells change nothing whoever fills them: leave them out of the tree, unless
+        // nothing else is left (then the game is decided and any cell will do).
+        let mut dead = [false; CELLS];
+        let mut live = false;
+        for c in 0..CELLS {
+            if board[c] == EMPTY {
+                dead[c] = is_dead(board, c);
+                live |= !dead[c];
+            }
+        }
         for c in 0..CELLS as u8 {
-            if board[c as usize] != EMPTY {
+            if board[c as usize] != EMPTY || (live && dead[c as usize]) {
                 continue;
             }
             let p = if Some(c) == reply { 0.9 } else { prior(c) };
-            self.tree.push(TreeNode {
-                cell: c,
-                child_count: 0,
-                first_child: 0,
-                visits: 0,
-                wins: 0.0,
-                rave_visits: PRIOR_VISITS,
-                rave_wins: PRIOR_VISITS * p,
-            });
+            self.tree.push(TreeNode::leaf(c, p));
         }
         let count = (self.tree.len() - first) as u8;
         let node = &mut self.tree[index];
@@ -109,6 +159,71 @@ impl HexEngine {
         }
     }
 
+    /// The cells of the root's children and their visits (for tests).
+    #[cfg(test)]
+    pub(super) fn root_children(&self) -> Vec<(u8, u32)> {
+        let Some(root) = self.tree.first() else {
+            return Vec::new();
+        };
+        let first = root.first_child as usize;
+        self.tree[first..first + root.child_count as usize]
+            .iter()
+            .map(|n| (n.cell, n.visits))
+            .collect()
+    }
+
+    /// Makes the tree's root the node for `cells` with `mover` to move when the kept tree (from
+    /// the last search) reaches it through the moves played since, dropping everything else;
+    /// otherwise starts a fresh tree. Returns whether a root with children was kept.
+    pub(super) fn reuse_tree(&mut self, cells: &Cells, mover: usize) -> bool {
+        let path = match self.tree_root.take() {
+            Some((from, from_mover)) if from_mover == mover && !self.tree.is_empty() => {
+                moves_between(&from, mover, cells)
+            }
+            _ => None,
+        };
+        let mut index = 0;
+        let mut found = path.is_some();
+        for cell in path.unwrap_or_default() {
+            let node = self.tree[index];
+            let first = node.first_child as usize;
+            match (first..first + node.child_count as usize).find(|&k| self.tree[k].cell == cell) {
+                Some(k) => index = k,
+                None => {
+                    found = false;
+                    break;
+                }
+            }
+        }
+        if !found || self.tree[index].child_count == 0 {
+            self.tree.clear();
+            self.tree.push(TreeNode::leaf(NO, 0.0));
+            return false;
+        }
+        if index != 0 {
+            // Copy the subtree breadth first, so each node's children stay side by side.
+            let mut kept = Vec::with_capacity(self.tree.len() / 4);
+            let mut origin: Vec<u32> = Vec::with_capacity(self.tree.len() / 4);
+            kept.push(self.tree[index]);
+            origin.push(index as u32);
+            let mut k = 0;
+            while k < kept.len() {
+                let old: TreeNode = self.tree[origin[k] as usize];
+                if old.child_count > 0 {
+                    let first = old.first_child as usize;
+                    kept[k].first_child = kept.len() as u32;
+                    for child in first..first + old.child_count as usize {
+                        kept.push(self.tree[child]);
+                        origin.push(child as u32);
+                    }
+                }
+                k += 1;
+            }
+            self.tree = kept;
+        }
+        true
+    }
+
     /// UCT with RAVE from `cells`, the root priors taken from the resistance currents.
     pub(super) fn uct(
         &mut self,
@@ -119,16 +234,8 @@ impl HexEngine {
         reply: Option<u8>,
         limits: &Limits<'_>,
     ) -> u8 {
-        self.tree.clear();
-        self.tree.push(TreeNode {
-            cell: NO,
-            child_count: 0,
-            first_child: 0,
-            visits: 0,
-            wins: 0.0,
-            rave_visits: 0.0,
-            rave_wins: 0.0,
-        });
+        let kept = self.reuse_tree(cells, mover);
+        self.last_stats.reused = u64::from(self.tree[0].visits);
         let scale = if best_score > 0.0 {
             1.0 / best_score
         } else {
@@ -141,7 +248,20 @@ impl HexEngine {
                 (0.4 + 0.3 * score[c as usize] * scale) as f32
             }
         };
-        self.expand(0, cells, mover, &root_prior);
+        if kept {
+            // The kept root's children were expanded with the in-tree priors: put the root's
+            // own (circuit) priors in their place.
+            let root = self.tree[0];
+            let first = root.first_child as usize;
+            for child in &mut self.tree[first..first + root.child_count as usize] {
+                let p = root_prior(child.cell);
+                child.rave_wins = (child.rave_wins + PRIOR_VISITS * (p - child.prior)).max(0.0);
+                child.prior = p;
+            }
+        } else {
+            self.expand(0, cells, mover, &root_prior);
+        }
+        self.tree_root = Some((*cells, mover));
         let flat = |_: u8| 0.5f32;
         let mut path: Vec<usize> = Vec::with_capacity(CELLS + 1);
         loop {
@@ -202,6 +322,7 @@ impl HexEngine {
                 }
             }
         }
+        self.last_stats.tree_nodes = self.tree.len();
         let root = self.tree[0];
         let first = root.first_child as usize;
         self.tree[first..first + root.child_count as usize]
