@@ -1270,6 +1270,19 @@ mod tests {
         assert_eq!(pos.outcome().and_then(|o| o.winner), Some(Side::First));
     }
 
+    /// The position after `moves` (record texts) from the empty board.
+    fn after_moves(moves: &[&str]) -> Connect6 {
+        let moves: Vec<String> = moves.iter().map(|m| m.to_string()).collect();
+        replay_moves(&Options::default(), &moves).unwrap()
+    }
+
+    /// `search` with the engine's default widths instead of the generous ones.
+    fn at_default_width(search: &mut Search<'_>) {
+        search.width = DEFAULT_WIDTH;
+        search.inner_pairs = DEFAULT_WIDTH;
+        search.threat_width = DEFAULT_WIDTH;
+    }
+
     /// A search over `position` with generous limits, `side` to move.
     fn wide_search<'a>(position: &Connect6, side: Side, abort: &'a AtomicBool) -> Search<'a> {
         Search {
@@ -1315,16 +1328,10 @@ mod tests {
         // Black wins by O7 (a four taking both White stones) with I7 as a free stone that
         // builds the diagonal I7-L10, then further fours. Pairs of two threat stones alone
         // (the second stone only in windows holding three) do not find it.
-        let moves: Vec<String> = ["M9", "H7,L13", "N8,L10", "G8,I6"]
-            .into_iter()
-            .map(String::from)
-            .collect();
-        let pos = replay_moves(&Options::default(), &moves).unwrap();
+        let pos = after_moves(&["M9", "H7,L13", "N8,L10", "G8,I6"]);
         let abort = AtomicBool::new(false);
         let mut search = wide_search(&pos, Side::First, &abort);
-        search.width = DEFAULT_WIDTH;
-        search.inner_pairs = DEFAULT_WIDTH;
-        search.threat_width = DEFAULT_WIDTH;
+        at_default_width(&mut search);
         let pair = search.shortest_threat_win(6);
         assert!(pair.is_some());
         assert!(!search.stopped);
@@ -1335,16 +1342,10 @@ mod tests {
         // From a game lost to Cloudict: after White's H6+H8, Black (M9 N8 L10) wins with
         // K11 (a four) and a free stone, then more fours. Twelve attacker pairs a node do not
         // reach that win within the default depth; the engine's wider threat search does.
-        let moves: Vec<String> = ["M9", "H7,L13", "N8,L10", "H6,H8"]
-            .into_iter()
-            .map(String::from)
-            .collect();
-        let pos = replay_moves(&Options::default(), &moves).unwrap();
+        let pos = after_moves(&["M9", "H7,L13", "N8,L10", "H6,H8"]);
         let abort = AtomicBool::new(false);
         let mut search = wide_search(&pos, Side::First, &abort);
-        search.width = DEFAULT_WIDTH;
-        search.inner_pairs = DEFAULT_WIDTH;
-        search.threat_width = DEFAULT_WIDTH;
+        at_default_width(&mut search);
         assert_eq!(search.shortest_threat_win(DEFAULT_THREAT_DEPTH), None);
         search.threat_width = DEFAULT_WIDTH * THREAT_WIDTH_FACTOR;
         assert!(search.shortest_threat_win(DEFAULT_THREAT_DEPTH).is_some());
@@ -1356,11 +1357,7 @@ mod tests {
         // From a game lost to Cloudict: after White's K11+L11 Black wins with O7 (a four that
         // one stone blocks) and O9, then more threats. With White's blocking turns not
         // counted, the check sees the win at its depth; counting them, it does not.
-        let moves: Vec<String> = ["M9", "H7,L13", "N8,L10"]
-            .into_iter()
-            .map(String::from)
-            .collect();
-        let pos = replay_moves(&Options::default(), &moves).unwrap();
+        let pos = after_moves(&["M9", "H7,L13", "N8,L10"]);
         let abort = AtomicBool::new(false);
         let mut search = wide_search(&pos, Side::Second, &abort);
         search.width = DEFAULT_WIDTH;
