@@ -256,6 +256,10 @@ impl Outbox {
         if state.closed {
             return Handed::Closed;
         }
+        // Refused before anything is written, so a line is never half sent and then dropped.
+        if state.lines.len() >= self.capacity {
+            return Handed::Full;
+        }
         let mut start = 0;
         if state.lines.is_empty() && !state.writing {
             if let Some(socket) = &state.direct {
@@ -274,9 +278,6 @@ impl Outbox {
                     Err(_) => return Handed::WriteFailed,
                 }
             }
-        }
-        if state.lines.len() >= self.capacity {
-            return Handed::Full;
         }
         state.lines.push_back(Outgoing {
             line,
