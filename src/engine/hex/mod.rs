@@ -97,8 +97,6 @@ pub struct SearchStats {
     pub candidates: usize,
     /// Root visits kept from the previous move's tree.
     pub reused: u64,
-    /// UCT tree nodes at the end of the search.
-    pub tree_nodes: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

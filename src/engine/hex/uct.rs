@@ -322,7 +322,6 @@ impl HexEngine {
                 }
             }
         }
-        self.last_stats.tree_nodes = self.tree.len();
         let root = self.tree[0];
         let first = root.first_child as usize;
         self.tree[first..first + root.child_count as usize]
