@@ -58,6 +58,12 @@ pub const INFO: EngineInfo = EngineInfo {
             about: "alpha-beta is used when fewer candidate cells than this remain, UCT otherwise \
                     (0: always UCT, 122: always alpha-beta)",
         },
+        EngineOption {
+            name: "tree_mb",
+            default: "214",
+            about: "MiB the UCT tree (kept between moves) may use (1..=4096); memory per game is \
+                    about this figure; the default holds about 8 million nodes",
+        },
     ],
 };
 
@@ -79,13 +85,24 @@ pub const CANDIDATE_SHARE: f64 = 0.2;
 const BRANCHING: usize = 10;
 /// Deepest alpha-beta iteration.
 const MAX_DEPTH: u32 = 12;
-/// UCT: virtual AMAF visits given to a move's prior, the RAVE bias, the exploration constant,
-/// the visits before a node is expanded and the tree's size cap.
+/// UCT: virtual AMAF visits given to a move's prior, the RAVE bias, the exploration constant
+/// and the visits before a node is expanded.
 const PRIOR_VISITS: f32 = 30.0;
 const RAVE_BIAS: f32 = 0.0005;
 const EXPLORATION: f32 = 0.05;
 const EXPAND_AFTER: u32 = 3;
-const MAX_TREE_NODES: usize = 8_000_000;
+/// The `tree_mb` option's default and largest value. The default, 214 MiB, holds
+/// `214 × 2^20 / 28` = 8 013 824 nodes of 28 bytes: the 8-million-node cap the tree had as a
+/// constant (when `Vec` doubling could reserve past it: 2^23 nodes, 224 MiB, on a fresh tree).
+const DEFAULT_TREE_MB: u64 = 214;
+const MAX_TREE_MB: u64 = 4096;
+
+/// The most UCT nodes `mib` MiB hold, computed from the node's size; never more than the
+/// tree's `u32` child indices can address.
+fn tree_nodes_for(mib: u64) -> usize {
+    let nodes = mib.saturating_mul(1 << 20) / std::mem::size_of::<TreeNode>() as u64;
+    usize::try_from(nodes.min(u64::from(u32::MAX))).unwrap_or(usize::MAX)
+}
 
 /// Which search chose the last move, and how much work it did (for tests and figures).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -114,6 +131,8 @@ struct Settings {
     time_ms: u64,
     playouts: u64,
     ab_below: usize,
+    /// The UCT tree's cap in nodes, from `tree_mb`: the tree never holds or reserves more.
+    tree_nodes: usize,
 }
 
 impl Settings {
@@ -121,10 +140,13 @@ impl Settings {
         check_option_names(options, INFO.options)?;
         let time_ms = integer_option(options, "time_ms", 1..=u64::MAX)?.unwrap_or(10_000);
         let ab_below = integer_option(options, "ab_below", 0..=CELLS as u64 + 1)?.unwrap_or(30);
+        let tree_mb =
+            integer_option(options, "tree_mb", 1..=MAX_TREE_MB)?.unwrap_or(DEFAULT_TREE_MB);
         Ok(Settings {
             time_ms,
             playouts: integer_option(options, "playouts", 0..=u64::MAX)?.unwrap_or(0),
             ab_below: ab_below as usize,
+            tree_nodes: tree_nodes_for(tree_mb),
         })
     }
 }

@@ -490,3 +490,99 @@ fn the_tree_is_kept_between_moves() {
     assert_eq!(moves_between(&from, 0, &two_red), None);
     assert_eq!(moves_between(&to, 0, &from), None);
 }
+
+#[test]
+fn tree_mb_is_checked_and_its_default_keeps_the_old_cap() {
+    for bad in [
+        serde_json::json!({"tree_mb": 0}),
+        serde_json::json!({"tree_mb": MAX_TREE_MB + 1}),
+        serde_json::json!({"tree_mb": "lots"}),
+        serde_json::json!({"tree_mb": -1}),
+    ] {
+        match HexEngine::new(&serde_json::Value::Null, &bad, 1) {
+            Err(EngineError::BadOption { name, .. }) => assert_eq!(name, "tree_mb", "{bad}"),
+            other => panic!("{bad}: {other:?}"),
+        }
+    }
+    for good in [1, DEFAULT_TREE_MB, MAX_TREE_MB] {
+        let options = serde_json::json!({ "tree_mb": good.to_string() });
+        let hex = engine(options, serde_json::Value::Null);
+        assert_eq!(hex.settings.tree_nodes, tree_nodes_for(good));
+        let bytes = hex.settings.tree_nodes * std::mem::size_of::<TreeNode>();
+        assert!(bytes as u64 <= good << 20, "{good}: {bytes}");
+    }
+    // The catalogue shows the default in force, and it is the 8-million-node cap of before.
+    let option = INFO.options.iter().find(|o| o.name == "tree_mb").unwrap();
+    assert_eq!(option.default, DEFAULT_TREE_MB.to_string());
+    let default = engine(serde_json::Value::Null, serde_json::Value::Null);
+    let nodes = default.settings.tree_nodes;
+    assert_eq!(nodes, tree_nodes_for(DEFAULT_TREE_MB));
+    assert!((8_000_000..8_050_000).contains(&nodes), "{nodes}");
+    // One MiB still holds a root's children many times over.
+    assert!(tree_nodes_for(1) > 100 * CELLS);
+}
+
+/// Checks `hex`'s tree against what `mib` MiB hold; returns whether the tree reached the cap.
+fn tree_within(hex: &HexEngine, mib: u64) -> bool {
+    let cap = tree_nodes_for(mib);
+    let (len, capacity) = hex.tree_size();
+    assert!(
+        len <= cap && capacity <= cap,
+        "{len} nodes, capacity {capacity}, cap {cap}"
+    );
+    assert!(capacity * std::mem::size_of::<TreeNode>() <= (mib << 20) as usize);
+    len + CELLS > cap
+}
+
+#[test]
+fn a_small_tree_mb_bounds_the_tree_and_the_search_goes_on() {
+    let options = serde_json::json!({"ab_below": 0, "playouts": 5000, "tree_mb": 1});
+    let mut hex = engine(options, serde_json::Value::Null);
+    let first = ask(&mut hex, &["F6", "E7"], ClockView::unlimited(), false);
+    assert_eq!(hex.last_stats.stage, Stage::Uct);
+    // The cap was reached and every playout was still made.
+    assert!(tree_within(&hex, 1), "{:?}", hex.tree_size());
+    assert_eq!(hex.last_stats.playouts, 5000);
+    assert!(hex
+        .replay(&["F6".into(), "E7".into(), first.clone()])
+        .is_ok());
+    // The next move keeps part of the full tree and stays under the cap.
+    let reply = ["C3", "D3"].into_iter().find(|&c| c != first).unwrap();
+    let moves = ["F6", "E7", first.as_str(), reply];
+    let second = ask(&mut hex, &moves, ClockView::unlimited(), false);
+    assert!(hex.last_stats.reused > 0, "{:?}", hex.last_stats);
+    assert_eq!(hex.last_stats.playouts, 5000);
+    tree_within(&hex, 1);
+    let mut line: Vec<String> = moves.iter().map(|m| m.to_string()).collect();
+    line.push(second);
+    assert!(hex.replay(&line).is_ok());
+}
+
+#[test]
+fn a_tiny_tree_plays_a_whole_game_legally() {
+    let options = serde_json::json!({"ab_below": 0, "playouts": 4000, "tree_mb": 1});
+    let mut sides = [
+        engine(options.clone(), serde_json::Value::Null),
+        engine(options, serde_json::Value::Null),
+    ];
+    let mut moves: Vec<String> = Vec::new();
+    // Moves after which the tree was full.
+    let mut capped = 0;
+    let outcome = loop {
+        let position = sides[0].replay(&moves).unwrap();
+        if let Some(outcome) = position.outcome() {
+            break outcome;
+        }
+        let hex = &mut sides[moves.len() % 2];
+        let refs: Vec<&str> = moves.iter().map(String::as_str).collect();
+        let answer = ask(hex, &refs, ClockView::unlimited(), false);
+        capped += usize::from(tree_within(hex, 1));
+        assert!(
+            position.is_legal(&Hex::parse_move(&answer).unwrap()),
+            "{answer} after {moves:?}"
+        );
+        moves.push(answer);
+    };
+    assert_eq!(outcome.reason, EndReason::Connection, "{moves:?}");
+    assert!(capped >= 10, "the tree was full after only {capped} moves");
+}

@@ -63,26 +63,50 @@ pub(super) fn moves_between(from: &Cells, mover: usize, to: &Cells) -> Option<Ve
     }
 }
 
+/// Makes room in `tree` for `extra` more nodes without its capacity passing `cap` nodes: the
+/// capacity doubles as `Vec` growth would, but stops at `cap`, so the tree never reserves more
+/// than `tree_mb` allows. False, with nothing reserved, when the nodes would pass `cap` or the
+/// allocation fails.
+pub(super) fn reserve_capped(tree: &mut Vec<TreeNode>, extra: usize, cap: usize) -> bool {
+    let needed = tree.len().saturating_add(extra);
+    if needed > cap {
+        return false;
+    }
+    if needed <= tree.capacity() {
+        return true;
+    }
+    let target = tree.capacity().saturating_mul(2).max(needed).min(cap);
+    tree.try_reserve_exact(target - tree.len()).is_ok()
+}
+
 impl HexEngine {
     /// Adds the children of tree node `index` (one per empty cell of `board`) with their priors.
+    /// False, adding nothing, when they would not fit under the tree's cap.
     pub(super) fn expand(
         &mut self,
         index: usize,
         board: &Cells,
         mover: usize,
         prior: &dyn Fn(u8) -> f32,
-    ) {
+    ) -> bool {
         let first = self.tree.len();
         let reply = bridge_reply(board, mover, self.tree[index].cell);
         // Dead cells change nothing whoever fills them: leave them out of the tree, unless
         // nothing else is left (then the game is decided and any cell will do).
         let mut dead = [false; CELLS];
         let mut live = false;
+        let (mut empties, mut dead_count) = (0, 0);
         for c in 0..CELLS {
             if board[c] == EMPTY {
                 dead[c] = is_dead(board, c);
                 live |= !dead[c];
+                empties += 1;
+                dead_count += usize::from(dead[c]);
             }
+        }
+        let children = if live { empties - dead_count } else { empties };
+        if !reserve_capped(&mut self.tree, children, self.settings.tree_nodes) {
+            return false;
         }
         for c in 0..CELLS as u8 {
             if board[c as usize] != EMPTY || (live && dead[c as usize]) {
@@ -95,6 +119,7 @@ impl HexEngine {
         let node = &mut self.tree[index];
         node.first_child = first as u32;
         node.child_count = count;
+        true
     }
 
     /// The child of `index` with the best RAVE-blended value.
@@ -172,6 +197,12 @@ impl HexEngine {
             .collect()
     }
 
+    /// The tree's node count and capacity (for tests).
+    #[cfg(test)]
+    pub(super) fn tree_size(&self) -> (usize, usize) {
+        (self.tree.len(), self.tree.capacity())
+    }
+
     /// Makes the tree's root the node for `cells` with `mover` to move when the kept tree (from
     /// the last search) reaches it through the moves played since, dropping everything else;
     /// otherwise starts a fresh tree. Returns whether a root with children was kept.
@@ -201,8 +232,10 @@ impl HexEngine {
             return false;
         }
         if index != 0 {
-            // Copy the subtree breadth first, so each node's children stay side by side.
-            let mut kept = Vec::with_capacity(self.tree.len() / 4);
+            // Copy the subtree breadth first, so each node's children stay side by side. The
+            // copy grows under the cap like the tree (it is never larger than the old tree).
+            let cap = self.settings.tree_nodes;
+            let mut kept = Vec::with_capacity((self.tree.len() / 4).min(cap));
             let mut origin: Vec<u32> = Vec::with_capacity(self.tree.len() / 4);
             kept.push(self.tree[index]);
             origin.push(index as u32);
@@ -211,6 +244,12 @@ impl HexEngine {
                 let old: TreeNode = self.tree[origin[k] as usize];
                 if old.child_count > 0 {
                     let first = old.first_child as usize;
+                    if !reserve_capped(&mut kept, old.child_count as usize, cap) {
+                        // No memory for the copy: start afresh rather than fail.
+                        self.tree.clear();
+                        self.tree.push(TreeNode::leaf(NO, 0.0));
+                        return false;
+                    }
                     kept[k].first_child = kept.len() as u32;
                     for child in first..first + old.child_count as usize {
                         kept.push(self.tree[child]);
@@ -258,8 +297,10 @@ impl HexEngine {
                 child.rave_wins = (child.rave_wins + PRIOR_VISITS * (p - child.prior)).max(0.0);
                 child.prior = p;
             }
-        } else {
-            self.expand(0, cells, mover, &root_prior);
+        } else if !self.expand(0, cells, mover, &root_prior) {
+            // Cannot happen under the cap (1 MiB holds far more than a root's children) unless
+            // memory runs out: then the caller plays any empty cell.
+            return NO;
         }
         self.tree_root = Some((*cells, mover));
         let flat = |_: u8| 0.5f32;
@@ -282,13 +323,14 @@ impl HexEngine {
                 let node = self.tree[index];
                 if node.child_count == 0 {
                     let has_empty = board.contains(&EMPTY);
+                    // At the cap the tree stops growing: the leaf's playouts go on.
                     if !has_empty
                         || node.visits < EXPAND_AFTER
-                        || self.tree.len() + CELLS > MAX_TREE_NODES
+                        || self.tree.len() + CELLS > self.settings.tree_nodes
+                        || !self.expand(index, &board, to_move, &flat)
                     {
                         break;
                     }
-                    self.expand(index, &board, to_move, &flat);
                 }
                 index = self.select(index);
                 let cell = self.tree[index].cell;
