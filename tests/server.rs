@@ -216,6 +216,25 @@ async fn resigning_ends_the_match_at_any_time() {
     assert_eq!(support::read_games(&out_dir)[0]["reason"], "resign");
 }
 
+#[tokio::test]
+async fn a_move_for_a_finished_match_on_the_connection_that_played_it_is_refused() {
+    let server = TestServer::start(
+        &two_bot_config("hex", "exit_when_done = false", "")
+            .replace("exit_when_done = true\n", ""),
+    )
+    .await;
+    let (mut a, mut b) = two_players(&server, "hex").await;
+    a.expect("turn").await;
+    a.play(MATCH, "A1").await;
+    b.expect("turn").await;
+    b.send(json!({"type":"resign","match":MATCH})).await;
+    assert_eq!(a.expect("end").await["result"], "win");
+    a.play(MATCH, "B2").await;
+    let e = a.expect_error("unknown_match").await;
+    assert_eq!(e["match"], MATCH, "{e}");
+    server.stop().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn running_out_of_time_loses_at_the_exact_moment() {
     // No settle window: the loss is declared at the deadline itself (the window, which waits
