@@ -128,6 +128,9 @@ fn quick_bench_prints_every_figure_as_json() {
     assert!(report["bots_run_in"]
         .as_str()
         .is_some_and(|s| s.contains("--bots-only")));
+    // The disk probe ran (creating a file takes some time, and not whole seconds).
+    let file_create_us = number(&report, "file_create_us");
+    assert!(file_create_us > 0.0 && file_create_us < 1e6, "{report}");
     // The folder the phases' leagues wrote to exists (its phase folders are removed).
     let files_in = report["files_in"].as_str().unwrap_or("");
     assert!(

@@ -219,8 +219,7 @@ async fn resigning_ends_the_match_at_any_time() {
 #[tokio::test]
 async fn a_move_for_a_finished_match_on_the_connection_that_played_it_is_refused() {
     let server = TestServer::start(
-        &two_bot_config("hex", "exit_when_done = false", "")
-            .replace("exit_when_done = true\n", ""),
+        &two_bot_config("hex", "exit_when_done = false", "").replace("exit_when_done = true\n", ""),
     )
     .await;
     let (mut a, mut b) = two_players(&server, "hex").await;

@@ -234,6 +234,30 @@ pub fn files_root() -> PathBuf {
     std::env::temp_dir()
 }
 
+/// How long creating one record-sized file takes in [`files_root`], in microseconds: the mean
+/// over `count` files made the way a finished game's record file is (`create_new_file`), in
+/// a fresh folder removed afterwards. Every finished game creates one, so this says how much
+/// the disk weighs in the run's figures (on ext4 without a journal it costs far more for
+/// minutes after many files were deleted, as right after another run).
+pub fn time_file_creation(count: usize) -> Result<f64, BenchError> {
+    let dir = out_dir("file-probe");
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| BenchError::Setup(format!("cannot create {}: {e}", dir.display())))?;
+    let bytes = vec![b'x'; 1500];
+    let started = std::time::Instant::now();
+    let mut made = Ok(());
+    for i in 0..count {
+        made = crate::atomic_file::create_new_file(&dir.join(format!("{i}.txt")), &bytes);
+        if made.is_err() {
+            break;
+        }
+    }
+    let took = started.elapsed();
+    let _ = std::fs::remove_dir_all(&dir);
+    made.map_err(|e| BenchError::Setup(format!("file creation probe: {e}")))?;
+    Ok(took.as_secs_f64() * 1e6 / count.max(1) as f64)
+}
+
 /// A fresh output folder for a phase's records.
 fn out_dir(name: &str) -> PathBuf {
     files_root().join(format!("arena-bench-{}-{name}", std::process::id()))

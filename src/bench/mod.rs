@@ -109,6 +109,9 @@ pub struct BenchReport {
     pub bots_run_in: String,
     /// The folder under which the load phases wrote their leagues' records and journals.
     pub files_in: String,
+    /// Mean time to create one record-sized file there just before the load phases (each
+    /// finished game creates one; see docs/benchmarks.md on ext4 without a journal).
+    pub file_create_us: f64,
     pub matches: usize,
     /// Matches running on average during the throughput window (the others were between two
     /// games).
@@ -331,6 +334,9 @@ pub struct TurnDelay {
     pub no_move_read: bool,
 }
 
+/// Files the disk probe creates before the load phases (see [`load::time_file_creation`]).
+const FILE_PROBE_COUNT: usize = 300;
+
 /// Runs every measurement, telling `progress` what it is doing.
 pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchReport, BenchError> {
     let began = Instant::now();
@@ -376,6 +382,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
     } else {
         (Duration::from_secs(2), Duration::from_secs(10))
     };
+    let file_create_us = load::time_file_creation(FILE_PROBE_COUNT)?;
     let _hog = if options.hog {
         say("a child process spins on one core during the load phases (--hog)");
         Some(Hog::start(&options.exe)?)
@@ -473,6 +480,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
             .collect(),
         bots_run_in: BOTS_RUN_IN.to_string(),
         files_in: load::files_root().display().to_string(),
+        file_create_us: (file_create_us * 10.0).round() / 10.0,
         matches,
         matches_running_mean: instant.matches_running_mean,
         window_s: instant.window_s,
@@ -626,6 +634,11 @@ impl BenchReport {
             out,
             "  records and journals written under {} (set TMPDIR to choose)",
             self.files_in
+        )?;
+        writeln!(
+            out,
+            "  creating a record file there took {:.0} µs before the run (each finished game makes one)",
+            self.file_create_us
         )?;
         writeln!(
             out,
