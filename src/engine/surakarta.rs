@@ -114,6 +114,7 @@ fn to_move(mv: Mv) -> Move {
     }
 }
 
+#[derive(Clone)]
 struct MoveList {
     moves: [Mv; MOVE_CAP],
     keys: [i32; MOVE_CAP],
@@ -133,15 +134,24 @@ impl MoveList {
     /// moves there are in all.
     fn generate(board: &Board, captures_only: bool) -> (MoveList, usize) {
         let mut list = MoveList::new();
+        let all = list.fill(board, captures_only);
+        (list, all)
+    }
+
+    /// [`MoveList::generate`] into this list (its moves replaced), so the search's nodes fill
+    /// a list on their own stack instead of copying a returned one (1.5 KB a node, a tenth of
+    /// the search's time in a profile); returns how many legal moves there are in all.
+    fn fill(&mut self, board: &Board, captures_only: bool) -> usize {
+        self.len = 0;
         let mut all = 0;
         board.for_each_move(|from, to, capture| {
             all += 1;
-            if (capture || !captures_only) && list.len < MOVE_CAP {
-                list.moves[list.len] = encode(from, to, capture);
-                list.len += 1;
+            if (capture || !captures_only) && self.len < MOVE_CAP {
+                self.moves[self.len] = encode(from, to, capture);
+                self.len += 1;
             }
         });
-        (list, all)
+        all
     }
 
     /// The points the listed captures land on (the enemy pieces they take).
@@ -557,6 +567,26 @@ pub struct SearchStats {
     pub nodes: u64,
 }
 
+/// Gives each listed move its ordering key: the table's move, captures (by history), the two
+/// killers of `ply`, then the history of quiet moves.
+fn order_moves(heuristics: &Heuristics, list: &mut MoveList, tt_move: Mv, ply: usize) {
+    let killers = heuristics.killers.get(ply).copied().unwrap_or_default();
+    for i in 0..list.len {
+        let mv = list.moves[i];
+        list.keys[i] = if mv == tt_move {
+            1 << 30
+        } else if mv_capture(mv) {
+            (1 << 29) + heuristics.history[mv_from(mv)][mv_to(mv)]
+        } else if mv == killers[0] {
+            (1 << 28) + 1
+        } else if mv == killers[1] {
+            1 << 28
+        } else {
+            heuristics.history[mv_from(mv)][mv_to(mv)]
+        };
+    }
+}
+
 struct Search<'a> {
     table: &'a mut Table,
     heuristics: &'a mut Heuristics,
@@ -570,6 +600,9 @@ struct Search<'a> {
     max_nodes: u64,
     /// The ply of the node just reached by a null move (none: `usize::MAX`).
     null_child: usize,
+    /// One move list per ply, made once per move: a node fills its ply's list rather than a
+    /// fresh one (zeroing 1.5 KB a node cost 4% of the search's time).
+    lists: Vec<MoveList>,
 }
 
 impl Search<'_> {
@@ -584,26 +617,7 @@ impl Search<'_> {
     }
 
     fn order(&self, list: &mut MoveList, tt_move: Mv, ply: usize) {
-        let killers = self
-            .heuristics
-            .killers
-            .get(ply)
-            .copied()
-            .unwrap_or_default();
-        for i in 0..list.len {
-            let mv = list.moves[i];
-            list.keys[i] = if mv == tt_move {
-                1 << 30
-            } else if mv_capture(mv) {
-                (1 << 29) + self.heuristics.history[mv_from(mv)][mv_to(mv)]
-            } else if mv == killers[0] {
-                (1 << 28) + 1
-            } else if mv == killers[1] {
-                1 << 28
-            } else {
-                self.heuristics.history[mv_from(mv)][mv_to(mv)]
-            };
-        }
+        order_moves(self.heuristics, list, tt_move, ply);
     }
 
     fn reward(&mut self, mv: Mv, depth: i32, ply: usize) {
@@ -647,7 +661,7 @@ impl Search<'_> {
                 }
             }
         }
-        let (mut list, all) = MoveList::generate(board, false);
+        let all = self.lists[ply].fill(board, false);
         if all == 0 {
             return count_result(board, ply);
         }
@@ -683,13 +697,13 @@ impl Search<'_> {
                 return if score > WIN_BOUND { beta } else { score };
             }
         }
-        self.order(&mut list, tt_move, ply);
+        order_moves(self.heuristics, &mut self.lists[ply], tt_move, ply);
         let original_alpha = alpha;
         let mut best = -INFINITY;
         let mut best_move = NO_MOVE;
-        for i in 0..list.len {
-            let mv = list.pick(i);
-            let quiet_move = !mv_capture(mv) && list.keys[i] < (1 << 28);
+        for i in 0..self.lists[ply].len {
+            let mv = self.lists[ply].pick(i);
+            let quiet_move = !mv_capture(mv) && self.lists[ply].keys[i] < (1 << 28);
             // Late-move pruning: near the leaves, quiet moves far down the order are skipped
             // once a move has a score that is not a loss.
             if !pv
@@ -758,20 +772,20 @@ impl Search<'_> {
         if let Some(score) = decided(board, self.limit, ply) {
             return score;
         }
-        let (mut list, all) = MoveList::generate(board, true);
+        let all = self.lists[ply].fill(board, true);
         if all == 0 {
             return count_result(board, ply);
         }
-        let stand = evaluate_with(board, self.limit, all as i32, list.targets());
+        let stand = evaluate_with(board, self.limit, all as i32, self.lists[ply].targets());
         if stand >= beta || ply + 1 >= MAX_PLY {
             return stand;
         }
         alpha = alpha.max(stand);
         let tt_move = self.table.probe(node.hash).map_or(NO_MOVE, |e| e.mv);
-        self.order(&mut list, tt_move, ply);
+        order_moves(self.heuristics, &mut self.lists[ply], tt_move, ply);
         let mut best = stand;
-        for i in 0..list.len {
-            let mv = list.pick(i);
+        for i in 0..self.lists[ply].len {
+            let mv = self.lists[ply].pick(i);
             let score = -self.quiesce(&node.after(mv), -beta, -alpha, ply + 1);
             if self.stopped {
                 return 0;
@@ -885,6 +899,7 @@ impl SurakartaEngine {
             null_move: self.null_move,
             max_nodes: self.max_nodes,
             null_child: usize::MAX,
+            lists: vec![MoveList::new(); MAX_PLY + 1],
         };
         let tt_move = search.table.probe(root.hash).map_or(NO_MOVE, |e| e.mv);
         search.order(&mut list, tt_move, 0);
