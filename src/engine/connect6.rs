@@ -27,7 +27,8 @@
 //!    the opponent's side in which turns spent blocking threats do not count (up to
 //!    `MAX_EXTENSIONS` on a path); if the opponent wins by force, the next candidate (in
 //!    alpha-beta order, then pairs aimed at the opponent's first pair of that win, which the
-//!    table keeps) that passes both checks is played instead.
+//!    table keeps) that passes both checks is played instead; if none passes, the pair whose
+//!    loss the check finds slowest.
 //!
 //! The evaluation scores every window of six points in the four directions: a window holding
 //! only one colour's stones is worth `WINDOW_VALUE[count]` to that colour (the paper's live /
@@ -853,19 +854,60 @@ impl Search<'_> {
 
     /// Whether, after our `pair`, the opponent wins by force within `depth` turns of an
     /// alpha-beta in which up to `MAX_EXTENSIONS` blocking turns on a path do not count
-    /// (false if time runs out).
-    fn extended_refutes(&mut self, pair: Pair, depth: u32) -> bool {
+    /// (`None` if not, or if time runs out), and if so at which turn after our pair (an odd
+    /// turn, the opponent's: 1 for a win at once).
+    fn extended_loss(&mut self, pair: Pair, depth: u32) -> Option<u32> {
         let boxes = self.play_pair(pair);
         let saved = self.max_extensions;
         self.max_extensions = MAX_EXTENSIONS;
+        // The window's lower bound is below every won score, so a won score is exact.
         let value = self.negamax(depth, 1, 0, PROVEN - 1, WIN + 1);
         self.max_extensions = saved;
         self.undo_pair(pair, boxes);
-        !self.stopped && value >= PROVEN
+        (!self.stopped && value >= PROVEN).then(|| (WIN - value) as u32)
+    }
+
+    /// The final check of our `chosen` pair (`CHECK_DEPTH` turns, blocking turns extended):
+    /// `chosen` if the opponent has no forced win after it, else the first other candidate
+    /// (`first_batch` in order, then pairs aimed at the refutation, see `replacement_order`)
+    /// after which the opponent has neither a threat win within `threat_depth` nor a win in
+    /// the check; at most `aimed` aimed pairs. If none passes (in the time left), the pair the
+    /// check finds lost slowest, `chosen` among equals: a long win is the likeliest for the
+    /// opponent to miss.
+    fn replace_if_refuted(
+        &mut self,
+        chosen: Pair,
+        first_batch: &[Pair],
+        threats: &[[u16; 2]],
+        threat_depth: u32,
+        aimed: usize,
+    ) -> Pair {
+        let Some(loss) = self.extended_loss(chosen, CHECK_DEPTH) else {
+            return chosen;
+        };
+        let aimed = match self.check_reply(chosen) {
+            Some(attack) => self.defences_against(attack, threats, aimed),
+            None => Vec::new(),
+        };
+        let mut slowest = (loss, chosen);
+        for candidate in replacement_order(first_batch, &aimed, chosen) {
+            if self.stopped {
+                break;
+            }
+            if self.first_unrefuted(&[candidate], threat_depth).is_none() {
+                continue;
+            }
+            match self.extended_loss(candidate, CHECK_DEPTH) {
+                None if !self.stopped => return candidate,
+                Some(turns) if turns > slowest.0 => slowest = (turns, candidate),
+                _ => {}
+            }
+        }
+        slowest.1
     }
 
     /// The opponent's best reply to our `pair` in the final check, as the transposition table
-    /// kept it (the first pair of its win when `extended_refutes` found one); `None` without
+    /// kept it (the first pair of its win when `extended_loss` found one); `None` without
     /// a table entry.
     fn check_reply(&mut self, pair: Pair) -> Option<Pair> {
         let boxes = self.play_pair(pair);
@@ -1288,29 +1330,16 @@ impl Connect6Engine {
         // Then, in what is left of the budget, a deeper check: if the opponent wins by force
         // after the chosen pair (alpha-beta with blocking turns not counted), other candidates
         // that pass both checks are tried, first the alpha-beta's best in order, then pairs
-        // aimed at the refutation the check found (its first pair, from the table); without
-        // time, the choice stays.
+        // aimed at the refutation the check found (its first pair, from the table); if none
+        // passes, the slowest loss the check found is played.
         if let Some(pair) = chosen {
-            if search.extended_refutes(pair, CHECK_DEPTH) {
-                let aimed = match search.check_reply(pair) {
-                    Some(attack) => search.defences_against(attack, &threats, self.width),
-                    None => Vec::new(),
-                };
-                for candidate in replacement_order(&first_batch, &aimed, pair) {
-                    if search.stopped {
-                        break;
-                    }
-                    if search
-                        .first_unrefuted(&[candidate], self.threat_depth)
-                        .is_some()
-                        && !search.extended_refutes(candidate, CHECK_DEPTH)
-                        && !search.stopped
-                    {
-                        chosen = Some(candidate);
-                        break;
-                    }
-                }
-            }
+            chosen = Some(search.replace_if_refuted(
+                pair,
+                &first_batch,
+                &threats,
+                self.threat_depth,
+                self.width,
+            ));
         }
         let pair = chosen.unwrap_or(best);
         Move::Two(to_point(pair.a), to_point(pair.b))
@@ -1673,7 +1702,7 @@ mod tests {
         search.max_extensions = 0;
         let (a, b) = (pt("K11").index(SIZE) as u16, pt("L11").index(SIZE) as u16);
         let pair = Pair { score: 0, a, b };
-        assert!(search.extended_refutes(pair, CHECK_DEPTH));
+        assert!(search.extended_loss(pair, CHECK_DEPTH).is_some());
         assert_eq!(search.max_extensions, 0);
         let boxes = search.play_pair(pair);
         let plain = search.negamax(CHECK_DEPTH, 1, 0, PROVEN - 1, WIN + 1);
@@ -1785,7 +1814,7 @@ mod tests {
         let (a, b) = (pt("K11").index(SIZE) as u16, pt("L11").index(SIZE) as u16);
         let pair = Pair { score: 0, a, b };
         assert_eq!(search.check_reply(pair), None);
-        assert!(search.extended_refutes(pair, CHECK_DEPTH));
+        assert!(search.extended_loss(pair, CHECK_DEPTH).is_some());
         let attack = search.check_reply(pair).unwrap();
         let ours = search.play_pair(pair);
         let theirs = search.play_pair(attack);
@@ -1808,6 +1837,33 @@ mod tests {
         let order = replacement_order(&first_batch, &aimed, pair(3, 4));
         let points: Vec<(u16, u16)> = order.iter().map(|p| (p.a, p.b)).collect();
         assert_eq!(points, [(1, 2), (5, 6), (7, 8), (9, 10)]);
+    }
+
+    #[test]
+    fn plays_the_slowest_loss_when_every_candidate_loses() {
+        // From a game lost to Cloudict: White to move after M9 / H7,L13 / N8,L10. Every
+        // candidate the engine looked at loses in the final check; K11+L11 by Black's win at
+        // turn 9, O7+I13 at turn 11. When no candidate passes, the slower loss is played.
+        let pos = after_moves(&["M9", "H7,L13", "N8,L10"]);
+        let abort = AtomicBool::new(false);
+        let mut search = wide_search(&pos, Side::Second, &abort);
+        at_default_width(&mut search);
+        let mut table = Table::with_mib(1);
+        table.new_search();
+        search.table = &mut table;
+        let pair = |a: &str, b: &str| Pair {
+            score: 0,
+            a: pt(a).index(SIZE) as u16,
+            b: pt(b).index(SIZE) as u16,
+        };
+        let (fast, slow) = (pair("K11", "L11"), pair("O7", "I13"));
+        assert_eq!(search.extended_loss(fast, CHECK_DEPTH), Some(9));
+        assert_eq!(search.extended_loss(slow, CHECK_DEPTH), Some(11));
+        let played = search.replace_if_refuted(fast, &[fast, slow], &[], DEFAULT_THREAT_DEPTH, 0);
+        assert_eq!(played, slow);
+        let played = search.replace_if_refuted(slow, &[fast, slow], &[], DEFAULT_THREAT_DEPTH, 0);
+        assert_eq!(played, slow);
+        assert!(!search.stopped);
     }
 
     #[test]
