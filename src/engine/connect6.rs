@@ -48,6 +48,7 @@ use super::{
 };
 use crate::game::connect6::{Connect6, Move, Options, CELLS, SIZE};
 use crate::game::{parse_options, GameId, PlayError, Point, Rules};
+use crate::hash::{splitmix64, zobrist_keys};
 
 /// Default maximum search depth, in two-stone turns.
 const DEFAULT_DEPTH: u32 = 6;
@@ -116,31 +117,10 @@ const NO_POINT: u16 = u16::MAX;
 /// The four line directions: along a row, along a column and both diagonals.
 const DIRECTIONS: [(i32, i32); 4] = [(1, 0), (0, 1), (1, 1), (1, -1)];
 
-const fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
-const fn stone_keys() -> [[u64; CELLS]; 2] {
-    let mut keys = [[0; CELLS]; 2];
-    let mut side = 0;
-    while side < 2 {
-        let mut p = 0;
-        while p < CELLS {
-            keys[side][p] = splitmix((side * CELLS + p) as u64 + 1);
-            p += 1;
-        }
-        side += 1;
-    }
-    keys
-}
-
 /// Zobrist keys of a stone of each colour (0 black, 1 white) on each point.
-static STONE_KEYS: [[u64; CELLS]; 2] = stone_keys();
+static STONE_KEYS: [[u64; CELLS]; 2] = zobrist_keys::<CELLS>();
 /// Added to the key when white is to move.
-const SIDE_KEY: u64 = splitmix(10_000);
+const SIDE_KEY: u64 = splitmix64(10_000);
 
 /// Added to the key for the blocking turns a path may still leave uncounted (0 for none), so
 /// that nodes of the final check, whose subtrees depend on it, never share entries with other
@@ -149,7 +129,7 @@ fn extension_key(left: u32) -> u64 {
     if left == 0 {
         0
     } else {
-        splitmix(0x4558_5400_0000_0000 ^ u64::from(left))
+        splitmix64(0x4558_5400_0000_0000 ^ u64::from(left))
     }
 }
 

@@ -20,6 +20,7 @@ use super::{
 };
 use crate::game::jiu::{Jiu, Move, Phase, Victims, CENTRE, FEW_STONES, FLYING_STONES};
 use crate::game::{GameId, Point, Rules, Side};
+use crate::hash::splitmix64;
 
 pub const INFO: EngineInfo = EngineInfo {
     id: "jiu",
@@ -133,11 +134,8 @@ const fn zobrist_keys() -> [[u64; 2]; 256] {
     let mut state: u64 = 0x243f_6a88_85a3_08d3;
     let mut i = 0;
     while i < 512 {
+        keys[i / 2][i % 2] = splitmix64(state);
         state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        keys[i / 2][i % 2] = z ^ (z >> 31);
         i += 1;
     }
     keys

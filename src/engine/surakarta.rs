@@ -24,6 +24,7 @@ use super::{
 use crate::game::surakarta::board::{circuit_point, Board, FULL, POINTS};
 use crate::game::surakarta::{Move, Surakarta};
 use crate::game::{parse_options, GameId, PlayError, Point, Rules};
+use crate::hash::{splitmix64, zobrist_keys};
 
 pub const INFO: EngineInfo = EngineInfo {
     id: "surakarta",
@@ -179,32 +180,11 @@ impl MoveList {
 // ---------------------------------------------------------------------------------------------
 // Zobrist hashing over absolute colours (First = 0, Second = 1).
 
-const fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
-const fn piece_keys() -> [[u64; POINTS]; 2] {
-    let mut keys = [[0; POINTS]; 2];
-    let mut side = 0;
-    while side < 2 {
-        let mut p = 0;
-        while p < POINTS {
-            keys[side][p] = splitmix((side * POINTS + p) as u64 + 1);
-            p += 1;
-        }
-        side += 1;
-    }
-    keys
-}
-
-static PIECE_KEYS: [[u64; POINTS]; 2] = piece_keys();
-const SIDE_KEY: u64 = splitmix(1_000);
+static PIECE_KEYS: [[u64; POINTS]; 2] = zobrist_keys::<POINTS>();
+const SIDE_KEY: u64 = splitmix64(1_000);
 
 fn quiet_key(quiet: u32) -> u64 {
-    splitmix(0x5155_4945_5400_0000 ^ u64::from(quiet))
+    splitmix64(0x5155_4945_5400_0000 ^ u64::from(quiet))
 }
 
 /// A search node: the board from the mover's view, the mover's colour and the hash.
