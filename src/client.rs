@@ -6,7 +6,7 @@
 //! [`ClockView::hard_limit`]; the move is sent as soon as the engine returns. `ping` is answered
 //! at once, whatever the engines are doing.
 //!
-//! Choices where PROTOCOL.md is silent:
+//! Choices where docs/protocol.md is silent:
 //! - Reconnecting: when the referee goes away (its connection closes or fails, or it cannot be
 //!   reached), the bot connects again with backoff (0.25 s doubling to 5 s) for
 //!   `reconnect_for` from the moment it lost the referee; the referee then resends `start` with

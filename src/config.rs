@@ -1,4 +1,4 @@
-//! The arena configuration (`arena.toml`, CONFIG.md): reading it, filling in defaults, and
+//! The arena configuration (`arena.toml`, docs/config.md): reading it, filling in defaults, and
 //! refusing a bad one at start with a message that names the offending key.
 
 use std::collections::HashSet;

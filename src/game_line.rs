@@ -1,4 +1,4 @@
-//! One line of `out_dir/games.jsonl` (NOTATION.md): the typed `GameLine` that the server writes
+//! One line of `out_dir/games.jsonl` (docs/leagues.md): the typed `GameLine` that the server writes
 //! and that the journal, the output repair and the standings read back. The one type of that
 //! file format.
 

@@ -1,4 +1,4 @@
-//! Wire protocol v1 (PROTOCOL.md): the messages bots and the referee exchange, how a received line
+//! Wire protocol v1 (docs/protocol.md): the messages bots and the referee exchange, how a received line
 //! is classified (bad JSON, unknown type, missing field), and the line codec with its 64 KiB cap.
 
 use serde::{Deserialize, Serialize};
@@ -11,7 +11,7 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// Longest line (without its `\n`) either side accepts.
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
 
-/// The `error` codes of PROTOCOL.md.
+/// The `error` codes of docs/protocol.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {

@@ -8,7 +8,7 @@ replace `choose_move` with something clever.
     python3 arena_random_bot.py --host 127.0.0.1 --port 7000 --name mybot --token s3cret \
         --games connect6,hex,surakarta,jiu
 
-How the protocol works (see PROTOCOL.md): every message is one JSON object on one line.
+How the protocol works (see docs/protocol.md): every message is one JSON object on one line.
   we send     {"type":"hello","protocol":1,"name":...,"token":...,"games":[...]}
   referee     {"type":"welcome",...}
   referee     {"type":"start","match":ID,"game":...,"side":"first"|"second","moves":[...],...}
@@ -18,7 +18,7 @@ How the protocol works (see PROTOCOL.md): every message is one JSON object on on
   referee     {"type":"ping","id":N}  ->  we send {"type":"pong","id":N}
 
 Points are written column letter + row number, row 1 at the bottom: "J10". Move texts
-(NOTATION.md): Connect6 "J10" or "J10,K11"; Hex "F6" or "swap"; Surakarta "B2-C3" (step) or
+(docs/rules.md): Connect6 "J10" or "J10,K11"; Hex "F6" or "swap"; Surakarta "B2-C3" (step) or
 "B2xE5" (capture); Jiu "G7" (placement), "G7-G8" (step or fly), "G7xG9xI9" (jump chain), each
 followed by "+P" for every enemy stone removed by a square.
 

@@ -498,7 +498,7 @@ fn count_result(board: &Board, ply: usize) -> i32 {
     }
 }
 
-/// The score of `board` if the game is already over there (RULES.md order, no-moves aside).
+/// The score of `board` if the game is already over there (docs/rules.md order, no-moves aside).
 fn decided(board: &Board, limit: u32, ply: usize) -> Option<i32> {
     if board.us == 0 {
         Some(-(WIN - ply as i32))

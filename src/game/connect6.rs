@@ -1,7 +1,7 @@
 //! Connect6 (六子棋) rules on the 19×19 board: one opening stone, then two stones per turn, six
 //! or more in a row wins; move text `J10` / `J10,K11` and position text `ROWS SIDE [stones=1|2]`.
 //!
-//! Choices where RULES.md is silent (also in `docs/rules.md, Connect6`):
+//! Choices where docs/rules.md is silent (also in `docs/rules.md, Connect6`):
 //! - A one-stone move when two stones are due is legal only if that stone completes six in a row
 //!   (that is how the record of such a finish reads back, since the unplayed second stone is not
 //!   recorded) or if only one empty point is left.

@@ -3,7 +3,7 @@
 //! position text `ROWS SIDE`. Connections are tracked with a union-find over the cells and four
 //! virtual edge nodes, so each move costs a few array operations.
 //!
-//! Choices where RULES.md is silent (also in `docs/rules.md, Hex`):
+//! Choices where docs/rules.md is silent (also in `docs/rules.md, Hex`):
 //! - Whether `swap` is legal depends on the position only: the option is on, Blue is to move,
 //!   and the board holds exactly one red stone and no blue stone.
 //! - `legal_moves` (and so `arena moves`) lists the empty cells and then `swap` when it is legal.

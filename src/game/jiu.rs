@@ -1,5 +1,5 @@
 //! Tibetan Jiu (久棋) rules on 14×14 points: the placement phase, the battle phase (step, jump
-//! chain, fly), square captures and the end of the game, as RULES.md states them.
+//! chain, fly), square captures and the end of the game, as docs/rules.md states them.
 //!
 //! Move and position text live in `jiu/text.rs`; the unit tests in `jiu/tests.rs`.
 //! `docs/rules.md (Tibetan Jiu)` restates the rules and lists every choice made where the spec is silent.
@@ -34,7 +34,7 @@ const DIRECTIONS: [(i32, i32); 4] = [(0, 1), (0, -1), (-1, 0), (1, 0)];
 /// What stands on each point, row-major with row 1 first (see `Point::index`).
 pub(crate) type Board = [Option<Side>; POINTS];
 
-/// Jiu rule options (RULES.md). Unknown fields are refused.
+/// Jiu rule options (docs/rules.md). Unknown fields are refused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Options {
@@ -369,7 +369,7 @@ impl Jiu {
         position
     }
 
-    /// The end checks of RULES.md, in order, for the side to move having just been moved
+    /// The end checks of docs/rules.md, in order, for the side to move having just been moved
     /// against: few_stones, then move_limit, then no_moves. Never during placement.
     fn derive_outcome(&self) -> Option<Outcome> {
         if self.phase == Phase::Placement {

@@ -401,7 +401,7 @@ impl ParseMoveError {
     }
 }
 
-/// Position text that cannot be read (see NOTATION.md, "Position text").
+/// Position text that cannot be read (see docs/rules.md, "Position text").
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("bad position text: {what} (at character {at})")]
 pub struct ParsePositionError {
@@ -433,7 +433,7 @@ pub struct OptionsError {
 pub trait Rules: Clone + Send + Sync + fmt::Debug + 'static {
     /// One complete turn of the side to move (a Connect6 turn places all its stones).
     type Move: Clone + PartialEq + Eq + std::hash::Hash + fmt::Debug + fmt::Display + Send + Sync;
-    /// The rule options of RULES.md, with their defaults from `Default`. Deserialising must
+    /// The rule options of docs/rules.md, with their defaults from `Default`. Deserialising must
     /// refuse unknown fields.
     type Options: Clone
         + Default
@@ -480,7 +480,7 @@ pub trait Rules: Clone + Send + Sync + fmt::Debug + 'static {
     /// The options this position is played under.
     fn options(&self) -> &Self::Options;
 
-    /// Reads position text (NOTATION.md).
+    /// Reads position text (docs/rules.md).
     fn from_position_text(text: &str, options: &Self::Options) -> Result<Self, ParsePositionError>;
     /// Writes position text; `from_position_text` reads it back to an equal position.
     fn position_text(&self) -> String;
@@ -518,7 +518,7 @@ pub trait Rules: Clone + Send + Sync + fmt::Debug + 'static {
         Ok(())
     }
 
-    /// The lines the `arena moves` tool prints for this position (NOTATION.md): by default every
+    /// The lines the `arena moves` tool prints for this position (docs/rules.md): by default every
     /// legal move's text. Connect6 lists the empty points; Jiu lists square captures with `+?`.
     fn move_listing(&self) -> Vec<String> {
         self.legal_move_texts()

@@ -1,4 +1,4 @@
-//! What the games' position texts (NOTATION.md) share: the tokenizer contract (tokens split at
+//! What the games' position texts (docs/rules.md) share: the tokenizer contract (tokens split at
 //! whitespace, each with its byte offset; errors turn offsets into 1-based character positions
 //! with `coord::char_pos`) and the rows of `x`/`o`/`.` written from the top row down, separated
 //! by `/`, then the side to move, as Connect6 and Hex read them.

@@ -1,5 +1,5 @@
 //! What a finished game leaves on disk: its contest record file under `out_dir/records/` and one
-//! line in `out_dir/games.jsonl` (NOTATION.md), both written so that a crash never leaves half a
+//! line in `out_dir/games.jsonl` (docs/leagues.md), both written so that a crash never leaves half a
 //! file or half a line.
 //!
 //! The record text and its file name come from `crate::record`; the file writes from

@@ -147,7 +147,7 @@ pub(super) fn position_text(position: &Jiu) -> String {
     text
 }
 
-/// Reads position text (NOTATION.md). A placement position must be one the placement phase can
+/// Reads position text (docs/rules.md). A placement position must be one the placement phase can
 /// reach: x has as many stones as o or one more, the side to move is the one whose turn that
 /// makes, the board is not full, and the stones on G7 and H8 follow the forced opening.
 pub(super) fn parse_position(text: &str, options: &Options) -> Result<Jiu, ParsePositionError> {

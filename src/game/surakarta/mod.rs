@@ -1,4 +1,4 @@
-//! Surakarta rules (RULES.md): steps, circuit captures through the corner loops, the three game
+//! Surakarta rules (docs/rules.md): steps, circuit captures through the corner loops, the three game
 //! ends, move text (`B2-C3`, `B2xE5`) and position text (`ROWS SIDE [quiet=N]`).
 //!
 //! The move generator and perft live in `board` (bitboards and compile-time circuit tables);
@@ -9,7 +9,7 @@
 //! - A position text in which the side NOT to move has no pieces is over: the side to move wins
 //!   (`no_pieces`), as if it had just taken the last piece. A board with no pieces at all, or a
 //!   side with more than 12 pieces, is refused.
-//! - A position text is checked for the three ends when read, in the order of RULES.md.
+//! - A position text is checked for the three ends when read, in the order of docs/rules.md.
 
 pub mod board;
 #[cfg(test)]
@@ -42,7 +42,7 @@ pub struct Surakarta {
     outcome: Option<Outcome>,
 }
 
-/// Surakarta rule options (RULES.md).
+/// Surakarta rule options (docs/rules.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Options {
@@ -173,7 +173,7 @@ impl Surakarta {
         }
     }
 
-    /// The game ends of RULES.md, in order, for the side to move (`self.turn`).
+    /// The game ends of docs/rules.md, in order, for the side to move (`self.turn`).
     fn decide(&self) -> Option<Outcome> {
         let mover = self.turn.opponent();
         if self.piece_count(self.turn) == 0 {
@@ -399,7 +399,7 @@ impl Rules for Surakarta {
     }
 }
 
-/// Reads `ROWS SIDE [quiet=N]` (NOTATION.md); the outcome is left for the caller to decide.
+/// Reads `ROWS SIDE [quiet=N]` (docs/rules.md); the outcome is left for the caller to decide.
 fn parse_position(text: &str, options: &Options) -> Result<Surakarta, ParsePositionError> {
     let rows_byte = tokens(text).next().map_or(0, |(byte, _)| byte);
     let tokens: Vec<(usize, &str)> = tokens(text)
