@@ -1599,6 +1599,17 @@ mod tests {
         search.threat_width = DEFAULT_WIDTH;
     }
 
+    /// A search at the engine's default widths, with a fresh 1 MiB table, of White to move
+    /// after M9 / H7,L13 / N8,L10 (from a game lost to Cloudict).
+    fn search_after_a_lost_opening<'a>(abort: &'a AtomicBool, table: &'a mut Table) -> Search<'a> {
+        let pos = after_moves(&["M9", "H7,L13", "N8,L10"]);
+        let mut search = wide_search(&pos, Side::Second, abort);
+        at_default_width(&mut search);
+        table.new_search();
+        search.table = table;
+        search
+    }
+
     /// A search over `position` with generous limits, `side` to move.
     fn wide_search<'a>(position: &Connect6, side: Side, abort: &'a AtomicBool) -> Search<'a> {
         Search {
@@ -1784,13 +1795,9 @@ mod tests {
         // The position of the test above: after White's K11+L11 Black wins by single threats.
         // The table keeps Black's first pair of that win (the start of the attack that pairs
         // are then aimed at), and after it White is lost by the same check.
-        let pos = after_moves(&["M9", "H7,L13", "N8,L10"]);
         let abort = AtomicBool::new(false);
-        let mut search = wide_search(&pos, Side::Second, &abort);
-        at_default_width(&mut search);
         let mut table = Table::with_mib(1);
-        table.new_search();
-        search.table = &mut table;
+        let mut search = search_after_a_lost_opening(&abort, &mut table);
         let (a, b) = (pt("K11").index(SIZE) as u16, pt("L11").index(SIZE) as u16);
         let pair = Pair { score: 0, a, b };
         assert_eq!(search.check_reply(pair), None);
@@ -1824,13 +1831,9 @@ mod tests {
         // From a game lost to Cloudict: White to move after M9 / H7,L13 / N8,L10. Every
         // candidate the engine looked at loses in the final check; K11+L11 by Black's win at
         // turn 9, O7+I13 at turn 11. When no candidate passes, the slower loss is played.
-        let pos = after_moves(&["M9", "H7,L13", "N8,L10"]);
         let abort = AtomicBool::new(false);
-        let mut search = wide_search(&pos, Side::Second, &abort);
-        at_default_width(&mut search);
         let mut table = Table::with_mib(1);
-        table.new_search();
-        search.table = &mut table;
+        let mut search = search_after_a_lost_opening(&abort, &mut table);
         let pair = |a: &str, b: &str| Pair {
             score: 0,
             a: pt(a).index(SIZE) as u16,
