@@ -174,11 +174,7 @@ impl Table {
     /// Allocates the table if needed and starts a new generation (one per move).
     fn new_search(&mut self) {
         if self.entries.is_empty() && self.mib > 0 {
-            let wanted =
-                (self.mib.saturating_mul(1 << 20) / std::mem::size_of::<TtEntry>() as u64).max(1);
-            // Largest power of two not above `wanted`.
-            let size = 1usize << (63 - wanted.leading_zeros());
-            self.entries = vec![TtEntry::default(); size];
+            self.entries = vec![TtEntry::default(); super::table_entries::<TtEntry>(self.mib)];
         }
         // 1 to 255: generation 0 marks an empty entry.
         self.generation = self.generation % 255 + 1;

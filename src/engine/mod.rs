@@ -189,6 +189,13 @@ pub fn candidate_moves(
     position.sample_move_texts(pick)
 }
 
+/// How many entries of type `E` a transposition table of `mib` MiB holds: the largest power of
+/// two that fits (so a key's low bits index it), at least one.
+pub fn table_entries<E>(mib: u64) -> usize {
+    let wanted = (mib.saturating_mul(1 << 20) / std::mem::size_of::<E>().max(1) as u64).max(1);
+    1usize << (63 - wanted.leading_zeros())
+}
+
 /// Reads whole-number engine option `name` (a JSON number, or a string of digits as
 /// `arena match` specs give) within `range`; `None` when absent. The one reader every engine's
 /// options go through, so a bad value is refused the same way, naming the key.
@@ -260,6 +267,17 @@ pub fn check_option_names(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn table_entries_are_the_largest_power_of_two_that_fits() {
+        assert_eq!(table_entries::<[u8; 16]>(16), 1 << 20);
+        assert_eq!(
+            table_entries::<[u8; 24]>(1),
+            32_768,
+            "43,690 fit; 2^15 is taken"
+        );
+        assert_eq!(table_entries::<[u8; 24]>(0), 1, "never empty");
+    }
 
     #[test]
     fn budget_stays_inside_the_limits() {

@@ -285,9 +285,7 @@ struct Table {
 
 impl Table {
     fn with_mib(mib: u64) -> Table {
-        let wanted = (mib.saturating_mul(1 << 20) / std::mem::size_of::<TtEntry>() as u64).max(1);
-        // Largest power of two not above `wanted`.
-        let size = 1usize << (63 - wanted.leading_zeros());
+        let size = super::table_entries::<TtEntry>(mib);
         Table {
             entries: vec![TtEntry::default(); size],
             mask: size - 1,
