@@ -234,33 +234,61 @@ pub fn files_root() -> PathBuf {
     std::env::temp_dir()
 }
 
-/// How long creating one record-sized file takes in [`files_root`], in microseconds: the mean
-/// over `count` files made the way a finished game's record file is (`create_new_file`), in
-/// a fresh folder removed afterwards. Every finished game creates one, so this says how much
-/// the disk weighs in the run's figures (on ext4 without a journal it costs far more for
-/// minutes after many files were deleted, as right after another run).
-pub fn time_file_creation(count: usize) -> Result<f64, BenchError> {
-    let dir = out_dir("file-probe");
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| BenchError::Setup(format!("cannot create {}: {e}", dir.display())))?;
-    let bytes = vec![b'x'; 1500];
-    let started = std::time::Instant::now();
-    let mut made = Ok(());
-    for i in 0..count {
-        made = crate::atomic_file::create_new_file(&dir.join(format!("{i}.txt")), &bytes);
-        if made.is_err() {
-            break;
-        }
-    }
-    let took = started.elapsed();
-    let _ = std::fs::remove_dir_all(&dir);
-    made.map_err(|e| BenchError::Setup(format!("file creation probe: {e}")))?;
-    Ok(took.as_secs_f64() * 1e6 / count.max(1) as f64)
+/// One bench run's folder under [`files_root`]: every phase's records and journals and the disk
+/// probe's files. Nothing in it is deleted before the run ends: on ext4 without a journal,
+/// creating a file skips every inode of its group deleted in the last minute (six while the
+/// inode table is not yet written back), so deleting one phase's thousands of records would
+/// slow the next phase's record files. Dropping it removes the folder and syncs the file
+/// system, so that the deleted inodes age from then on a minute, not six.
+pub struct Scratch {
+    dir: PathBuf,
+    probes: usize,
 }
 
-/// A fresh output folder for a phase's records.
-fn out_dir(name: &str) -> PathBuf {
-    files_root().join(format!("arena-bench-{}-{name}", std::process::id()))
+impl Scratch {
+    pub fn create() -> Result<Scratch, BenchError> {
+        let dir = files_root().join(format!("arena-bench-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| BenchError::Setup(format!("cannot create {}: {e}", dir.display())))?;
+        Ok(Scratch { dir, probes: 0 })
+    }
+
+    /// A fresh folder for one phase's league files.
+    pub fn phase_dir(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// How long creating one record-sized file takes here, in microseconds: the mean over
+    /// `count` files made the way a finished game's record file is (`create_new_file`), in a
+    /// fresh folder kept until the run ends. Every finished game creates one, so this says
+    /// how much the disk weighs in the run's figures.
+    pub fn time_file_creation(&mut self, count: usize) -> Result<f64, BenchError> {
+        self.probes += 1;
+        let dir = self.dir.join(format!("file-probe-{}", self.probes));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| BenchError::Setup(format!("cannot create {}: {e}", dir.display())))?;
+        let bytes = vec![b'x'; 1500];
+        let started = std::time::Instant::now();
+        for i in 0..count {
+            crate::atomic_file::create_new_file(&dir.join(format!("{i}.txt")), &bytes)
+                .map_err(|e| BenchError::Setup(format!("file creation probe: {e}")))?;
+        }
+        Ok(started.elapsed().as_secs_f64() * 1e6 / count.max(1) as f64)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+        sync_files_root();
+    }
+}
+
+/// Writes every dirty block of [`files_root`]'s file system back, so that inodes deleted
+/// before now are skipped for one minute rather than six (see [`Scratch`]).
+pub fn sync_files_root() {
+    let _ = crate::atomic_file::sync_file_system(&files_root());
 }
 
 /// Starts the load generator: this same executable as `arena bench --bots-only`; with `web`,
@@ -300,18 +328,13 @@ pub(super) fn spawn_bots(
 }
 
 /// Runs one phase: server up, load generator connected, every match running, warm-up, window.
-pub fn run_phase(name: &str, plan: &LoadPlan, exe: &Path) -> Result<LoadResult, BenchError> {
-    let dir = out_dir(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    let config = bench_config(plan, &dir)?;
+pub fn run_phase(dir: &Path, plan: &LoadPlan, exe: &Path) -> Result<LoadResult, BenchError> {
+    let config = bench_config(plan, dir)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| BenchError::Setup(format!("server runtime: {e}")))?;
-    let result = runtime.block_on(measure(config, plan, exe));
-    drop(runtime);
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+    runtime.block_on(measure(config, plan, exe))
 }
 
 async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResult, BenchError> {

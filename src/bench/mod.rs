@@ -112,6 +112,11 @@ pub struct BenchReport {
     /// Mean time to create one record-sized file there just before the load phases (each
     /// finished game creates one; see docs/benchmarks.md on ext4 without a journal).
     pub file_create_us: f64,
+    /// The same when the bench started: a full run waits up to 75 s for it to fall below
+    /// 50 µs (the penalty of recent deletions, as by a previous run, fading).
+    pub file_create_us_at_start: f64,
+    /// How long the bench waited for that.
+    pub disk_wait_s: f64,
     pub matches: usize,
     /// Matches running on average during the throughput window (the others were between two
     /// games).
@@ -334,8 +339,50 @@ pub struct TurnDelay {
     pub no_move_read: bool,
 }
 
-/// Files the disk probe creates before the load phases (see [`load::time_file_creation`]).
+/// Files the disk probe creates before the load phases (see [`load::Scratch::time_file_creation`]).
 const FILE_PROBE_COUNT: usize = 300;
+
+/// A record file created faster than this (µs) means the disk is not paying for recent
+/// deletions (about 20 µs on this project's ext4 when quiet, up to 800 µs right after a run).
+const SETTLED_FILE_CREATE_US: f64 = 50.0;
+/// How long a full run waits at most for the disk to settle: ext4 without a journal skips
+/// inodes deleted in the last 60 s once their table is written back (synced before waiting).
+const DISK_PATIENCE: Duration = Duration::from_secs(75);
+/// How often the disk is probed again while waiting.
+const DISK_PROBE_EVERY: Duration = Duration::from_secs(5);
+
+/// What the disk probe saw before the load phases.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct DiskState {
+    /// Microseconds to create a record file when the bench started.
+    at_start_us: f64,
+    /// The same just before the load phases.
+    before_load_us: f64,
+    /// How long the bench waited between the two.
+    waited: Duration,
+}
+
+/// Probes file creation and, while it is slower than [`SETTLED_FILE_CREATE_US`], waits (a
+/// `wait` call of [`DISK_PROBE_EVERY`]) and probes again, for at most `patience` in all.
+fn settle_disk(
+    mut probe: impl FnMut() -> Result<f64, BenchError>,
+    mut wait: impl FnMut(Duration),
+    patience: Duration,
+) -> Result<DiskState, BenchError> {
+    let at_start_us = probe()?;
+    let mut state = DiskState {
+        at_start_us,
+        before_load_us: at_start_us,
+        waited: Duration::ZERO,
+    };
+    while state.before_load_us > SETTLED_FILE_CREATE_US && state.waited < patience {
+        let step = DISK_PROBE_EVERY.min(patience - state.waited);
+        wait(step);
+        state.waited += step;
+        state.before_load_us = probe()?;
+    }
+    Ok(state)
+}
 
 /// Runs every measurement, telling `progress` what it is doing.
 pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchReport, BenchError> {
@@ -382,7 +429,27 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
     } else {
         (Duration::from_secs(2), Duration::from_secs(10))
     };
-    let file_create_us = load::time_file_creation(FILE_PROBE_COUNT)?;
+    let mut scratch = load::Scratch::create()?;
+    let mut told = false;
+    let disk = settle_disk(
+        || scratch.time_file_creation(FILE_PROBE_COUNT),
+        |step| {
+            if !told {
+                told = true;
+                say(&format!(
+                    "creating a file takes over {SETTLED_FILE_CREATE_US} µs here (files deleted in the last minutes, as by a previous run, slow it on ext4 without a journal); waiting up to {} s for it to settle",
+                    DISK_PATIENCE.as_secs()
+                ));
+                load::sync_files_root();
+            }
+            std::thread::sleep(step);
+        },
+        if options.quick {
+            Duration::ZERO
+        } else {
+            DISK_PATIENCE
+        },
+    )?;
     let _hog = if options.hog {
         say("a child process spins on one core during the load phases (--hog)");
         Some(Hog::start(&options.exe)?)
@@ -394,7 +461,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         window.as_secs_f64()
     ));
     let instant = run_phase(
-        "instant",
+        &scratch.phase_dir("instant"),
         &LoadPlan {
             matches,
             think_max_ms: 0,
@@ -441,7 +508,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         "clocks: {matches} matches of bots sleeping 0-{} ms under a {} ms move limit",
         timed_plan.think_max_ms, timed_plan.move_limit_ms
     ));
-    let timed = run_phase("timed", &timed_plan, &options.exe)?;
+    let timed = run_phase(&scratch.phase_dir("timed"), &timed_plan, &options.exe)?;
     let ClockErrors {
         charged,
         uncredited,
@@ -480,7 +547,9 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
             .collect(),
         bots_run_in: BOTS_RUN_IN.to_string(),
         files_in: load::files_root().display().to_string(),
-        file_create_us: (file_create_us * 10.0).round() / 10.0,
+        file_create_us: (disk.before_load_us * 10.0).round() / 10.0,
+        file_create_us_at_start: (disk.at_start_us * 10.0).round() / 10.0,
+        disk_wait_s: disk.waited.as_secs_f64(),
         matches,
         matches_running_mean: instant.matches_running_mean,
         window_s: instant.window_s,
@@ -637,8 +706,8 @@ impl BenchReport {
         )?;
         writeln!(
             out,
-            "  creating a record file there took {:.0} µs before the run (each finished game makes one)",
-            self.file_create_us
+            "  creating a record file there took {:.0} µs before the load phases (each finished game makes one); {:.0} µs at start, then waited {:.0} s",
+            self.file_create_us, self.file_create_us_at_start, self.disk_wait_s
         )?;
         writeln!(
             out,
@@ -816,6 +885,61 @@ impl BenchReport {
 mod tests {
     use super::*;
     use crate::server::probe::{Histogram, TimeoutSample};
+
+    /// Runs `settle_disk` over probe results given in advance, returning its state and the
+    /// waits it asked for.
+    fn settle_with(probes: &[f64], patience: Duration) -> (DiskState, Vec<Duration>, usize) {
+        let mut next = probes.iter();
+        let mut probed = 0;
+        let mut waits = Vec::new();
+        let state = settle_disk(
+            || {
+                probed += 1;
+                Ok(*next.next().expect("no more probe results"))
+            },
+            |step| waits.push(step),
+            patience,
+        )
+        .expect("probes succeed");
+        (state, waits, probed)
+    }
+
+    #[test]
+    fn a_quiet_disk_is_probed_once_and_not_waited_for() {
+        let (state, waits, probed) = settle_with(&[19.0], DISK_PATIENCE);
+        assert_eq!(probed, 1);
+        assert!(waits.is_empty());
+        assert_eq!(state.at_start_us, 19.0);
+        assert_eq!(state.before_load_us, 19.0);
+        assert_eq!(state.waited, Duration::ZERO);
+    }
+
+    #[test]
+    fn a_slow_disk_is_waited_for_until_it_settles() {
+        let (state, waits, probed) = settle_with(&[834.0, 500.0, 120.0, 21.0], DISK_PATIENCE);
+        assert_eq!(probed, 4);
+        assert_eq!(waits, vec![DISK_PROBE_EVERY; 3]);
+        assert_eq!(state.at_start_us, 834.0);
+        assert_eq!(state.before_load_us, 21.0);
+        assert_eq!(state.waited, 3 * DISK_PROBE_EVERY);
+    }
+
+    #[test]
+    fn the_wait_for_the_disk_ends_at_its_patience() {
+        let (state, waits, _) = settle_with(&[900.0; 100], Duration::from_secs(12));
+        let total: Duration = waits.iter().sum();
+        assert_eq!(total, Duration::from_secs(12));
+        assert_eq!(waits.last(), Some(&Duration::from_secs(2)));
+        assert_eq!(state.waited, Duration::from_secs(12));
+        assert_eq!(state.before_load_us, 900.0);
+    }
+
+    #[test]
+    fn a_quick_run_never_waits_for_the_disk() {
+        let (state, waits, probed) = settle_with(&[900.0], Duration::ZERO);
+        assert_eq!((probed, waits.len()), (1, 0));
+        assert_eq!(state.before_load_us, 900.0);
+    }
 
     fn result_with(think: Vec<ThinkSample>, bots: Vec<bots::TimedMove>) -> LoadResult {
         LoadResult {
