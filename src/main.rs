@@ -152,7 +152,8 @@ enum Command {
         reconnect_for_ms: u64,
     },
     /// Measure the rules' speed and the referee under load (1,000 concurrent matches of bots
-    /// in a child process over loopback TCP); see docs/benchmarks.md. Takes about 35 seconds.
+    /// in a child process over loopback TCP); see docs/benchmarks.md. Takes about 50 seconds,
+    /// and up to 75 more while a disk busy from recent mass deletions settles.
     Bench {
         /// Print one JSON object instead of the readable report.
         #[arg(long)]
