@@ -5,6 +5,7 @@
 //! jump chain) on a padded board; square-capture victims are picked by a danger heuristic rather
 //! than enumerated, so a move forming squares is one move, not one per victim set.
 
+mod bits;
 #[cfg(test)]
 mod tests;
 
@@ -21,6 +22,7 @@ use super::{
 use crate::game::jiu::{Jiu, Move, Phase, Victims, CENTRE, FEW_STONES, FLYING_STONES};
 use crate::game::{GameId, Point, Rules, Side};
 use crate::hash::splitmix64;
+use bits::{Bits, ON_BOARD};
 
 pub const INFO: EngineInfo = EngineInfo {
     id: "jiu",
@@ -95,11 +97,6 @@ fn points() -> impl Iterator<Item = u8> {
     (1u8..=14).flat_map(|r| (1u8..=14).map(move |c| r * 16 + c))
 }
 
-/// Lowest corners of every 2×2 window on the board.
-fn windows() -> impl Iterator<Item = u8> {
-    (1u8..=13).flat_map(|r| (1u8..=13).map(move |c| r * 16 + c))
-}
-
 /// Stones of each colour (index 0: empty, 1, 2, 3: wall) in the window with lowest corner `c`.
 fn window_counts(cells: &Cells, c: u8) -> [u8; 4] {
     let mut n = [0u8; 4];
@@ -168,17 +165,22 @@ struct State {
     quiet: u32,
     /// Zobrist hash of the stones and the side to move.
     hash: u64,
+    /// The cells of each colour's stones (index 0: colour 1, index 1: colour 2), kept with
+    /// `cells` for the evaluation.
+    stones: [Bits; 2],
 }
 
 impl State {
     fn from_jiu(position: &Jiu) -> State {
         let mut cells = [WALL; 256];
         let mut counts = [0u32; 3];
+        let mut stones = [Bits::default(); 2];
         for cell in points() {
             let value = position.stone_at(point_of(cell)).map_or(EMPTY, colour);
             set(&mut cells, cell, value);
             if value != EMPTY {
                 counts[usize::from(value).min(2)] += 1;
+                stones[usize::from(value == 2)].toggle(cell);
             }
         }
         let to_move = colour(position.turn());
@@ -195,6 +197,7 @@ impl State {
             to_move,
             quiet: position.quiet_plies(),
             hash,
+            stones,
         }
     }
 
@@ -230,12 +233,16 @@ impl State {
         let mut captured = 0;
         set(&mut self.cells, m.from, EMPTY);
         self.hash ^= stone_key(m.from, me) ^ stone_key(m.to, me) ^ SIDE_KEY;
+        let (mine, theirs) = (usize::from(me == 2), usize::from(op == 2));
+        self.stones[mine].toggle(m.from);
+        self.stones[mine].toggle(m.to);
         let mut here = m.from;
         for &land in &m.jumps {
             let over = ((u16::from(here) + u16::from(land)) / 2) as u8;
             if at(&self.cells, over) == op {
                 set(&mut self.cells, over, EMPTY);
                 self.hash ^= stone_key(over, op);
+                self.stones[theirs].toggle(over);
                 captured += 1;
             }
             here = land;
@@ -250,6 +257,7 @@ impl State {
             if at(&self.cells, v) == op {
                 set(&mut self.cells, v, EMPTY);
                 self.hash ^= stone_key(v, op);
+                self.stones[theirs].toggle(v);
                 captured += 1;
             }
         }
@@ -701,77 +709,111 @@ impl JumpChain<'_> {
 // ---------------------------------------------------------------------------------------------
 // Evaluation: Eva = move + kill + triple + square (the paper's terms) + material.
 
+/// What the evaluation counts for one colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Features {
+    /// Full 2×2 squares.
+    square: i32,
+    /// Windows of 3 stones and an empty hole that a stone can close: an own stone next to
+    /// the hole outside the window, or any hole when the colour flies.
+    closable: i32,
+    /// The other windows of 3 stones and an empty hole.
+    near: i32,
+    /// Windows of 2 stones and 2 empty points.
+    two: i32,
+    /// Empty points next to a stone, counted once per stone.
+    mobility: i32,
+    /// Single-jump threats: an own stone, an enemy stone next to it, the point beyond empty.
+    kill: i32,
+}
+
+/// For each cell of a window (in `WINDOW_CELLS` order), its two neighbours outside the
+/// window, as offsets from the window's lowest corner: a stone there can move into it.
+const OUTSIDE_NEIGHBOURS: [[i32; 2]; 4] = [[-1, -16], [2, -15], [15, 32], [18, 33]];
+/// The ways to split a window's four cells into two stones and two empty points.
+const TWO_AND_TWO: [([usize; 2], [usize; 2]); 6] = [
+    ([0, 1], [2, 3]),
+    ([0, 2], [1, 3]),
+    ([0, 3], [1, 2]),
+    ([1, 2], [0, 3]),
+    ([1, 3], [0, 2]),
+    ([2, 3], [0, 1]),
+];
+
+/// `bits` moved by a signed cell offset: cell `c` of the result is cell `c + offset`.
+fn shifted(bits: Bits, offset: i32) -> Bits {
+    if offset >= 0 {
+        bits.ahead(offset.unsigned_abs())
+    } else {
+        bits.behind(offset.unsigned_abs())
+    }
+}
+
+/// Counts `own`'s features, every window and stone at once. A window is named by its lowest
+/// corner; windows reaching into the ring of walls never count (a wall is neither a stone nor
+/// empty).
+fn features(own: Bits, enemy: Bits, empty: Bits, flies: bool) -> Features {
+    let window = |bits: Bits| WINDOW_CELLS.map(|o| bits.at_offset(o));
+    let o = window(own);
+    let e = window(empty);
+    let square = (o[0] & o[1] & o[2] & o[3]).count();
+    let mut closable = 0;
+    let mut near = 0;
+    for (hole, outside) in OUTSIDE_NEIGHBOURS.iter().enumerate() {
+        let three = (0..4)
+            .filter(|&cell| cell != hole)
+            .fold(e[hole], |acc, cell| acc & o[cell]);
+        let close = if flies {
+            three
+        } else {
+            let [a, b] = outside.map(|offset| shifted(own, offset));
+            three & (a | b)
+        };
+        closable += close.count();
+        near += three.count() - close.count();
+    }
+    let two = TWO_AND_TWO
+        .iter()
+        .map(|&([i, j], [k, l])| (o[i] & o[j] & e[k] & e[l]).count())
+        .sum();
+    let mut mobility = 0;
+    let mut kill = 0;
+    for d in DIRS {
+        let next = |bits: Bits| bits.at_offset(d);
+        mobility += (own & next(empty)).count();
+        kill += (own & next(enemy) & next(next(empty))).count();
+    }
+    Features {
+        square,
+        closable,
+        near,
+        two,
+        mobility,
+        kill,
+    }
+}
+
 /// A static score of `st` for the side to move.
 fn evaluate(st: &State, limits: &Limits) -> i32 {
     let me = st.to_move;
     let op = 3 - me;
-    let cells = &st.cells;
-    let fly = [false, st.can_fly(1), st.can_fly(2)];
     let single = st.single_jump_allowed(limits);
-    // Per colour (index 1, 2): squares, closable near-squares, other near-squares, twos.
-    let mut square = [0i32; 3];
-    let mut closable = [0i32; 3];
-    let mut near = [0i32; 3];
-    let mut two = [0i32; 3];
-    for c in windows() {
-        let n = window_counts(cells, c);
-        for who in [1u8, 2] {
-            let k = n[usize::from(who)];
-            if k == 4 {
-                square[usize::from(who)] += 1;
-            } else if k == 3 && n[0] == 1 {
-                let hole = WINDOW_CELLS
-                    .iter()
-                    .map(|&w| c.wrapping_add(w))
-                    .find(|&p| at(cells, p) == EMPTY)
-                    .unwrap_or(c);
-                let in_window = |p: u8| WINDOW_CELLS.iter().any(|&w| c.wrapping_add(w) == p);
-                let can_close = fly[usize::from(who)]
-                    || DIRS.iter().any(|&d| {
-                        let p = hole.wrapping_add(d);
-                        at(cells, p) == who && !in_window(p)
-                    });
-                if can_close {
-                    closable[usize::from(who)] += 1;
-                } else {
-                    near[usize::from(who)] += 1;
-                }
-            } else if k == 2 && n[0] == 2 {
-                two[usize::from(who)] += 1;
-            }
-        }
-    }
-    // Mobility (empty neighbours) and jump threats per colour.
-    let mut mobility = [0i32; 3];
-    let mut kill = [0i32; 3];
-    for p in points() {
-        let who = at(cells, p);
-        if who != 1 && who != 2 {
-            continue;
-        }
-        let enemy = 3 - who;
-        for d in DIRS {
-            let q = p.wrapping_add(d);
-            let v = at(cells, q);
-            if v == EMPTY {
-                mobility[usize::from(who)] += 1;
-            } else if v == enemy && at(cells, q.wrapping_add(d)) == EMPTY {
-                kill[usize::from(who)] += 1;
-            }
-        }
-    }
-    let (m, o) = (usize::from(me), usize::from(op));
+    let mine = st.stones[usize::from(me == 2)];
+    let theirs = st.stones[usize::from(op == 2)];
+    let empty = ON_BOARD & !(mine | theirs);
+    let (fly_m, fly_o) = (st.can_fly(me), st.can_fly(op));
+    let m = features(mine, theirs, empty, fly_m);
+    let o = features(theirs, mine, empty, fly_o);
     let material = 100 * (st.count(me) as i32 - st.count(op) as i32);
-    let squares = 12 * (square[m] - square[o]);
-    let triple = 30 * closable[m].min(2)
-        - (70 * closable[o].min(1) + 30 * (closable[o] - 1).max(0))
-        + 8 * (near[m] - near[o])
-        + 2 * (two[m] - two[o]);
+    let squares = 12 * (m.square - o.square);
+    let triple = 30 * m.closable.min(2) - (70 * o.closable.min(1) + 30 * (o.closable - 1).max(0))
+        + 8 * (m.near - o.near)
+        + 2 * (m.two - o.two);
     let kill_weight = if single { 1 } else { 0 };
-    let kill_score = kill_weight
-        * (20 * kill[m].min(3) - (35 * kill[o].min(1) + 10 * (kill[o] - 1).clamp(0, 3)));
+    let kill_score =
+        kill_weight * (20 * m.kill.min(3) - (35 * o.kill.min(1) + 10 * (o.kill - 1).clamp(0, 3)));
     let moves =
-        if fly[m] { 0 } else { mobility[m].min(40) } - if fly[o] { 0 } else { mobility[o].min(40) };
+        if fly_m { 0 } else { m.mobility.min(40) } - if fly_o { 0 } else { o.mobility.min(40) };
     material + squares + triple + kill_score + moves
 }
 

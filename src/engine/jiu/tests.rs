@@ -422,3 +422,132 @@ fn unknown_and_bad_options_are_refused() {
         crate::engine::new_engine("jiu", GameId::Hex, &rules, &serde_json::Value::Null, 1).is_err()
     );
 }
+
+/// Lowest corners of every 2×2 window on the board.
+fn windows() -> impl Iterator<Item = u8> {
+    (1u8..=13).flat_map(|r| (1u8..=13).map(move |c| r * 16 + c))
+}
+
+/// The evaluation as it was written before the bit masks: point by point and window by
+/// window over `cells`. `evaluate` must agree with it everywhere.
+fn evaluate_cell_by_cell(st: &State, limits: &Limits) -> i32 {
+    let me = st.to_move;
+    let op = 3 - me;
+    let cells = &st.cells;
+    let fly = [false, st.can_fly(1), st.can_fly(2)];
+    let single = st.single_jump_allowed(limits);
+    // Per colour (index 1, 2): squares, closable near-squares, other near-squares, twos.
+    let mut square = [0i32; 3];
+    let mut closable = [0i32; 3];
+    let mut near = [0i32; 3];
+    let mut two = [0i32; 3];
+    for c in windows() {
+        let n = window_counts(cells, c);
+        for who in [1u8, 2] {
+            let k = n[usize::from(who)];
+            if k == 4 {
+                square[usize::from(who)] += 1;
+            } else if k == 3 && n[0] == 1 {
+                let hole = WINDOW_CELLS
+                    .iter()
+                    .map(|&w| c.wrapping_add(w))
+                    .find(|&p| at(cells, p) == EMPTY)
+                    .unwrap_or(c);
+                let in_window = |p: u8| WINDOW_CELLS.iter().any(|&w| c.wrapping_add(w) == p);
+                let can_close = fly[usize::from(who)]
+                    || DIRS.iter().any(|&d| {
+                        let p = hole.wrapping_add(d);
+                        at(cells, p) == who && !in_window(p)
+                    });
+                if can_close {
+                    closable[usize::from(who)] += 1;
+                } else {
+                    near[usize::from(who)] += 1;
+                }
+            } else if k == 2 && n[0] == 2 {
+                two[usize::from(who)] += 1;
+            }
+        }
+    }
+    // Mobility (empty neighbours) and jump threats per colour.
+    let mut mobility = [0i32; 3];
+    let mut kill = [0i32; 3];
+    for p in points() {
+        let who = at(cells, p);
+        if who != 1 && who != 2 {
+            continue;
+        }
+        let enemy = 3 - who;
+        for d in DIRS {
+            let q = p.wrapping_add(d);
+            let v = at(cells, q);
+            if v == EMPTY {
+                mobility[usize::from(who)] += 1;
+            } else if v == enemy && at(cells, q.wrapping_add(d)) == EMPTY {
+                kill[usize::from(who)] += 1;
+            }
+        }
+    }
+    let (m, o) = (usize::from(me), usize::from(op));
+    let material = 100 * (st.count(me) as i32 - st.count(op) as i32);
+    let squares = 12 * (square[m] - square[o]);
+    let triple = 30 * closable[m].min(2)
+        - (70 * closable[o].min(1) + 30 * (closable[o] - 1).max(0))
+        + 8 * (near[m] - near[o])
+        + 2 * (two[m] - two[o]);
+    let kill_weight = if single { 1 } else { 0 };
+    let kill_score = kill_weight
+        * (20 * kill[m].min(3) - (35 * kill[o].min(1) + 10 * (kill[o] - 1).clamp(0, 3)));
+    let moves =
+        if fly[m] { 0 } else { mobility[m].min(40) } - if fly[o] { 0 } else { mobility[o].min(40) };
+    material + squares + triple + kill_score + moves
+}
+
+#[test]
+fn the_evaluation_agrees_with_counting_cell_by_cell_over_random_games() {
+    // Random placements, then random battle moves preferring captures (so that flying and
+    // the end of single jumps are reached), under both single-jump options and both sides.
+    let mut positions = 0;
+    for (seed, single) in [(5u64, false), (6, true), (7, false)] {
+        let options = Options {
+            flying_single_jump: single,
+            ..Options::default()
+        };
+        let limits = Limits {
+            no_capture_limit: 100,
+            flying_single_jump: single,
+        };
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let mut position = Jiu::start(&options);
+        let mut plies = 0;
+        while position.outcome().is_none() && plies < 600 {
+            plies += 1;
+            let st = State::from_jiu(&position);
+            assert_eq!(
+                evaluate(&st, &limits),
+                evaluate_cell_by_cell(&st, &limits),
+                "{}",
+                position.position_text()
+            );
+            positions += 1;
+            if position.phase() == Phase::Placement {
+                let lines = position.move_listing();
+                let pick = &lines[rng.gen_range(0..lines.len())];
+                position.play_unchecked(&Jiu::parse_move(pick).unwrap());
+                continue;
+            }
+            let mut moves = Vec::new();
+            generate(&st, &limits, GenMode::All, &mut moves);
+            let captures: Vec<&BMove> = moves.iter().filter(|m| m.captures() > 0).collect();
+            let m = if !captures.is_empty() && rng.gen_bool(0.7) {
+                captures[rng.gen_range(0..captures.len())]
+            } else {
+                &moves[rng.gen_range(0..moves.len())]
+            };
+            let mut next = st;
+            next.apply(m);
+            position.play_unchecked(&m.to_move());
+        }
+    }
+    assert!(positions > 500, "only {positions} positions compared");
+}
