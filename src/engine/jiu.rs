@@ -476,12 +476,18 @@ fn generate(st: &State, limits: &Limits, mode: GenMode, out: &mut Vec<BMove>) {
     } else {
         out.len() + MAX_JUMPS
     };
-    for s in points() {
-        if at(&cells, s) != me {
-            continue;
-        }
+    let own = st.stones[usize::from(me == 2)];
+    let enemy = st.stones[usize::from(op == 2)];
+    let empty = ON_BOARD & !(own | enemy);
+    // Only a stone with an enemy next to it and an empty point beyond can start a chain.
+    let jumpers = DIRS
+        .iter()
+        .map(|&d| enemy.at_offset(d) & empty.at_offset(d.wrapping_mul(2)))
+        .fold(Bits::default(), |acc, b| acc | b)
+        & own;
+    let mut visited = [false; 256];
+    for s in jumpers.cells() {
         set(&mut cells, s, EMPTY);
-        let mut visited = [false; 256];
         visited[usize::from(s)] = true;
         let mut chain = JumpChain {
             cells: &mut cells,
@@ -495,24 +501,44 @@ fn generate(st: &State, limits: &Limits, mode: GenMode, out: &mut Vec<BMove>) {
             mode,
         };
         chain.search(s, out);
+        visited[usize::from(s)] = false;
         set(&mut cells, s, me);
     }
     if st.can_fly(me) {
         generate_flies(st, mode, out);
         return;
     }
-    for s in points() {
-        if at(&cells, s) != me {
-            continue;
-        }
+    // A step forms a square only on the hole of a window holding three own stones.
+    let targets = if mode == GenMode::Captures {
+        triple_holes(own, empty)
+    } else {
+        empty
+    };
+    for s in own.cells() {
         for d in DIRS {
             let t = s.wrapping_add(d);
-            if at(&cells, t) != EMPTY {
+            if !targets.contains(t) {
                 continue;
             }
             push_shift(&mut cells, s, t, me, enemies, mode, out);
         }
     }
+}
+
+/// The empty points that complete a window of three `own` stones.
+fn triple_holes(own: Bits, empty: Bits) -> Bits {
+    let mut holes = Bits::default();
+    // For each of the four windows holding a point: its other three cells, as offsets from
+    // the point, all own.
+    for corner in WINDOW_CORNERS {
+        holes = holes
+            | WINDOW_CELLS
+                .iter()
+                .map(|&w| corner.wrapping_add(w))
+                .filter(|&offset| offset != 0)
+                .fold(!Bits::default(), |acc, offset| acc & own.at_offset(offset));
+    }
+    holes & empty
 }
 
 /// Pushes the shift `s`-`t` (unless `mode` wants captures only and it forms no square).

@@ -68,6 +68,25 @@ impl Bits {
         }
     }
 
+    /// The cells in the set, lowest first.
+    pub(super) fn cells(self) -> impl Iterator<Item = u8> {
+        (0u8..4).flat_map(move |w| {
+            let mut word = self.0[usize::from(w)];
+            std::iter::from_fn(move || {
+                if word == 0 {
+                    return None;
+                }
+                let bit = word.trailing_zeros() as u8;
+                word &= word - 1;
+                Some(w * 64 + bit)
+            })
+        })
+    }
+
+    pub(super) fn contains(self, cell: u8) -> bool {
+        self.0[usize::from(cell >> 6)] >> (cell & 63) & 1 == 1
+    }
+
     pub(super) fn count(self) -> i32 {
         self.0.iter().map(|w| w.count_ones() as i32).sum()
     }
@@ -140,5 +159,9 @@ mod tests {
         assert_eq!(toggled, ON_BOARD);
         assert_eq!((ON_BOARD & !ON_BOARD).count(), 0);
         assert_eq!((ON_BOARD | of(&[0])).count(), 197);
+        let cells = [0, 17, 63, 64, 130, 255];
+        assert_eq!(of(&cells).cells().collect::<Vec<_>>(), cells);
+        assert!(of(&cells).contains(130) && !of(&cells).contains(131));
+        assert_eq!(ON_BOARD.cells().count(), 196);
     }
 }

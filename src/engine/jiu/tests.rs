@@ -551,3 +551,57 @@ fn the_evaluation_agrees_with_counting_cell_by_cell_over_random_games() {
     }
     assert!(positions > 500, "only {positions} positions compared");
 }
+
+#[test]
+fn quiescence_moves_are_the_captures_among_all_moves_over_random_games() {
+    // Jumps and square-forming steps, generated through the bit-mask shortcuts, against the
+    // captures filtered out of every step and jump (side not flying; flies are chosen apart).
+    let mut compared = 0;
+    for seed in [8u64, 9] {
+        let options = Options::default();
+        let limits = Limits {
+            no_capture_limit: 100,
+            flying_single_jump: false,
+        };
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let mut position = Jiu::start(&options);
+        let mut plies = 0;
+        while position.outcome().is_none() && plies < 500 {
+            plies += 1;
+            if position.phase() == Phase::Placement {
+                let lines = position.move_listing();
+                let pick = &lines[rng.gen_range(0..lines.len())];
+                position.play_unchecked(&Jiu::parse_move(pick).unwrap());
+                continue;
+            }
+            let st = State::from_jiu(&position);
+            let mut all = Vec::new();
+            generate(&st, &limits, GenMode::Search, &mut all);
+            if !st.can_fly(st.to_move) {
+                let mut captures = Vec::new();
+                generate(&st, &limits, GenMode::Captures, &mut captures);
+                let expected: Vec<&BMove> = all.iter().filter(|m| m.captures() > 0).collect();
+                assert_eq!(
+                    captures.iter().collect::<Vec<_>>(),
+                    expected,
+                    "{}",
+                    position.position_text()
+                );
+                compared += usize::from(!captures.is_empty());
+            }
+            let m = &all[rng.gen_range(0..all.len())];
+            let mut next = st;
+            next.apply(m);
+            position.play_unchecked(&next_move(&st, m));
+        }
+    }
+    assert!(compared > 50, "only {compared} positions had captures");
+}
+
+/// The rules' move for `m` played from `st`, victims chosen as the search chooses them.
+fn next_move(st: &State, m: &BMove) -> Move {
+    let mut after = *st;
+    let mut chosen = m.clone();
+    chosen.victims = after.apply(m);
+    chosen.to_move()
+}
