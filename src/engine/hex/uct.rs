@@ -569,8 +569,39 @@ impl HexEngine {
             .collect()
     }
 
-    /// Each worker's playouts in the last search.
-    pub(super) fn worker_playouts(&self) -> Vec<u64> {
-        self.workers.iter().map(|w| w.playouts).collect()
+    /// Each worker's root children: their cells and visits.
+    pub(super) fn worker_roots(&self) -> Vec<Vec<(u8, u32)>> {
+        self.workers.iter().map(UctWorker::root_children).collect()
+    }
+
+    /// Each worker's children of the root child for `cell` (the replies to it): their cells
+    /// and visits.
+    pub(super) fn worker_replies(&self, cell: u8) -> Vec<Vec<(u8, u32)>> {
+        self.workers
+            .iter()
+            .map(|w| {
+                let Some(root) = w.tree.first() else {
+                    return Vec::new();
+                };
+                let first = root.first_child as usize;
+                let children = &w.tree[first..first + root.child_count as usize];
+                let Some(node) = children.iter().find(|n| n.cell == cell) else {
+                    return Vec::new();
+                };
+                let first = node.first_child as usize;
+                w.tree[first..first + node.child_count as usize]
+                    .iter()
+                    .map(|n| (n.cell, n.visits))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Each worker's playouts in the last search and the root visits it kept.
+    pub(super) fn worker_work(&self) -> Vec<(u64, u64)> {
+        self.workers
+            .iter()
+            .map(|w| (w.playouts, w.reused))
+            .collect()
     }
 }
