@@ -4,7 +4,8 @@
 //! paper: virtual links for bridges and edge templates in the circuit, RAVE, bridge- and
 //! edge-template-saving playouts, answers to bridge / template II / ziggurat intrusions, forced
 //! replies (win or block in one), the swap decision, and a UCT tree kept between moves that
-//! leaves dead cells out.
+//! leaves dead cells out; the UCT stage can search on several threads (option `threads`,
+//! root parallelism: one tree per thread).
 //!
 //! Layout: the position is replayed with the typed [`Hex`] rules, then copied into a flat
 //! `[u8; 121]` board (row-major, row 1 first, like `Point::index`) that the search mutates.
@@ -62,7 +63,14 @@ pub const INFO: EngineInfo = EngineInfo {
             name: "tree_mb",
             default: "214",
             about: "MiB the UCT tree (kept between moves) may use (1..=4096); memory per game is \
-                    about this figure; the default holds about 8 million nodes",
+                    about this figure; the default holds about 8 million nodes; with several \
+                    threads it is split evenly between their trees",
+        },
+        EngineOption {
+            name: "threads",
+            default: "1",
+            about: "threads the UCT stage searches with (1..=64), one tree each (root \
+                    parallelism); alpha-beta stays on one thread",
         },
     ],
 };
@@ -96,6 +104,8 @@ const EXPAND_AFTER: u32 = 3;
 /// constant (when `Vec` doubling could reserve past it: 2^23 nodes, 224 MiB, on a fresh tree).
 const DEFAULT_TREE_MB: u64 = 214;
 const MAX_TREE_MB: u64 = 4096;
+/// The `threads` option's largest value (its default is 1: leagues want one core per engine).
+const MAX_THREADS: u64 = 64;
 
 /// The most UCT nodes `mib` MiB hold, computed from the node's size; never more than the
 /// tree's `u32` child indices can address.
@@ -131,8 +141,11 @@ struct Settings {
     time_ms: u64,
     playouts: u64,
     ab_below: usize,
-    /// The UCT tree's cap in nodes, from `tree_mb`: the tree never holds or reserves more.
+    /// The UCT trees' cap in nodes, from `tree_mb`: the trees together never hold or reserve
+    /// more (each of the `threads` workers gets an equal share).
     tree_nodes: usize,
+    /// Threads (and trees) of the UCT stage.
+    threads: usize,
 }
 
 impl Settings {
@@ -142,11 +155,13 @@ impl Settings {
         let ab_below = integer_option(options, "ab_below", 0..=CELLS as u64 + 1)?.unwrap_or(30);
         let tree_mb =
             integer_option(options, "tree_mb", 1..=MAX_TREE_MB)?.unwrap_or(DEFAULT_TREE_MB);
+        let threads = integer_option(options, "threads", 1..=MAX_THREADS)?.unwrap_or(1);
         Ok(Settings {
             time_ms,
             playouts: integer_option(options, "playouts", 0..=u64::MAX)?.unwrap_or(0),
             ab_below: ab_below as usize,
             tree_nodes: tree_nodes_for(tree_mb),
+            threads: threads as usize,
         })
     }
 }
@@ -155,11 +170,9 @@ impl Settings {
 pub struct HexEngine {
     rules: HexOptions,
     settings: Settings,
-    rng: SmallRng,
     circuit: Box<Circuit>,
-    tree: Vec<TreeNode>,
-    /// The board and mover at the tree's root, when the tree may be reused.
-    tree_root: Option<(Cells, usize)>,
+    /// The UCT searchers, one per thread (at least one), each with its own kept tree.
+    workers: Vec<UctWorker>,
     /// Work done for the last move.
     pub last_stats: SearchStats,
 }
@@ -217,13 +230,15 @@ impl HexEngine {
     ) -> Result<HexEngine, EngineError> {
         let settings = Settings::from_options(options)?;
         let rules = parse_options::<Hex>(rules)?;
+        let threads = settings.threads.max(1);
+        let worker_nodes = settings.tree_nodes / threads;
         Ok(HexEngine {
             rules,
             settings,
-            rng: SmallRng::seed_from_u64(seed),
             circuit: Box::new(Circuit::new()),
-            tree: Vec::new(),
-            tree_root: None,
+            workers: (0..threads as u64)
+                .map(|k| UctWorker::new(seed, k, worker_nodes))
+                .collect(),
             last_stats: SearchStats::default(),
         })
     }

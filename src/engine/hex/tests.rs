@@ -586,3 +586,204 @@ fn a_tiny_tree_plays_a_whole_game_legally() {
     assert_eq!(outcome.reason, EndReason::Connection, "{moves:?}");
     assert!(capped >= 10, "the tree was full after only {capped} moves");
 }
+
+#[test]
+fn threads_is_checked_and_splits_the_tree_cap() {
+    for bad in [
+        serde_json::json!({"threads": 0}),
+        serde_json::json!({"threads": MAX_THREADS + 1}),
+        serde_json::json!({"threads": "both"}),
+        serde_json::json!({"threads": -2}),
+    ] {
+        match HexEngine::new(&serde_json::Value::Null, &bad, 1) {
+            Err(EngineError::BadOption { name, .. }) => assert_eq!(name, "threads", "{bad}"),
+            other => panic!("{bad}: {other:?}"),
+        }
+    }
+    let option = INFO.options.iter().find(|o| o.name == "threads").unwrap();
+    assert_eq!(option.default, "1");
+    assert_eq!(
+        engine(serde_json::Value::Null, serde_json::Value::Null)
+            .worker_trees()
+            .len(),
+        1
+    );
+    for (threads, tree_mb) in [(1, 1), (2, 1), (3, 214), (MAX_THREADS, 1)] {
+        let options = serde_json::json!({"threads": threads.to_string(), "tree_mb": tree_mb});
+        let hex = engine(options, serde_json::Value::Null);
+        let trees = hex.worker_trees();
+        assert_eq!(trees.len() as u64, threads);
+        // Equal shares that together stay within `tree_mb`, each still far above a root's
+        // children.
+        let caps: Vec<usize> = trees.iter().map(|t| t.2).collect();
+        assert!(
+            caps.iter().all(|&c| c == caps[0] && c > 2 * CELLS),
+            "{caps:?}"
+        );
+        assert!(caps.iter().sum::<usize>() <= tree_nodes_for(tree_mb));
+        assert!(caps[0] * threads as usize + threads as usize > tree_nodes_for(tree_mb));
+    }
+}
+
+#[test]
+fn two_threads_search_in_parallel_and_keep_their_trees() {
+    let options = serde_json::json!({"ab_below": 0, "playouts": 8001, "threads": 2});
+    let mut hex = engine(options, serde_json::Value::Null);
+    let first = ask(&mut hex, &["F6", "E7"], ClockView::unlimited(), false);
+    assert_eq!(hex.last_stats.stage, Stage::Uct);
+    assert!(hex
+        .replay(&["F6".into(), "E7".into(), first.clone()])
+        .is_ok());
+    // The cap is split between the workers, and both searched.
+    assert_eq!(hex.last_stats.playouts, 8001);
+    let work = hex.worker_work();
+    assert_eq!(work, vec![(4001, 0), (4000, 0)]);
+    // Each has its own tree and random numbers: their root visits differ.
+    let trees = hex.worker_trees();
+    assert!(trees.iter().all(|t| t.0 > CELLS), "{trees:?}");
+    let roots = hex.worker_roots();
+    assert_ne!(roots[0], roots[1]);
+    // The move played is the most visited cell over both trees.
+    let mut summed = [0u64; CELLS];
+    for &(c, v) in roots.iter().flatten() {
+        summed[c as usize] += u64::from(v);
+    }
+    // A fresh root is expanded at once: every playout passed through one of its children.
+    assert_eq!(summed.iter().sum::<u64>(), 8001);
+    let most = summed.iter().copied().max().unwrap();
+    assert_eq!(summed[cell(&first) as usize], most, "{first}");
+    // Both workers keep their trees for the next move, after a reply both have searched.
+    let replies = hex.worker_replies(cell(&first));
+    let reply = replies[0]
+        .iter()
+        .filter_map(|&(c, v)| Some((c, v.min(replies[1].iter().find(|r| r.0 == c)?.1))))
+        .max_by_key(|&(_, v)| v)
+        .unwrap();
+    assert!(reply.1 > EXPAND_AFTER, "{reply:?}");
+    let reply = cell_text(reply.0);
+    let moves = ["F6", "E7", first.as_str(), reply.as_str()];
+    let second = ask(&mut hex, &moves, ClockView::unlimited(), false);
+    let work = hex.worker_work();
+    assert!(work.iter().all(|&(p, kept)| p > 0 && kept > 0), "{work:?}");
+    assert_eq!(hex.last_stats.reused, work.iter().map(|w| w.1).sum::<u64>());
+    let mut line: Vec<String> = moves.iter().map(|m| m.to_string()).collect();
+    line.push(second);
+    assert!(hex.replay(&line).is_ok());
+    // A cap smaller than the thread count runs only as many workers as playouts.
+    let mut few = engine(
+        serde_json::json!({"ab_below": 0, "playouts": 2, "threads": 4}),
+        serde_json::Value::Null,
+    );
+    let answer = ask(&mut few, &["F6", "E7"], ClockView::unlimited(), false);
+    assert!(few.replay(&["F6".into(), "E7".into(), answer]).is_ok());
+    assert_eq!(few.last_stats.playouts, 2);
+    let work: Vec<u64> = few.worker_work().iter().map(|w| w.0).collect();
+    assert_eq!(work, vec![1, 1, 0, 0]);
+}
+
+#[test]
+fn two_threads_answer_at_once_when_aborted() {
+    let moves = ["F6", "E7", "D5", "G4"];
+    let position = || {
+        engine(serde_json::Value::Null, serde_json::Value::Null)
+            .replay(&moves.map(String::from))
+            .unwrap()
+    };
+    // No cap: only the abort flag (or the deadline) stops the workers.
+    for ab_below in [0u64, 122] {
+        let options = serde_json::json!({"ab_below": ab_below, "threads": 2});
+        let mut hex = engine(options, serde_json::Value::Null);
+        let answer = ask(&mut hex, &moves, ClockView::unlimited(), true);
+        assert!(
+            position().is_legal(&Hex::parse_move(&answer).unwrap()),
+            "{answer}"
+        );
+        assert_eq!(hex.last_stats.playouts, 0, "{:?}", hex.last_stats);
+        assert!(hex.last_stats.nodes <= 16, "{:?}", hex.last_stats);
+    }
+    // Unaborted, a time limit alone stops both workers with a legal move.
+    let options = serde_json::json!({"ab_below": 0, "threads": 2, "time_ms": 50});
+    let mut hex = engine(options, serde_json::Value::Null);
+    let answer = ask(&mut hex, &moves, ClockView::unlimited(), false);
+    assert_eq!(hex.last_stats.stage, Stage::Uct);
+    assert!(position().is_legal(&Hex::parse_move(&answer).unwrap()));
+}
+
+#[test]
+fn two_threads_with_a_tiny_tree_play_a_whole_game_legally() {
+    let options = serde_json::json!({"ab_below": 0, "playouts": 4000, "tree_mb": 1, "threads": 2});
+    let mut sides = [
+        engine(options.clone(), serde_json::Value::Null),
+        engine(options, serde_json::Value::Null),
+    ];
+    let mut moves: Vec<String> = Vec::new();
+    // Moves after which a worker's tree was full.
+    let mut capped = 0;
+    let outcome = loop {
+        let position = sides[0].replay(&moves).unwrap();
+        if let Some(outcome) = position.outcome() {
+            break outcome;
+        }
+        let hex = &mut sides[moves.len() % 2];
+        let refs: Vec<&str> = moves.iter().map(String::as_str).collect();
+        let answer = ask(hex, &refs, ClockView::unlimited(), false);
+        let trees = hex.worker_trees();
+        for &(len, capacity, cap) in &trees {
+            assert!(len <= cap && capacity <= cap, "{trees:?}");
+            capped += usize::from(len + CELLS > cap);
+        }
+        let bytes: usize =
+            trees.iter().map(|t| t.1).sum::<usize>() * std::mem::size_of::<TreeNode>();
+        assert!(bytes <= 1 << 20, "{trees:?}");
+        assert!(
+            position.is_legal(&Hex::parse_move(&answer).unwrap()),
+            "{answer} after {moves:?}"
+        );
+        moves.push(answer);
+    };
+    assert_eq!(outcome.reason, EndReason::Connection, "{moves:?}");
+    assert!(capped >= 10, "the trees were full only {capped} times");
+}
+
+/// Playouts per second with one and with two threads from the same positions, for the figures
+/// in docs/engines.md: `cargo test --release --lib engine::hex::tests::thread_speed -- --ignored
+/// --nocapture`. The ratio depends on what else the machine runs.
+#[test]
+#[ignore]
+fn thread_speed() {
+    let positions: [&[&str]; 3] = [
+        &["F6", "E7"],
+        &["F6", "E7", "D5", "G4", "C8", "H6"],
+        &["C3", "I9", "F6", "E7", "D8", "G5", "H4", "B10", "E5", "F5"],
+    ];
+    let mut totals = [(0u64, 0f64); 2];
+    for round in 0..2 {
+        for moves in positions {
+            for (slot, threads) in [1u64, 2].into_iter().enumerate() {
+                let options =
+                    serde_json::json!({"ab_below": 0, "time_ms": 2000, "threads": threads});
+                let mut hex = engine(options, serde_json::Value::Null);
+                let started = Instant::now();
+                ask(&mut hex, moves, ClockView::unlimited(), false);
+                let seconds = started.elapsed().as_secs_f64();
+                assert_eq!(hex.last_stats.stage, Stage::Uct);
+                assert!(hex.worker_work().iter().all(|w| w.0 > 0));
+                let playouts = hex.last_stats.playouts;
+                totals[slot].0 += playouts;
+                totals[slot].1 += seconds;
+                println!(
+                    "round {round} {} stones, {threads} thread(s): {playouts} playouts in {seconds:.2} s, {:.0}/s",
+                    moves.len(),
+                    playouts as f64 / seconds
+                );
+            }
+        }
+    }
+    let rate = |(playouts, seconds): (u64, f64)| playouts as f64 / seconds;
+    println!(
+        "total: 1 thread {:.0}/s, 2 threads {:.0}/s, ratio {:.2}",
+        rate(totals[0]),
+        rate(totals[1]),
+        rate(totals[1]) / rate(totals[0])
+    );
+}

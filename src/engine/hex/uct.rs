@@ -1,6 +1,7 @@
 //! The Hex engine's UCT stage: a tree of visit and RAVE counts (kept between moves, without
 //! dead cells), priors from the circuit's currents, and bridge- and edge-template-saving
-//! playouts.
+//! playouts. With the `threads` option above 1, root parallelism: each worker searches the
+//! same root with its own tree and random numbers, and the root children's visits are summed.
 
 use super::*;
 
@@ -79,7 +80,44 @@ pub(super) fn reserve_capped(tree: &mut Vec<TreeNode>, extra: usize, cap: usize)
     tree.try_reserve_exact(target - tree.len()).is_ok()
 }
 
-impl HexEngine {
+/// One UCT searcher: its own tree (kept between moves), random numbers and node cap. The
+/// engine has one worker per thread; with one thread, the single worker runs on the engine's
+/// own search thread.
+pub(super) struct UctWorker {
+    rng: SmallRng,
+    tree: Vec<TreeNode>,
+    /// The board and mover at the tree's root, when the tree may be reused.
+    tree_root: Option<(Cells, usize)>,
+    /// The most nodes this worker's tree may hold or reserve: its share of `tree_mb`.
+    cap: usize,
+    /// Playouts made by the last search.
+    pub(super) playouts: u64,
+    /// Root visits the last search kept from the move before.
+    pub(super) reused: u64,
+}
+
+impl UctWorker {
+    /// Worker number `k` of an engine seeded with `seed` (worker 0 uses `seed` itself), its
+    /// tree capped at `cap` nodes. Nothing is allocated until it searches.
+    pub(super) fn new(seed: u64, k: u64, cap: usize) -> UctWorker {
+        UctWorker {
+            rng: SmallRng::seed_from_u64(seed ^ k.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+            tree: Vec::new(),
+            tree_root: None,
+            cap,
+            playouts: 0,
+            reused: 0,
+        }
+    }
+
+    /// Drops the tree (after a worker failed), so the next search starts afresh.
+    pub(super) fn forget(&mut self) {
+        self.tree = Vec::new();
+        self.tree_root = None;
+        self.playouts = 0;
+        self.reused = 0;
+    }
+
     /// Adds the children of tree node `index` (one per empty cell of `board`) with their priors.
     /// False, adding nothing, when they would not fit under the tree's cap.
     pub(super) fn expand(
@@ -105,7 +143,7 @@ impl HexEngine {
             }
         }
         let children = if live { empties - dead_count } else { empties };
-        if !reserve_capped(&mut self.tree, children, self.settings.tree_nodes) {
+        if !reserve_capped(&mut self.tree, children, self.cap) {
             return false;
         }
         for c in 0..CELLS as u8 {
@@ -184,16 +222,23 @@ impl HexEngine {
         }
     }
 
+    /// The root's children: their cells, visits and wins.
+    pub(super) fn root_stats(&self) -> impl Iterator<Item = (u8, u32, f32)> + '_ {
+        let (first, count) = self.tree.first().map_or((0, 0), |root| {
+            (root.first_child as usize, root.child_count as usize)
+        });
+        self.tree
+            .get(first..first + count)
+            .unwrap_or_default()
+            .iter()
+            .map(|n| (n.cell, n.visits, n.wins))
+    }
+
     /// The cells of the root's children and their visits (for tests).
     #[cfg(test)]
     pub(super) fn root_children(&self) -> Vec<(u8, u32)> {
-        let Some(root) = self.tree.first() else {
-            return Vec::new();
-        };
-        let first = root.first_child as usize;
-        self.tree[first..first + root.child_count as usize]
-            .iter()
-            .map(|n| (n.cell, n.visits))
+        self.root_stats()
+            .map(|(cell, visits, _)| (cell, visits))
             .collect()
     }
 
@@ -234,7 +279,7 @@ impl HexEngine {
         if index != 0 {
             // Copy the subtree breadth first, so each node's children stay side by side. The
             // copy grows under the cap like the tree (it is never larger than the old tree).
-            let cap = self.settings.tree_nodes;
+            let cap = self.cap;
             let mut kept = Vec::with_capacity((self.tree.len() / 4).min(cap));
             let mut origin: Vec<u32> = Vec::with_capacity(self.tree.len() / 4);
             kept.push(self.tree[index]);
@@ -263,30 +308,20 @@ impl HexEngine {
         true
     }
 
-    /// UCT with RAVE from `cells`, the root priors taken from the resistance currents.
-    pub(super) fn uct(
+    /// UCT with RAVE from `cells` until `limits` or `playout_cap` playouts (0: no cap), the
+    /// root's children given `root_prior`. False when the root could not be expanded (no
+    /// memory): then the tree holds no move.
+    pub(super) fn search(
         &mut self,
         cells: &Cells,
         mover: usize,
-        score: &[f64; CELLS],
-        best_score: f64,
-        reply: Option<u8>,
+        root_prior: &dyn Fn(u8) -> f32,
+        playout_cap: u64,
         limits: &Limits<'_>,
-    ) -> u8 {
+    ) -> bool {
+        self.playouts = 0;
         let kept = self.reuse_tree(cells, mover);
-        self.last_stats.reused = u64::from(self.tree[0].visits);
-        let scale = if best_score > 0.0 {
-            1.0 / best_score
-        } else {
-            0.0
-        };
-        let root_prior = |c: u8| {
-            if Some(c) == reply {
-                0.9
-            } else {
-                (0.4 + 0.3 * score[c as usize] * scale) as f32
-            }
-        };
+        self.reused = u64::from(self.tree[0].visits);
         if kept {
             // The kept root's children were expanded with the in-tree priors: put the root's
             // own (circuit) priors in their place.
@@ -298,16 +333,17 @@ impl HexEngine {
                 child.prior = p;
             }
         } else if !self.expand(0, cells, mover, &root_prior) {
-            // Cannot happen under the cap (1 MiB holds far more than a root's children) unless
-            // memory runs out: then the caller plays any empty cell.
-            return NO;
+            // Cannot happen under the cap (1 MiB holds far more than a root's children, even
+            // split over the largest thread count) unless memory runs out: then the caller
+            // plays any empty cell.
+            return false;
         }
         self.tree_root = Some((*cells, mover));
         let flat = |_: u8| 0.5f32;
         let mut path: Vec<usize> = Vec::with_capacity(CELLS + 1);
         loop {
-            let playouts = self.last_stats.playouts;
-            if self.settings.playouts > 0 && playouts >= self.settings.playouts {
+            let playouts = self.playouts;
+            if playout_cap > 0 && playouts >= playout_cap {
                 break;
             }
             if playouts.is_multiple_of(8) && limits.reached() {
@@ -326,7 +362,7 @@ impl HexEngine {
                     // At the cap the tree stops growing: the leaf's playouts go on.
                     if !has_empty
                         || node.visits < EXPAND_AFTER
-                        || self.tree.len() + CELLS > self.settings.tree_nodes
+                        || self.tree.len() + CELLS > self.cap
                         || !self.expand(index, &board, to_move, &flat)
                     {
                         break;
@@ -340,7 +376,7 @@ impl HexEngine {
                 path.push(index);
             }
             let winner = self.playout(&mut board, to_move, last);
-            self.last_stats.playouts += 1;
+            self.playouts += 1;
             // Backpropagation, with all-moves-as-first over the filled board.
             for (depth, &index) in path.iter().enumerate() {
                 let node_mover = if depth % 2 == 0 { mover } else { 1 - mover };
@@ -364,15 +400,208 @@ impl HexEngine {
                 }
             }
         }
-        let root = self.tree[0];
-        let first = root.first_child as usize;
-        self.tree[first..first + root.child_count as usize]
-            .iter()
+        true
+    }
+
+    /// The most visited root child (more wins break ties), or `NO` without one.
+    pub(super) fn best_cell(&self) -> u8 {
+        self.root_stats()
             .max_by(|a, b| {
-                (a.visits, a.wins)
-                    .partial_cmp(&(b.visits, b.wins))
+                (a.1, a.2)
+                    .partial_cmp(&(b.1, b.2))
                     .unwrap_or(std::cmp::Ordering::Equal)
             })
-            .map_or(NO, |n| n.cell)
+            .map_or(NO, |n| n.0)
+    }
+}
+
+impl HexEngine {
+    /// UCT with RAVE from `cells`, the root priors taken from the resistance currents. One
+    /// thread runs the single worker here; more run root-parallel (see [`HexEngine::uct_parallel`]).
+    pub(super) fn uct(
+        &mut self,
+        cells: &Cells,
+        mover: usize,
+        score: &[f64; CELLS],
+        best_score: f64,
+        reply: Option<u8>,
+        limits: &Limits<'_>,
+    ) -> u8 {
+        let scale = if best_score > 0.0 {
+            1.0 / best_score
+        } else {
+            0.0
+        };
+        let root_prior = |c: u8| {
+            if Some(c) == reply {
+                0.9
+            } else {
+                (0.4 + 0.3 * score[c as usize] * scale) as f32
+            }
+        };
+        let cap = self.settings.playouts;
+        match self.workers.as_mut_slice() {
+            [worker] => {
+                let found = worker.search(cells, mover, &root_prior, cap, limits);
+                self.last_stats.playouts = worker.playouts;
+                self.last_stats.reused = worker.reused;
+                if found {
+                    worker.best_cell()
+                } else {
+                    NO
+                }
+            }
+            _ => self.uct_parallel(cells, mover, &root_prior, limits),
+        }
+    }
+
+    /// Root parallelism: worker 0 searches on this thread and every other worker on a scoped
+    /// thread of its own, all until the same `limits`; a `playouts` cap is split evenly
+    /// between them (and fewer workers run when it is smaller than their number). The root
+    /// children's visits (and wins, for ties) are summed by cell over the workers and the most
+    /// visited cell is played.
+    fn uct_parallel(
+        &mut self,
+        cells: &Cells,
+        mover: usize,
+        root_prior: &(dyn Fn(u8) -> f32 + Sync),
+        limits: &Limits<'_>,
+    ) -> u8 {
+        let cap = self.settings.playouts;
+        let active = if cap > 0 {
+            self.workers
+                .len()
+                .min(usize::try_from(cap).unwrap_or(usize::MAX))
+        } else {
+            self.workers.len()
+        };
+        let share = |k: usize| {
+            let (n, k) = (active as u64, k as u64);
+            if cap == 0 {
+                0
+            } else {
+                cap / n + u64::from(k < cap % n)
+            }
+        };
+        // Per worker: whether it ran and left a root with children.
+        let mut found = vec![false; active];
+        let mut failed = vec![false; active];
+        let Some((first, rest)) = self.workers[..active].split_first_mut() else {
+            return NO;
+        };
+        std::thread::scope(|scope| {
+            let mut handles = Vec::with_capacity(rest.len());
+            for (k, worker) in rest.iter_mut().enumerate() {
+                let k = k + 1;
+                let playout_cap = share(k);
+                let spawned = std::thread::Builder::new()
+                    .name(format!("hex-uct-{k}"))
+                    .spawn_scoped(scope, move || {
+                        worker.search(cells, mover, root_prior, playout_cap, limits)
+                    });
+                match spawned {
+                    Ok(handle) => handles.push((k, handle)),
+                    // No thread for this worker: the others search without it.
+                    Err(_) => failed[k] = true,
+                }
+            }
+            found[0] = first.search(cells, mover, root_prior, share(0), limits);
+            for (k, handle) in handles {
+                match handle.join() {
+                    Ok(ok) => found[k] = ok,
+                    Err(_) => failed[k] = true,
+                }
+            }
+        });
+        let mut visits = [0u64; CELLS];
+        let mut wins = [0f64; CELLS];
+        let mut present = [false; CELLS];
+        for (k, worker) in self.workers[..active].iter_mut().enumerate() {
+            if failed[k] {
+                // Its tree may be stale or half-updated: it starts afresh next move.
+                worker.forget();
+                continue;
+            }
+            self.last_stats.playouts += worker.playouts;
+            self.last_stats.reused += worker.reused;
+            if !found[k] {
+                continue;
+            }
+            for (cell, v, w) in worker.root_stats() {
+                let c = cell as usize;
+                if c < CELLS {
+                    visits[c] += u64::from(v);
+                    wins[c] += f64::from(w);
+                    present[c] = true;
+                }
+            }
+        }
+        (0..CELLS)
+            .filter(|&c| present[c])
+            .max_by(|&a, &b| {
+                (visits[a], wins[a])
+                    .partial_cmp(&(visits[b], wins[b]))
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            })
+            .map_or(NO, |c| c as u8)
+    }
+}
+
+#[cfg(test)]
+impl HexEngine {
+    /// The cells of worker 0's root children and their visits.
+    pub(super) fn root_children(&self) -> Vec<(u8, u32)> {
+        self.workers
+            .first()
+            .map_or_else(Vec::new, UctWorker::root_children)
+    }
+
+    /// Worker 0's tree: its node count and capacity.
+    pub(super) fn tree_size(&self) -> (usize, usize) {
+        self.workers.first().map_or((0, 0), UctWorker::tree_size)
+    }
+
+    /// Each worker's node count, capacity and node cap.
+    pub(super) fn worker_trees(&self) -> Vec<(usize, usize, usize)> {
+        self.workers
+            .iter()
+            .map(|w| (w.tree.len(), w.tree.capacity(), w.cap))
+            .collect()
+    }
+
+    /// Each worker's root children: their cells and visits.
+    pub(super) fn worker_roots(&self) -> Vec<Vec<(u8, u32)>> {
+        self.workers.iter().map(UctWorker::root_children).collect()
+    }
+
+    /// Each worker's children of the root child for `cell` (the replies to it): their cells
+    /// and visits.
+    pub(super) fn worker_replies(&self, cell: u8) -> Vec<Vec<(u8, u32)>> {
+        self.workers
+            .iter()
+            .map(|w| {
+                let Some(root) = w.tree.first() else {
+                    return Vec::new();
+                };
+                let first = root.first_child as usize;
+                let children = &w.tree[first..first + root.child_count as usize];
+                let Some(node) = children.iter().find(|n| n.cell == cell) else {
+                    return Vec::new();
+                };
+                let first = node.first_child as usize;
+                w.tree[first..first + node.child_count as usize]
+                    .iter()
+                    .map(|n| (n.cell, n.visits))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Each worker's playouts in the last search and the root visits it kept.
+    pub(super) fn worker_work(&self) -> Vec<(u64, u64)> {
+        self.workers
+            .iter()
+            .map(|w| (w.playouts, w.reused))
+            .collect()
     }
 }
