@@ -558,16 +558,19 @@ fn a_small_tree_mb_bounds_the_tree_and_the_search_goes_on() {
     assert!(hex.replay(&line).is_ok());
 }
 
-#[test]
-fn a_tiny_tree_plays_a_whole_game_legally() {
-    let options = serde_json::json!({"ab_below": 0, "playouts": 4000, "tree_mb": 1});
+/// Plays a whole game between two engines built with `options`, checking every answer is
+/// legal, and returns how many times `after_move` (called on the engine that just moved)
+/// reported a full tree. The game must end by a connection.
+fn whole_game_counting_full_trees(
+    options: serde_json::Value,
+    mut after_move: impl FnMut(&HexEngine) -> usize,
+) -> usize {
     let mut sides = [
         engine(options.clone(), serde_json::Value::Null),
         engine(options, serde_json::Value::Null),
     ];
     let mut moves: Vec<String> = Vec::new();
-    // Moves after which the tree was full.
-    let mut capped = 0;
+    let mut full = 0;
     let outcome = loop {
         let position = sides[0].replay(&moves).unwrap();
         if let Some(outcome) = position.outcome() {
@@ -576,7 +579,7 @@ fn a_tiny_tree_plays_a_whole_game_legally() {
         let hex = &mut sides[moves.len() % 2];
         let refs: Vec<&str> = moves.iter().map(String::as_str).collect();
         let answer = ask(hex, &refs, ClockView::unlimited(), false);
-        capped += usize::from(tree_within(hex, 1));
+        full += after_move(hex);
         assert!(
             position.is_legal(&Hex::parse_move(&answer).unwrap()),
             "{answer} after {moves:?}"
@@ -584,6 +587,13 @@ fn a_tiny_tree_plays_a_whole_game_legally() {
         moves.push(answer);
     };
     assert_eq!(outcome.reason, EndReason::Connection, "{moves:?}");
+    full
+}
+
+#[test]
+fn a_tiny_tree_plays_a_whole_game_legally() {
+    let options = serde_json::json!({"ab_below": 0, "playouts": 4000, "tree_mb": 1});
+    let capped = whole_game_counting_full_trees(options, |hex| usize::from(tree_within(hex, 1)));
     assert!(capped >= 10, "the tree was full after only {capped} moves");
 }
 
@@ -712,36 +722,19 @@ fn two_threads_answer_at_once_when_aborted() {
 #[test]
 fn two_threads_with_a_tiny_tree_play_a_whole_game_legally() {
     let options = serde_json::json!({"ab_below": 0, "playouts": 4000, "tree_mb": 1, "threads": 2});
-    let mut sides = [
-        engine(options.clone(), serde_json::Value::Null),
-        engine(options, serde_json::Value::Null),
-    ];
-    let mut moves: Vec<String> = Vec::new();
-    // Moves after which a worker's tree was full.
-    let mut capped = 0;
-    let outcome = loop {
-        let position = sides[0].replay(&moves).unwrap();
-        if let Some(outcome) = position.outcome() {
-            break outcome;
-        }
-        let hex = &mut sides[moves.len() % 2];
-        let refs: Vec<&str> = moves.iter().map(String::as_str).collect();
-        let answer = ask(hex, &refs, ClockView::unlimited(), false);
+    let capped = whole_game_counting_full_trees(options, |hex| {
         let trees = hex.worker_trees();
-        for &(len, capacity, cap) in &trees {
-            assert!(len <= cap && capacity <= cap, "{trees:?}");
-            capped += usize::from(len + CELLS > cap);
-        }
         let bytes: usize =
             trees.iter().map(|t| t.1).sum::<usize>() * std::mem::size_of::<TreeNode>();
         assert!(bytes <= 1 << 20, "{trees:?}");
-        assert!(
-            position.is_legal(&Hex::parse_move(&answer).unwrap()),
-            "{answer} after {moves:?}"
-        );
-        moves.push(answer);
-    };
-    assert_eq!(outcome.reason, EndReason::Connection, "{moves:?}");
+        trees
+            .iter()
+            .map(|&(len, capacity, cap)| {
+                assert!(len <= cap && capacity <= cap, "{trees:?}");
+                usize::from(len + CELLS > cap)
+            })
+            .sum()
+    });
     assert!(capped >= 10, "the trees were full only {capped} times");
 }
 

@@ -503,51 +503,65 @@ fn evaluate_cell_by_cell(st: &State, limits: &Limits) -> i32 {
     material + squares + triple + kill_score + moves
 }
 
+/// Plays a random game (random placements, then random battle moves of the engine's own
+/// generator, captures chosen with probability `capture_share`) for at most `plies` plies,
+/// showing `visit` every position before its move.
+fn random_game(
+    seed: u64,
+    single: bool,
+    plies: usize,
+    capture_share: f64,
+    mut visit: impl FnMut(&Jiu, &State, &Limits),
+) {
+    let options = Options {
+        flying_single_jump: single,
+        ..Options::default()
+    };
+    let limits = Limits {
+        no_capture_limit: 100,
+        flying_single_jump: single,
+    };
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut position = Jiu::start(&options);
+    for _ in 0..plies {
+        if position.outcome().is_some() {
+            break;
+        }
+        let st = State::from_jiu(&position);
+        visit(&position, &st, &limits);
+        if position.phase() == Phase::Placement {
+            let lines = position.move_listing();
+            let pick = &lines[rng.gen_range(0..lines.len())];
+            position.play_unchecked(&Jiu::parse_move(pick).unwrap());
+            continue;
+        }
+        let mut moves = Vec::new();
+        generate(&st, &limits, GenMode::All, &mut moves);
+        let captures: Vec<&BMove> = moves.iter().filter(|m| m.captures() > 0).collect();
+        let m = if !captures.is_empty() && rng.gen_bool(capture_share) {
+            captures[rng.gen_range(0..captures.len())]
+        } else {
+            &moves[rng.gen_range(0..moves.len())]
+        };
+        position.play_unchecked(&m.to_move());
+    }
+}
+
 #[test]
 fn the_evaluation_agrees_with_counting_cell_by_cell_over_random_games() {
-    // Random placements, then random battle moves preferring captures (so that flying and
-    // the end of single jumps are reached), under both single-jump options and both sides.
+    // Captures preferred, so that flying and the end of single jumps are reached; both
+    // single-jump options, both sides to move.
     let mut positions = 0;
     for (seed, single) in [(5u64, false), (6, true), (7, false)] {
-        let options = Options {
-            flying_single_jump: single,
-            ..Options::default()
-        };
-        let limits = Limits {
-            no_capture_limit: 100,
-            flying_single_jump: single,
-        };
-        let mut rng = SmallRng::seed_from_u64(seed);
-        let mut position = Jiu::start(&options);
-        let mut plies = 0;
-        while position.outcome().is_none() && plies < 600 {
-            plies += 1;
-            let st = State::from_jiu(&position);
+        random_game(seed, single, 600, 0.7, |position, st, limits| {
             assert_eq!(
-                evaluate(&st, &limits),
-                evaluate_cell_by_cell(&st, &limits),
+                evaluate(st, limits),
+                evaluate_cell_by_cell(st, limits),
                 "{}",
                 position.position_text()
             );
             positions += 1;
-            if position.phase() == Phase::Placement {
-                let lines = position.move_listing();
-                let pick = &lines[rng.gen_range(0..lines.len())];
-                position.play_unchecked(&Jiu::parse_move(pick).unwrap());
-                continue;
-            }
-            let mut moves = Vec::new();
-            generate(&st, &limits, GenMode::All, &mut moves);
-            let captures: Vec<&BMove> = moves.iter().filter(|m| m.captures() > 0).collect();
-            let m = if !captures.is_empty() && rng.gen_bool(0.7) {
-                captures[rng.gen_range(0..captures.len())]
-            } else {
-                &moves[rng.gen_range(0..moves.len())]
-            };
-            let mut next = st;
-            next.apply(m);
-            position.play_unchecked(&m.to_move());
-        }
+        });
     }
     assert!(positions > 500, "only {positions} positions compared");
 }
@@ -558,50 +572,23 @@ fn quiescence_moves_are_the_captures_among_all_moves_over_random_games() {
     // captures filtered out of every step and jump (side not flying; flies are chosen apart).
     let mut compared = 0;
     for seed in [8u64, 9] {
-        let options = Options::default();
-        let limits = Limits {
-            no_capture_limit: 100,
-            flying_single_jump: false,
-        };
-        let mut rng = SmallRng::seed_from_u64(seed);
-        let mut position = Jiu::start(&options);
-        let mut plies = 0;
-        while position.outcome().is_none() && plies < 500 {
-            plies += 1;
-            if position.phase() == Phase::Placement {
-                let lines = position.move_listing();
-                let pick = &lines[rng.gen_range(0..lines.len())];
-                position.play_unchecked(&Jiu::parse_move(pick).unwrap());
-                continue;
+        random_game(seed, false, 500, 0.3, |position, st, limits| {
+            if position.phase() == Phase::Placement || st.can_fly(st.to_move) {
+                return;
             }
-            let st = State::from_jiu(&position);
             let mut all = Vec::new();
-            generate(&st, &limits, GenMode::Search, &mut all);
-            if !st.can_fly(st.to_move) {
-                let mut captures = Vec::new();
-                generate(&st, &limits, GenMode::Captures, &mut captures);
-                let expected: Vec<&BMove> = all.iter().filter(|m| m.captures() > 0).collect();
-                assert_eq!(
-                    captures.iter().collect::<Vec<_>>(),
-                    expected,
-                    "{}",
-                    position.position_text()
-                );
-                compared += usize::from(!captures.is_empty());
-            }
-            let m = &all[rng.gen_range(0..all.len())];
-            let mut next = st;
-            next.apply(m);
-            position.play_unchecked(&next_move(&st, m));
-        }
+            generate(st, limits, GenMode::Search, &mut all);
+            let mut captures = Vec::new();
+            generate(st, limits, GenMode::Captures, &mut captures);
+            let expected: Vec<&BMove> = all.iter().filter(|m| m.captures() > 0).collect();
+            assert_eq!(
+                captures.iter().collect::<Vec<_>>(),
+                expected,
+                "{}",
+                position.position_text()
+            );
+            compared += usize::from(!captures.is_empty());
+        });
     }
     assert!(compared > 50, "only {compared} positions had captures");
-}
-
-/// The rules' move for `m` played from `st`, victims chosen as the search chooses them.
-fn next_move(st: &State, m: &BMove) -> Move {
-    let mut after = *st;
-    let mut chosen = m.clone();
-    chosen.victims = after.apply(m);
-    chosen.to_move()
 }
