@@ -406,13 +406,15 @@ impl UctWorker {
     /// The most visited root child (more wins break ties), or `NO` without one.
     pub(super) fn best_cell(&self) -> u8 {
         self.root_stats()
-            .max_by(|a, b| {
-                (a.1, a.2)
-                    .partial_cmp(&(b.1, b.2))
-                    .unwrap_or(std::cmp::Ordering::Equal)
-            })
+            .max_by(|a, b| most_played((a.1, a.2), (b.1, b.2)))
             .map_or(NO, |n| n.0)
     }
+}
+
+/// The order in which root moves are chosen, one tree's or summed over several: most visits,
+/// then most wins.
+fn most_played<V: PartialOrd, W: PartialOrd>(a: (V, W), b: (V, W)) -> std::cmp::Ordering {
+    a.partial_cmp(&b).unwrap_or(std::cmp::Ordering::Equal)
 }
 
 impl HexEngine {
@@ -538,11 +540,7 @@ impl HexEngine {
         }
         (0..CELLS)
             .filter(|&c| present[c])
-            .max_by(|&a, &b| {
-                (visits[a], wins[a])
-                    .partial_cmp(&(visits[b], wins[b]))
-                    .unwrap_or(std::cmp::Ordering::Equal)
-            })
+            .max_by(|&a, &b| most_played((visits[a], wins[a]), (visits[b], wins[b])))
             .map_or(NO, |c| c as u8)
     }
 }
