@@ -263,7 +263,7 @@ fn a_swiss_league_rebuilds_from_its_journal_after_a_crash() {
             for (ply, ms) in think.iter().enumerate().take(2) {
                 journal
                     .append(&JournalEntry::Move {
-                        id: g.id.clone(),
+                        id: g.id.as_str().into(),
                         ply: ply as u32 + 1,
                         text: format!("A{}", ply + 1),
                         think_ms: *ms,

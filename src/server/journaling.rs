@@ -107,8 +107,31 @@ pub const MAX_QUEUED_BEHIND: usize = 100_000;
 /// A batch of entries for the writer, and who waits for it to be durable.
 #[derive(Debug)]
 struct Request {
-    entries: Vec<JournalEntry>,
+    entries: Entries,
     ack: Ack,
+}
+
+/// A request's entries: a move is one entry, handed over without a vector of its own.
+#[derive(Debug)]
+enum Entries {
+    One(JournalEntry),
+    Many(Vec<JournalEntry>),
+}
+
+impl Entries {
+    fn len(&self) -> usize {
+        match self {
+            Entries::One(_) => 1,
+            Entries::Many(entries) => entries.len(),
+        }
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, JournalEntry> {
+        match self {
+            Entries::One(entry) => std::slice::from_ref(entry).iter(),
+            Entries::Many(entries) => entries.iter(),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -159,7 +182,7 @@ impl SharedJournal {
         self.queued.load(Ordering::Relaxed) >= self.max_queued_behind
     }
 
-    fn send(&self, entries: Vec<JournalEntry>, ack: Ack) -> Result<(), String> {
+    fn send(&self, entries: Entries, ack: Ack) -> Result<(), String> {
         let count = entries.len();
         self.queued.fetch_add(count, Ordering::Relaxed);
         self.requests.send(Request { entries, ack }).map_err(|_| {
@@ -182,7 +205,7 @@ impl SharedJournal {
             return Ok(());
         }
         let (done, wait) = std::sync::mpsc::sync_channel(1);
-        self.send(entries, Ack::Blocking(done))
+        self.send(Entries::Many(entries), Ack::Blocking(done))
             .map_err(|e| self.error(e))?;
         if let Some(writer) = &self.writer {
             writer.unpark();
@@ -211,6 +234,15 @@ impl SharedJournal {
 
     /// Queues entries without waiting: they reach the disk with the writer's next group commit.
     pub fn append_behind(&self, entries: Vec<JournalEntry>) {
+        self.queue_behind(Entries::Many(entries));
+    }
+
+    /// Queues one entry without waiting, as `append_behind` (a move: no vector allocated).
+    pub fn append_one_behind(&self, entry: JournalEntry) {
+        self.queue_behind(Entries::One(entry));
+    }
+
+    fn queue_behind(&self, entries: Entries) {
         if let Err(e) = self.send(entries, Ack::None) {
             tracing::error!(error = %e, path = %self.path.display(), "cannot append to the journal");
         }
@@ -263,7 +295,8 @@ fn write_in_groups(
         }
         let now = std::time::Instant::now();
         if someone_waits || closed || batch.len() >= MAX_BATCH || now >= due {
-            commit(&mut journal, std::mem::take(&mut batch), queued);
+            // Drained, not replaced: the batch keeps its capacity for the next group.
+            commit(&mut journal, &mut batch, queued);
             someone_waits = false;
             if closed {
                 return;
@@ -275,7 +308,7 @@ fn write_in_groups(
 }
 
 /// Writes a group's entries, syncs once, and tells each waiting requester the outcome.
-fn commit(journal: &mut Journal, batch: Vec<Request>, queued: &AtomicUsize) {
+fn commit(journal: &mut Journal, batch: &mut Vec<Request>, queued: &AtomicUsize) {
     let mut result = journal
         .write_entries(batch.iter().flat_map(|r| r.entries.iter()))
         .map_err(|e| e.to_string());
@@ -287,7 +320,7 @@ fn commit(journal: &mut Journal, batch: Vec<Request>, queued: &AtomicUsize) {
     }
     let written: usize = batch.iter().map(|r| r.entries.len()).sum();
     queued.fetch_sub(written, Ordering::Relaxed);
-    for request in batch {
+    for request in batch.drain(..) {
         match request.ack {
             Ack::None => {}
             Ack::Blocking(done) => {
@@ -301,7 +334,7 @@ fn commit(journal: &mut Journal, batch: Vec<Request>, queued: &AtomicUsize) {
 #[derive(Debug, Clone)]
 pub struct MoveJournal {
     pub journal: SharedJournal,
-    pub id: String,
+    pub id: Arc<str>,
 }
 
 impl MoveJournal {
@@ -329,7 +362,7 @@ impl MoveJournal {
         if self.journal.is_backed_up() {
             self.journal.append(vec![entry]).await;
         } else {
-            self.journal.append_behind(vec![entry]);
+            self.journal.append_one_behind(entry);
         }
     }
 }

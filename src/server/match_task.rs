@@ -71,7 +71,7 @@ pub async fn play(claimed: ClaimedMatch, plan: MatchPlan) -> MatchDone {
         resume,
         journal: Some(MoveJournal {
             journal: journal.clone(),
-            id: id.clone(),
+            id: Arc::from(id.as_str()),
         }),
         live,
     };
