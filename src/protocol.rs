@@ -150,6 +150,9 @@ pub enum RefereeMessage {
     },
 }
 
+/// Room for a typical outgoing line (a `turn` with one or two moves is 130–200 bytes).
+const WIRE_LINE_CAPACITY: usize = 256;
+
 impl RefereeMessage {
     /// The message as one JSON line, without the trailing `\n`.
     pub fn to_line(&self) -> String {
@@ -159,9 +162,15 @@ impl RefereeMessage {
 
     /// The message as it goes on the wire: one JSON line with its `\n`.
     pub fn to_wire_line(&self) -> String {
-        let mut line = self.to_line();
-        line.push('\n');
-        line
+        // Written into a buffer sized for a `turn` line, so that the common lines take one
+        // allocation rather than growing (and again for the `\n`).
+        let mut line = Vec::with_capacity(WIRE_LINE_CAPACITY);
+        if serde_json::to_writer(&mut line, self).is_err() {
+            line.clear();
+            line.extend_from_slice(b"{}");
+        }
+        line.push(b'\n');
+        String::from_utf8(line).unwrap_or_else(|_| String::from("{}\n"))
     }
 }
 
@@ -585,6 +594,7 @@ mod tests {
         ];
         for m in messages {
             assert_eq!(parse_referee_line(&m.to_line()).unwrap(), m);
+            assert_eq!(m.to_wire_line(), format!("{}\n", m.to_line()));
         }
         let start = RefereeMessage::Start {
             match_id: "r1-hex-3".into(),

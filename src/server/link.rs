@@ -436,9 +436,14 @@ impl BotLink {
     }
 
     pub fn set_rtt(&self, rtt: Duration) {
-        let us = u64::try_from(rtt.as_micros()).unwrap_or(RTT_UNKNOWN - 1);
-        self.rtt_us
-            .store(us.min(RTT_UNKNOWN - 1), Ordering::Relaxed);
+        let us = u64::try_from(rtt.as_micros())
+            .unwrap_or(RTT_UNKNOWN - 1)
+            .min(RTT_UNKNOWN - 1);
+        // Set on every move but changed only when the reader asks the kernel again: storing
+        // the same value would still take the referee's cache line away from it.
+        if self.rtt_us.load(Ordering::Relaxed) != us {
+            self.rtt_us.store(us, Ordering::Relaxed);
+        }
     }
 
     /// Forgets the round-trip time (no credit until it is measured again).
