@@ -780,3 +780,116 @@ fn thread_speed() {
         rate(totals[1]) / rate(totals[0])
     );
 }
+
+#[test]
+fn win_threats_agree_with_winning_cells() {
+    let mut rng = SmallRng::seed_from_u64(11);
+    for round in 0..400 {
+        let mut cells = [EMPTY; CELLS];
+        let fill = 20 + round % 80;
+        for _ in 0..fill {
+            let c = rng.gen_range(0..CELLS);
+            cells[c] = stone(rng.gen_range(0..2));
+        }
+        for colour in 0..2 {
+            if connected(&cells, colour) {
+                continue;
+            }
+            let slow = winning_cells(&cells, colour);
+            let (count, found) = win_threats(&cells, colour);
+            assert_eq!(count, slow.len().min(2), "{cells:?}");
+            assert_eq!(&found[..count], &slow[..count]);
+        }
+    }
+}
+
+/// Red to move wins in three: F1-F4 and G7-G11 are one stone apart, and F5 or G6 joins one of
+/// them with a double threat on the other (nine idle Blue stones in the corner).
+const RED_GAP: [&str; 9] = ["F1", "F2", "F3", "F4", "G7", "G8", "G9", "G10", "G11"];
+const BLUE_IDLE: [&str; 9] = ["A9", "B9", "C9", "A10", "B10", "C10", "A11", "B11", "C11"];
+
+#[test]
+fn the_solver_proves_a_win_in_three_and_plays_it() {
+    let moves = interleave(&RED_GAP, &BLUE_IDLE);
+    let moves: Vec<&str> = moves.iter().map(String::as_str).collect();
+    let mut e = engine(
+        serde_json::json!({"ab_below": 0, "playouts": 50000}),
+        serde_json::Value::Null,
+    );
+    let answer = ask(&mut e, &moves, ClockView::unlimited(), false);
+    assert_eq!(e.last_stats.stage, Stage::Uct);
+    assert!(answer == "F5" || answer == "G6", "{answer}");
+    let proofs = e.root_proofs();
+    let chosen = proofs.iter().find(|&&(c, _)| cell_text(c) == answer);
+    assert_eq!(chosen.map(|p| p.1), Some(1), "{proofs:?}");
+    // The search stopped once the root was solved, well before its playout cap.
+    assert!(e.last_stats.playouts < 50000, "{:?}", e.last_stats);
+}
+
+#[test]
+fn the_solver_marks_wins_and_losses_in_one_and_two() {
+    // Red's column F lacks only F11: a win in one at the root is marked (the engine itself
+    // plays it before searching, so the worker is asked directly).
+    let mut cells = board_of(&RED_COLUMN, &BLUE_SCATTER[..9]);
+    let mut worker = UctWorker::new(1, 0, 100_000);
+    let limits_flag = AtomicBool::new(false);
+    let limits = Limits {
+        deadline: None,
+        abort: &limits_flag,
+    };
+    let flat = |_: u8| 0.5f32;
+    assert!(worker.search(&cells, 0, &flat, 100, &limits));
+    assert_eq!(worker.root_proofs(), vec![(cell("F11"), 1)]);
+    assert_eq!(worker.best_cell(), cell("F11"));
+    // Blue to move on the win-in-three board (Red's F5/G6 threat): every Blue move that leaves
+    // both F5 and G6 to Red, and every one that cannot stop the double threat, is proven lost.
+    cells = board_of(&RED_GAP, &BLUE_IDLE[..8]);
+    let mut worker = UctWorker::new(2, 0, 2_000_000);
+    assert!(worker.search(&cells, 1, &flat, 60000, &limits));
+    let proofs = worker.root_proofs();
+    let lost = proofs.iter().filter(|p| p.1 == -1).count();
+    assert!(lost > 10, "{proofs:?}");
+    let best = worker.best_cell();
+    let best_proof = proofs.iter().find(|p| p.0 == best).map(|p| p.1);
+    assert!(
+        best_proof != Some(-1) || lost == proofs.len(),
+        "{best} {proofs:?}"
+    );
+}
+
+#[test]
+fn a_proven_loss_is_not_chosen_while_another_move_exists() {
+    let mut worker = UctWorker::new(3, 0, 1000);
+    // The most visited move is proven lost: the next one is played.
+    worker.set_root(&[(10, 900, -1), (20, 50, 0), (30, 40, 0)]);
+    assert_eq!(worker.best_cell(), 20);
+    // A proven win beats any number of visits.
+    worker.set_root(&[(10, 900, 0), (20, 50, 0), (30, 2, 1)]);
+    assert_eq!(worker.best_cell(), 30);
+    // Every move lost: the most visited is still played.
+    worker.set_root(&[(10, 900, -1), (20, 50, -1)]);
+    assert_eq!(worker.best_cell(), 10);
+}
+
+#[test]
+fn the_solver_avoids_proven_losses_in_play() {
+    // The win-in-three shape mirrored for Blue (A6-D6 and G7-K7; E6 or F7 makes a double
+    // threat), Red to move with idle stones in the far corner: Red's moves elsewhere lose.
+    let blue = ["A6", "B6", "C6", "D6", "G7", "H7", "I7", "J7", "K7"];
+    let red = ["I1", "J1", "K1", "I2", "J2", "K2", "I3", "J3", "K3"];
+    let moves = interleave(&red, &blue);
+    let moves: Vec<&str> = moves.iter().map(String::as_str).collect();
+    let mut e = engine(
+        serde_json::json!({"ab_below": 0, "playouts": 60000}),
+        serde_json::Value::Null,
+    );
+    let answer = ask(&mut e, &moves, ClockView::unlimited(), false);
+    let proofs = e.root_proofs();
+    let lost = proofs.iter().filter(|p| p.1 == -1).count();
+    assert!(lost > 10, "{proofs:?}");
+    let chosen = proofs.iter().find(|&&(c, _)| cell_text(c) == answer);
+    assert!(
+        chosen.map(|p| p.1) != Some(-1) || lost == proofs.len(),
+        "{answer} {proofs:?}"
+    );
+}

@@ -1,7 +1,9 @@
 //! The Hex engine's UCT stage: a tree of visit and RAVE counts (kept between moves, without
-//! dead cells), priors from the circuit's currents, and bridge- and edge-template-saving
-//! playouts. With the `threads` option above 1, root parallelism: each worker searches the
-//! same root with its own tree and random numbers, and the root children's visits are summed.
+//! dead cells), priors from the circuit's currents, bridge- and edge-template-saving
+//! playouts, and an MCTS-solver (wins and losses in one or two found at expansion, proven
+//! values carried up the tree, proven wins played and proven losses avoided). With the
+//! `threads` option above 1, root parallelism: each worker searches the same root with its own
+//! tree and random numbers, and the root children's visits are summed.
 
 use super::*;
 
@@ -17,7 +19,14 @@ pub(super) struct TreeNode {
     rave_wins: f32,
     /// The prior counted into the RAVE figures, so a reused root can swap it for its own.
     prior: f32,
+    /// For the side that played `cell`: [`WON`] a proven win, [`LOST`] a proven loss, 0 not
+    /// proven. A proven node is never searched below again.
+    proven: i8,
 }
+
+/// [`TreeNode::proven`]: the move into the node wins, or loses, against any defence.
+const WON: i8 = 1;
+const LOST: i8 = -1;
 
 impl TreeNode {
     fn leaf(cell: u8, prior: f32) -> TreeNode {
@@ -34,6 +43,7 @@ impl TreeNode {
                 PRIOR_VISITS * prior
             },
             prior,
+            proven: 0,
         }
     }
 }
@@ -127,10 +137,55 @@ impl UctWorker {
         mover: usize,
         prior: &dyn Fn(u8) -> f32,
     ) -> bool {
+        // The solver's look at the position: a win in one for the mover proves the move into
+        // the node lost; two threats of the other side (and no win in one) prove it won; one
+        // threat leaves a single move, the block. Below the root a proven node gets no
+        // children; the root (never proven on entry: the engine plays wins and blocks in one
+        // before searching) keeps its full set, with a winning child marked.
+        let (wins, win_cells) = win_threats(board, mover);
+        let (threats, threat_cells) = if wins > 0 {
+            (0, [NO; 2])
+        } else {
+            win_threats(board, 1 - mover)
+        };
+        if index != 0 {
+            if wins > 0 {
+                self.tree[index].proven = LOST;
+                return true;
+            }
+            if threats >= 2 {
+                self.tree[index].proven = WON;
+                return true;
+            }
+        }
+        let only = if wins > 0 {
+            Some(win_cells[0])
+        } else if threats == 1 {
+            Some(threat_cells[0])
+        } else {
+            None
+        };
         let first = self.tree.len();
         let reply = bridge_reply(board, mover, self.tree[index].cell);
+        if let Some(cell) = only {
+            if !reserve_capped(&mut self.tree, 1, self.cap) {
+                return false;
+            }
+            let mut child = TreeNode::leaf(cell, prior(cell));
+            if wins > 0 {
+                child.proven = WON;
+                self.tree[index].proven = LOST;
+            }
+            self.tree.push(child);
+            let node = &mut self.tree[index];
+            node.first_child = first as u32;
+            node.child_count = 1;
+            return true;
+        }
         // Dead cells change nothing whoever fills them: leave them out of the tree, unless
-        // nothing else is left (then the game is decided and any cell will do).
+        // nothing else is left (then the game is decided and any cell will do). A dead cell is
+        // never better than any other move (it is a pass, and a stone never hurts its owner),
+        // so the children left still prove a node lost when they all lose.
         let mut dead = [false; CELLS];
         let mut live = false;
         let (mut empties, mut dead_count) = (0, 0);
@@ -160,6 +215,33 @@ impl UctWorker {
         true
     }
 
+    /// Carries a proof at the end of `path` up the tree: a node is lost for the side that
+    /// moved into it when one of its children wins, and won when all of its children lose.
+    /// Stops at the first node whose value does not change.
+    fn propagate_proof(&mut self, path: &[usize]) {
+        for d in (1..path.len()).rev() {
+            let child = self.tree[path[d]].proven;
+            let parent = path[d - 1];
+            if self.tree[parent].proven != 0 {
+                break;
+            }
+            if child == WON {
+                self.tree[parent].proven = LOST;
+            } else if child == LOST {
+                let node = self.tree[parent];
+                let first = node.first_child as usize;
+                let children = &self.tree[first..first + node.child_count as usize];
+                if children.iter().all(|c| c.proven == LOST) {
+                    self.tree[parent].proven = WON;
+                } else {
+                    break;
+                }
+            } else {
+                break;
+            }
+        }
+    }
+
     /// The child of `index` with the best RAVE-blended value.
     pub(super) fn select(&self, index: usize) -> usize {
         let node = &self.tree[index];
@@ -169,6 +251,11 @@ impl UctWorker {
         let mut best_value = f32::MIN;
         for k in first..first + node.child_count as usize {
             let child = &self.tree[k];
+            // A proven loss is never tried again (when every child is one, the node is proven
+            // and not searched; the first child then stands).
+            if child.proven == LOST {
+                continue;
+            }
             let n = child.visits as f32;
             let q = if child.visits > 0 {
                 child.wins / n
@@ -222,8 +309,8 @@ impl UctWorker {
         }
     }
 
-    /// The root's children: their cells, visits and wins.
-    pub(super) fn root_stats(&self) -> impl Iterator<Item = (u8, u32, f32)> + '_ {
+    /// The root's children: their cells, visits, wins and proofs.
+    pub(super) fn root_stats(&self) -> impl Iterator<Item = (u8, u32, f32, i8)> + '_ {
         let (first, count) = self.tree.first().map_or((0, 0), |root| {
             (root.first_child as usize, root.child_count as usize)
         });
@@ -231,15 +318,40 @@ impl UctWorker {
             .get(first..first + count)
             .unwrap_or_default()
             .iter()
-            .map(|n| (n.cell, n.visits, n.wins))
+            .map(|n| (n.cell, n.visits, n.wins, n.proven))
     }
 
     /// The cells of the root's children and their visits (for tests).
     #[cfg(test)]
     pub(super) fn root_children(&self) -> Vec<(u8, u32)> {
         self.root_stats()
-            .map(|(cell, visits, _)| (cell, visits))
+            .map(|(cell, visits, _, _)| (cell, visits))
             .collect()
+    }
+
+    /// The cells of the root's children and their proofs (for tests).
+    #[cfg(test)]
+    pub(super) fn root_proofs(&self) -> Vec<(u8, i8)> {
+        self.root_stats()
+            .map(|(cell, _, _, proven)| (cell, proven))
+            .collect()
+    }
+
+    /// A root with the given children (cell, visits, proof) and nothing below them (for
+    /// tests of the move choice).
+    #[cfg(test)]
+    pub(super) fn set_root(&mut self, children: &[(u8, u32, i8)]) {
+        self.tree.clear();
+        let mut root = TreeNode::leaf(NO, 0.0);
+        root.first_child = 1;
+        root.child_count = children.len() as u8;
+        self.tree.push(root);
+        for &(cell, visits, proven) in children {
+            let mut child = TreeNode::leaf(cell, 0.5);
+            child.visits = visits;
+            child.proven = proven;
+            self.tree.push(child);
+        }
     }
 
     /// The tree's node count and capacity (for tests).
@@ -349,6 +461,11 @@ impl UctWorker {
             if playouts.is_multiple_of(8) && limits.reached() {
                 break;
             }
+            // A solved root: a proven win is played at once; when every move is proven lost,
+            // searching on changes nothing.
+            if self.tree[0].proven != 0 {
+                break;
+            }
             let mut board = *cells;
             let mut to_move = mover;
             let mut index = 0;
@@ -357,6 +474,9 @@ impl UctWorker {
             path.push(0);
             loop {
                 let node = self.tree[index];
+                if node.proven != 0 {
+                    break;
+                }
                 if node.child_count == 0 {
                     let has_empty = board.contains(&EMPTY);
                     // At the cap the tree stops growing: the leaf's playouts go on.
@@ -364,6 +484,7 @@ impl UctWorker {
                         || node.visits < EXPAND_AFTER
                         || self.tree.len() + CELLS > self.cap
                         || !self.expand(index, &board, to_move, &flat)
+                        || self.tree[index].proven != 0
                     {
                         break;
                     }
@@ -375,7 +496,15 @@ impl UctWorker {
                 to_move = 1 - to_move;
                 path.push(index);
             }
-            let winner = self.playout(&mut board, to_move, last);
+            // A proven node needs no playout: its winner is known (`to_move` moves there).
+            let winner = match self.tree[index].proven {
+                WON => 1 - to_move,
+                LOST => to_move,
+                _ => self.playout(&mut board, to_move, last),
+            };
+            if self.tree[index].proven != 0 {
+                self.propagate_proof(&path);
+            }
             self.playouts += 1;
             // Backpropagation, with all-moves-as-first over the filled board.
             for (depth, &index) in path.iter().enumerate() {
@@ -403,17 +532,31 @@ impl UctWorker {
         true
     }
 
-    /// The most visited root child (more wins break ties), or `NO` without one.
+    /// The root move: a proven win if there is one, else the most visited child not proven
+    /// lost (the most visited of all when every one is), more wins breaking ties; `NO` without
+    /// a child.
     pub(super) fn best_cell(&self) -> u8 {
         self.root_stats()
-            .max_by(|a, b| most_played((a.1, a.2), (b.1, b.2)))
+            .max_by(|a, b| most_played((proof_rank(a.3), a.1, a.2), (proof_rank(b.3), b.1, b.2)))
             .map_or(NO, |n| n.0)
     }
 }
 
-/// The order in which root moves are chosen, one tree's or summed over several: most visits,
-/// then most wins.
-fn most_played<V: PartialOrd, W: PartialOrd>(a: (V, W), b: (V, W)) -> std::cmp::Ordering {
+/// How a proof orders root moves before their visits: proven wins first, proven losses last.
+fn proof_rank(proven: i8) -> u8 {
+    match proven {
+        WON => 2,
+        LOST => 0,
+        _ => 1,
+    }
+}
+
+/// The order in which root moves are chosen, one tree's or summed over several: proof rank
+/// ([`proof_rank`]), then most visits, then most wins.
+fn most_played<R: PartialOrd, V: PartialOrd, W: PartialOrd>(
+    a: (R, V, W),
+    b: (R, V, W),
+) -> std::cmp::Ordering {
     a.partial_cmp(&b).unwrap_or(std::cmp::Ordering::Equal)
 }
 
@@ -518,6 +661,10 @@ impl HexEngine {
         let mut visits = [0u64; CELLS];
         let mut wins = [0f64; CELLS];
         let mut present = [false; CELLS];
+        // Per cell: proven won in some tree, proven lost in some tree (proofs are facts about
+        // the position, so the trees never contradict each other).
+        let mut won = [false; CELLS];
+        let mut lost = [false; CELLS];
         for (k, worker) in self.workers[..active].iter_mut().enumerate() {
             if failed[k] {
                 // Its tree may be stale or half-updated: it starts afresh next move.
@@ -529,18 +676,31 @@ impl HexEngine {
             if !found[k] {
                 continue;
             }
-            for (cell, v, w) in worker.root_stats() {
+            for (cell, v, w, proven) in worker.root_stats() {
                 let c = cell as usize;
                 if c < CELLS {
                     visits[c] += u64::from(v);
                     wins[c] += f64::from(w);
                     present[c] = true;
+                    won[c] |= proven == WON;
+                    lost[c] |= proven == LOST;
                 }
             }
         }
+        let rank = |c: usize| {
+            if won[c] {
+                proof_rank(WON)
+            } else if lost[c] {
+                proof_rank(LOST)
+            } else {
+                proof_rank(0)
+            }
+        };
         (0..CELLS)
             .filter(|&c| present[c])
-            .max_by(|&a, &b| most_played((visits[a], wins[a]), (visits[b], wins[b])))
+            .max_by(|&a, &b| {
+                most_played((rank(a), visits[a], wins[a]), (rank(b), visits[b], wins[b]))
+            })
             .map_or(NO, |c| c as u8)
     }
 }
@@ -593,6 +753,13 @@ impl HexEngine {
                     .collect()
             })
             .collect()
+    }
+
+    /// Worker 0's root children: their cells and proofs.
+    pub(super) fn root_proofs(&self) -> Vec<(u8, i8)> {
+        self.workers
+            .first()
+            .map_or_else(Vec::new, UctWorker::root_proofs)
     }
 
     /// Each worker's playouts in the last search and the root visits it kept.
