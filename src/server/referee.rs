@@ -643,21 +643,12 @@ pub async fn run_journaled_match(
         tokio::pin!(shutting_down);
         // Set while a loss on time waits for the mover's reader (see `time_is_up`).
         let mut recheck_at: Option<Instant> = None;
-        // One timer for the whole match, armed no later than the current verdict. A move
-        // usually moves the verdict later: the timer is then left as it is, fires early, finds
-        // the verdict not due and is set again, about once per move limit rather than once
-        // per move (registering a fresh timer for every move showed in the bench's profile).
-        let verdict_timer = sleep_until(referee.verdict_at(first_mover));
-        tokio::pin!(verdict_timer);
         loop {
             let mover = referee.game.turn();
             let verdict_at = match recheck_at {
                 Some(again) => referee.verdict_at(mover).max(again),
                 None => referee.verdict_at(mover),
             };
-            if verdict_timer.is_elapsed() || verdict_timer.deadline() > verdict_at {
-                verdict_timer.as_mut().reset(verdict_at);
-            }
             let grace = referee.grace_end();
             tokio::select! {
                 biased;
@@ -703,7 +694,7 @@ pub async fn run_journaled_match(
                         }
                     }
                 }
-                _ = &mut verdict_timer => {
+                _ = sleep_until(verdict_at) => {
                     // The turn may have been written (and its clock started) after the timer
                     // was set: then this is not the end yet.
                     let now = Instant::now();
