@@ -161,12 +161,12 @@ mod tests {
         }
     }
 
-    /// The balanced Connect6 set kept in the repository (`openings/connect6-balanced.txt`, see
+    /// The balanced Connect6 set kept in the repository (`docs/openings/connect6-balanced.txt`, see
     /// docs/engines.md for how it was chosen) loads, and every opening is Black's centre stone
     /// plus one White pair within two points of it, distinct, legal under the default rules.
     #[test]
     fn the_balanced_connect6_file_loads() {
-        let text = include_str!("../openings/connect6-balanced.txt");
+        let text = include_str!("../docs/openings/connect6-balanced.txt");
         let set = parse_openings(GameId::Connect6, &serde_json::Value::Null, text).unwrap();
         assert!(set.len() >= 10, "{} openings", set.len());
         for (i, opening) in set.iter().enumerate() {
