@@ -428,29 +428,50 @@ pub(super) fn is_dead(cells: &Cells, cell: usize) -> bool {
         // Flood the group of the first neighbouring stone, noting which edges it touches.
         let own = stone(colour);
         let mut seen = [false; CELLS];
-        let mut stack = [0u8; CELLS];
-        let mut top = 1;
-        stack[0] = first_stone[colour];
-        seen[first_stone[colour] as usize] = true;
-        let mut touches = [false; 2];
-        while top > 0 {
-            top -= 1;
-            let c = stack[top] as usize;
-            touches[0] |= on_source(colour, c);
-            touches[1] |= on_sink(colour, c);
-            for &nb in &RING[c] {
-                if nb != NO && !seen[nb as usize] && cells[nb as usize] == own {
-                    seen[nb as usize] = true;
-                    stack[top] = nb;
-                    top += 1;
-                }
-            }
-        }
+        let touches = flood_group(
+            cells,
+            colour,
+            first_stone[colour] as usize,
+            &mut seen,
+            |_| {},
+        );
         let stones_joined = RING[cell]
             .iter()
             .all(|&nb| nb == NO || cells[nb as usize] != own || seen[nb as usize]);
         stones_joined && (!edges[colour][0] || touches[0]) && (!edges[colour][1] || touches[1])
     })
+}
+
+/// Floods `colour`'s group from its stone on `start`, marking its cells in `seen` and calling
+/// `each` with every one; returns whether the group touches `colour`'s first and last edge.
+fn flood_group(
+    cells: &Cells,
+    colour: usize,
+    start: usize,
+    seen: &mut [bool; CELLS],
+    mut each: impl FnMut(usize),
+) -> [bool; 2] {
+    let own = stone(colour);
+    let mut stack = [0u8; CELLS];
+    let mut top = 1;
+    stack[0] = start as u8;
+    seen[start] = true;
+    let mut touches = [false; 2];
+    while top > 0 {
+        top -= 1;
+        let c = stack[top] as usize;
+        each(c);
+        touches[0] |= on_source(colour, c);
+        touches[1] |= on_sink(colour, c);
+        for &nb in &RING[c] {
+            if nb != NO && !seen[nb as usize] && cells[nb as usize] == own {
+                seen[nb as usize] = true;
+                stack[top] = nb;
+                top += 1;
+            }
+        }
+    }
+    touches
 }
 
 /// Up to two empty cells that would connect `colour` at once, in cell order, and how many
@@ -462,31 +483,16 @@ pub(super) fn win_threats(cells: &Cells, colour: usize) -> (usize, [u8; 2]) {
     // Per cell: whether its group touches the first edge, the last edge (own stones only).
     let mut touches = [[false; 2]; CELLS];
     let mut seen = [false; CELLS];
-    let mut stack = [0u8; CELLS];
     let mut members = [0u8; CELLS];
     for start in 0..CELLS {
         if cells[start] != own || seen[start] {
             continue;
         }
-        let (mut top, mut count) = (1, 0);
-        stack[0] = start as u8;
-        seen[start] = true;
-        let mut group = [false; 2];
-        while top > 0 {
-            top -= 1;
-            let c = stack[top] as usize;
+        let mut count = 0;
+        let group = flood_group(cells, colour, start, &mut seen, |c| {
             members[count] = c as u8;
             count += 1;
-            group[0] |= on_source(colour, c);
-            group[1] |= on_sink(colour, c);
-            for &nb in &RING[c] {
-                if nb != NO && !seen[nb as usize] && cells[nb as usize] == own {
-                    seen[nb as usize] = true;
-                    stack[top] = nb;
-                    top += 1;
-                }
-            }
-        }
+        });
         for &m in &members[..count] {
             touches[m as usize] = group;
         }
