@@ -232,18 +232,10 @@ impl SharedJournal {
         }
     }
 
-    /// Queues entries without waiting: they reach the disk with the writer's next group commit.
-    pub fn append_behind(&self, entries: Vec<JournalEntry>) {
-        self.queue_behind(Entries::Many(entries));
-    }
-
-    /// Queues one entry without waiting, as `append_behind` (a move: no vector allocated).
-    pub fn append_one_behind(&self, entry: JournalEntry) {
-        self.queue_behind(Entries::One(entry));
-    }
-
-    fn queue_behind(&self, entries: Entries) {
-        if let Err(e) = self.send(entries, Ack::None) {
+    /// Queues one entry without waiting: it reaches the disk with the writer's next group commit
+    /// (no vector is allocated: a move is queued this way at every ply).
+    pub fn append_behind(&self, entry: JournalEntry) {
+        if let Err(e) = self.send(Entries::One(entry), Ack::None) {
             tracing::error!(error = %e, path = %self.path.display(), "cannot append to the journal");
         }
     }
@@ -362,7 +354,7 @@ impl MoveJournal {
         if self.journal.is_backed_up() {
             self.journal.append(vec![entry]).await;
         } else {
-            self.journal.append_one_behind(entry);
+            self.journal.append_behind(entry);
         }
     }
 }
@@ -388,11 +380,11 @@ mod tests {
     fn a_move_written_behind_reaches_the_file_with_nothing_else_queued() {
         let dir = tempfile::tempdir().expect("temp dir");
         let (journal, path) = journal_in(dir.path(), MAX_QUEUED_BEHIND);
-        journal.append_behind(vec![JournalEntry::Started {
+        journal.append_behind(JournalEntry::Started {
             id: "t-r1-p1-g1".into(),
             match_id: "t-r1-p1-g1".into(),
             time: "2026-11-23T00:00:00+00:00".into(),
-        }]);
+        });
         // The writer holds it for a group commit (`COMMIT_EVERY`), then writes it unasked. The
         // bound is generous: this checks that it comes, not how fast.
         let until = std::time::Instant::now() + Duration::from_secs(10);

@@ -61,11 +61,11 @@ pub async fn play(claimed: ClaimedMatch, plan: MatchPlan) -> MatchDone {
     // this game can reach the disk before it, and a crash that loses it loses the game's moves
     // too (it is then replayed from the start). Waiting for it would hold every game's start
     // back by a group commit.
-    journal.append_behind(vec![JournalEntry::Started {
+    journal.append_behind(JournalEntry::Started {
         id: id.clone(),
         match_id: id.clone(),
         time: time.to_rfc3339(),
-    }]);
+    });
     let journaling = MatchJournaling {
         opening,
         resume,

@@ -140,8 +140,9 @@ impl UctWorker {
         // The solver's look at the position: a win in one for the mover proves the move into
         // the node lost; two threats of the other side (and no win in one) prove it won; one
         // threat leaves a single move, the block. Below the root a proven node gets no
-        // children; the root (never proven on entry: the engine plays wins and blocks in one
-        // before searching) keeps its full set, with a winning child marked.
+        // children. The root is not proven here (the engine plays wins and blocks in one before
+        // searching, so it rarely has either); if it has, its one child is that move, a win
+        // marked won, which proves the root and ends the search.
         let (wins, win_cells) = win_threats(board, mover);
         let (threats, threat_cells) = if wins > 0 {
             (0, [NO; 2])
