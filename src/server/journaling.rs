@@ -336,26 +336,46 @@ impl MoveJournal {
     /// game in progress, which then resumes from its last journaled move. If the writer is
     /// backed up (a stalled disk), this waits until the move is on disk instead.
     pub async fn record_last_move(&self, moves: &SharedMoveLog, remaining: [Duration; 2]) {
-        let entry = {
-            let moves = moves.read();
-            let Some((text, think_ms, lag_ms)) = moves.last() else {
-                return;
-            };
-            JournalEntry::Move {
-                id: self.id.clone(),
-                ply: u32::try_from(moves.len()).unwrap_or(u32::MAX),
-                text: text.to_string(),
-                think_ms,
-                lag_ms,
-                first_clock_ms: ms(remaining[0]),
-                second_clock_ms: ms(remaining[1]),
-            }
+        let Some(entry) = self.last_move_entry(moves, remaining) else {
+            return;
         };
         if self.journal.is_backed_up() {
             self.journal.append(vec![entry]).await;
         } else {
             self.journal.append_behind(entry);
         }
+    }
+
+    /// [`MoveJournal::record_last_move`] for a caller that cannot wait: always written behind.
+    /// Callers look at [`MoveJournal::is_backed_up`] first and wait (with the async form)
+    /// when it says so.
+    pub fn record_last_move_behind(&self, moves: &SharedMoveLog, remaining: [Duration; 2]) {
+        if let Some(entry) = self.last_move_entry(moves, remaining) {
+            self.journal.append_behind(entry);
+        }
+    }
+
+    /// Whether a move journaled now would have to wait for the disk.
+    pub fn is_backed_up(&self) -> bool {
+        self.journal.is_backed_up()
+    }
+
+    fn last_move_entry(
+        &self,
+        moves: &SharedMoveLog,
+        remaining: [Duration; 2],
+    ) -> Option<JournalEntry> {
+        let moves = moves.read();
+        let (text, think_ms, lag_ms) = moves.last()?;
+        Some(JournalEntry::Move {
+            id: self.id.clone(),
+            ply: u32::try_from(moves.len()).unwrap_or(u32::MAX),
+            text: text.to_string(),
+            think_ms,
+            lag_ms,
+            first_clock_ms: ms(remaining[0]),
+            second_clock_ms: ms(remaining[1]),
+        })
     }
 }
 

@@ -498,6 +498,59 @@ pub enum RefereeInput {
     },
 }
 
+/// A referee that can take a move on the calling connection's own task, under its own lock,
+/// instead of through its inbox: no hand-over to the referee's task and no wake-up of it per
+/// move. It gives the input back whenever only its task may handle it now.
+pub trait DirectMoves: Send + Sync {
+    fn try_play(&self, input: RefereeInput) -> Result<(), RefereeInput>;
+}
+
+/// How connections reach the referee of a match: its inbox, and the direct path once the
+/// referee has opened it. Inputs keep their order: the direct path is taken only while the
+/// inbox is empty.
+#[derive(Clone)]
+pub struct RefereeDoor {
+    inbox: flume::Sender<RefereeInput>,
+    direct: Arc<OnceLock<Arc<dyn DirectMoves>>>,
+}
+
+impl std::fmt::Debug for RefereeDoor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RefereeDoor")
+            .field("queued", &self.inbox.len())
+            .field("direct", &self.direct.get().is_some())
+            .finish()
+    }
+}
+
+impl RefereeDoor {
+    pub fn new(inbox: flume::Sender<RefereeInput>) -> RefereeDoor {
+        RefereeDoor {
+            inbox,
+            direct: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The referee's inbox, for what only its task handles (and for everything while the
+    /// direct path is closed).
+    pub fn inbox(&self) -> &flume::Sender<RefereeInput> {
+        &self.inbox
+    }
+
+    /// Opens the direct path (once; later calls are ignored).
+    pub fn open_direct(&self, direct: Arc<dyn DirectMoves>) {
+        let _ = self.direct.set(direct);
+    }
+
+    /// Hands `input` to the referee directly if it takes it now; gives it back otherwise.
+    pub fn try_direct(&self, input: RefereeInput) -> Result<(), RefereeInput> {
+        match self.direct.get() {
+            Some(direct) if self.inbox.is_empty() => direct.try_play(input),
+            _ => Err(input),
+        }
+    }
+}
+
 /// Writes queued lines (each with its `\n`) until the connection is dropped; then flushes what
 /// is already queued (e.g. a final `error`) for a short while.
 ///

@@ -42,7 +42,12 @@ pub struct MatchPlan {
 
 /// Plays a claimed match to its end and writes its output.
 pub async fn play(claimed: ClaimedMatch, plan: MatchPlan) -> MatchDone {
-    let ClaimedMatch { links, inbox, slot } = claimed;
+    let ClaimedMatch {
+        links,
+        inbox,
+        door,
+        slot,
+    } = claimed;
     let MatchPlan {
         tournament,
         spec,
@@ -75,7 +80,8 @@ pub async fn play(claimed: ClaimedMatch, plan: MatchPlan) -> MatchDone {
         }),
         live,
     };
-    let finished = run_journaled_match(spec, settings, links, inbox, stop, journaling).await;
+    let finished =
+        run_journaled_match(spec, settings, links, inbox, Some(&door), stop, journaling).await;
     let slot = match &finished {
         Some(game) if hold_slot_on_fault && lost_by_fault(game) => Some(slot),
         _ => {

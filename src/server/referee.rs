@@ -4,11 +4,12 @@
 //! is queued to the journal (group-committed, write-behind) before the opponent hears of it, and
 //! a match cut off by a crash resumes from its last journaled move.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use chrono::{DateTime, Local};
 use serde_json::Value;
+use tokio::sync::Notify;
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -17,7 +18,7 @@ use crate::journal::JournalMove;
 use crate::protocol::{ErrorCode, RefereeMessage, TurnClock};
 
 use super::journaling::MoveJournal;
-use super::link::{BotLink, RefereeInput, WriteStamp};
+use super::link::{BotLink, DirectMoves, RefereeDoor, RefereeInput, WriteStamp};
 use super::match_spec::MatchSpec;
 use super::move_log::SharedMoveLog;
 use super::probe;
@@ -171,15 +172,18 @@ impl LateInput {
 enum Handled {
     /// Nothing that changes whose move it is.
     Nothing,
-    /// The mover's move was accepted (it may have ended the game): when it arrived and was
-    /// read, the time since `turn` and the think time charged (for the bench probe).
-    Moved {
-        received: Instant,
-        read: Instant,
-        elapsed: Duration,
-        think: Duration,
-    },
+    /// The mover's move was accepted (it may have ended the game).
+    Moved(MoveTimes),
     Ended(Outcome),
+}
+
+/// When an accepted move arrived and was read, the time since its `turn` and the think time
+/// charged (for the bench probe).
+struct MoveTimes {
+    received: Instant,
+    read: Instant,
+    elapsed: Duration,
+    think: Duration,
 }
 
 /// The state of one running match.
@@ -201,6 +205,13 @@ struct Referee {
     /// so that a line of the previous turn written late cannot restart the current one.
     turn_written: [Arc<WriteStamp>; 2],
     moves: SharedMoveLog,
+    /// Set while a loss on time waits for the mover's reader (see `time_is_up`).
+    recheck_at: Option<Instant>,
+    /// Whether the players' connections may play moves directly now (see [`Desk`]): only
+    /// while the referee's task waits with nothing half done.
+    direct_open: bool,
+    /// How the game ended, when a move played directly ended it: the task finishes it.
+    ended: Option<Outcome>,
 }
 
 impl Referee {
@@ -367,6 +378,75 @@ impl Referee {
             .min_by_key(|(t, _)| *t)
     }
 
+    /// Takes one input from a player's connection: one that comes after the mover's deadline
+    /// is judged by [`LateInput`], the rest by [`Referee::handle`]; a stream of other input
+    /// does not hold the mover's clock back.
+    fn accept(&mut self, input: RefereeInput) -> Handled {
+        let mover = self.game.turn();
+        // Fresh: the writer may have stamped the turn since the timer was set.
+        let clock_end = self.deadline(mover);
+        if Instant::now() > clock_end {
+            match LateInput::of(&input, mover, clock_end) {
+                LateInput::Handle => {}
+                LateInput::Ignore => return Handled::Nothing,
+                LateInput::Timeout => {
+                    return Handled::Ended(Outcome::win(mover.opponent(), EndReason::Timeout))
+                }
+            }
+        }
+        match self.handle(input) {
+            Handled::Nothing => {
+                let m = self.game.turn();
+                if self.time_is_up(m, Instant::now()) {
+                    Handled::Ended(Outcome::win(m.opponent(), EndReason::Timeout))
+                } else {
+                    Handled::Nothing
+                }
+            }
+            handled => handled,
+        }
+    }
+
+    /// After an accepted move is journaled: tells the web view, and starts the next turn or
+    /// returns how the game ended.
+    fn go_on(&mut self, times: MoveTimes, live: Option<&super::live::Live>) -> Option<Outcome> {
+        self.recheck_at = None;
+        if let Some(live) = live {
+            self.publish_last_move(live);
+        }
+        let ply = self.moves.len().saturating_sub(1);
+        let game_over = self.game.outcome();
+        if game_over.is_none() {
+            let next = self.game.turn();
+            self.begin_turn(next);
+        }
+        probe::move_accepted(
+            &self.spec.match_id,
+            ply,
+            times.received,
+            times.read,
+            times.elapsed,
+            times.think,
+            game_over.is_none(),
+        );
+        game_over
+    }
+
+    /// When the referee's task must look at the clocks next: the mover's verdict (or the next
+    /// look at its reader), but no later than the soonest verdict of any turn that begins
+    /// from `now` on. Moves played directly never wake the task, and this bound is why they
+    /// need not: a turn begun at `t >= now` has its verdict at `t` plus that side's time plus
+    /// the settle window, and a side's time only grows when it moves.
+    fn wake_at(&self, now: Instant) -> Instant {
+        let mover = self.game.turn();
+        let verdict = match self.recheck_at {
+            Some(again) => self.verdict_at(mover).max(again),
+            None => self.verdict_at(mover),
+        };
+        let shortest = self.allowed(Side::First).min(self.allowed(Side::Second));
+        verdict.min(now + shortest + self.settings.timeout_settle)
+    }
+
     /// Handles one input: a move accepted, the match over, or nothing that moves it on.
     fn handle(&mut self, input: RefereeInput) -> Handled {
         let mover = self.game.turn();
@@ -418,12 +498,12 @@ impl Referee {
                             + Duration::from_millis(self.spec.clock.increment_ms);
                         self.remaining[side.index()] = left;
                         self.reported[side.index()] = self.moves.len();
-                        Handled::Moved {
+                        Handled::Moved(MoveTimes {
                             received,
                             read,
                             elapsed,
                             think,
-                        }
+                        })
                     }
                 }
             }
@@ -494,27 +574,64 @@ impl Referee {
     }
 }
 
-/// Plays one match to its end. `links` are the players' connections when the match is created
-/// (`None` for one that is not connected: its grace period starts now). Returns `None` if the
-/// server shuts down first, or the rules cannot be set up. (The server journals every match:
-/// this unjournaled form is for tests.)
-#[cfg(test)]
-pub async fn run_match(
-    spec: MatchSpec,
-    settings: RefereeSettings,
-    links: [Option<BotLink>; 2],
-    inbox: flume::Receiver<RefereeInput>,
-    shutdown: CancellationToken,
-) -> Option<FinishedGame> {
-    run_journaled_match(
-        spec,
-        settings,
-        links,
-        inbox,
-        shutdown,
-        MatchJournaling::default(),
-    )
-    .await
+/// A match's referee state, shared by its task and its players' connections: a connection
+/// plays a move directly under this lock (journaled, the next `turn` sent) without handing
+/// it to the task, which then only watches the clocks, takes the rare inputs that come
+/// through the inbox, and finishes the game.
+struct Desk {
+    referee: Mutex<Referee>,
+    /// Rung when a move played directly ended the game.
+    ended: Notify,
+    journal: Option<MoveJournal>,
+    live: Option<super::live::Live>,
+}
+
+impl Desk {
+    fn lock(&self) -> MutexGuard<'_, Referee> {
+        self.referee.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl DirectMoves for Desk {
+    fn try_play(&self, input: RefereeInput) -> Result<(), RefereeInput> {
+        // Resignations and the rest are rare: the task takes them. A backed-up journal makes
+        // a move wait for the disk, which only the task can do.
+        if !matches!(input, RefereeInput::Move { .. })
+            || self.journal.as_ref().is_some_and(MoveJournal::is_backed_up)
+        {
+            return Err(input);
+        }
+        let mut referee = self.lock();
+        if !referee.direct_open {
+            return Err(input);
+        }
+        let outcome = match referee.accept(input) {
+            Handled::Nothing => None,
+            Handled::Ended(outcome) => Some(outcome),
+            Handled::Moved(times) => {
+                if let Some(journal) = &self.journal {
+                    journal.record_last_move_behind(&referee.moves, referee.remaining);
+                }
+                referee.go_on(times, self.live.as_ref())
+            }
+        };
+        if let Some(outcome) = outcome {
+            referee.direct_open = false;
+            referee.ended = Some(outcome);
+            drop(referee);
+            self.ended.notify_one();
+        }
+        Ok(())
+    }
+}
+
+/// Shuts the direct path when the referee's task ends, however it ends.
+struct DirectShut(Arc<Desk>);
+
+impl Drop for DirectShut {
+    fn drop(&mut self) {
+        self.0.lock().direct_open = false;
+    }
 }
 
 /// Replays journaled moves into a fresh game: the moves made, their movers, think and lag
@@ -548,16 +665,20 @@ fn replay(spec: &MatchSpec, game: &mut Box<dyn AnyGame>, resume: &ResumePoint) -
     out
 }
 
-/// [`run_match`] with journaling: each accepted move is queued to `journaling.journal` (written
+/// Plays one match to its end. `links` are the players' connections when the match is created
+/// (`None` for one that is not connected: its grace period starts now). Returns `None` if the
+/// server shuts down first, or the rules cannot be set up. With journaling, each accepted move is queued to `journaling.journal` (written
 /// behind, group-committed) before the opponent hears of it, and a match cut off by a crash continues from
 /// `journaling.resume`: the journaled moves are replayed, each clock is set to what the journal
 /// says it had left after the last of them, and both bots get `start` with the moves so far,
-/// then the mover `turn`.
+/// then the mover `turn`. Once the game is under way the referee opens `door`'s direct path:
+/// connections then play moves under the referee's lock (see [`Desk`]).
 pub async fn run_journaled_match(
     spec: MatchSpec,
     settings: RefereeSettings,
     links: [Option<BotLink>; 2],
     inbox: flume::Receiver<RefereeInput>,
+    door: Option<&RefereeDoor>,
     shutdown: CancellationToken,
     journaling: MatchJournaling,
 ) -> Option<FinishedGame> {
@@ -604,7 +725,7 @@ pub async fn run_journaled_match(
         links[0].is_none().then_some(now),
         links[1].is_none().then_some(now),
     ];
-    let mut referee = Referee {
+    let referee = Referee {
         spec: Arc::new(spec),
         settings,
         game,
@@ -615,94 +736,113 @@ pub async fn run_journaled_match(
         turn_started: now,
         turn_written: [Arc::new(WriteStamp::new()), Arc::new(WriteStamp::new())],
         moves: replayed.moves,
+        recheck_at: None,
+        direct_open: false,
+        ended: None,
     };
-    tracing::info!(
-        match_id = %referee.spec.match_id,
-        game = %referee.spec.game,
-        first = %referee.spec.players[0],
-        second = %referee.spec.players[1],
-        "match started"
-    );
-    referee.send_start(Side::First);
-    referee.send_start(Side::Second);
-    if let Some(live) = &journaling.live {
-        live.game_started(referee.live_game());
+    let desk = Arc::new(Desk {
+        referee: Mutex::new(referee),
+        ended: Notify::new(),
+        journal: journaling.journal,
+        live: journaling.live,
+    });
+    let _shut = DirectShut(desk.clone());
+    {
+        let mut referee = desk.lock();
+        tracing::info!(
+            match_id = %referee.spec.match_id,
+            game = %referee.spec.game,
+            first = %referee.spec.players[0],
+            second = %referee.spec.players[1],
+            "match started"
+        );
+        referee.send_start(Side::First);
+        referee.send_start(Side::Second);
+        if let Some(live) = &desk.live {
+            live.game_started(referee.live_game());
+        }
     }
 
     // Whether a loss on time was declared because no move had come when the settle window
     // closed (rather than a move received after the deadline).
     let mut no_move_by_verdict = false;
     let outcome = 'play: {
-        if let Some(outcome) = referee.game.outcome() {
-            break 'play outcome;
+        {
+            let mut referee = desk.lock();
+            if let Some(outcome) = referee.game.outcome() {
+                break 'play outcome;
+            }
+            let first_mover = referee.game.turn();
+            referee.begin_turn(first_mover);
         }
-        let first_mover = referee.game.turn();
-        referee.begin_turn(first_mover);
+        if let Some(door) = door {
+            door.open_direct(desk.clone());
+        }
         // One wait for the whole match rather than a fresh one per move (see connection.rs).
         let shutting_down = shutdown.cancelled();
         tokio::pin!(shutting_down);
-        // Set while a loss on time waits for the mover's reader (see `time_is_up`).
-        let mut recheck_at: Option<Instant> = None;
         loop {
-            let mover = referee.game.turn();
-            let verdict_at = match recheck_at {
-                Some(again) => referee.verdict_at(mover).max(again),
-                None => referee.verdict_at(mover),
+            let (wake_at, grace) = {
+                let mut referee = desk.lock();
+                if let Some(outcome) = referee.ended.take() {
+                    break 'play outcome;
+                }
+                referee.direct_open = true;
+                (referee.wake_at(Instant::now()), referee.grace_end())
             };
-            let grace = referee.grace_end();
             tokio::select! {
                 biased;
                 _ = &mut shutting_down => return None,
+                // A move played directly ended the game: taken at the top of the loop.
+                _ = desk.ended.notified() => {}
                 input = inbox.recv_async() => {
                     let input = input.ok()?;
-                    // Fresh: the writer may have stamped the turn since the timer was set.
-                    let clock_end = referee.deadline(mover);
-                    if Instant::now() > clock_end {
-                        match LateInput::of(&input, mover, clock_end) {
-                            LateInput::Handle => {}
-                            LateInput::Ignore => continue,
-                            LateInput::Timeout => break 'play Outcome::win(mover.opponent(), EndReason::Timeout),
+                    let (times, wait_for_disk) = {
+                        let mut referee = desk.lock();
+                        if let Some(outcome) = referee.ended.take() {
+                            break 'play outcome;
                         }
+                        let times = match referee.accept(input) {
+                            Handled::Nothing => continue,
+                            Handled::Ended(outcome) => break 'play outcome,
+                            Handled::Moved(times) => times,
+                        };
+                        match &desk.journal {
+                            Some(journal) if journal.is_backed_up() => {
+                                // Waits for the disk below, with the lock let go and the
+                                // direct path shut: nothing moves the game on meanwhile.
+                                referee.direct_open = false;
+                                (times, Some((referee.moves.clone(), referee.remaining)))
+                            }
+                            Some(journal) => {
+                                journal.record_last_move_behind(&referee.moves, referee.remaining);
+                                (times, None)
+                            }
+                            None => (times, None),
+                        }
+                    };
+                    if let (Some(journal), Some((moves, remaining))) = (&desk.journal, wait_for_disk) {
+                        journal.record_last_move(&moves, remaining).await;
                     }
-                    match referee.handle(input) {
-                        Handled::Ended(outcome) => break 'play outcome,
-                        Handled::Moved { received, read, elapsed, think } => {
-                            recheck_at = None;
-                            if let Some(journal) = &journaling.journal {
-                                journal.record_last_move(&referee.moves, referee.remaining).await;
-                            }
-                            if let Some(live) = &journaling.live {
-                                referee.publish_last_move(live);
-                            }
-                            let ply = referee.moves.len().saturating_sub(1);
-                            let game_over = referee.game.outcome();
-                            if game_over.is_none() {
-                                let next = referee.game.turn();
-                                referee.begin_turn(next);
-                            }
-                            probe::move_accepted(&referee.spec.match_id, ply, received, read, elapsed, think, game_over.is_none());
-                            if let Some(outcome) = game_over {
-                                break 'play outcome;
-                            }
-                        }
-                        Handled::Nothing => {
-                            // A stream of other input must not hold the mover's clock back.
-                            let m = referee.game.turn();
-                            if referee.time_is_up(m, Instant::now()) {
-                                break 'play Outcome::win(m.opponent(), EndReason::Timeout);
-                            }
-                        }
+                    let game_over = desk.lock().go_on(times, desk.live.as_ref());
+                    if let Some(outcome) = game_over {
+                        break 'play outcome;
                     }
                 }
-                _ = sleep_until(verdict_at) => {
+                _ = sleep_until(wake_at) => {
+                    let mut referee = desk.lock();
+                    if let Some(outcome) = referee.ended.take() {
+                        break 'play outcome;
+                    }
                     // The turn may have been written (and its clock started) after the timer
-                    // was set: then this is not the end yet.
+                    // was set, or moves played directly since: then this is not the end yet.
+                    let mover = referee.game.turn();
                     let now = Instant::now();
                     if now < referee.verdict_at(mover) {
                         continue;
                     }
                     if !referee.time_is_up(mover, now) {
-                        recheck_at = Some(now + READER_RECHECK);
+                        referee.recheck_at = Some(now + READER_RECHECK);
                         continue;
                     }
                     no_move_by_verdict = true;
@@ -717,6 +857,8 @@ pub async fn run_journaled_match(
         }
     };
 
+    let mut referee = desk.lock();
+    referee.direct_open = false;
     if outcome.reason == EndReason::Timeout {
         probe::timed_out(
             &referee.spec.match_id,
@@ -748,14 +890,14 @@ pub async fn run_journaled_match(
         moves = referee.moves.len(),
         "match ended"
     );
-    if journaling.live.is_some() {
+    if desk.live.is_some() {
         // The web view keeps the latest finished games' logs for a while.
         referee.moves.read().shrink_to_fit();
     }
     // Who made each move follows from the game (`GameId::mover_of_ply`): not kept.
     let (moves, _, think_ms, lag_ms) = referee.moves.read().columns();
     Some(FinishedGame {
-        spec: referee.spec,
+        spec: referee.spec.clone(),
         outcome,
         moves,
         think_ms,
@@ -776,9 +918,11 @@ mod tests {
     const LIMIT: Duration = Duration::from_millis(200);
     const SETTLE: Duration = Duration::from_millis(50);
 
-    /// A Hex match with a 200 ms per-move limit, driven directly through its inbox.
+    /// A Hex match with a 200 ms per-move limit, driven as its connections drive it: moves
+    /// through its door (played directly where the referee takes them), the rest through its
+    /// inbox.
     struct Harness {
-        inbox: flume::Sender<RefereeInput>,
+        door: RefereeDoor,
         /// What the referee queued for each side's connection writer.
         lines: [OutboxReader; 2],
         referee: tokio::task::JoinHandle<Option<FinishedGame>>,
@@ -791,6 +935,17 @@ mod tests {
 
         /// As `start`, with the first player's connection reporting its reads to `reading`.
         fn start_reading(reading: Option<Arc<ReadProgress>>) -> Harness {
+            Harness::start_with(
+                ClockSpec {
+                    initial_ms: 60_000,
+                    increment_ms: 0,
+                    move_limit_ms: Some(u64::try_from(LIMIT.as_millis()).expect("small")),
+                },
+                reading,
+            )
+        }
+
+        fn start_with(clock: ClockSpec, reading: Option<Arc<ReadProgress>>) -> Harness {
             let spec = MatchSpec {
                 match_id: "t-r1-p1-g1".into(),
                 tournament: "t".into(),
@@ -798,11 +953,7 @@ mod tests {
                 rules: crate::game::normalize_rules(GameId::Hex, &Value::Null)
                     .expect("rules")
                     .into(),
-                clock: ClockSpec {
-                    initial_ms: 60_000,
-                    increment_ms: 0,
-                    move_limit_ms: Some(u64::try_from(LIMIT.as_millis()).expect("small")),
-                },
+                clock,
                 players: ["a".into(), "b".into()],
             };
             let settings = RefereeSettings {
@@ -824,15 +975,22 @@ mod tests {
                 )),
             ];
             let (inbox, rx) = flume::bounded(8);
-            let referee = tokio::spawn(run_match(
-                spec,
-                settings,
-                links,
-                rx,
-                CancellationToken::new(),
-            ));
+            let door = RefereeDoor::new(inbox);
+            let task_door = door.clone();
+            let referee = tokio::spawn(async move {
+                run_journaled_match(
+                    spec,
+                    settings,
+                    links,
+                    rx,
+                    Some(&task_door),
+                    CancellationToken::new(),
+                    MatchJournaling::default(),
+                )
+                .await
+            });
             Harness {
-                inbox,
+                door,
                 lines: [rx_a, rx_b],
                 referee,
             }
@@ -859,8 +1017,21 @@ mod tests {
             }
         }
 
+        /// Hands `input` over as a connection does: directly if the referee takes it so,
+        /// through the inbox otherwise.
         async fn send(&self, input: RefereeInput) {
-            self.inbox.send_async(input).await.expect("referee running");
+            if let Err(input) = self.door.try_direct(input) {
+                self.send_to_task(input).await;
+            }
+        }
+
+        /// Hands `input` to the referee's task through its inbox.
+        async fn send_to_task(&self, input: RefereeInput) {
+            self.door
+                .inbox()
+                .send_async(input)
+                .await
+                .expect("referee running");
         }
 
         /// `side` resigns (the harness gives First connection 1, Second connection 2).
@@ -1133,5 +1304,118 @@ mod tests {
         tokio::time::sleep(LIMIT + Duration::from_millis(5)).await;
         h.resign(Side::First).await;
         assert_eq!(h.finished().await.outcome.reason, EndReason::Timeout);
+    }
+
+    fn move_of(side: Side, text: &str) -> RefereeInput {
+        RefereeInput::Move {
+            side,
+            conn_id: match side {
+                Side::First => 1,
+                Side::Second => 2,
+            },
+            text: text.into(),
+            ply: None,
+            received: Instant::now(),
+            read: Instant::now(),
+        }
+    }
+
+    /// Lets the referee's task run until it waits (it opens the direct path there).
+    async fn let_the_task_settle() {
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_move_played_directly_reaches_the_opponent_before_the_call_returns() {
+        let mut h = Harness::start();
+        h.expect(Side::First, "turn").await;
+        let_the_task_settle().await;
+        let taken = h.door.try_direct(move_of(Side::First, "F6"));
+        assert!(
+            taken.is_ok(),
+            "the referee takes a move directly while it waits"
+        );
+        // No await since: the opponent's turn was queued on this task.
+        let mut queued = Vec::new();
+        while let Some(outgoing) = h.lines[1].try_recv() {
+            if let Some(written) = &outgoing.written {
+                written.set(Instant::now());
+            }
+            let message: Value = serde_json::from_str(&outgoing.line).expect("JSON");
+            queued.push(message);
+        }
+        let turn = queued
+            .iter()
+            .find(|m| m["type"] == "turn")
+            .expect("turn queued");
+        assert_eq!(turn["moves"], serde_json::json!(["F6"]));
+        h.resign(Side::Second).await;
+        assert_eq!(h.finished().await.moves, vec!["F6".to_string()]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_resignation_goes_to_the_referees_task() {
+        let mut h = Harness::start();
+        h.expect(Side::First, "turn").await;
+        let_the_task_settle().await;
+        let given_back = h.door.try_direct(RefereeInput::Resign {
+            side: Side::First,
+            conn_id: 1,
+        });
+        assert!(matches!(given_back, Err(RefereeInput::Resign { .. })));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_illegal_move_played_directly_ends_the_match() {
+        let mut h = Harness::start();
+        h.expect(Side::First, "turn").await;
+        let_the_task_settle().await;
+        assert!(h.door.try_direct(move_of(Side::First, "F6")).is_ok());
+        h.expect(Side::Second, "turn").await;
+        // F6 is taken.
+        assert!(h.door.try_direct(move_of(Side::Second, "F6")).is_ok());
+        let end = h.expect(Side::Second, "end").await;
+        assert_eq!(
+            (end["result"].as_str(), end["reason"].as_str()),
+            (Some("loss"), Some("illegal_move"))
+        );
+        let door = h.door.clone();
+        let game = h.finished().await;
+        assert_eq!(game.outcome.reason, EndReason::IllegalMove);
+        // The match is over: a later move is given back, for the inbox to refuse.
+        assert!(door.try_direct(move_of(Side::First, "E7")).is_err());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_moves_played_directly_a_side_with_less_time_still_loses_on_time_when_due() {
+        // No per-move limit: First spends 800 of its 1,000 ms (its move taken by the task,
+        // which then sleeps through Second's turn), then Second answers at once, directly.
+        // The task must still declare First's loss 200 ms (plus the settle window) after
+        // First's next turn, not when Second's 1,000 ms would have run out.
+        let clock = ClockSpec {
+            initial_ms: 1_000,
+            increment_ms: 0,
+            move_limit_ms: None,
+        };
+        let mut h = Harness::start_with(clock, None);
+        h.expect(Side::First, "turn").await;
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        h.send_to_task(move_of(Side::First, "F6")).await;
+        h.expect(Side::Second, "turn").await;
+        let_the_task_settle().await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(
+            h.door.try_direct(move_of(Side::Second, "E7")).is_ok(),
+            "played directly"
+        );
+        let first_turn = Instant::now();
+        let end = h.expect(Side::First, "end").await;
+        assert_eq!(end["reason"], "timeout");
+        assert_eq!(
+            Instant::now().duration_since(first_turn),
+            Duration::from_millis(200) + SETTLE
+        );
     }
 }

@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 use crate::game::{GameId, Side};
 use crate::protocol::RefereeMessage;
 
-use super::link::{BotLink, RefereeInput};
+use super::link::{BotLink, RefereeDoor, RefereeInput};
 use super::live::Live;
 
 /// An authenticated connection.
@@ -23,11 +23,11 @@ pub struct Session {
     pub max_games: u32,
 }
 
-/// A running match as connections see it: its two players and its referee's inbox.
+/// A running match as connections see it: its two players and the way to its referee.
 #[derive(Debug, Clone)]
 struct MatchEntry {
     players: [String; 2],
-    inbox: flume::Sender<RefereeInput>,
+    door: RefereeDoor,
 }
 
 impl MatchEntry {
@@ -82,11 +82,13 @@ pub struct BotStatus {
 }
 
 /// A claimed match: its players' connections (`None` for one that has left since), its
-/// referee's inbox, and the slot that frees the match in the registry when dropped.
+/// referee's inbox and the door connections reach it by (whose direct path the referee
+/// opens), and the slot that frees the match in the registry when dropped.
 #[derive(Debug)]
 pub struct ClaimedMatch {
     pub links: [Option<BotLink>; 2],
     pub inbox: flume::Receiver<RefereeInput>,
+    pub door: RefereeDoor,
     pub slot: MatchSlot,
 }
 
@@ -145,7 +147,7 @@ impl Registry {
         let resumed = state
             .matches
             .values()
-            .filter_map(|m| m.side_of(name).map(|side| (side, m.inbox.clone())))
+            .filter_map(|m| m.side_of(name).map(|side| (side, m.door.inbox().clone())))
             .collect();
         drop(state);
         self.changed.notify_one();
@@ -167,7 +169,7 @@ impl Registry {
         let left = state
             .matches
             .values()
-            .filter_map(|m| m.side_of(name).map(|side| (side, m.inbox.clone())))
+            .filter_map(|m| m.side_of(name).map(|side| (side, m.door.inbox().clone())))
             .collect();
         drop(state);
         self.changed.notify_one();
@@ -191,22 +193,18 @@ impl Registry {
         let left = state
             .matches
             .values()
-            .filter_map(|m| m.side_of(name).map(|side| (side, m.inbox.clone())))
+            .filter_map(|m| m.side_of(name).map(|side| (side, m.door.inbox().clone())))
             .collect();
         drop(state);
         self.changed.notify_one();
         Some((session.link.conn_id, left))
     }
 
-    /// The match `match_id` if `name` plays in it: its referee's inbox and `name`'s side.
-    pub fn match_for(
-        &self,
-        match_id: &str,
-        name: &str,
-    ) -> Option<(Side, flume::Sender<RefereeInput>)> {
+    /// The match `match_id` if `name` plays in it: `name`'s side and the door to its referee.
+    pub fn match_for(&self, match_id: &str, name: &str) -> Option<(Side, RefereeDoor)> {
         let state = self.lock();
         let entry = state.matches.get(match_id)?;
-        Some((entry.side_of(name)?, entry.inbox.clone()))
+        Some((entry.side_of(name)?, entry.door.clone()))
     }
 
     /// Rings when a bot connects or leaves or a match ends: the scheduler waits on it.
@@ -241,6 +239,7 @@ impl Registry {
             return Err([away(&players[0]), away(&players[1])]);
         }
         let (inbox_tx, inbox) = flume::bounded(REFEREE_INBOX);
+        let door = RefereeDoor::new(inbox_tx);
         let links = [
             state.sessions.get(&players[0]).map(|s| s.link.clone()),
             state.sessions.get(&players[1]).map(|s| s.link.clone()),
@@ -249,7 +248,7 @@ impl Registry {
             match_id.to_string(),
             MatchEntry {
                 players: players.clone(),
-                inbox: inbox_tx,
+                door: door.clone(),
             },
         );
         for p in players {
@@ -258,6 +257,7 @@ impl Registry {
         Ok(ClaimedMatch {
             links,
             inbox,
+            door,
             slot: MatchSlot {
                 registry: self.clone(),
                 match_id: match_id.to_string(),
