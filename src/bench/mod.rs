@@ -479,19 +479,12 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
     say(&format!(
         "ceiling: the same {matches} pairs of bots through a rules-free line relay"
     ));
-    let relay = relay::run_relay_phase(
-        &LoadPlan {
-            matches,
-            think_max_ms: 0,
-            move_limit_ms: 0,
-            warmup,
-            window,
-            keep_think: false,
-            seed: 1,
-            web_clients: 0,
-        },
-        &options.exe,
-    )?;
+    // Without the web view's event streams: the relay has none, and the plans must match.
+    let without_web = LoadPlan {
+        web_clients: 0,
+        ..instant_plan.clone()
+    };
+    let relay = relay::run_relay_phase(&without_web, &options.exe)?;
     // The referee's window once more, right after the relay's: the ratio compares the relay
     // with the mean of the windows on either side of it, so that the machine slowing down or
     // speeding up between windows (other work on a shared machine) cancels out instead of
@@ -499,10 +492,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
     say("throughput again, after the relay: the ratio takes the mean of both windows");
     let instant_after = run_phase(
         &scratch.phase_dir("instant-after-relay"),
-        &LoadPlan {
-            web_clients: 0,
-            ..instant_plan
-        },
+        &without_web,
         &options.exe,
     )?;
     let timed_plan = LoadPlan {
