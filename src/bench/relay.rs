@@ -1,7 +1,9 @@
 //! The bench's ceiling: a rules-free line relay with the same bots, sockets and match count as
 //! the referee phase. Each bot's `move` line is turned into its opponent's `turn` by finding the
-//! move text in the bytes (no JSON parsing, no rules, no clocks, no journal), through the same
-//! reader/writer-task shape as the server. What the referee adds on top of this is what the
+//! move text in the bytes (no JSON parsing, no rules, no clocks, no journal), in the same shape
+//! as the server: the reader of one bot's socket writes the opponent's line into its socket at
+//! once, through the server's own outgoing queue (the connection's writer task takes only what
+//! the socket cannot take now). What the referee adds on top of this is what the
 //! `referee_to_relay_ratio` measures.
 
 use std::path::Path;
@@ -10,13 +12,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{sleep, Instant};
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
 use crate::protocol::{CappedLineCodec, Frame, MAX_LINE_BYTES};
+use crate::server::{outbox, write_lines, LineSink, LinkClose, OutboxSender, TcpSink};
 
 use super::bots::connect6_draw_script;
 use super::load::{own_cpu_us, process_cpu_us, read_child_output, spawn_bots, LoadPlan};
@@ -37,7 +39,7 @@ pub struct RelayResult {
 /// One pair of bots: their outgoing queues, the ply of their game and how many games they began.
 #[derive(Default)]
 struct Pair {
-    writers: [Option<flume::Sender<String>>; 2],
+    writers: [Option<OutboxSender>; 2],
     ply: u32,
     game: u32,
 }
@@ -72,7 +74,7 @@ impl Relay {
     }
 
     /// Registers bot `bot`'s queue; starts its pair's game once both are in.
-    fn join(&self, bot: usize, writer: flume::Sender<String>) {
+    fn join(&self, bot: usize, writer: OutboxSender) {
         let Some(mut pair) = self.pair(bot / 2) else {
             return;
         };
@@ -81,7 +83,7 @@ impl Relay {
             self.pairs_playing.fetch_add(1, Ordering::Relaxed);
             let line = turn_line(bot / 2, pair.game, None, 0);
             if let Some(first) = &pair.writers[0] {
-                let _ = first.try_send(line);
+                let _ = first.push_line(line);
             }
         }
     }
@@ -101,19 +103,19 @@ impl Relay {
                 pair.game
             );
             for writer in pair.writers.iter().flatten() {
-                let _ = writer.try_send(end.clone());
+                let _ = writer.push_line(end.clone());
             }
             pair.ply = 0;
             pair.game += 1;
             let line = turn_line(bot / 2, pair.game, None, 0);
             if let Some(first) = &pair.writers[0] {
-                let _ = first.try_send(line);
+                let _ = first.push_line(line);
             }
             return;
         }
         let line = turn_line(bot / 2, pair.game, Some(text), pair.ply);
         if let Some(opponent) = &pair.writers[1 - bot % 2] {
-            let _ = opponent.try_send(line);
+            let _ = opponent.push_line(line);
         }
     }
 }
@@ -121,24 +123,11 @@ impl Relay {
 /// Serves one bot until it or the relay closes.
 async fn serve(relay: Arc<Relay>, socket: TcpStream, stop: CancellationToken) {
     let _ = socket.set_nodelay(true);
-    let (read_half, mut write_half) = socket.into_split();
+    let (read_half, write_half) = socket.into_split();
     let mut lines = FramedRead::with_capacity(read_half, CappedLineCodec::new(MAX_LINE_BYTES), 256);
-    let (tx, rx) = flume::bounded::<String>(WRITE_QUEUE_LINES);
-    let writer_stop = stop.clone();
-    let writer = tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                _ = writer_stop.cancelled() => break,
-                line = rx.recv_async() => {
-                    let Ok(line) = line else { break };
-                    if write_half.write_all(line.as_bytes()).await.is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-        let _ = write_half.shutdown().await;
-    });
+    let sink = TcpSink::new(write_half);
+    let (tx, rx) = outbox(WRITE_QUEUE_LINES, sink.direct());
+    let writer = tokio::spawn(write_lines(sink, rx, LinkClose::new(stop.clone())));
     let mut bot = None;
     loop {
         let frame = tokio::select! {
@@ -160,7 +149,7 @@ async fn serve(relay: Arc<Relay>, socket: TcpStream, stop: CancellationToken) {
                 let welcome = format!(
                     "{{\"type\":\"welcome\",\"protocol\":1,\"name\":\"b{index}\",\"server\":\"relay\"}}\n"
                 );
-                let _ = tx.try_send(welcome);
+                tx.push_line(welcome);
                 relay.join(index, tx.clone());
                 bot = Some(index);
             }
@@ -296,23 +285,25 @@ mod tests {
             moves: AtomicU64::new(0),
             pairs_playing: AtomicUsize::new(0),
         };
-        let (tx0, rx0) = flume::bounded(8);
-        let (tx1, rx1) = flume::bounded(8);
+        // Without a socket, every line is queued for a writer: the test reads the queues.
+        let (tx0, rx0) = outbox(8, None);
+        let (tx1, rx1) = outbox(8, None);
+        let line = |rx: &crate::server::OutboxReader| rx.try_recv().map(|o| o.line);
         relay.join(0, tx0);
-        assert!(rx0.try_recv().is_err(), "no turn before both bots are in");
+        assert!(line(&rx0).is_none(), "no turn before both bots are in");
         relay.join(1, tx1);
         assert_eq!(relay.pairs_playing.load(Ordering::Relaxed), 1);
-        assert!(rx0.try_recv().unwrap().contains("\"ply\":0"));
+        assert!(line(&rx0).unwrap().contains("\"ply\":0"));
         relay.relay(0, "J10");
-        let turn = rx1.try_recv().unwrap();
+        let turn = line(&rx1).unwrap();
         assert!(
             turn.contains("\"moves\":[\"J10\"]") && turn.contains("\"ply\":1"),
             "{turn}"
         );
         relay.relay(1, "K10,K11");
-        assert!(rx0.try_recv().unwrap().contains("\"type\":\"end\""));
-        assert!(rx1.try_recv().unwrap().contains("\"type\":\"end\""));
-        let next = rx0.try_recv().unwrap();
+        assert!(line(&rx0).unwrap().contains("\"type\":\"end\""));
+        assert!(line(&rx1).unwrap().contains("\"type\":\"end\""));
+        let next = line(&rx0).unwrap();
         assert!(
             next.contains("relay-0-1") && next.contains("\"ply\":0"),
             "{next}"

@@ -361,6 +361,16 @@ impl std::fmt::Debug for OutboxSender {
     }
 }
 
+impl OutboxSender {
+    /// Writes `line` (with its `\n`) at once where the socket takes it, queues it for the
+    /// writer otherwise; returns whether it was written or queued (not refused: the queue
+    /// full, the writer ended or the socket failed). The bench's relay writes its lines
+    /// this way, as links do.
+    pub fn push_line(&self, line: String) -> bool {
+        matches!(self.0.push(line, None), Handed::Written | Handed::Queued)
+    }
+}
+
 /// The way to reach one live connection: its outgoing line queue (lines with their `\n`), its measured round-trip time
 /// and the token that drops it.
 #[derive(Debug, Clone)]

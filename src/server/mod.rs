@@ -37,6 +37,8 @@ use crate::config::Config;
 
 pub use arrival::{kernel_receive_timestamps_refused, ArrivalStampedRead};
 use connection::{serve_connection, ConnectionContext};
+/// A connection's outgoing side, for the bench's relay to write lines exactly as the server does.
+pub use link::{outbox, write_lines, LineSink, LinkClose, OutboxReader, OutboxSender, TcpSink};
 use output::Output;
 use registry::Registry;
 pub use report::{
