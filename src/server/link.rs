@@ -1,7 +1,8 @@
 //! A connection's outgoing side and what it hands a referee: the handle the registry and the
 //! referees hold to reach a bot (`BotLink`, a bounded line queue with its write stamps), the
-//! writer task that drains that queue into the socket, and `RefereeInput`, what a connection
-//! tells the referee of a match. Both the registry and the referees depend on this file, never
+//! writer task that drains that queue into the socket, `RefereeInput`, what a connection
+//! tells the referee of a match, and `RefereeDoor`, how it reaches that referee (its inbox,
+//! or directly for a move). Both the registry and the referees depend on this file, never
 //! on each other.
 //!
 //! A line queued while nothing is waiting before it is written at once, from the queuing task,

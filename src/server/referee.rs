@@ -1,8 +1,10 @@
-//! One referee task per match: sends `start`/`turn`/`end`, validates moves through `AnyGame`,
-//! runs both clocks (with lag credit and the per-move limit), and handles resignation,
-//! disconnection and reconnection within the grace period. With journaling, every accepted move
-//! is queued to the journal (group-committed, write-behind) before the opponent hears of it, and
-//! a match cut off by a crash resumes from its last journaled move.
+//! One referee per match: sends `start`/`turn`/`end`, validates moves through `AnyGame`, runs
+//! both clocks (with lag credit and the per-move limit), and handles resignation, disconnection
+//! and reconnection within the grace period. Its state sits behind one lock (`Desk`): the
+//! players' connections play moves under it on their own tasks, and the match's task keeps the
+//! clocks' verdicts, the rare inputs of its inbox and the game's end. With journaling, every
+//! accepted move is queued to the journal (group-committed, write-behind) before the opponent
+//! hears of it, and a match cut off by a crash resumes from its last journaled move.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
