@@ -341,10 +341,26 @@ pub(super) fn connected(cells: &Cells, colour: usize) -> bool {
             top += 1;
         }
     }
+    flood(cells, own, &mut seen, &mut stack, top, |c| {
+        on_sink(colour, c)
+    })
+}
+
+/// The flood fill under [`connected`] and [`flood_group`]: from the `top` cells on `stack`
+/// (already marked in `seen`), visits every cell of stone `own` joined to them, marking it,
+/// until `stop` says so for one; returns whether it did.
+fn flood(
+    cells: &Cells,
+    own: u8,
+    seen: &mut [bool; CELLS],
+    stack: &mut [u8; CELLS],
+    mut top: usize,
+    mut stop: impl FnMut(usize) -> bool,
+) -> bool {
     while top > 0 {
         top -= 1;
         let c = stack[top] as usize;
-        if on_sink(colour, c) {
+        if stop(c) {
             return true;
         }
         for &nb in &RING[c] {
@@ -453,24 +469,15 @@ fn flood_group(
 ) -> [bool; 2] {
     let own = stone(colour);
     let mut stack = [0u8; CELLS];
-    let mut top = 1;
     stack[0] = start as u8;
     seen[start] = true;
     let mut touches = [false; 2];
-    while top > 0 {
-        top -= 1;
-        let c = stack[top] as usize;
+    flood(cells, own, seen, &mut stack, 1, |c| {
         each(c);
         touches[0] |= on_source(colour, c);
         touches[1] |= on_sink(colour, c);
-        for &nb in &RING[c] {
-            if nb != NO && !seen[nb as usize] && cells[nb as usize] == own {
-                seen[nb as usize] = true;
-                stack[top] = nb;
-                top += 1;
-            }
-        }
-    }
+        false
+    });
     touches
 }
 
