@@ -592,6 +592,15 @@ impl Desk {
     fn lock(&self) -> MutexGuard<'_, Referee> {
         self.referee.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// After a move `referee` accepted: journals it behind (the caller has seen that the
+    /// journal is not backed up) and goes on with the game.
+    fn journal_and_go_on(&self, referee: &mut Referee, times: MoveTimes) -> Option<Outcome> {
+        if let Some(journal) = &self.journal {
+            journal.record_last_move_behind(&referee.moves, referee.remaining);
+        }
+        referee.go_on(times, self.live.as_ref())
+    }
 }
 
 impl DirectMoves for Desk {
@@ -610,12 +619,7 @@ impl DirectMoves for Desk {
         let outcome = match referee.accept(input) {
             Handled::Nothing => None,
             Handled::Ended(outcome) => Some(outcome),
-            Handled::Moved(times) => {
-                if let Some(journal) = &self.journal {
-                    journal.record_last_move_behind(&referee.moves, referee.remaining);
-                }
-                referee.go_on(times, self.live.as_ref())
-            }
+            Handled::Moved(times) => self.journal_and_go_on(&mut referee, times),
         };
         if let Some(outcome) = outcome {
             referee.direct_open = false;
@@ -799,7 +803,7 @@ pub async fn run_journaled_match(
                 _ = desk.ended.notified() => {}
                 input = inbox.recv_async() => {
                     let input = input.ok()?;
-                    let (times, wait_for_disk) = {
+                    let step = {
                         let mut referee = desk.lock();
                         if let Some(outcome) = referee.ended.take() {
                             break 'play outcome;
@@ -809,24 +813,24 @@ pub async fn run_journaled_match(
                             Handled::Ended(outcome) => break 'play outcome,
                             Handled::Moved(times) => times,
                         };
-                        match &desk.journal {
-                            Some(journal) if journal.is_backed_up() => {
-                                // Waits for the disk below, with the lock let go and the
-                                // direct path shut: nothing moves the game on meanwhile.
-                                referee.direct_open = false;
-                                (times, Some((referee.moves.clone(), referee.remaining)))
-                            }
-                            Some(journal) => {
-                                journal.record_last_move_behind(&referee.moves, referee.remaining);
-                                (times, None)
-                            }
-                            None => (times, None),
+                        if desk.journal.as_ref().is_some_and(MoveJournal::is_backed_up) {
+                            // Waits for the disk below, with the lock let go and the direct
+                            // path shut: nothing moves the game on meanwhile.
+                            referee.direct_open = false;
+                            Err((times, referee.moves.clone(), referee.remaining))
+                        } else {
+                            Ok(desk.journal_and_go_on(&mut referee, times))
                         }
                     };
-                    if let (Some(journal), Some((moves, remaining))) = (&desk.journal, wait_for_disk) {
-                        journal.record_last_move(&moves, remaining).await;
-                    }
-                    let game_over = desk.lock().go_on(times, desk.live.as_ref());
+                    let game_over = match step {
+                        Ok(game_over) => game_over,
+                        Err((times, moves, remaining)) => {
+                            if let Some(journal) = &desk.journal {
+                                journal.record_last_move(&moves, remaining).await;
+                            }
+                            desk.lock().go_on(times, desk.live.as_ref())
+                        }
+                    };
                     if let Some(outcome) = game_over {
                         break 'play outcome;
                     }
@@ -1046,15 +1050,7 @@ mod tests {
         }
 
         async fn first_move(&self, text: &str, received: Instant) {
-            self.send(RefereeInput::Move {
-                side: Side::First,
-                conn_id: 1,
-                text: text.into(),
-                ply: None,
-                received,
-                read: Instant::now(),
-            })
-            .await;
+            self.send(move_received(Side::First, text, received)).await;
         }
 
         async fn finished(self) -> FinishedGame {
@@ -1121,15 +1117,7 @@ mod tests {
         // Now First's old line is written: Second's clock must not start again.
         first_turn.set(Instant::now());
         tokio::time::sleep(Duration::from_millis(160)).await;
-        h.send(RefereeInput::Move {
-            side: Side::Second,
-            conn_id: 2,
-            text: "E7".into(),
-            ply: None,
-            received: Instant::now(),
-            read: Instant::now(),
-        })
-        .await;
+        h.send(move_of(Side::Second, "E7")).await;
         h.expect(Side::First, "turn").await;
         h.resign(Side::First).await;
         let game = h.finished().await;
@@ -1308,7 +1296,14 @@ mod tests {
         assert_eq!(h.finished().await.outcome.reason, EndReason::Timeout);
     }
 
+    /// `side`'s move `text`, received and read now (the harness gives First connection 1,
+    /// Second connection 2).
     fn move_of(side: Side, text: &str) -> RefereeInput {
+        move_received(side, text, Instant::now())
+    }
+
+    /// `side`'s move `text`, received by the kernel at `received` and read now.
+    fn move_received(side: Side, text: &str, received: Instant) -> RefereeInput {
         RefereeInput::Move {
             side,
             conn_id: match side {
@@ -1317,7 +1312,7 @@ mod tests {
             },
             text: text.into(),
             ply: None,
-            received: Instant::now(),
+            received,
             read: Instant::now(),
         }
     }
