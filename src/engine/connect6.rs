@@ -42,6 +42,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use super::tt::{Bound, TranspositionTable};
 use super::{
     check_option_names, integer_option, ClockView, Engine, EngineError, EngineInfo, EngineOption,
     SearchRequest,
@@ -135,112 +136,8 @@ fn extension_key(left: u32) -> u64 {
     }
 }
 
-/// Bound types of a transposition-table score.
-const BOUND_EXACT: u8 = 0;
-const BOUND_LOWER: u8 = 1;
-const BOUND_UPPER: u8 = 2;
-
-/// One entry of the transposition table (24 bytes).
-#[derive(Debug, Clone, Copy, Default)]
-struct TtEntry {
-    key: u64,
-    score: i32,
-    a: u16,
-    b: u16,
-    depth: u8,
-    bound: u8,
-    generation: u8,
-}
-
-/// The transposition table of the alpha-beta: a fixed-size, power-of-two array of entries
-/// indexed by the low bits of the key, allocated at the first search (a table of no entries,
-/// `tt_mb` 0, stores nothing) and kept between moves; a generation counter, raised every move,
-/// lets fresh entries replace old ones.
-#[derive(Debug, Clone, Default)]
-struct Table {
-    entries: Vec<TtEntry>,
-    mib: u64,
-    generation: u8,
-}
-
-impl Table {
-    /// A table of `mib` MiB, not yet allocated.
-    fn with_mib(mib: u64) -> Table {
-        Table {
-            entries: Vec::new(),
-            mib,
-            generation: 0,
-        }
-    }
-
-    /// Allocates the table if needed and starts a new generation (one per move).
-    fn new_search(&mut self) {
-        if self.entries.is_empty() && self.mib > 0 {
-            self.entries = vec![TtEntry::default(); super::table_entries::<TtEntry>(self.mib)];
-        }
-        // 1 to 255: generation 0 marks an empty entry.
-        self.generation = self.generation % 255 + 1;
-    }
-
-    fn slot(&self, key: u64) -> usize {
-        // `entries.len()` is a power of two (or 0, when nothing is looked up).
-        key as usize & self.entries.len().wrapping_sub(1)
-    }
-
-    /// The entry of `key`, if stored (its pair is `NO_POINT` twice when it has none).
-    fn probe(&self, key: u64) -> Option<TtEntry> {
-        let entry = self.entries.get(self.slot(key))?;
-        (entry.key == key && entry.generation != 0).then_some(*entry)
-    }
-
-    /// Stores a node's result; without a `pair` (a node where every pair failed low, whose
-    /// best is no guide) the pair already stored for the same key is kept.
-    fn store(&mut self, key: u64, depth: u32, score: i32, bound: u8, pair: Option<Pair>) {
-        let generation = self.generation;
-        let slot = self.slot(key);
-        let Some(entry) = self.entries.get_mut(slot) else {
-            return;
-        };
-        let depth = depth.min(255) as u8;
-        if entry.key == key || entry.generation != generation || depth >= entry.depth {
-            let (a, b) = match pair {
-                Some(pair) => (pair.a, pair.b),
-                None if entry.key == key => (entry.a, entry.b),
-                None => (NO_POINT, NO_POINT),
-            };
-            *entry = TtEntry {
-                key,
-                score,
-                a,
-                b,
-                depth,
-                bound,
-                generation,
-            };
-        }
-    }
-}
-
-/// Won and lost scores are stored relative to the node, not to the search's root.
-fn score_to_tt(score: i32, ply: u32) -> i32 {
-    if score >= PROVEN {
-        score + ply as i32
-    } else if score <= -PROVEN {
-        score - ply as i32
-    } else {
-        score
-    }
-}
-
-fn score_from_tt(score: i32, ply: u32) -> i32 {
-    if score >= PROVEN {
-        score - ply as i32
-    } else if score <= -PROVEN {
-        score + ply as i32
-    } else {
-        score
-    }
-}
+/// The alpha-beta's transposition table; an entry's move is a pair's two points.
+type Table = TranspositionTable<(u16, u16)>;
 
 /// Board geometry shared by every search: the six-point windows and which windows and line
 /// neighbours each point has.
@@ -684,19 +581,13 @@ impl Search<'_> {
         // it saves generating them).
         let key = self.key(extensions);
         let mut tt_pair = None;
-        if let Some(entry) = self.table.probe(key) {
-            let score = score_from_tt(entry.score, ply);
-            if u32::from(entry.depth) >= depth {
-                match entry.bound {
-                    BOUND_EXACT => return score,
-                    BOUND_LOWER if score >= beta => return score,
-                    BOUND_UPPER if score <= alpha => return score,
-                    _ => {}
-                }
+        if let Some(hit) = self.table.probe(key, ply) {
+            if let Some(score) = hit.cutoff(depth, alpha, beta) {
+                return score;
             }
             // Only a pair the generator would give here (the entry is this position's, but a
             // key collision must not put a stone on a stone).
-            let (a, b) = (entry.a, entry.b);
+            let (a, b) = hit.best.unwrap_or((NO_POINT, NO_POINT));
             if a != b
                 && (a as usize) < CELLS
                 && (b as usize) < CELLS
@@ -752,16 +643,11 @@ impl Search<'_> {
                 }
             }
         }
-        if best_pair.is_some() {
-            let (bound, pair) = if best >= beta {
-                (BOUND_LOWER, best_pair)
-            } else if best > original_alpha {
-                (BOUND_EXACT, best_pair)
-            } else {
-                (BOUND_UPPER, None)
-            };
-            self.table
-                .store(key, depth, score_to_tt(best, ply), bound, pair);
+        if let Some(pair) = best_pair {
+            let bound = Bound::of(best, original_alpha, beta);
+            // A node where every pair failed low keeps the pair already stored.
+            let best_move = (bound != Bound::Upper).then_some((pair.a, pair.b));
+            self.table.store(key, ply, depth, best, bound, best_move);
         }
         best
     }
@@ -891,11 +777,10 @@ impl Search<'_> {
         let boxes = self.play_pair(pair);
         let saved = self.max_extensions;
         self.max_extensions = MAX_EXTENSIONS;
-        let entry = self.table.probe(self.key(0));
+        let hit = self.table.probe(self.key(0), 0);
         self.max_extensions = saved;
         self.undo_pair(pair, boxes);
-        let entry = entry?;
-        let (a, b) = (entry.a, entry.b);
+        let (a, b) = hit?.best?;
         (a != b
             && (a as usize) < CELLS
             && (b as usize) < CELLS
@@ -1160,6 +1045,7 @@ impl Connect6Engine {
                 .unwrap_or(DEFAULT_THREAT_DEPTH as u64) as u32,
             table: Table::with_mib(
                 integer_option(options, "tt_mb", 0..=1024)?.unwrap_or(DEFAULT_TT_MB),
+                PROVEN,
             ),
         })
     }
@@ -1686,12 +1572,12 @@ mod tests {
             &["K7", "I10,H13", "J6,L6"][..],
             &["I13", "J8,M10", "H13,G13", "J9,J13", "E13,J12", "F13,H14"][..],
         ] {
-            let mut table = Table::with_mib(64);
+            let mut table = Table::with_mib(64, PROVEN);
             let (mut search, root) = checked_root(moves, &abort, &mut table);
             assert_eq!(root.len(), 2 * DEFAULT_WIDTH, "{moves:?}");
             assert_eq!(passing(&mut search, &root), 0, "{moves:?}");
         }
-        let mut table = Table::with_mib(64);
+        let mut table = Table::with_mib(64, PROVEN);
         let (mut search, _) =
             checked_root(&["I13", "J8,M10", "H13,G13", "J9,J13"], &abort, &mut table);
         let (a, b) = (pt("E13").index(SIZE) as u16, pt("J12").index(SIZE) as u16);
@@ -1816,7 +1702,7 @@ mod tests {
         let mut search = wide_search(position, side, &abort);
         at_default_width(&mut search);
         search.max_extensions = 0;
-        let mut table = Table::with_mib(tt_mb);
+        let mut table = Table::with_mib(tt_mb, PROVEN);
         table.new_search();
         search.table = &mut table;
         let threats = search.board.threat_windows(1 - side.index());
@@ -1865,7 +1751,7 @@ mod tests {
         // The table keeps Black's first pair of that win (the start of the attack that pairs
         // are then aimed at), and after it White is lost by the same check.
         let abort = AtomicBool::new(false);
-        let mut table = Table::with_mib(1);
+        let mut table = Table::with_mib(1, PROVEN);
         let mut search = search_after_a_lost_opening(&abort, &mut table);
         let (a, b) = (pt("K11").index(SIZE) as u16, pt("L11").index(SIZE) as u16);
         let pair = Pair { score: 0, a, b };
@@ -1901,7 +1787,7 @@ mod tests {
         // candidate the engine looked at loses in the final check; K11+L11 by Black's win at
         // turn 9, O7+I13 at turn 11. When no candidate passes, the slower loss is played.
         let abort = AtomicBool::new(false);
-        let mut table = Table::with_mib(1);
+        let mut table = Table::with_mib(1, PROVEN);
         let mut search = search_after_a_lost_opening(&abort, &mut table);
         let pair = |a: &str, b: &str| Pair {
             score: 0,

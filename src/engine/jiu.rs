@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use super::tt::{Bound, TranspositionTable};
 use super::{
     check_option_names, integer_option, Engine, EngineError, EngineInfo, EngineOption,
     SearchRequest,
@@ -846,68 +847,27 @@ fn evaluate(st: &State, limits: &Limits) -> i32 {
 // ---------------------------------------------------------------------------------------------
 // Search
 
-/// What a transposition-table entry says about its score.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-enum Bound {
-    #[default]
-    Exact,
-    Lower,
-    Upper,
-}
-
-/// One transposition-table slot.
-#[derive(Debug, Clone, Copy, Default)]
-struct TtEntry {
-    key: u64,
-    score: i32,
-    best: u32,
-    depth: u8,
-    bound: Bound,
-}
-
-/// Slots in the transposition table (a power of two; 16 bytes each).
-const TT_SLOTS: usize = 1 << 18;
+/// Transposition-table memory: 2^18 entries of 24 bytes.
+const TT_MIB: u64 = 6;
 /// Killer-move slots are kept for this many plies.
 const KILLER_PLIES: usize = 64;
 
 /// The search's memory, kept by the engine across moves.
 #[derive(Debug)]
 struct Tables {
-    tt: Vec<TtEntry>,
+    tt: TranspositionTable<u32>,
     killers: [[u32; 2]; KILLER_PLIES],
 }
 
 impl Tables {
+    /// The tables, allocated now rather than on the clock at the first search.
     fn new() -> Tables {
+        let mut tt = TranspositionTable::with_mib(TT_MIB, WIN - 1000);
+        tt.new_search();
         Tables {
-            tt: vec![TtEntry::default(); TT_SLOTS],
+            tt,
             killers: [[0; 2]; KILLER_PLIES],
         }
-    }
-
-    fn slot(&mut self, key: u64) -> Option<&mut TtEntry> {
-        self.tt.get_mut((key as usize) & (TT_SLOTS - 1))
-    }
-}
-
-/// Mate scores are stored relative to the node, not the root.
-fn score_to_tt(score: i32, ply: i32) -> i32 {
-    if score >= WIN - 1000 {
-        score + ply
-    } else if score <= -(WIN - 1000) {
-        score - ply
-    } else {
-        score
-    }
-}
-
-fn score_from_tt(score: i32, ply: i32) -> i32 {
-    if score >= WIN - 1000 {
-        score - ply
-    } else if score <= -(WIN - 1000) {
-        score + ply
-    } else {
-        score
     }
 }
 
@@ -957,20 +917,10 @@ impl Searcher<'_> {
         }
         let key = st.key(&self.limits);
         let mut hash_move = 0;
-        if let Some(entry) = self.tables.slot(key).copied() {
-            if entry.key == key {
-                hash_move = entry.best;
-                if u32::from(entry.depth) >= depth {
-                    let score = score_from_tt(entry.score, ply);
-                    let usable = match entry.bound {
-                        Bound::Exact => true,
-                        Bound::Lower => score >= beta,
-                        Bound::Upper => score <= alpha,
-                    };
-                    if usable {
-                        return score;
-                    }
-                }
+        if let Some(hit) = self.tables.tt.probe(key, ply as u32) {
+            hash_move = hit.best.unwrap_or(0);
+            if let Some(score) = hit.cutoff(depth, alpha, beta) {
+                return score;
             }
         }
         let mut moves = Vec::new();
@@ -1028,24 +978,10 @@ impl Searcher<'_> {
                 break;
             }
         }
-        let bound = if best >= beta {
-            Bound::Lower
-        } else if best > alpha_in {
-            Bound::Exact
-        } else {
-            Bound::Upper
-        };
-        if let Some(slot) = self.tables.slot(key) {
-            if slot.key != key || u32::from(slot.depth) <= depth {
-                *slot = TtEntry {
-                    key,
-                    score: score_to_tt(best, ply),
-                    best: best_id,
-                    depth: depth.min(255) as u8,
-                    bound,
-                };
-            }
-        }
+        let bound = Bound::of(best, alpha_in, beta);
+        self.tables
+            .tt
+            .store(key, ply as u32, depth, best, bound, Some(best_id));
         best
     }
 
@@ -1328,6 +1264,7 @@ impl JiuEngine {
         }
         let now = Instant::now();
         let soft = now + deadline.saturating_duration_since(now) / 2;
+        self.tables.tt.new_search();
         let mut searcher = Searcher {
             limits: self.limits,
             abort,

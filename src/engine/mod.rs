@@ -10,6 +10,7 @@ pub mod hex;
 pub mod jiu;
 pub mod random;
 pub mod surakarta;
+mod tt;
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;

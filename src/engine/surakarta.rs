@@ -17,6 +17,7 @@ use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::tt::{Bound, TranspositionTable};
 use super::{
     check_option_names, integer_option, Engine, EngineError, EngineInfo, EngineOption,
     SearchRequest,
@@ -61,8 +62,8 @@ pub const INFO: EngineInfo = EngineInfo {
         },
         EngineOption {
             name: "tt_mb",
-            default: "16",
-            about: "transposition table size in MiB (1..=1024), allocated once per engine",
+            default: "24",
+            about: "transposition table size in MiB (1..=1024), allocated at the first search",
         },
     ],
 };
@@ -258,90 +259,8 @@ fn node_of(position: &Surakarta) -> Node {
     )
 }
 
-// ---------------------------------------------------------------------------------------------
-// Transposition table.
-
-const BOUND_EXACT: u8 = 0;
-const BOUND_LOWER: u8 = 1;
-const BOUND_UPPER: u8 = 2;
-
-#[derive(Debug, Clone, Copy, Default)]
-struct TtEntry {
-    key: u64,
-    score: i16,
-    mv: Mv,
-    depth: u8,
-    bound: u8,
-    generation: u8,
-}
-
-/// A fixed-size, power-of-two, always-allocated table.
-#[derive(Debug)]
-struct Table {
-    entries: Vec<TtEntry>,
-    mask: usize,
-    generation: u8,
-}
-
-impl Table {
-    fn with_mib(mib: u64) -> Table {
-        let size = super::table_entries::<TtEntry>(mib);
-        Table {
-            entries: vec![TtEntry::default(); size],
-            mask: size - 1,
-            generation: 0,
-        }
-    }
-
-    fn probe(&self, hash: u64) -> Option<TtEntry> {
-        let entry = self.entries.get(hash as usize & self.mask)?;
-        (entry.key == hash).then_some(*entry)
-    }
-
-    fn store(&mut self, hash: u64, depth: i32, score: i32, bound: u8, mv: Mv) {
-        let generation = self.generation;
-        let Some(entry) = self.entries.get_mut(hash as usize & self.mask) else {
-            return;
-        };
-        let depth = depth.clamp(0, 255) as u8;
-        if entry.key == hash || entry.generation != generation || depth >= entry.depth {
-            let mv = if mv == NO_MOVE && entry.key == hash {
-                entry.mv
-            } else {
-                mv
-            };
-            *entry = TtEntry {
-                key: hash,
-                score: score.clamp(-INFINITY, INFINITY) as i16,
-                mv,
-                depth,
-                bound,
-                generation,
-            };
-        }
-    }
-}
-
-/// Decided scores are stored relative to the node, not the root.
-fn score_to_tt(score: i32, ply: usize) -> i32 {
-    if score > WIN_BOUND {
-        score + ply as i32
-    } else if score < -WIN_BOUND {
-        score - ply as i32
-    } else {
-        score
-    }
-}
-
-fn score_from_tt(score: i32, ply: usize) -> i32 {
-    if score > WIN_BOUND {
-        score - ply as i32
-    } else if score < -WIN_BOUND {
-        score + ply as i32
-    } else {
-        score
-    }
-}
+/// The alpha-beta's transposition table; decided scores are those beyond `WIN_BOUND`.
+type Table = TranspositionTable<Mv>;
 
 // ---------------------------------------------------------------------------------------------
 // Evaluation.
@@ -625,18 +544,10 @@ impl Search<'_> {
         }
         let pv = beta - alpha > 1;
         let mut tt_move = NO_MOVE;
-        if let Some(entry) = self.table.probe(node.hash) {
-            tt_move = entry.mv;
-            let score = score_from_tt(i32::from(entry.score), ply);
-            if !pv && i32::from(entry.depth) >= depth {
-                let usable = match entry.bound {
-                    BOUND_EXACT => true,
-                    BOUND_LOWER => score >= beta,
-                    _ => score <= alpha,
-                };
-                if usable {
-                    return score;
-                }
+        if let Some(hit) = self.table.probe(node.hash, ply as u32) {
+            tt_move = hit.best.unwrap_or(NO_MOVE);
+            if let Some(score) = hit.cutoff(depth.max(0) as u32, alpha, beta).filter(|_| !pv) {
+                return score;
             }
         }
         let all = self.lists[ply].fill(board, false);
@@ -729,15 +640,16 @@ impl Search<'_> {
                 }
             }
         }
-        let bound = if best >= beta {
-            BOUND_LOWER
-        } else if best > original_alpha {
-            BOUND_EXACT
-        } else {
-            BOUND_UPPER
-        };
-        self.table
-            .store(node.hash, depth, score_to_tt(best, ply), bound, best_move);
+        let bound = Bound::of(best, original_alpha, beta);
+        let best_move = (best_move != NO_MOVE).then_some(best_move);
+        self.table.store(
+            node.hash,
+            ply as u32,
+            depth.max(0) as u32,
+            best,
+            bound,
+            best_move,
+        );
         best
     }
 
@@ -759,7 +671,11 @@ impl Search<'_> {
             return stand;
         }
         alpha = alpha.max(stand);
-        let tt_move = self.table.probe(node.hash).map_or(NO_MOVE, |e| e.mv);
+        let tt_move = self
+            .table
+            .probe(node.hash, ply as u32)
+            .and_then(|h| h.best)
+            .unwrap_or(NO_MOVE);
         order_moves(self.heuristics, &mut self.lists[ply], tt_move, ply);
         let mut best = stand;
         for i in 0..self.lists[ply].len {
@@ -812,7 +728,7 @@ impl SurakartaEngine {
             .map_or(MAX_DEPTH, |d| d as u32);
         let time_cap_ms =
             integer_option(options, "time_ms", 0..=u64::from(u32::MAX))?.filter(|&ms| ms > 0);
-        let tt_mb = integer_option(options, "tt_mb", 1..=1024)?.unwrap_or(16);
+        let tt_mb = integer_option(options, "tt_mb", 1..=1024)?.unwrap_or(24);
         Ok(SurakartaEngine {
             options: parse_options::<Surakarta>(rules)?,
             max_depth,
@@ -824,7 +740,7 @@ impl SurakartaEngine {
             opening_random: integer_option(options, "opening_random", 0..=1000)?.unwrap_or(0)
                 as u32,
             rng: SmallRng::seed_from_u64(seed),
-            table: Table::with_mib(tt_mb),
+            table: Table::with_mib(tt_mb, WIN_BOUND + 1),
             heuristics: Box::new(Heuristics::new()),
             last: SearchStats::default(),
         })
@@ -864,7 +780,7 @@ impl SurakartaEngine {
         if list.len == 0 {
             return Err(EngineError::NoMove);
         }
-        self.table.generation = self.table.generation.wrapping_add(1);
+        self.table.new_search();
         self.heuristics.age();
         let mut search = Search {
             table: &mut self.table,
@@ -879,7 +795,11 @@ impl SurakartaEngine {
             null_child: usize::MAX,
             lists: vec![MoveList::new(); MAX_PLY + 1],
         };
-        let tt_move = search.table.probe(root.hash).map_or(NO_MOVE, |e| e.mv);
+        let tt_move = search
+            .table
+            .probe(root.hash, 0)
+            .and_then(|h| h.best)
+            .unwrap_or(NO_MOVE);
         search.order(&mut list, tt_move, 0);
         // The legal fallback from the start: the best-ordered move (a capture if any).
         let mut best = list.pick(0);
