@@ -42,7 +42,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use super::tt::{Bound, TranspositionTable};
+use super::tt::{Bound, Replacement, TranspositionTable};
 use super::{
     check_option_names, integer_option, ClockView, Engine, EngineError, EngineInfo, EngineOption,
     SearchRequest,
@@ -1046,6 +1046,7 @@ impl Connect6Engine {
             table: Table::with_mib(
                 integer_option(options, "tt_mb", 0..=1024)?.unwrap_or(DEFAULT_TT_MB),
                 PROVEN,
+                Replacement::DeepOrFresh,
             ),
         })
     }
@@ -1572,12 +1573,12 @@ mod tests {
             &["K7", "I10,H13", "J6,L6"][..],
             &["I13", "J8,M10", "H13,G13", "J9,J13", "E13,J12", "F13,H14"][..],
         ] {
-            let mut table = Table::with_mib(64, PROVEN);
+            let mut table = Table::with_mib(64, PROVEN, Replacement::DeepOrFresh);
             let (mut search, root) = checked_root(moves, &abort, &mut table);
             assert_eq!(root.len(), 2 * DEFAULT_WIDTH, "{moves:?}");
             assert_eq!(passing(&mut search, &root), 0, "{moves:?}");
         }
-        let mut table = Table::with_mib(64, PROVEN);
+        let mut table = Table::with_mib(64, PROVEN, Replacement::DeepOrFresh);
         let (mut search, _) =
             checked_root(&["I13", "J8,M10", "H13,G13", "J9,J13"], &abort, &mut table);
         let (a, b) = (pt("E13").index(SIZE) as u16, pt("J12").index(SIZE) as u16);
@@ -1702,7 +1703,7 @@ mod tests {
         let mut search = wide_search(position, side, &abort);
         at_default_width(&mut search);
         search.max_extensions = 0;
-        let mut table = Table::with_mib(tt_mb, PROVEN);
+        let mut table = Table::with_mib(tt_mb, PROVEN, Replacement::DeepOrFresh);
         table.new_search();
         search.table = &mut table;
         let threats = search.board.threat_windows(1 - side.index());
@@ -1751,7 +1752,7 @@ mod tests {
         // The table keeps Black's first pair of that win (the start of the attack that pairs
         // are then aimed at), and after it White is lost by the same check.
         let abort = AtomicBool::new(false);
-        let mut table = Table::with_mib(1, PROVEN);
+        let mut table = Table::with_mib(1, PROVEN, Replacement::DeepOrFresh);
         let mut search = search_after_a_lost_opening(&abort, &mut table);
         let (a, b) = (pt("K11").index(SIZE) as u16, pt("L11").index(SIZE) as u16);
         let pair = Pair { score: 0, a, b };
@@ -1787,7 +1788,7 @@ mod tests {
         // candidate the engine looked at loses in the final check; K11+L11 by Black's win at
         // turn 9, O7+I13 at turn 11. When no candidate passes, the slower loss is played.
         let abort = AtomicBool::new(false);
-        let mut table = Table::with_mib(1, PROVEN);
+        let mut table = Table::with_mib(1, PROVEN, Replacement::DeepOrFresh);
         let mut search = search_after_a_lost_opening(&abort, &mut table);
         let pair = |a: &str, b: &str| Pair {
             score: 0,

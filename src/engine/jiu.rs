@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::tt::{Bound, TranspositionTable};
+use super::tt::{Bound, Replacement, TranspositionTable};
 use super::{
     check_option_names, integer_option, Engine, EngineError, EngineInfo, EngineOption,
     SearchRequest,
@@ -862,7 +862,7 @@ struct Tables {
 impl Tables {
     /// The tables, allocated now rather than on the clock at the first search.
     fn new() -> Tables {
-        let mut tt = TranspositionTable::with_mib(TT_MIB, WIN - 1000);
+        let mut tt = TranspositionTable::with_mib(TT_MIB, WIN - 1000, Replacement::NewOrDeeper);
         tt.new_search();
         Tables {
             tt,

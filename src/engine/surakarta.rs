@@ -17,7 +17,7 @@ use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::tt::{Bound, TranspositionTable};
+use super::tt::{Bound, Replacement, TranspositionTable};
 use super::{
     check_option_names, integer_option, Engine, EngineError, EngineInfo, EngineOption,
     SearchRequest,
@@ -740,7 +740,7 @@ impl SurakartaEngine {
             opening_random: integer_option(options, "opening_random", 0..=1000)?.unwrap_or(0)
                 as u32,
             rng: SmallRng::seed_from_u64(seed),
-            table: Table::with_mib(tt_mb, WIN_BOUND + 1),
+            table: Table::with_mib(tt_mb, WIN_BOUND + 1, Replacement::DeepOrFresh),
             heuristics: Box::new(Heuristics::new()),
             last: SearchStats::default(),
         })

@@ -29,6 +29,16 @@ impl Bound {
     }
 }
 
+/// When a stored entry gives way to a new one in its slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replacement {
+    /// To its own position, to an entry of an earlier move, or to a search at least as deep
+    /// (Connect6 and Surakarta).
+    DeepOrFresh,
+    /// To any other position, and to its own position searched at least as deep (Jiu).
+    NewOrDeeper,
+}
+
 /// One slot of the table.
 #[derive(Debug, Clone, Copy, Default)]
 struct Entry<M> {
@@ -70,6 +80,7 @@ pub struct TranspositionTable<M> {
     entries: Vec<Entry<M>>,
     mib: u64,
     generation: u8,
+    replacement: Replacement,
     /// Scores at or beyond ± this are decided: a win or loss this many plies from the root
     /// is stored as its distance from the node instead.
     decided: i32,
@@ -82,6 +93,7 @@ impl<M> Default for TranspositionTable<M> {
             entries: Vec::new(),
             mib: 0,
             generation: 0,
+            replacement: Replacement::DeepOrFresh,
             decided: i32::MAX,
         }
     }
@@ -90,11 +102,12 @@ impl<M> Default for TranspositionTable<M> {
 impl<M: Copy + Default> TranspositionTable<M> {
     /// A table of `mib` MiB (rounded down to a power of two entries), not yet allocated;
     /// scores of magnitude `decided` or more are win/loss scores that count plies.
-    pub fn with_mib(mib: u64, decided: i32) -> TranspositionTable<M> {
+    pub fn with_mib(mib: u64, decided: i32, replacement: Replacement) -> TranspositionTable<M> {
         TranspositionTable {
             entries: Vec::new(),
             mib,
             generation: 0,
+            replacement,
             decided,
         }
     }
@@ -124,10 +137,9 @@ impl<M: Copy + Default> TranspositionTable<M> {
         })
     }
 
-    /// Stores a node's result. An entry of this move's generation is replaced only by the
-    /// same position or a search at least as deep; without a `best` move (a node where every
-    /// move failed low, whose best is no guide) the move already stored for the same key is
-    /// kept.
+    /// Stores a node's result where the table's `Replacement` lets it; without a `best` move
+    /// (a node where every move failed low, whose best is no guide) the move already stored for
+    /// the same key is kept.
     pub fn store(
         &mut self,
         key: u64,
@@ -144,7 +156,13 @@ impl<M: Copy + Default> TranspositionTable<M> {
             return;
         };
         let depth = depth.min(255) as u8;
-        if entry.key == key || entry.generation != generation || depth >= entry.depth {
+        let replace = match self.replacement {
+            Replacement::DeepOrFresh => {
+                entry.key == key || entry.generation != generation || depth >= entry.depth
+            }
+            Replacement::NewOrDeeper => entry.key != key || depth >= entry.depth,
+        };
+        if replace {
             let best = match best {
                 None if entry.key == key => entry.best,
                 best => best,
@@ -193,7 +211,7 @@ mod tests {
     const DECIDED: i32 = 1_000;
 
     fn table() -> TranspositionTable<u16> {
-        let mut table = TranspositionTable::with_mib(1, DECIDED);
+        let mut table = TranspositionTable::with_mib(1, DECIDED, Replacement::DeepOrFresh);
         table.new_search();
         table
     }
@@ -277,8 +295,29 @@ mod tests {
     }
 
     #[test]
+    fn new_or_deeper_gives_way_to_other_positions_and_keeps_its_own_deeper_result() {
+        let mut table = TranspositionTable::with_mib(1, DECIDED, Replacement::NewOrDeeper);
+        table.new_search();
+        let slots = table.entries.len() as u64;
+        let (a, b) = (5, 5 + slots);
+        table.store(a, 0, 6, 1, Bound::Exact, Some(1));
+        table.store(a, 0, 2, 9, Bound::Exact, Some(9));
+        assert_eq!(
+            table.probe(a, 0).map(|h| h.score),
+            Some(1),
+            "its own deeper result stays"
+        );
+        table.store(b, 0, 2, 2, Bound::Exact, Some(2));
+        assert!(
+            table.probe(a, 0).is_none(),
+            "another position takes the slot"
+        );
+        assert_eq!(table.probe(b, 0).map(|h| h.score), Some(2));
+    }
+
+    #[test]
     fn a_table_of_no_memory_stores_nothing() {
-        let mut table = TranspositionTable::<u16>::with_mib(0, DECIDED);
+        let mut table = TranspositionTable::<u16>::with_mib(0, DECIDED, Replacement::DeepOrFresh);
         table.new_search();
         table.store(1, 0, 1, 1, Bound::Exact, Some(1));
         assert_eq!(table.probe(1, 0), None);
