@@ -1,7 +1,7 @@
 //! The transposition table the alpha-beta engines share (Connect6, Surakarta, Jiu): a
 //! fixed-size, power-of-two array of entries indexed by the low bits of a position's key, with
-//! the bound of each stored score, the best move found, and a generation per move so that
-//! fresh entries replace old ones. Decided scores (wins and losses counted in plies) are kept
+//! the bound of each stored score, the best move found, and a replacement rule per table (one
+//! of them keeps a generation per move so that fresh entries replace old ones). Decided scores (wins and losses counted in plies) are kept
 //! relative to the node, not the root, so an entry is valid wherever the position recurs.
 
 /// What a stored score says about the node's true value.
