@@ -863,7 +863,7 @@ impl Tables {
     /// The tables, allocated now rather than on the clock at the first search.
     fn new() -> Tables {
         let mut tt = TranspositionTable::with_mib(TT_MIB, WIN - 1000, Replacement::NewOrDeeper);
-        tt.new_search();
+        tt.allocate();
         Tables {
             tt,
             killers: [[0; 2]; KILLER_PLIES],

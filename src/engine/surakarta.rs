@@ -63,7 +63,7 @@ pub const INFO: EngineInfo = EngineInfo {
         EngineOption {
             name: "tt_mb",
             default: "24",
-            about: "transposition table size in MiB (1..=1024), allocated at the first search",
+            about: "transposition table size in MiB (1..=1024), allocated once per engine",
         },
     ],
 };
@@ -729,6 +729,9 @@ impl SurakartaEngine {
         let time_cap_ms =
             integer_option(options, "time_ms", 0..=u64::from(u32::MAX))?.filter(|&ms| ms > 0);
         let tt_mb = integer_option(options, "tt_mb", 1..=1024)?.unwrap_or(24);
+        // Allocated when the engine is built, not on the clock at its first search.
+        let mut table = Table::with_mib(tt_mb, WIN_BOUND + 1, Replacement::DeepOrFresh);
+        table.allocate();
         Ok(SurakartaEngine {
             options: parse_options::<Surakarta>(rules)?,
             max_depth,
@@ -740,7 +743,7 @@ impl SurakartaEngine {
             opening_random: integer_option(options, "opening_random", 0..=1000)?.unwrap_or(0)
                 as u32,
             rng: SmallRng::seed_from_u64(seed),
-            table: Table::with_mib(tt_mb, WIN_BOUND + 1, Replacement::DeepOrFresh),
+            table,
             heuristics: Box::new(Heuristics::new()),
             last: SearchStats::default(),
         })

@@ -112,11 +112,17 @@ impl<M: Copy + Default> TranspositionTable<M> {
         }
     }
 
-    /// Allocates the table if needed and starts a new generation (one per move).
-    pub fn new_search(&mut self) {
+    /// Allocates the table now if it is not yet (for an engine that allocates when it is built,
+    /// not on the clock at its first search).
+    pub fn allocate(&mut self) {
         if self.entries.is_empty() && self.mib > 0 {
             self.entries = vec![Entry::default(); super::table_entries::<Entry<M>>(self.mib)];
         }
+    }
+
+    /// Allocates the table if needed and starts a new generation (one per move).
+    pub fn new_search(&mut self) {
+        self.allocate();
         // 1 to 255: generation 0 marks a slot never written.
         self.generation = self.generation % 255 + 1;
     }
