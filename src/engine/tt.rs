@@ -87,15 +87,9 @@ pub struct TranspositionTable<M> {
 }
 
 /// A table of no memory, storing nothing (what `std::mem::take` leaves behind).
-impl<M> Default for TranspositionTable<M> {
+impl<M: Copy + Default> Default for TranspositionTable<M> {
     fn default() -> TranspositionTable<M> {
-        TranspositionTable {
-            entries: Vec::new(),
-            mib: 0,
-            generation: 0,
-            replacement: Replacement::DeepOrFresh,
-            decided: i32::MAX,
-        }
+        TranspositionTable::with_mib(0, i32::MAX, Replacement::DeepOrFresh)
     }
 }
 
@@ -118,6 +112,8 @@ impl<M: Copy + Default> TranspositionTable<M> {
         if self.entries.is_empty() && self.mib > 0 {
             self.entries = vec![Entry::default(); super::table_entries::<Entry<M>>(self.mib)];
         }
+        // What is stored from now on is found, even before the first `new_search`.
+        self.generation = self.generation.max(1);
     }
 
     /// Allocates the table if needed and starts a new generation (one per move).
@@ -319,6 +315,22 @@ mod tests {
             "another position takes the slot"
         );
         assert_eq!(table.probe(b, 0).map(|h| h.score), Some(2));
+    }
+
+    #[test]
+    fn an_allocated_table_finds_what_it_stores_before_any_search_starts() {
+        let mut table = TranspositionTable::with_mib(1, DECIDED, Replacement::NewOrDeeper);
+        table.allocate();
+        table.store(9, 0, 1, 3, Bound::Exact, Some(4u32));
+        assert_eq!(table.probe(9, 0).and_then(|h| h.best), Some(4));
+    }
+
+    #[test]
+    fn the_engines_entries_are_24_bytes() {
+        // docs/engines.md states these sizes, and `tt_mb` defaults are chosen from them.
+        assert_eq!(std::mem::size_of::<Entry<(u16, u16)>>(), 24, "Connect6");
+        assert_eq!(std::mem::size_of::<Entry<u16>>(), 24, "Surakarta");
+        assert_eq!(std::mem::size_of::<Entry<u32>>(), 24, "Jiu");
     }
 
     #[test]
