@@ -33,7 +33,9 @@
 //! The evaluation scores every window of six points in the four directions: a window holding
 //! only one colour's stones is worth `WINDOW_VALUE[count]` to that colour (the paper's live /
 //! sleeping twos to fives), a window holding both colours is dead. The board keeps the per-window
-//! counts and the score incrementally as stones are placed and removed.
+//! counts, the score and every point's gain (what a stone there would add, which orders the
+//! candidates) incrementally as stones are placed and removed; a pair's second stone is scored
+//! from the first one's line without placing it.
 //!
 //! Internal indices (points, windows) come from tables built here and are always in range; the
 //! only outside input, the move history, is replayed and checked with the rules module first.
@@ -146,7 +148,12 @@ struct Tables {
     point_windows: Vec<Vec<u16>>,
     /// Points one or two steps away along the four lines.
     near: Vec<Vec<u16>>,
+    /// For each point and direction (`DIRECTIONS`), the window in that direction holding the
+    /// point as its `k`-th point, for `k` in 0..6 (`NO_WINDOW` where it would leave the board).
+    window_at: Vec<[[u16; 6]; 4]>,
 }
+
+const NO_WINDOW: u16 = u16::MAX;
 
 fn tables() -> &'static Tables {
     static TABLES: OnceLock<Tables> = OnceLock::new();
@@ -163,18 +170,20 @@ fn build_tables() -> Tables {
     let mut windows = Vec::new();
     let mut point_windows = vec![Vec::new(); CELLS];
     let mut near = vec![Vec::new(); CELLS];
+    let mut window_at = vec![[[NO_WINDOW; 6]; 4]; CELLS];
     for row in 0..size {
         for col in 0..size {
-            for &(dc, dr) in &DIRECTIONS {
+            for (direction, &(dc, dr)) in DIRECTIONS.iter().enumerate() {
                 let cells: Option<Vec<u16>> = (0..6)
                     .map(|k| on_board(col + dc * k, row + dr * k))
                     .collect();
                 if let Some(cells) = cells {
                     let id = windows.len() as u16;
                     let mut window = [0u16; 6];
-                    for (slot, &cell) in window.iter_mut().zip(&cells) {
+                    for (k, (slot, &cell)) in window.iter_mut().zip(&cells).enumerate() {
                         *slot = cell;
                         point_windows[cell as usize].push(id);
+                        window_at[cell as usize][direction][k] = id;
                     }
                     windows.push(window);
                 }
@@ -193,6 +202,7 @@ fn build_tables() -> Tables {
         windows,
         point_windows,
         near,
+        window_at,
     }
 }
 
@@ -206,6 +216,10 @@ struct Board {
     counts: Vec<[u8; 2]>,
     /// Sum of `WINDOW_VALUE` over each colour's windows.
     score: [i32; 2],
+    /// For each colour and point, `window_gain` summed over the point's windows: on an empty
+    /// point, how much a stone of that colour there would raise its score minus the other's
+    /// (`gain`). Kept for every point, so that placing and removing only add differences.
+    gains: [[i32; 2]; CELLS],
     /// Windows with at least four stones of a colour and none of the other: threats to win.
     threats: [u32; 2],
     stones: u32,
@@ -224,11 +238,16 @@ impl Board {
             cells: [0; CELLS],
             counts: vec![[0; 2]; tables.windows.len()],
             score: [0; 2],
+            gains: [[0; 2]; CELLS],
             threats: [0; 2],
             stones: 0,
             hash: 0,
             bbox: [i8::MAX, i8::MIN, i8::MAX, i8::MIN],
         };
+        for (p, windows) in tables.point_windows.iter().enumerate() {
+            let empty_window = window_gain(0, 0) * windows.len() as i32;
+            board.gains[p] = [empty_window; 2];
+        }
         for index in 0..CELLS {
             if let Some(side) = position.stone_at(Point::from_index(index, SIZE)) {
                 board.place(index as u16, side.index());
@@ -244,9 +263,20 @@ impl Board {
     /// Places a stone of colour `side` (0 or 1) on empty point `p`; returns the old bounding
     /// box for `remove`.
     fn place(&mut self, p: u16, side: usize) -> [i8; 4] {
+        self.place_keeping::<true>(p, side)
+    }
+
+    /// `place` that leaves `gains` as they were (so they are stale until the stone is
+    /// removed with `remove_stale`): for a stone tried and taken back before any gain is read.
+    fn place_stale(&mut self, p: u16, side: usize) -> [i8; 4] {
+        self.place_keeping::<false>(p, side)
+    }
+
+    fn place_keeping<const GAINS: bool>(&mut self, p: u16, side: usize) -> [i8; 4] {
         let other = 1 - side;
         for &w in &self.tables.point_windows[p as usize] {
             let count = &mut self.counts[w as usize];
+            let before = *count;
             let (own, theirs) = (count[side] as usize, count[other] as usize);
             if theirs == 0 {
                 self.score[side] += WINDOW_VALUE[own + 1] - WINDOW_VALUE[own];
@@ -260,6 +290,10 @@ impl Board {
                 }
             }
             count[side] += 1;
+            let after = *count;
+            if GAINS {
+                self.update_gains(w, before, after);
+            }
         }
         self.cells[p as usize] = side as u8 + 1;
         self.stones += 1;
@@ -277,10 +311,21 @@ impl Board {
 
     /// Undoes `place(p, side)`, restoring the bounding box it returned.
     fn remove(&mut self, p: u16, side: usize, old_bbox: [i8; 4]) {
+        self.remove_keeping::<true>(p, side, old_bbox)
+    }
+
+    /// Undoes `place_stale(p, side)`.
+    fn remove_stale(&mut self, p: u16, side: usize, old_bbox: [i8; 4]) {
+        self.remove_keeping::<false>(p, side, old_bbox)
+    }
+
+    fn remove_keeping<const GAINS: bool>(&mut self, p: u16, side: usize, old_bbox: [i8; 4]) {
         let other = 1 - side;
         for &w in &self.tables.point_windows[p as usize] {
             let count = &mut self.counts[w as usize];
+            let before = *count;
             count[side] -= 1;
+            let after = *count;
             let (own, theirs) = (count[side] as usize, count[other] as usize);
             if theirs == 0 {
                 self.score[side] -= WINDOW_VALUE[own + 1] - WINDOW_VALUE[own];
@@ -293,6 +338,9 @@ impl Board {
                     self.threats[other] += 1;
                 }
             }
+            if GAINS {
+                self.update_gains(w, before, after);
+            }
         }
         self.cells[p as usize] = 0;
         self.stones -= 1;
@@ -300,18 +348,73 @@ impl Board {
         self.bbox = old_bbox;
     }
 
+    /// After window `w`'s counts went from `before` to `after`: its points' `gains` change
+    /// by the difference of the window's `window_gain` for each colour.
+    fn update_gains(&mut self, w: u16, before: [u8; 2], after: [u8; 2]) {
+        let delta = [
+            window_gain(after[0], after[1]) - window_gain(before[0], before[1]),
+            window_gain(after[1], after[0]) - window_gain(before[1], before[0]),
+        ];
+        if delta == [0, 0] {
+            return;
+        }
+        for &q in &self.tables.windows[w as usize] {
+            let gains = &mut self.gains[q as usize];
+            gains[0] += delta[0];
+            gains[1] += delta[1];
+        }
+    }
+
     /// How much a `side` stone on empty `p` would raise `side`'s score minus the other's.
     fn gain(&self, p: u16, side: usize) -> i32 {
+        self.gains[p as usize][side]
+    }
+
+    /// `gain(b, side)` as it would be after a `side` stone on empty `a` (`b` empty, not `a`),
+    /// without placing it: only the windows holding both points change, and those lie on
+    /// the line through them when they are at most five steps apart.
+    fn gain_after(&self, a: u16, b: u16, side: usize) -> i32 {
+        self.gain_with(a, b, side, 0)
+    }
+
+    /// `gain(b, side)` with a `side` stone on `a` placed by `place_stale` (its windows' counts
+    /// hold it, the gains do not).
+    fn gain_beside_stale(&self, a: u16, b: u16, side: usize) -> i32 {
+        self.gain_with(a, b, side, 1)
+    }
+
+    /// `gain(b, side)` corrected for a `side` stone on `a` that the gains do not hold and
+    /// the counts hold `counted` times (0 or 1).
+    fn gain_with(&self, a: u16, b: u16, side: usize, counted: u8) -> i32 {
+        let mut gain = self.gain(b, side);
+        let (dc, dr) = (
+            (b % SIZE as u16) as i32 - (a % SIZE as u16) as i32,
+            (b / SIZE as u16) as i32 - (a / SIZE as u16) as i32,
+        );
+        // The direction of the line from `a` to `b`, and `b`'s steps along it (signed).
+        let (direction, steps) = match (dc, dr) {
+            (_, 0) => (0, dc),
+            (0, _) => (1, dr),
+            _ if dc == dr => (2, dc),
+            _ if dc == -dr => (3, dc),
+            _ => return gain,
+        };
+        if steps == 0 || steps.abs() > 5 {
+            return gain;
+        }
+        // `a` as the `k`-th point of a window holds `b` as the `k + steps`-th.
         let other = 1 - side;
-        let mut gain = 0;
-        for &w in &self.tables.point_windows[p as usize] {
-            let count = self.counts[w as usize];
-            let (own, theirs) = (count[side] as usize, count[other] as usize);
-            if theirs == 0 {
-                gain += WINDOW_VALUE[own + 1] - WINDOW_VALUE[own];
-            } else if own == 0 {
-                gain += WINDOW_VALUE[theirs];
+        for (k, &w) in self.tables.window_at[a as usize][direction]
+            .iter()
+            .enumerate()
+        {
+            let at_b = k as i32 + steps;
+            if w == NO_WINDOW || !(0..6).contains(&at_b) {
+                continue;
             }
+            let count = self.counts[w as usize];
+            let (own, theirs) = (count[side] - counted, count[other]);
+            gain += window_gain(own + 1, theirs) - window_gain(own, theirs);
         }
         gain
     }
@@ -362,6 +465,41 @@ impl Board {
             .flat_map(move |r| (c0..=c1).map(move |c| r as u16 * SIZE as u16 + c as u16))
             .filter(|&p| self.is_empty(p))
     }
+}
+
+/// What a stone placed on an empty point of a window holding `own` stones of its colour and
+/// `theirs` of the other adds to its colour's score minus the other's: the window's next
+/// value while the other colour is absent, the other colour's value taken away when its
+/// colour is, nothing in a window holding both (or full).
+fn window_gain(own: u8, theirs: u8) -> i32 {
+    let (own, theirs) = (own as usize, theirs as usize);
+    if own + theirs >= 6 {
+        0
+    } else if theirs == 0 {
+        WINDOW_VALUE[own + 1] - WINDOW_VALUE[own]
+    } else if own == 0 {
+        WINDOW_VALUE[theirs]
+    } else {
+        0
+    }
+}
+
+/// Keeps the first `n` of `items` in the total `order`, sorted: the same as sorting all and
+/// truncating, without sorting what is dropped.
+fn keep_first<T>(
+    items: &mut Vec<T>,
+    n: usize,
+    mut order: impl FnMut(&T, &T) -> std::cmp::Ordering,
+) {
+    if n == 0 {
+        items.clear();
+        return;
+    }
+    if items.len() > n {
+        items.select_nth_unstable_by(n - 1, &mut order);
+        items.truncate(n);
+    }
+    items.sort_unstable_by(order);
 }
 
 /// Whether two pairs place the same two points.
@@ -467,8 +605,7 @@ impl Search<'_> {
             .window_points()
             .map(|p| (self.board.gain(p, side), p))
             .collect();
-        points.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
-        points.truncate(width);
+        keep_first(&mut points, width, |x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
         points
     }
 
@@ -492,7 +629,6 @@ impl Search<'_> {
         let tables = self.board.tables;
         let mut pairs = Vec::new();
         for (i, &(gain_a, a)) in points.iter().enumerate() {
-            let old = self.board.place(a, side);
             let seconds = points[i + 1..].iter().map(|&(_, p)| p).chain(
                 tables.near[a as usize]
                     .iter()
@@ -504,20 +640,18 @@ impl Search<'_> {
                     continue;
                 }
                 pairs.push(Pair {
-                    score: gain_a + self.board.gain(b, side),
+                    score: gain_a + self.board.gain_after(a, b, side),
                     a,
                     b,
                 });
             }
-            self.board.remove(a, side, old);
         }
-        pairs.sort_unstable_by(|x, y| {
+        keep_first(&mut pairs, limit, |x, y| {
             y.score
                 .cmp(&x.score)
                 .then(x.a.cmp(&y.a))
                 .then(x.b.cmp(&y.b))
         });
-        pairs.truncate(limit);
         pairs
     }
 
@@ -875,16 +1009,33 @@ impl Search<'_> {
         firsts.dedup();
         let mut found: Vec<Pair> = Vec::new();
         let mut building: Vec<Pair> = Vec::new();
+        // Second stones: points in windows holding three attacker stones once `a` is placed,
+        // which are those holding three without it and those through `a` that it brings to
+        // three; and the blocking points.
+        let mut seconds_before = self.points_in_windows(attacker, 3);
+        seconds_before.extend(against.iter().flatten().filter(|&&p| p != NO_POINT));
+        let mut seconds = Vec::new();
         for &a in &firsts {
             if self.should_stop() {
                 break;
             }
-            let old_a = self.board.place(a, attacker);
+            let old_a = self.board.place_stale(a, attacker);
             if against.is_empty() && self.board.threats[defender] == 0 {
                 self.building_pairs(a, &mut building);
             }
-            let mut seconds = self.points_in_windows(attacker, 3);
-            seconds.extend(against.iter().flatten().filter(|&&p| p != NO_POINT));
+            seconds.clear();
+            seconds.extend_from_slice(&seconds_before);
+            for &w in &tables.point_windows[a as usize] {
+                let count = self.board.counts[w as usize];
+                if count[attacker] >= 3 && count[defender] == 0 {
+                    seconds.extend(
+                        tables.windows[w as usize]
+                            .iter()
+                            .copied()
+                            .filter(|&p| self.board.is_empty(p)),
+                    );
+                }
+            }
             seconds.sort_unstable();
             seconds.dedup();
             for &b in &seconds {
@@ -894,7 +1045,7 @@ impl Search<'_> {
                 {
                     continue;
                 }
-                let old_b = self.board.place(b, attacker);
+                let old_b = self.board.place_stale(b, attacker);
                 if self.board.threats[defender] == 0 {
                     let mut ids: Vec<u16> = tables.point_windows[a as usize]
                         .iter()
@@ -919,9 +1070,9 @@ impl Search<'_> {
                         });
                     }
                 }
-                self.board.remove(b, attacker, old_b);
+                self.board.remove_stale(b, attacker, old_b);
             }
-            self.board.remove(a, attacker, old_a);
+            self.board.remove_stale(a, attacker, old_a);
         }
         found.sort_unstable_by(|x, y| (x.a, x.b).cmp(&(y.a, y.b)).then(y.score.cmp(&x.score)));
         found.dedup_by_key(|p| (p.a, p.b));
@@ -941,7 +1092,8 @@ impl Search<'_> {
         found
     }
 
-    /// With the attacker's stone just placed on `a`: if that stone alone leaves threats
+    /// With the attacker's stone just placed on `a` (by `place_stale`: gains are read with
+    /// `gain_beside_stale`): if that stone alone leaves threats
     /// needing two stones to block, the pair's second stone is free, and the pairs of `a` with
     /// the best points by the attacker's gain outside its threat windows (stones that build
     /// the next threat, as a strong opponent plays them) are added to `out`.
@@ -957,7 +1109,7 @@ impl Search<'_> {
             .board
             .window_points()
             .filter(|&p| !windows.iter().any(|w| w.contains(&p)))
-            .map(|p| (self.board.gain(p, attacker), p))
+            .map(|p| (self.board.gain_beside_stale(a, p, attacker), p))
             .collect();
         points.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
         for &(gain, b) in points.iter().take((self.threat_width / 2).max(2)) {
@@ -1692,6 +1844,125 @@ mod tests {
         let white = wide_search(&position(&["J10"], &["K10"], 'o'), Side::Second, &abort);
         assert_ne!(black.key(0), swapped.key(0));
         assert_ne!(black.key(0), white.key(0));
+    }
+
+    /// A stone's gain as the evaluation defines it, summed over the point's windows from their
+    /// counts (how `Board::gain` was computed before the gains were kept incrementally).
+    fn gain_by_windows(board: &Board, p: u16, side: usize) -> i32 {
+        board.tables.point_windows[p as usize]
+            .iter()
+            .map(|&w| {
+                let count = board.counts[w as usize];
+                let (own, theirs) = (count[side] as usize, count[1 - side] as usize);
+                if theirs == 0 {
+                    WINDOW_VALUE[own + 1] - WINDOW_VALUE[own]
+                } else if own == 0 {
+                    WINDOW_VALUE[theirs]
+                } else {
+                    0
+                }
+            })
+            .sum()
+    }
+
+    /// Checks every empty point's kept gain against `gain_by_windows`, and `gain_after` and
+    /// `gain_beside_stale` against placing a stone, for pairs of empty points in the search
+    /// window; returns how many pairs were checked.
+    fn check_gains(board: &mut Board) -> usize {
+        for p in 0..CELLS as u16 {
+            if board.is_empty(p) {
+                for side in 0..2 {
+                    assert_eq!(board.gain(p, side), gain_by_windows(board, p, side), "{p}");
+                }
+            }
+        }
+        let points: Vec<u16> = board.window_points().collect();
+        let mut checked = 0;
+        for &a in &points {
+            for side in 0..2 {
+                let expected: Vec<i32> = {
+                    let old = board.place(a, side);
+                    let gains = points.iter().map(|&b| board.gain(b, side)).collect();
+                    board.remove(a, side, old);
+                    gains
+                };
+                let after: Vec<i32> = points
+                    .iter()
+                    .map(|&b| board.gain_after(a, b, side))
+                    .collect();
+                let old = board.place_stale(a, side);
+                let beside: Vec<i32> = points
+                    .iter()
+                    .map(|&b| board.gain_beside_stale(a, b, side))
+                    .collect();
+                board.remove_stale(a, side, old);
+                for (i, &b) in points.iter().enumerate() {
+                    if b != a {
+                        assert_eq!(after[i], expected[i], "gain_after({a}, {b}, {side})");
+                        assert_eq!(
+                            beside[i], expected[i],
+                            "gain_beside_stale({a}, {b}, {side})"
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        checked
+    }
+
+    #[test]
+    fn kept_gains_equal_gains_summed_over_windows_over_a_game() {
+        // The quick engine against itself; after every move the kept gains, and the gains a
+        // pair's second stone is scored with, must be what the windows' counts give.
+        let player = engine(serde_json::json!({"depth": 1, "width": 6, "threat_depth": 2}));
+        let mut pos = after_moves(&["J10", "K11,K9"]);
+        let mut board = Board::from_position(&pos);
+        let opening = board.gains;
+        let mut placed = Vec::new();
+        let mut checked = check_gains(&mut board);
+        for _ in 0..12 {
+            if pos.outcome().is_some() {
+                break;
+            }
+            let side = pos.turn().index();
+            let mv = think(&player, &pos);
+            for p in mv.stones() {
+                let p = p.index(SIZE) as u16;
+                placed.push((p, side, board.place(p, side)));
+            }
+            pos = play(&pos, &mv);
+            checked += check_gains(&mut board);
+        }
+        assert!(
+            placed.len() > 10 && checked > 10_000,
+            "{} stones, {checked}",
+            placed.len()
+        );
+        for &(p, side, bbox) in placed.iter().rev() {
+            board.remove(p, side, bbox);
+        }
+        assert!(
+            board.gains == opening,
+            "gains after taking every stone back"
+        );
+    }
+
+    #[test]
+    fn keep_first_is_sorting_then_truncating() {
+        // Many ties, so that only a total order gives one answer.
+        let items: Vec<(i32, u16)> = (0..200u16)
+            .map(|i| ((i * 37 % 11) as i32, i * 7 % 200))
+            .collect();
+        let order = |x: &(i32, u16), y: &(i32, u16)| y.0.cmp(&x.0).then(x.1.cmp(&y.1));
+        for n in [0, 1, 5, 12, 199, 200, 300] {
+            let mut sorted = items.clone();
+            sorted.sort_by(order);
+            sorted.truncate(n);
+            let mut kept = items.clone();
+            keep_first(&mut kept, n, order);
+            assert_eq!(kept, sorted, "n = {n}");
+        }
     }
 
     /// Iterative deepening from 1 to `depth` over the root pairs, as the engine's main
