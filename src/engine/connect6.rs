@@ -1046,7 +1046,9 @@ impl Search<'_> {
                     continue;
                 }
                 let old_b = self.board.place_stale(b, attacker);
-                if self.board.threats[defender] == 0 {
+                // Two stones to block need two threat windows at least (all of them hold `a`
+                // or `b`: a threat before would have been a win at once).
+                if self.board.threats[defender] == 0 && self.board.threats[attacker] >= 2 {
                     let mut ids: Vec<u16> = tables.point_windows[a as usize]
                         .iter()
                         .chain(&tables.point_windows[b as usize])
