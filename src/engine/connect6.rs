@@ -1813,12 +1813,16 @@ mod tests {
     }
 
     #[test]
-    fn incremental_key_equals_recomputed_key_over_a_game() {
+    fn incremental_key_and_gains_equal_recomputed_ones_over_a_game() {
         // The quick engine against itself from a fixed opening; after every move the board
-        // kept by placing stones must have the key of a board built afresh.
+        // kept by placing stones must have the key of a board built afresh, and its kept
+        // gains (and those a pair's second stone is scored with) must be what the windows'
+        // counts give.
         let player = engine(serde_json::json!({"depth": 1, "width": 6, "threat_depth": 2}));
         let mut pos = after_moves(&["J10", "K11,K9"]);
         let mut board = Board::from_position(&pos);
+        let opening_gains = board.gains;
+        let mut checked = check_gains(&mut board);
         let mut placed = Vec::new();
         for _ in 0..12 {
             if pos.outcome().is_some() {
@@ -1832,12 +1836,21 @@ mod tests {
             }
             pos = play(&pos, &mv);
             assert_eq!(board.hash, Board::from_position(&pos).hash, "after {mv}");
+            checked += check_gains(&mut board);
         }
-        assert!(placed.len() > 10);
+        assert!(
+            placed.len() > 10 && checked > 10_000,
+            "{} stones, {checked}",
+            placed.len()
+        );
         let opening = Board::from_position(&after_moves(&["J10", "K11,K9"])).hash;
         for &(p, side, bbox) in placed.iter().rev() {
             board.remove(p, side, bbox);
         }
+        assert!(
+            board.gains == opening_gains,
+            "gains after taking every stone back"
+        );
         assert_eq!(board.hash, opening);
         // Colours and the side to move are in the key.
         let abort = AtomicBool::new(false);
@@ -1911,43 +1924,6 @@ mod tests {
             }
         }
         checked
-    }
-
-    #[test]
-    fn kept_gains_equal_gains_summed_over_windows_over_a_game() {
-        // The quick engine against itself; after every move the kept gains, and the gains a
-        // pair's second stone is scored with, must be what the windows' counts give.
-        let player = engine(serde_json::json!({"depth": 1, "width": 6, "threat_depth": 2}));
-        let mut pos = after_moves(&["J10", "K11,K9"]);
-        let mut board = Board::from_position(&pos);
-        let opening = board.gains;
-        let mut placed = Vec::new();
-        let mut checked = check_gains(&mut board);
-        for _ in 0..12 {
-            if pos.outcome().is_some() {
-                break;
-            }
-            let side = pos.turn().index();
-            let mv = think(&player, &pos);
-            for p in mv.stones() {
-                let p = p.index(SIZE) as u16;
-                placed.push((p, side, board.place(p, side)));
-            }
-            pos = play(&pos, &mv);
-            checked += check_gains(&mut board);
-        }
-        assert!(
-            placed.len() > 10 && checked > 10_000,
-            "{} stones, {checked}",
-            placed.len()
-        );
-        for &(p, side, bbox) in placed.iter().rev() {
-            board.remove(p, side, bbox);
-        }
-        assert!(
-            board.gains == opening,
-            "gains after taking every stone back"
-        );
     }
 
     #[test]
