@@ -1,8 +1,9 @@
 //! The transposition table the alpha-beta engines share (Connect6, Surakarta, Jiu): a
 //! fixed-size, power-of-two array of entries indexed by the low bits of a position's key, with
 //! the bound of each stored score, the best move found, and a replacement rule per table (one
-//! of them keeps a generation per move so that fresh entries replace old ones). Decided scores (wins and losses counted in plies) are kept
-//! relative to the node, not the root, so an entry is valid wherever the position recurs.
+//! of them uses the generation each entry keeps, one per move, so that fresh entries replace
+//! old ones). Decided scores (wins and losses counted in plies) are kept relative to the node,
+//! not the root, so an entry is valid wherever the position recurs.
 
 /// What a stored score says about the node's true value.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -73,8 +74,8 @@ impl<M> Hit<M> {
     }
 }
 
-/// The table: allocated at the first search (a table of 0 MiB stores nothing), kept between
-/// moves.
+/// The table: allocated by `allocate` or at the first `new_search` (a table of 0 MiB stores
+/// nothing), kept between moves.
 #[derive(Debug, Clone)]
 pub struct TranspositionTable<M> {
     entries: Vec<Entry<M>>,
@@ -183,23 +184,21 @@ impl<M: Copy + Default> TranspositionTable<M> {
     /// A root-relative score as the node's own (a win in N plies from the root is a win in
     /// N − `ply` from the node).
     fn relative_to_node(&self, score: i32, ply: u32) -> i32 {
-        let ply = ply as i32;
-        if score >= self.decided {
-            score + ply
-        } else if score <= -self.decided {
-            score - ply
-        } else {
-            score
-        }
+        self.decided_moved_by(score, ply as i32)
     }
 
     /// The inverse of `relative_to_node`.
     fn relative_to_root(&self, score: i32, ply: u32) -> i32 {
-        let ply = ply as i32;
+        self.decided_moved_by(score, -(ply as i32))
+    }
+
+    /// A decided score moved `plies` further from zero (nearer for negative `plies`); other
+    /// scores as they are.
+    fn decided_moved_by(&self, score: i32, plies: i32) -> i32 {
         if score >= self.decided {
-            score - ply
+            score + plies
         } else if score <= -self.decided {
-            score + ply
+            score - plies
         } else {
             score
         }
