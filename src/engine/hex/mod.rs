@@ -67,6 +67,13 @@ pub const INFO: EngineInfo = EngineInfo {
                     threads it is split evenly between their trees",
         },
         EngineOption {
+            name: "vc",
+            default: "1",
+            about: "virtual connections (H-search): 1 before each move (a semi connection's \
+                    winning key is played, and only cells that stop the opponent's are \
+                    searched); 2 also at each root move's node in the UCT tree; 0 off",
+        },
+        EngineOption {
             name: "threads",
             default: "1",
             about: "threads the UCT stage searches with (1..=64), one tree each (root \
@@ -81,10 +88,12 @@ mod tables;
 #[cfg(test)]
 mod tests;
 mod uct;
+mod vc;
 
 use circuit::*;
 use tables::*;
 use uct::*;
+use vc::*;
 
 /// A cell counts as a candidate when its combined current share reaches this fraction of the
 /// largest one.
@@ -124,6 +133,8 @@ pub struct SearchStats {
     pub candidates: usize,
     /// Root visits kept from the previous move's tree.
     pub reused: u64,
+    /// Empty cells the virtual connections left to choose from (0: no restriction).
+    pub must_play: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -133,6 +144,8 @@ pub enum Stage {
     Immediate,
     AlphaBeta,
     Uct,
+    /// A semi connection between our edges (virtual connections): its key wins.
+    Connection,
 }
 
 /// Engine settings from the engine options.
@@ -146,6 +159,8 @@ struct Settings {
     tree_nodes: usize,
     /// Threads (and trees) of the UCT stage.
     threads: usize,
+    /// Virtual connections: 0 off, 1 before each move, 2 also at the root's children.
+    vc: u8,
 }
 
 impl Settings {
@@ -162,6 +177,7 @@ impl Settings {
             ab_below: ab_below as usize,
             tree_nodes: tree_nodes_for(tree_mb),
             threads: threads as usize,
+            vc: integer_option(options, "vc", 0..=2)?.unwrap_or(1) as u8,
         })
     }
 }
@@ -237,7 +253,11 @@ impl HexEngine {
             settings,
             circuit: Box::new(Circuit::new()),
             workers: (0..threads as u64)
-                .map(|k| UctWorker::new(seed, k, worker_nodes))
+                .map(|k| {
+                    let mut worker = UctWorker::new(seed, k, worker_nodes);
+                    worker.check_children = settings.vc >= 2;
+                    worker
+                })
                 .collect(),
             last_stats: SearchStats::default(),
         })
@@ -282,13 +302,49 @@ impl HexEngine {
         if let Some(&block) = winning_cells(cells, 1 - mover).first() {
             return block;
         }
+        // Virtual connections: a semi connection between our edges wins by its key; the
+        // opponent's semi connections leave only their carriers' intersection worth playing.
+        let allowed = if self.settings.vc > 0 {
+            let ours = Connections::build(cells, mover);
+            if let Some(&(_, key)) = ours.edge_semis().first() {
+                self.last_stats.stage = Stage::Connection;
+                return key;
+            }
+            match ours.edge_fulls().iter().min_by_key(|c| c.count_ones()) {
+                // Already joined against any defence: any move keeps that, so play inside the
+                // smallest carrier (the next move answers an intrusion by a key).
+                Some(&carrier) => carrier,
+                None => Connections::build(cells, 1 - mover)
+                    .must_play()
+                    .unwrap_or(!0),
+            }
+        } else {
+            !0
+        };
+        let allowed = if (0..CELLS).any(|c| cells[c] == EMPTY && allowed & (1 << c) != 0) {
+            allowed
+        } else {
+            !0
+        };
+        self.last_stats.must_play = if allowed == !0 {
+            0
+        } else {
+            (0..CELLS)
+                .filter(|&c| cells[c] == EMPTY && allowed & (1 << c) != 0)
+                .count()
+        };
         let mut score = [0.0; CELLS];
         self.assess(cells, Some(&mut score));
         let reply = bridge_reply(cells, mover, last).or_else(|| template_reply(cells, mover, last));
-        let best_score = score.iter().copied().fold(0.0, f64::max);
+        let reply = reply.filter(|&c| allowed & (1 << c) != 0);
+        let best_score = (0..CELLS)
+            .filter(|&c| allowed & (1 << c) != 0)
+            .map(|c| score[c])
+            .fold(0.0, f64::max);
         let mut candidates: Vec<u8> = (0..CELLS as u8)
             .filter(|&c| {
                 cells[c as usize] == EMPTY
+                    && allowed & (1 << c) != 0
                     && (score[c as usize] >= CANDIDATE_SHARE * best_score || Some(c) == reply)
             })
             .collect();
@@ -300,7 +356,7 @@ impl HexEngine {
         });
         if candidates.is_empty() {
             candidates = (0..CELLS as u8)
-                .filter(|&c| cells[c as usize] == EMPTY)
+                .filter(|&c| cells[c as usize] == EMPTY && allowed & (1 << c) != 0)
                 .collect();
         }
         self.last_stats.candidates = candidates.len();
@@ -309,7 +365,13 @@ impl HexEngine {
             self.alpha_beta_root(cells, mover, candidates, limits)
         } else {
             self.last_stats.stage = Stage::Uct;
-            self.uct(cells, mover, &score, best_score, reply, limits)
+            let root = RootKnowledge {
+                score: &score,
+                best_score,
+                reply,
+                allowed,
+            };
+            self.uct(cells, mover, &root, limits)
         }
     }
 }

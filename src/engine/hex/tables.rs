@@ -460,7 +460,7 @@ pub(super) fn is_dead(cells: &Cells, cell: usize) -> bool {
 
 /// Floods `colour`'s group from its stone on `start`, marking its cells in `seen` and calling
 /// `each` with every one; returns whether the group touches `colour`'s first and last edge.
-fn flood_group(
+pub(super) fn flood_group(
     cells: &Cells,
     colour: usize,
     start: usize,

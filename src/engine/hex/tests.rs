@@ -293,6 +293,7 @@ fn options_are_checked() {
         serde_json::json!({"time_ms": "soon"}),
         serde_json::json!({"playouts": -3}),
         serde_json::json!({"ab_below": 500}),
+        serde_json::json!({"vc": 3}),
         serde_json::json!([1, 2]),
     ] {
         assert!(
@@ -813,7 +814,7 @@ fn the_solver_proves_a_win_in_three_and_plays_it() {
     let moves = interleave(&RED_GAP, &BLUE_IDLE);
     let moves: Vec<&str> = moves.iter().map(String::as_str).collect();
     let mut e = engine(
-        serde_json::json!({"ab_below": 0, "playouts": 50000}),
+        serde_json::json!({"ab_below": 0, "playouts": 50000, "vc": 0}),
         serde_json::Value::Null,
     );
     let answer = ask(&mut e, &moves, ClockView::unlimited(), false);
@@ -838,14 +839,14 @@ fn the_solver_marks_wins_and_losses_in_one_and_two() {
         abort: &limits_flag,
     };
     let flat = |_: u8| 0.5f32;
-    assert!(worker.search(&cells, 0, &flat, 100, &limits));
+    assert!(worker.search(&cells, 0, &flat, !0, 100, &limits));
     assert_eq!(worker.root_proofs(), vec![(cell("F11"), 1)]);
     assert_eq!(worker.best_cell(), cell("F11"));
     // Blue to move on the win-in-three board (Red's F5/G6 threat): every Blue move that leaves
     // both F5 and G6 to Red, and every one that cannot stop the double threat, is proven lost.
     cells = board_of(&RED_GAP, &BLUE_IDLE[..8]);
     let mut worker = UctWorker::new(2, 0, 2_000_000);
-    assert!(worker.search(&cells, 1, &flat, 60000, &limits));
+    assert!(worker.search(&cells, 1, &flat, !0, 60000, &limits));
     let proofs = worker.root_proofs();
     let lost = proofs.iter().filter(|p| p.1 == -1).count();
     assert!(lost > 10, "{proofs:?}");
@@ -892,4 +893,233 @@ fn the_solver_avoids_proven_losses_in_play() {
         chosen.map(|p| p.1) != Some(-1) || lost == proofs.len(),
         "{answer} {proofs:?}"
     );
+}
+
+fn set_of(cells: &[&str]) -> CellSet {
+    cells.iter().fold(0, |s, c| s | (1u128 << cell(c)))
+}
+
+#[test]
+fn h_search_finds_the_edge_template_and_a_bridge_ladder() {
+    // F2 joins Red's first edge through E1 or F1 (edge template II).
+    let board = board_of(&["F2"], &[]);
+    let vc = Connections::build(&board, 0);
+    assert_eq!(
+        vc.fulls(cell("F2") as usize, CELLS),
+        &[set_of(&["E1", "F1"])]
+    );
+    assert!(!vc.won());
+    // A ladder of bridges from row 2 to row 10, each end in template II: Red is joined.
+    let ladder = ["F2", "G4", "H6", "I8", "J10"];
+    let vc = Connections::build(&board_of(&ladder, &[]), 0);
+    assert!(vc.won());
+    assert_eq!(vc.must_play(), None);
+    // Blue takes one carrier cell of the G4–H6 bridge (G5): Red still holds the edges if it
+    // moves first (the other cell, H5, is a key), and Blue must play in every semi
+    // connection's carrier, which holds H5.
+    let vc = Connections::build(&board_of(&ladder, &["G5"]), 0);
+    assert!(!vc.won(), "{:?}", vc.edge_fulls());
+    assert!(vc.edge_semis().iter().any(|&(_, key)| key == cell("H5")));
+    let must = vc.must_play().expect("a semi connection");
+    assert_ne!(must & (1u128 << cell("H5")), 0);
+    // Blue can only defend inside the ladder's links: the bridges' and templates' cells.
+    let links = set_of(&[
+        "E1", "F1", "F3", "G3", "H5", "H7", "I7", "I9", "J9", "J11", "K11",
+    ]);
+    assert_eq!(must & !links, 0, "{:?}", cells_of(must).collect::<Vec<_>>());
+}
+
+/// The winner of `board` with `mover` to move, by exhaustive search (small boards only).
+fn solve(board: &mut Cells, mover: usize) -> usize {
+    for colour in 0..2 {
+        if connected(board, colour) {
+            return colour;
+        }
+    }
+    for c in 0..CELLS {
+        if board[c] == EMPTY {
+            board[c] = stone(mover);
+            let w = solve(board, 1 - mover);
+            board[c] = EMPTY;
+            if w == mover {
+                return mover;
+            }
+        }
+    }
+    1 - mover
+}
+
+#[test]
+fn h_search_is_sound_on_small_endgames() {
+    // Random fillings with 8 empty cells left and no side joined yet: every full edge
+    // connection H-search finds must win against any defence, every semi connection's key
+    // must win for the colour moving first, and every cell outside the must-play region must
+    // lose for the other colour. Exhaustive search checks each claim.
+    let mut rng = SmallRng::seed_from_u64(7);
+    let (mut positions, mut fulls, mut semis, mut outside) = (0, 0, 0, 0);
+    while positions < 60 {
+        let mut board = [EMPTY; CELLS];
+        let mut order: Vec<usize> = (0..CELLS).collect();
+        for k in (1..CELLS).rev() {
+            order.swap(k, rng.gen_range(0..=k));
+        }
+        for (k, &c) in order[..CELLS - 8].iter().enumerate() {
+            board[c] = stone(k % 2);
+        }
+        if connected(&board, 0) || connected(&board, 1) {
+            continue;
+        }
+        positions += 1;
+        for colour in 0..2 {
+            let vc = Connections::build(&board, colour);
+            if vc.won() {
+                fulls += 1;
+                assert_eq!(solve(&mut board.clone(), 1 - colour), colour, "{board:?}");
+            }
+            for &(_, key) in vc.edge_semis() {
+                semis += 1;
+                let mut after = board;
+                after[key as usize] = stone(colour);
+                assert_eq!(solve(&mut after, 1 - colour), colour, "{board:?} key {key}");
+            }
+            if let Some(must) = vc.must_play() {
+                for c in (0..CELLS).filter(|&c| board[c] == EMPTY && must & (1 << c) == 0) {
+                    outside += 1;
+                    let mut after = board;
+                    after[c] = stone(1 - colour);
+                    assert_eq!(solve(&mut after, colour), colour, "{board:?} cell {c}");
+                }
+            }
+        }
+    }
+    // The claims were put to the test, not vacuously true.
+    assert!(
+        fulls > 5 && semis > 5 && outside > 5,
+        "{fulls} {semis} {outside}"
+    );
+}
+
+/// Time of one H-search per colour on random positions of 10 to 60 stones (run by hand:
+/// `cargo test --release --lib engine::hex::tests::h_search_speed -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn h_search_speed() {
+    let mut rng = SmallRng::seed_from_u64(11);
+    for stones in [10, 20, 30, 40, 60] {
+        let (mut total, mut work, mut runs) = (Duration::ZERO, 0, 0);
+        for _ in 0..10 {
+            let mut board = [EMPTY; CELLS];
+            let mut placed = 0;
+            while placed < stones {
+                let c = rng.gen_range(0..CELLS);
+                if board[c] == EMPTY {
+                    board[c] = stone(placed % 2);
+                    placed += 1;
+                }
+            }
+            for colour in 0..2 {
+                let start = Instant::now();
+                let vc = Connections::build(&board, colour);
+                total += start.elapsed();
+                work += vc.work();
+                runs += 1;
+            }
+        }
+        println!(
+            "{stones} stones: {:.2} ms per H-search, {} AND attempts",
+            total.as_secs_f64() * 1000.0 / runs as f64,
+            work / runs
+        );
+    }
+}
+
+#[test]
+fn virtual_connections_play_the_winning_key_and_the_must_play_region() {
+    // Red's F1–F4 and G7–G11 leave a gap that one Red move closes for good: H-search finds
+    // Red's semi connection and the engine plays its key at once, without searching.
+    let moves = interleave(&RED_GAP, &BLUE_IDLE);
+    let moves: Vec<&str> = moves.iter().map(String::as_str).collect();
+    let mut e = engine(
+        serde_json::json!({"playouts": 50000}),
+        serde_json::Value::Null,
+    );
+    let answer = ask(&mut e, &moves, ClockView::unlimited(), false);
+    assert_eq!(e.last_stats.stage, Stage::Connection);
+    let mut board = board_of(&RED_GAP, &BLUE_IDLE);
+    board[cell(&answer) as usize] = stone(0);
+    assert!(Connections::build(&board, 0).won(), "{answer}");
+    // Blue to move in Red's ladder with one link broken: Blue is kept to the cells that stop
+    // Red's semi connection, and plays one of them.
+    let ladder = ["F2", "G4", "H6", "I8", "J10"];
+    let blue = ["G5", "A1", "A2", "A3"];
+    let moves = interleave(&ladder, &blue);
+    let moves: Vec<&str> = moves[..9].iter().map(String::as_str).collect();
+    let mut e = engine(
+        serde_json::json!({"playouts": 3000}),
+        serde_json::Value::Null,
+    );
+    let answer = ask(&mut e, &moves, ClockView::unlimited(), false);
+    let must = Connections::build(&board_of(&ladder, &blue[..4]), 0)
+        .must_play()
+        .expect("Red has a semi connection");
+    assert!(e.last_stats.must_play > 0 && e.last_stats.must_play <= 11);
+    assert_ne!(must & (1u128 << cell(&answer)), 0, "{answer}");
+}
+
+#[test]
+fn root_children_are_proven_by_virtual_connections() {
+    // Blue to move against Red's intact ladder of bridges: whatever Blue plays, Red keeps a
+    // semi or full connection, so with the children's check (`vc` 2) every root move is
+    // proven lost once expanded and the search stops early; without it (`vc` 1) the playout
+    // cap is reached.
+    let ladder = ["F2", "G4", "H6", "I8", "J10"];
+    let blue = ["A1", "A2", "A3", "A4"];
+    let moves = interleave(&ladder, &blue);
+    let moves: Vec<&str> = moves[..9].iter().map(String::as_str).collect();
+    let mut checked = engine(
+        serde_json::json!({"vc": 2, "playouts": 200000, "ab_below": 0}),
+        serde_json::Value::Null,
+    );
+    ask(&mut checked, &moves, ClockView::unlimited(), false);
+    let proofs = checked.root_proofs();
+    assert!(!proofs.is_empty());
+    assert!(proofs.iter().all(|&(_, p)| p == -1), "{proofs:?}");
+    assert!(
+        checked.last_stats.playouts < 200000,
+        "{:?}",
+        checked.last_stats
+    );
+    let mut plain = engine(
+        serde_json::json!({"vc": 1, "playouts": 20000, "ab_below": 0}),
+        serde_json::Value::Null,
+    );
+    ask(&mut plain, &moves, ClockView::unlimited(), false);
+    assert_eq!(plain.last_stats.playouts, 20000);
+    assert!(plain.root_proofs().iter().any(|&(_, p)| p == 0));
+}
+
+/// Playouts per second with `vc` 1 and 2 on three opening positions, 1 s each (run by hand:
+/// `cargo test --release --lib engine::hex::tests::vc_check_cost -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn vc_check_cost() {
+    let positions: [&[&str]; 3] = [
+        &["F6", "E7"],
+        &["F6", "E7", "G4", "D5"],
+        &["C3", "I9", "F5"],
+    ];
+    for vc in [0, 1, 2] {
+        let (mut playouts, mut seconds) = (0, 0.0);
+        for moves in positions {
+            let mut e = engine(
+                serde_json::json!({"vc": vc, "time_ms": 1000, "ab_below": 0}),
+                serde_json::Value::Null,
+            );
+            let start = Instant::now();
+            ask(&mut e, moves, ClockView::unlimited(), false);
+            seconds += start.elapsed().as_secs_f64();
+            playouts += e.last_stats.playouts;
+        }
+        println!("vc {vc}: {:.0} playouts/s", playouts as f64 / seconds);
+    }
 }

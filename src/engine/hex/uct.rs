@@ -100,6 +100,10 @@ pub(super) struct UctWorker {
     tree_root: Option<(Cells, usize)>,
     /// The most nodes this worker's tree may hold or reserve: its share of `tree_mb`.
     cap: usize,
+    /// Tables for the virtual-connection check of the root's children (allocated at the
+    /// first check), and whether that check is on.
+    connections: Option<Box<Connections>>,
+    pub(super) check_children: bool,
     /// Playouts made by the last search.
     pub(super) playouts: u64,
     /// Root visits the last search kept from the move before.
@@ -115,6 +119,8 @@ impl UctWorker {
             tree: Vec::new(),
             tree_root: None,
             cap,
+            connections: None,
+            check_children: false,
             playouts: 0,
             reused: 0,
         }
@@ -136,6 +142,7 @@ impl UctWorker {
         board: &Cells,
         mover: usize,
         prior: &dyn Fn(u8) -> f32,
+        check: bool,
     ) -> bool {
         // The solver's look at the position: a win in one for the mover proves the move into
         // the node lost; two threats of the other side (and no win in one) prove it won; one
@@ -166,6 +173,25 @@ impl UctWorker {
         } else {
             None
         };
+        // A root child (with the check on): virtual connections prove it, or leave the mover
+        // only the cells that stop the other side's semi connections.
+        let mut allowed: CellSet = !0;
+        if only.is_none() && check {
+            let vc = self
+                .connections
+                .get_or_insert_with(|| Box::new(Connections::new()));
+            vc.search(board, mover);
+            if vc.won() || !vc.edge_semis().is_empty() {
+                self.tree[index].proven = LOST;
+                return true;
+            }
+            vc.search(board, 1 - mover);
+            if vc.won() {
+                self.tree[index].proven = WON;
+                return true;
+            }
+            allowed = vc.must_play().unwrap_or(!0);
+        }
         let first = self.tree.len();
         let reply = bridge_reply(board, mover, self.tree[index].cell);
         if let Some(cell) = only {
@@ -192,7 +218,8 @@ impl UctWorker {
         let (mut empties, mut dead_count) = (0, 0);
         for c in 0..CELLS {
             if board[c] == EMPTY {
-                dead[c] = is_dead(board, c);
+                // Cells outside the must-play region lose: left out like dead cells.
+                dead[c] = allowed & (1 << c) == 0 || is_dead(board, c);
                 live |= !dead[c];
                 empties += 1;
                 dead_count += usize::from(dead[c]);
@@ -429,6 +456,7 @@ impl UctWorker {
         cells: &Cells,
         mover: usize,
         root_prior: &dyn Fn(u8) -> f32,
+        allowed: CellSet,
         playout_cap: u64,
         limits: &Limits<'_>,
     ) -> bool {
@@ -445,11 +473,26 @@ impl UctWorker {
                 child.rave_wins = (child.rave_wins + PRIOR_VISITS * (p - child.prior)).max(0.0);
                 child.prior = p;
             }
-        } else if !self.expand(0, cells, mover, &root_prior) {
+        } else if !self.expand(0, cells, mover, &root_prior, false) {
             // Cannot happen under the cap (1 MiB holds far more than a root's children, even
             // split over the largest thread count) unless memory runs out: then the caller
             // plays any empty cell.
             return false;
+        }
+        // Root moves outside `allowed` (the virtual connections' must-play region) lose
+        // against the opponent's semi connection: proven lost, never searched.
+        let root = self.tree[0];
+        let first = root.first_child as usize;
+        let children = first..first + root.child_count as usize;
+        if self.tree[children.clone()]
+            .iter()
+            .any(|c| c.cell != NO && allowed & (1 << c.cell) != 0)
+        {
+            for child in &mut self.tree[children] {
+                if child.proven == 0 && allowed & (1 << child.cell) == 0 {
+                    child.proven = LOST;
+                }
+            }
         }
         self.tree_root = Some((*cells, mover));
         let flat = |_: u8| 0.5f32;
@@ -484,7 +527,13 @@ impl UctWorker {
                     if !has_empty
                         || node.visits < EXPAND_AFTER
                         || self.tree.len() + CELLS > self.cap
-                        || !self.expand(index, &board, to_move, &flat)
+                        || !self.expand(
+                            index,
+                            &board,
+                            to_move,
+                            &flat,
+                            self.check_children && path.len() == 2,
+                        )
                         || self.tree[index].proven != 0
                     {
                         break;
@@ -561,6 +610,16 @@ fn most_played<R: PartialOrd, V: PartialOrd, W: PartialOrd>(
     a.partial_cmp(&b).unwrap_or(std::cmp::Ordering::Equal)
 }
 
+/// What the engine knows of the root before the UCT stage: each cell's circuit score and the
+/// best of them, the answer to an intrusion (if any), and the cells the virtual connections
+/// leave worth playing.
+pub(super) struct RootKnowledge<'a> {
+    pub(super) score: &'a [f64; CELLS],
+    pub(super) best_score: f64,
+    pub(super) reply: Option<u8>,
+    pub(super) allowed: CellSet,
+}
+
 impl HexEngine {
     /// UCT with RAVE from `cells`, the root priors taken from the resistance currents. One
     /// thread runs the single worker here; more run root-parallel (see [`HexEngine::uct_parallel`]).
@@ -568,11 +627,15 @@ impl HexEngine {
         &mut self,
         cells: &Cells,
         mover: usize,
-        score: &[f64; CELLS],
-        best_score: f64,
-        reply: Option<u8>,
+        root: &RootKnowledge<'_>,
         limits: &Limits<'_>,
     ) -> u8 {
+        let RootKnowledge {
+            score,
+            best_score,
+            reply,
+            allowed,
+        } = *root;
         let scale = if best_score > 0.0 {
             1.0 / best_score
         } else {
@@ -588,7 +651,7 @@ impl HexEngine {
         let cap = self.settings.playouts;
         match self.workers.as_mut_slice() {
             [worker] => {
-                let found = worker.search(cells, mover, &root_prior, cap, limits);
+                let found = worker.search(cells, mover, &root_prior, allowed, cap, limits);
                 self.last_stats.playouts = worker.playouts;
                 self.last_stats.reused = worker.reused;
                 if found {
@@ -597,7 +660,7 @@ impl HexEngine {
                     NO
                 }
             }
-            _ => self.uct_parallel(cells, mover, &root_prior, limits),
+            _ => self.uct_parallel(cells, mover, &root_prior, allowed, limits),
         }
     }
 
@@ -611,6 +674,7 @@ impl HexEngine {
         cells: &Cells,
         mover: usize,
         root_prior: &(dyn Fn(u8) -> f32 + Sync),
+        allowed: CellSet,
         limits: &Limits<'_>,
     ) -> u8 {
         let cap = self.settings.playouts;
@@ -643,7 +707,7 @@ impl HexEngine {
                 let spawned = std::thread::Builder::new()
                     .name(format!("hex-uct-{k}"))
                     .spawn_scoped(scope, move || {
-                        worker.search(cells, mover, root_prior, playout_cap, limits)
+                        worker.search(cells, mover, root_prior, allowed, playout_cap, limits)
                     });
                 match spawned {
                     Ok(handle) => handles.push((k, handle)),
@@ -651,7 +715,7 @@ impl HexEngine {
                     Err(_) => failed[k] = true,
                 }
             }
-            found[0] = first.search(cells, mover, root_prior, share(0), limits);
+            found[0] = first.search(cells, mover, root_prior, allowed, share(0), limits);
             for (k, handle) in handles {
                 match handle.join() {
                     Ok(ok) => found[k] = ok,

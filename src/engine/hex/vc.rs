@@ -1,0 +1,387 @@
+//! The Hex engine's virtual connections: H-search (Anshelevich's AND and OR rules) over one
+//! colour's groups, its two edges and the empty cells, which finds connections the colour
+//! holds against any defence (full) or holds if it moves first (semi), each with the empty
+//! cells it needs (its carrier). The engine reads the edge-to-edge ones: a semi connection of
+//! the side to move is a win (its key is played), and the opponent's semi connections leave
+//! only the cells of their carriers' intersection (the "must-play" region) worth a move.
+//!
+//! Everything found is sound (a found connection really holds); the search is capped (per
+//! pair of points, per OR and in total work), so it finds fewer than exist, which only makes
+//! the must-play region larger than it could be, never wrong.
+
+use super::*;
+
+/// A set of cells: bit `c` for cell `c`.
+pub(super) type CellSet = u128;
+
+/// Point numbers: a cell's own number for an empty cell or the captain of a stone's group;
+/// the colour's first and last edge after the cells.
+const EDGE_FIRST: usize = CELLS;
+const EDGE_LAST: usize = CELLS + 1;
+const POINTS: usize = CELLS + 2;
+/// No point: an opponent's stone.
+const NONE: u8 = u8::MAX;
+
+/// Full connections kept per pair of points, semi connections per pair, semi connections
+/// one OR may combine, and the AND attempts after which the search stops.
+const MAX_FULL: usize = 6;
+const MAX_SEMI: usize = 10;
+const MAX_OR: usize = 4;
+const MAX_WORK: u64 = 4_000_000;
+
+const fn bit(cell: usize) -> CellSet {
+    1 << cell
+}
+
+/// Whether every cell of `small` is in `large`.
+const fn subset(small: CellSet, large: CellSet) -> bool {
+    small & large == small
+}
+
+/// The cells of a set, lowest first.
+#[cfg(test)]
+pub(super) fn cells_of(mut set: CellSet) -> impl Iterator<Item = u8> {
+    std::iter::from_fn(move || {
+        if set == 0 {
+            None
+        } else {
+            let c = set.trailing_zeros() as u8;
+            set &= set - 1;
+            Some(c)
+        }
+    })
+}
+
+/// One colour's virtual connections on one position.
+pub(super) struct Connections {
+    /// Per cell: its point ([`NONE`] for the other colour's stones).
+    point: [u8; CELLS],
+    /// The colour's own stones, which are never in a carrier and may be an AND's middle.
+    own: CellSet,
+    /// Per pair `x < y` (index `x * POINTS + y`): the full connections' carriers.
+    full: Vec<[CellSet; MAX_FULL]>,
+    full_count: Vec<u8>,
+    /// Per pair: the semi connections' carriers (key included) and keys.
+    semi: Vec<[(CellSet, u8); MAX_SEMI]>,
+    semi_count: Vec<u8>,
+    /// Full connections found and not yet combined with the others.
+    queue: std::collections::VecDeque<(u8, u8, CellSet)>,
+    work: u64,
+    /// Whether one group already touches both edges.
+    joined: bool,
+}
+
+fn pair(x: usize, y: usize) -> usize {
+    if x < y {
+        x * POINTS + y
+    } else {
+        y * POINTS + x
+    }
+}
+
+impl Connections {
+    /// Empty tables (about 6 MiB), to be filled by [`Connections::search`].
+    pub(super) fn new() -> Connections {
+        Connections {
+            point: [NONE; CELLS],
+            own: 0,
+            full: vec![[0; MAX_FULL]; POINTS * POINTS],
+            full_count: vec![0; POINTS * POINTS],
+            semi: vec![[(0, NO); MAX_SEMI]; POINTS * POINTS],
+            semi_count: vec![0; POINTS * POINTS],
+            queue: std::collections::VecDeque::new(),
+            work: 0,
+            joined: false,
+        }
+    }
+
+    /// H-search for `colour` on `cells` in fresh tables.
+    pub(super) fn build(cells: &Cells, colour: usize) -> Connections {
+        let mut vc = Connections::new();
+        vc.search(cells, colour);
+        vc
+    }
+
+    /// H-search for `colour` on `cells`, replacing what the tables held.
+    pub(super) fn search(&mut self, cells: &Cells, colour: usize) {
+        self.point = [NONE; CELLS];
+        self.own = 0;
+        self.full_count.fill(0);
+        self.semi_count.fill(0);
+        self.queue.clear();
+        self.work = 0;
+        self.joined = false;
+        self.label(cells, colour);
+        if self.joined {
+            return;
+        }
+        self.base(colour);
+        self.run();
+    }
+
+    /// Points of every cell: groups get one captain (the edge they touch, else their first
+    /// cell).
+    fn label(&mut self, cells: &Cells, colour: usize) {
+        let own = stone(colour);
+        let mut seen = [false; CELLS];
+        for start in 0..CELLS {
+            match cells[start] {
+                EMPTY => self.point[start] = start as u8,
+                s if s == own && !seen[start] => {
+                    let mut members = Vec::new();
+                    let touches = flood_group(cells, colour, start, &mut seen, |c| members.push(c));
+                    if touches[0] && touches[1] {
+                        self.joined = true;
+                    }
+                    let captain = if touches[0] {
+                        EDGE_FIRST
+                    } else if touches[1] {
+                        EDGE_LAST
+                    } else {
+                        start
+                    };
+                    for m in members {
+                        self.point[m] = captain as u8;
+                        self.own |= bit(m);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Adjacent points are fully connected with an empty carrier.
+    fn base(&mut self, colour: usize) {
+        for &(a, b) in PAIRS.iter() {
+            let (pa, pb) = (self.point[a as usize], self.point[b as usize]);
+            if pa != NONE && pb != NONE && pa != pb {
+                self.add_full(pa as usize, pb as usize, 0);
+            }
+        }
+        for c in 0..CELLS {
+            let p = self.point[c];
+            if p == NONE {
+                continue;
+            }
+            if on_source(colour, c) && p as usize != EDGE_FIRST {
+                self.add_full(p as usize, EDGE_FIRST, 0);
+            }
+            if on_sink(colour, c) && p as usize != EDGE_LAST {
+                self.add_full(p as usize, EDGE_LAST, 0);
+            }
+        }
+    }
+
+    /// Whether `p` (a point) is a cell in `set`.
+    fn point_in(p: usize, set: CellSet) -> bool {
+        p < CELLS && set & bit(p) != 0
+    }
+
+    /// Adds a full connection unless one with a subset of its carrier is known; drops known
+    /// ones with a superset; keeps the smallest when the pair's list is full.
+    fn add_full(&mut self, x: usize, y: usize, carrier: CellSet) -> bool {
+        if x == y || Self::point_in(x, carrier) || Self::point_in(y, carrier) {
+            return false;
+        }
+        let k = pair(x, y);
+        let count = self.full_count[k] as usize;
+        let list = &mut self.full[k];
+        if list[..count].iter().any(|&c| subset(c, carrier)) {
+            return false;
+        }
+        let mut kept = 0;
+        for i in 0..count {
+            if !subset(carrier, list[i]) {
+                list[kept] = list[i];
+                kept += 1;
+            }
+        }
+        if kept == MAX_FULL {
+            let (largest, size) = (0..kept)
+                .map(|i| (i, list[i].count_ones()))
+                .max_by_key(|&(_, s)| s)
+                .unwrap_or((0, 0));
+            if size <= carrier.count_ones() {
+                self.full_count[k] = kept as u8;
+                return false;
+            }
+            list[largest] = carrier;
+        } else {
+            list[kept] = carrier;
+            kept += 1;
+        }
+        self.full_count[k] = kept as u8;
+        self.queue.push_back((x as u8, y as u8, carrier));
+        true
+    }
+
+    /// Adds a semi connection with `key` (in `carrier`) unless a full one or a semi one with a
+    /// subset of its carrier is known, then tries the OR rule with it.
+    fn add_semi(&mut self, x: usize, y: usize, carrier: CellSet, key: u8) {
+        if x == y || Self::point_in(x, carrier) || Self::point_in(y, carrier) {
+            return;
+        }
+        let k = pair(x, y);
+        let fulls = self.full_count[k] as usize;
+        if self.full[k][..fulls].iter().any(|&c| subset(c, carrier)) {
+            return;
+        }
+        let count = self.semi_count[k] as usize;
+        let list = &mut self.semi[k];
+        if list[..count].iter().any(|&(c, _)| subset(c, carrier)) {
+            return;
+        }
+        let mut kept = 0;
+        for i in 0..count {
+            if !subset(carrier, list[i].0) {
+                list[kept] = list[i];
+                kept += 1;
+            }
+        }
+        if kept == MAX_SEMI {
+            let (largest, size) = (0..kept)
+                .map(|i| (i, list[i].0.count_ones()))
+                .max_by_key(|&(_, s)| s)
+                .unwrap_or((0, 0));
+            if size <= carrier.count_ones() {
+                self.semi_count[k] = kept as u8;
+                return;
+            }
+            list[largest] = (carrier, key);
+        } else {
+            list[kept] = (carrier, key);
+            kept += 1;
+        }
+        self.semi_count[k] = kept as u8;
+        self.or_rule(x, y, carrier);
+    }
+
+    /// The OR rule: semi connections of one pair whose carriers have no cell in common make a
+    /// full one (whatever the opponent plays, one of them is untouched and its key joins).
+    /// Combinations with the newest (`carrier`) and up to [`MAX_OR`] − 1 others are tried.
+    fn or_rule(&mut self, x: usize, y: usize, carrier: CellSet) {
+        let k = pair(x, y);
+        let count = self.semi_count[k] as usize;
+        let list = self.semi[k];
+        let mut found: Vec<CellSet> = Vec::new();
+        // Depth-first over the others in list order: (next index, intersection, union, used).
+        let mut stack = vec![(0usize, carrier, carrier, 1usize)];
+        while let Some((from, inter, union, used)) = stack.pop() {
+            for i in from..count {
+                let (c, _) = list[i];
+                if c == carrier {
+                    continue;
+                }
+                let meet = inter & c;
+                if meet == inter {
+                    continue;
+                }
+                if meet == 0 {
+                    found.push(union | c);
+                } else if used + 1 < MAX_OR {
+                    stack.push((i + 1, meet, union | c, used + 1));
+                }
+            }
+            if found.len() >= MAX_FULL {
+                break;
+            }
+        }
+        for f in found {
+            self.add_full(x, y, f);
+        }
+    }
+
+    /// The AND rule over the queue: a new full connection x–m with carrier `c1` meets each
+    /// full connection m–z with a carrier `c2` disjoint from it (neither holding the other's
+    /// far end). Through an own group m, x–z is full with carrier c1 ∪ c2; through an empty
+    /// cell m, it is semi with key m and carrier c1 ∪ c2 ∪ {m}. Edges are never the middle.
+    fn run(&mut self) {
+        while let Some((x, y, c1)) = self.queue.pop_front() {
+            let k = pair(x as usize, y as usize);
+            // Dropped since (a smaller carrier replaced it): its work is covered.
+            if !self.full[k][..self.full_count[k] as usize].contains(&c1) {
+                continue;
+            }
+            for (far, mid) in [(x as usize, y as usize), (y as usize, x as usize)] {
+                if mid >= CELLS {
+                    continue;
+                }
+                let through_stone = self.own & bit(mid) != 0;
+                for z in 0..POINTS {
+                    if z == far || z == mid {
+                        continue;
+                    }
+                    let kz = pair(mid, z);
+                    let count = self.full_count[kz] as usize;
+                    if count == 0 {
+                        continue;
+                    }
+                    if self.work >= MAX_WORK {
+                        self.queue.clear();
+                        return;
+                    }
+                    self.work += count as u64;
+                    let list = self.full[kz];
+                    for &c2 in &list[..count] {
+                        if c1 & c2 != 0 || Self::point_in(far, c2) || Self::point_in(z, c1) {
+                            continue;
+                        }
+                        if through_stone {
+                            self.add_full(far, z, c1 | c2);
+                        } else {
+                            self.add_semi(far, z, c1 | c2 | bit(mid), mid as u8);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether the colour holds its two edges together against any defence.
+    pub(super) fn won(&self) -> bool {
+        self.joined || self.full_count[pair(EDGE_FIRST, EDGE_LAST)] > 0
+    }
+
+    /// The edge-to-edge full connections' carriers.
+    pub(super) fn edge_fulls(&self) -> &[CellSet] {
+        let k = pair(EDGE_FIRST, EDGE_LAST);
+        &self.full[k][..self.full_count[k] as usize]
+    }
+
+    /// The edge-to-edge semi connections (carrier, key).
+    pub(super) fn edge_semis(&self) -> &[(CellSet, u8)] {
+        let k = pair(EDGE_FIRST, EDGE_LAST);
+        &self.semi[k][..self.semi_count[k] as usize]
+    }
+
+    /// Where the other colour must play to stop this one joining its edges by moving next:
+    /// the intersection of the edge-to-edge semi connections' carriers; `None` when there is
+    /// none (anywhere will do, as far as the search knows) or when the colour is already
+    /// joined by a full connection (nowhere helps).
+    pub(super) fn must_play(&self) -> Option<CellSet> {
+        if self.won() {
+            return None;
+        }
+        let semis = self.edge_semis();
+        if semis.is_empty() {
+            return None;
+        }
+        Some(semis.iter().fold(!0, |acc, &(c, _)| acc & c))
+    }
+
+    /// AND attempts made (for tests and figures).
+    #[cfg(test)]
+    pub(super) fn work(&self) -> u64 {
+        self.work
+    }
+}
+
+#[cfg(test)]
+impl Connections {
+    /// The full connections' carriers between two points (cells, or 121 and 122 for the
+    /// first and last edge).
+    pub(super) fn fulls(&self, x: usize, y: usize) -> &[CellSet] {
+        let k = pair(x, y);
+        &self.full[k][..self.full_count[k] as usize]
+    }
+}
