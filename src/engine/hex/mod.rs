@@ -187,6 +187,9 @@ pub struct HexEngine {
     rules: HexOptions,
     settings: Settings,
     circuit: Box<Circuit>,
+    /// H-search tables for the virtual connections before each move (about 6 MiB, allocated
+    /// at the first search that uses them and kept for the game).
+    connections: Option<Box<Connections>>,
     /// The UCT searchers, one per thread (at least one), each with its own kept tree.
     workers: Vec<UctWorker>,
     /// Work done for the last move.
@@ -252,6 +255,7 @@ impl HexEngine {
             rules,
             settings,
             circuit: Box::new(Circuit::new()),
+            connections: None,
             workers: (0..threads as u64)
                 .map(|k| {
                     let mut worker = UctWorker::new(seed, k, worker_nodes);
@@ -305,18 +309,22 @@ impl HexEngine {
         // Virtual connections: a semi connection between our edges wins by its key; the
         // opponent's semi connections leave only their carriers' intersection worth playing.
         let allowed = if self.settings.vc > 0 {
-            let ours = Connections::build(cells, mover);
-            if let Some(&(_, key)) = ours.edge_semis().first() {
+            let vc = self
+                .connections
+                .get_or_insert_with(|| Box::new(Connections::new()));
+            vc.search(cells, mover);
+            if let Some(&(_, key)) = vc.edge_semis().first() {
                 self.last_stats.stage = Stage::Connection;
                 return key;
             }
-            match ours.edge_fulls().iter().min_by_key(|c| c.count_ones()) {
+            match vc.edge_fulls().iter().min_by_key(|c| c.count_ones()) {
                 // Already joined against any defence: any move keeps that, so play inside the
                 // smallest carrier (the next move answers an intrusion by a key).
                 Some(&carrier) => carrier,
-                None => Connections::build(cells, 1 - mover)
-                    .must_play()
-                    .unwrap_or(!0),
+                None => {
+                    vc.search(cells, 1 - mover);
+                    vc.must_play().unwrap_or(!0)
+                }
             }
         } else {
             !0

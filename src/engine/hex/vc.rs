@@ -96,6 +96,7 @@ impl Connections {
     }
 
     /// H-search for `colour` on `cells` in fresh tables.
+    #[cfg(test)]
     pub(super) fn build(cells: &Cells, colour: usize) -> Connections {
         let mut vc = Connections::new();
         vc.search(cells, colour);
