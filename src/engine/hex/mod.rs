@@ -329,30 +329,30 @@ impl HexEngine {
         } else {
             !0
         };
-        let allowed = if (0..CELLS).any(|c| cells[c] == EMPTY && allowed & (1 << c) != 0) {
-            allowed
-        } else {
-            !0
+        // Empty cells worth playing (all of them when the region holds none).
+        let empties: CellSet = (0..CELLS)
+            .filter(|&c| cells[c] == EMPTY)
+            .fold(0, |set, c| set | 1 << c);
+        let allowed = match allowed & empties {
+            0 => empties,
+            region => region,
         };
-        self.last_stats.must_play = if allowed == !0 {
+        self.last_stats.must_play = if allowed == empties {
             0
         } else {
-            (0..CELLS)
-                .filter(|&c| cells[c] == EMPTY && allowed & (1 << c) != 0)
-                .count()
+            allowed.count_ones() as usize
         };
         let mut score = [0.0; CELLS];
         self.assess(cells, Some(&mut score));
         let reply = bridge_reply(cells, mover, last).or_else(|| template_reply(cells, mover, last));
-        let reply = reply.filter(|&c| allowed & (1 << c) != 0);
+        let reply = reply.filter(|&c| holds(allowed, c as usize));
         let best_score = (0..CELLS)
-            .filter(|&c| allowed & (1 << c) != 0)
+            .filter(|&c| holds(allowed, c))
             .map(|c| score[c])
             .fold(0.0, f64::max);
         let mut candidates: Vec<u8> = (0..CELLS as u8)
             .filter(|&c| {
-                cells[c as usize] == EMPTY
-                    && allowed & (1 << c) != 0
+                holds(allowed, c as usize)
                     && (score[c as usize] >= CANDIDATE_SHARE * best_score || Some(c) == reply)
             })
             .collect();
@@ -364,7 +364,7 @@ impl HexEngine {
         });
         if candidates.is_empty() {
             candidates = (0..CELLS as u8)
-                .filter(|&c| cells[c as usize] == EMPTY && allowed & (1 << c) != 0)
+                .filter(|&c| holds(allowed, c as usize))
                 .collect();
         }
         self.last_stats.candidates = candidates.len();

@@ -983,7 +983,7 @@ fn h_search_is_sound_on_small_endgames() {
                 assert_eq!(solve(&mut after, 1 - colour), colour, "{board:?} key {key}");
             }
             if let Some(must) = vc.must_play() {
-                for c in (0..CELLS).filter(|&c| board[c] == EMPTY && must & (1 << c) == 0) {
+                for c in (0..CELLS).filter(|&c| board[c] == EMPTY && !holds(must, c)) {
                     outside += 1;
                     let mut after = board;
                     after[c] = stone(1 - colour);

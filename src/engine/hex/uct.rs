@@ -219,7 +219,7 @@ impl UctWorker {
         for c in 0..CELLS {
             if board[c] == EMPTY {
                 // Cells outside the must-play region lose: left out like dead cells.
-                dead[c] = allowed & (1 << c) == 0 || is_dead(board, c);
+                dead[c] = !holds(allowed, c) || is_dead(board, c);
                 live |= !dead[c];
                 empties += 1;
                 dead_count += usize::from(dead[c]);
@@ -486,10 +486,10 @@ impl UctWorker {
         let children = first..first + root.child_count as usize;
         if self.tree[children.clone()]
             .iter()
-            .any(|c| c.cell != NO && allowed & (1 << c.cell) != 0)
+            .any(|c| c.cell != NO && holds(allowed, c.cell as usize))
         {
             for child in &mut self.tree[children] {
-                if child.proven == 0 && allowed & (1 << child.cell) == 0 {
+                if child.proven == 0 && !holds(allowed, child.cell as usize) {
                     child.proven = LOST;
                 }
             }

@@ -38,6 +38,50 @@ const fn subset(small: CellSet, large: CellSet) -> bool {
     small & large == small
 }
 
+/// Whether `cell` is in `set`.
+pub(super) const fn holds(set: CellSet, cell: usize) -> bool {
+    set & bit(cell) != 0
+}
+
+/// Puts `item` into the first `*count` entries of `list`, which hold no carrier that contains
+/// another: refused when a kept carrier is a subset of its carrier; kept ones with a superset
+/// are dropped; when the list is full, the largest carrier gives way to a smaller one. Whether
+/// it was put in.
+fn insert_minimal<T: Copy>(
+    list: &mut [T],
+    count: &mut u8,
+    item: T,
+    carrier_of: impl Fn(&T) -> CellSet,
+) -> bool {
+    let carrier = carrier_of(&item);
+    let n = *count as usize;
+    if list[..n].iter().any(|e| subset(carrier_of(e), carrier)) {
+        return false;
+    }
+    let mut kept = 0;
+    for i in 0..n {
+        if !subset(carrier, carrier_of(&list[i])) {
+            list[kept] = list[i];
+            kept += 1;
+        }
+    }
+    if kept == list.len() {
+        let largest = (0..kept).max_by_key(|&i| carrier_of(&list[i]).count_ones());
+        match largest {
+            Some(i) if carrier_of(&list[i]).count_ones() > carrier.count_ones() => list[i] = item,
+            _ => {
+                *count = kept as u8;
+                return false;
+            }
+        }
+    } else {
+        list[kept] = item;
+        kept += 1;
+    }
+    *count = kept as u8;
+    true
+}
+
 /// The cells of a set, lowest first.
 #[cfg(test)]
 pub(super) fn cells_of(mut set: CellSet) -> impl Iterator<Item = u8> {
@@ -129,8 +173,12 @@ impl Connections {
             match cells[start] {
                 EMPTY => self.point[start] = start as u8,
                 s if s == own && !seen[start] => {
-                    let mut members = Vec::new();
-                    let touches = flood_group(cells, colour, start, &mut seen, |c| members.push(c));
+                    let mut members = [0u8; CELLS];
+                    let mut size = 0;
+                    let touches = flood_group(cells, colour, start, &mut seen, |c| {
+                        members[size] = c as u8;
+                        size += 1;
+                    });
                     if touches[0] && touches[1] {
                         self.joined = true;
                     }
@@ -141,9 +189,9 @@ impl Connections {
                     } else {
                         start
                     };
-                    for m in members {
-                        self.point[m] = captain as u8;
-                        self.own |= bit(m);
+                    for &m in &members[..size] {
+                        self.point[m as usize] = captain as u8;
+                        self.own |= bit(m as usize);
                     }
                 }
                 _ => {}
@@ -175,7 +223,7 @@ impl Connections {
 
     /// Whether `p` (a point) is a cell in `set`.
     fn point_in(p: usize, set: CellSet) -> bool {
-        p < CELLS && set & bit(p) != 0
+        p < CELLS && holds(set, p)
     }
 
     /// Adds a full connection unless one with a subset of its carrier is known; drops known
@@ -185,35 +233,11 @@ impl Connections {
             return false;
         }
         let k = pair(x, y);
-        let count = self.full_count[k] as usize;
-        let list = &mut self.full[k];
-        if list[..count].iter().any(|&c| subset(c, carrier)) {
-            return false;
+        let added = insert_minimal(&mut self.full[k], &mut self.full_count[k], carrier, |&c| c);
+        if added {
+            self.queue.push_back((x as u8, y as u8, carrier));
         }
-        let mut kept = 0;
-        for i in 0..count {
-            if !subset(carrier, list[i]) {
-                list[kept] = list[i];
-                kept += 1;
-            }
-        }
-        if kept == MAX_FULL {
-            let (largest, size) = (0..kept)
-                .map(|i| (i, list[i].count_ones()))
-                .max_by_key(|&(_, s)| s)
-                .unwrap_or((0, 0));
-            if size <= carrier.count_ones() {
-                self.full_count[k] = kept as u8;
-                return false;
-            }
-            list[largest] = carrier;
-        } else {
-            list[kept] = carrier;
-            kept += 1;
-        }
-        self.full_count[k] = kept as u8;
-        self.queue.push_back((x as u8, y as u8, carrier));
-        true
+        added
     }
 
     /// Adds a semi connection with `key` (in `carrier`) unless a full one or a semi one with a
@@ -227,34 +251,10 @@ impl Connections {
         if self.full[k][..fulls].iter().any(|&c| subset(c, carrier)) {
             return;
         }
-        let count = self.semi_count[k] as usize;
-        let list = &mut self.semi[k];
-        if list[..count].iter().any(|&(c, _)| subset(c, carrier)) {
-            return;
+        let semi = (carrier, key);
+        if insert_minimal(&mut self.semi[k], &mut self.semi_count[k], semi, |s| s.0) {
+            self.or_rule(x, y, carrier);
         }
-        let mut kept = 0;
-        for i in 0..count {
-            if !subset(carrier, list[i].0) {
-                list[kept] = list[i];
-                kept += 1;
-            }
-        }
-        if kept == MAX_SEMI {
-            let (largest, size) = (0..kept)
-                .map(|i| (i, list[i].0.count_ones()))
-                .max_by_key(|&(_, s)| s)
-                .unwrap_or((0, 0));
-            if size <= carrier.count_ones() {
-                self.semi_count[k] = kept as u8;
-                return;
-            }
-            list[largest] = (carrier, key);
-        } else {
-            list[kept] = (carrier, key);
-            kept += 1;
-        }
-        self.semi_count[k] = kept as u8;
-        self.or_rule(x, y, carrier);
     }
 
     /// The OR rule: semi connections of one pair whose carriers have no cell in common make a
