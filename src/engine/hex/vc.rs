@@ -108,6 +108,8 @@ pub(super) struct Connections {
     /// Per pair: the semi connections' carriers (key included) and keys.
     semi: Vec<[(CellSet, u8); MAX_SEMI]>,
     semi_count: Vec<u8>,
+    /// Per point: the points it has a full connection with, one bit each.
+    partners: [u128; POINTS],
     /// Full connections found and not yet combined with the others.
     queue: std::collections::VecDeque<(u8, u8, CellSet)>,
     work: u64,
@@ -133,6 +135,7 @@ impl Connections {
             full_count: vec![0; POINTS * POINTS],
             semi: vec![[(0, NO); MAX_SEMI]; POINTS * POINTS],
             semi_count: vec![0; POINTS * POINTS],
+            partners: [0; POINTS],
             queue: std::collections::VecDeque::new(),
             work: 0,
             joined: false,
@@ -153,6 +156,7 @@ impl Connections {
         self.own = 0;
         self.full_count.fill(0);
         self.semi_count.fill(0);
+        self.partners = [0; POINTS];
         self.queue.clear();
         self.work = 0;
         self.joined = false;
@@ -235,6 +239,8 @@ impl Connections {
         let k = pair(x, y);
         let added = insert_minimal(&mut self.full[k], &mut self.full_count[k], carrier, |&c| c);
         if added {
+            self.partners[x] |= 1 << y;
+            self.partners[y] |= 1 << x;
             self.queue.push_back((x as u8, y as u8, carrier));
         }
         added
@@ -264,10 +270,19 @@ impl Connections {
         let k = pair(x, y);
         let count = self.semi_count[k] as usize;
         let list = self.semi[k];
-        let mut found: Vec<CellSet> = Vec::new();
+        // Fixed-size work lists (this runs for every semi connection added): each popped
+        // entry pushes at most one per semi connection of the pair, and entries use one more
+        // semi connection than the one that pushed them, up to MAX_OR; the search stops once
+        // MAX_FULL are found, after the entry that found them.
+        let mut found = [0 as CellSet; MAX_FULL + MAX_SEMI];
+        let mut found_len = 0;
         // Depth-first over the others in list order: (next index, intersection, union, used).
-        let mut stack = vec![(0usize, carrier, carrier, 1usize)];
-        while let Some((from, inter, union, used)) = stack.pop() {
+        let mut stack = [(0usize, 0 as CellSet, 0 as CellSet, 0usize); MAX_SEMI * MAX_OR];
+        stack[0] = (0, carrier, carrier, 1);
+        let mut stack_len = 1;
+        while stack_len > 0 {
+            stack_len -= 1;
+            let (from, inter, union, used) = stack[stack_len];
             for i in from..count {
                 let (c, _) = list[i];
                 if c == carrier {
@@ -278,16 +293,20 @@ impl Connections {
                     continue;
                 }
                 if meet == 0 {
-                    found.push(union | c);
-                } else if used + 1 < MAX_OR {
-                    stack.push((i + 1, meet, union | c, used + 1));
+                    if found_len < found.len() {
+                        found[found_len] = union | c;
+                        found_len += 1;
+                    }
+                } else if used + 1 < MAX_OR && stack_len < stack.len() {
+                    stack[stack_len] = (i + 1, meet, union | c, used + 1);
+                    stack_len += 1;
                 }
             }
-            if found.len() >= MAX_FULL {
+            if found_len >= MAX_FULL {
                 break;
             }
         }
-        for f in found {
+        for &f in &found[..found_len] {
             self.add_full(x, y, f);
         }
     }
@@ -308,22 +327,23 @@ impl Connections {
                     continue;
                 }
                 let through_stone = self.own & bit(mid) != 0;
-                for z in 0..POINTS {
-                    if z == far || z == mid {
-                        continue;
-                    }
+                // The points m has full connections with (none is added to m's in this
+                // loop: every add here is between `far` and another point).
+                let mut partners = self.partners[mid] & !(1 << far);
+                while partners != 0 {
+                    let z = partners.trailing_zeros() as usize;
+                    partners &= partners - 1;
                     let kz = pair(mid, z);
                     let count = self.full_count[kz] as usize;
-                    if count == 0 {
-                        continue;
-                    }
                     if self.work >= MAX_WORK {
                         self.queue.clear();
                         return;
                     }
                     self.work += count as u64;
-                    let list = self.full[kz];
-                    for &c2 in &list[..count] {
+                    // Read in place: the adds below are between `far` and `z`, never to
+                    // the pair m–z.
+                    for i in 0..count {
+                        let c2 = self.full[kz][i];
                         if c1 & c2 != 0 || Self::point_in(far, c2) || Self::point_in(z, c1) {
                             continue;
                         }
