@@ -4,7 +4,8 @@
 //! paper: virtual links for bridges and edge templates in the circuit, RAVE, bridge- and
 //! edge-template-saving playouts, answers to bridge / template II / ziggurat intrusions, forced
 //! replies (win or block in one), the swap decision, and a UCT tree kept between moves that
-//! leaves dead cells out; the UCT stage can search on several threads (option `threads`,
+//! leaves dead cells out; virtual connections (H-search) before each move and, by option,
+//! in the tree; the UCT stage can search on several threads (option `threads`,
 //! root parallelism: one tree per thread).
 //!
 //! Layout: the position is replayed with the typed [`Hex`] rules, then copied into a flat
@@ -74,6 +75,12 @@ pub const INFO: EngineInfo = EngineInfo {
                     searched); 2 also at each root move's node in the UCT tree; 0 off",
         },
         EngineOption {
+            name: "vc_visits",
+            default: "0",
+            about: "with vc 2, also check every deeper UCT node with virtual connections when \
+                    its visits reach this number (0: only the root's moves)",
+        },
+        EngineOption {
             name: "threads",
             default: "1",
             about: "threads the UCT stage searches with (1..=64), one tree each (root \
@@ -135,6 +142,8 @@ pub struct SearchStats {
     pub reused: u64,
     /// Empty cells the virtual connections left to choose from (0: no restriction).
     pub must_play: usize,
+    /// Virtual-connection checks of tree nodes in the UCT stage (`vc` 2).
+    pub checks: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -161,6 +170,8 @@ struct Settings {
     threads: usize,
     /// Virtual connections: 0 off, 1 before each move, 2 also at the root's children.
     vc: u8,
+    /// With `vc` 2, the visits at which a deeper tree node gets the same check (0: never).
+    vc_visits: u32,
 }
 
 impl Settings {
@@ -178,6 +189,8 @@ impl Settings {
             tree_nodes: tree_nodes_for(tree_mb),
             threads: threads as usize,
             vc: integer_option(options, "vc", 0..=2)?.unwrap_or(1) as u8,
+            vc_visits: integer_option(options, "vc_visits", 0..=u64::from(u32::MAX))?.unwrap_or(0)
+                as u32,
         })
     }
 }
@@ -260,6 +273,11 @@ impl HexEngine {
                 .map(|k| {
                     let mut worker = UctWorker::new(seed, k, worker_nodes);
                     worker.check_children = settings.vc >= 2;
+                    worker.check_visits = if settings.vc >= 2 {
+                        settings.vc_visits
+                    } else {
+                        0
+                    };
                     worker
                 })
                 .collect(),

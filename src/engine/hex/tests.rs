@@ -294,6 +294,8 @@ fn options_are_checked() {
         serde_json::json!({"playouts": -3}),
         serde_json::json!({"ab_below": 500}),
         serde_json::json!({"vc": 3}),
+        serde_json::json!({"vc_visits": -1}),
+        serde_json::json!({"vc_visits": 5_000_000_000u64}),
         serde_json::json!([1, 2]),
     ] {
         assert!(
@@ -1098,28 +1100,159 @@ fn root_children_are_proven_by_virtual_connections() {
     assert!(plain.root_proofs().iter().any(|&(_, p)| p == 0));
 }
 
-/// Playouts per second with `vc` 1 and 2 on three opening positions, 1 s each (run by hand:
-/// `cargo test --release --lib engine::hex::tests::vc_check_cost -- --ignored --nocapture`).
+/// Playouts per second with `vc` 0, 1, 2 and 2 with deeper checks (`vc_visits`) on three
+/// opening positions and two middle-game positions, 1 s each, and the checks made (run by
+/// hand: `cargo test --release --lib engine::hex::tests::vc_check_cost -- --ignored
+/// --nocapture`).
 #[test]
 #[ignore]
 fn vc_check_cost() {
-    let positions: [&[&str]; 3] = [
+    let positions: [&[&str]; 5] = [
         &["F6", "E7"],
         &["F6", "E7", "G4", "D5"],
         &["C3", "I9", "F5"],
+        &[
+            "H9", "A5", "G7", "B1", "F5", "G6", "F6", "F4", "G5", "G4", "E4", "E3",
+        ],
+        &[
+            "H9", "A5", "G7", "B1", "F5", "G6", "F6", "F4", "G5", "G4", "E4", "E3", "I5", "H3",
+            "A1", "B2", "A2", "B3", "C2", "G1",
+        ],
     ];
-    for vc in [0, 1, 2] {
-        let (mut playouts, mut seconds) = (0, 0.0);
+    for (vc, vc_visits) in [(0, 0), (1, 0), (2, 0), (2, 2000), (2, 500), (2, 100)] {
+        let (mut playouts, mut checks, mut seconds) = (0, 0, 0.0);
         for moves in positions {
             let mut e = engine(
-                serde_json::json!({"vc": vc, "time_ms": 1000, "ab_below": 0}),
+                serde_json::json!({"vc": vc, "vc_visits": vc_visits, "time_ms": 1000,
+                    "ab_below": 0}),
                 serde_json::Value::Null,
             );
             let start = Instant::now();
             ask(&mut e, moves, ClockView::unlimited(), false);
             seconds += start.elapsed().as_secs_f64();
             playouts += e.last_stats.playouts;
+            checks += e.last_stats.checks;
         }
-        println!("vc {vc}: {:.0} playouts/s", playouts as f64 / seconds);
+        println!(
+            "vc {vc}, vc_visits {vc_visits}: {:.0} playouts/s, {checks} checks",
+            playouts as f64 / seconds
+        );
     }
+}
+
+#[test]
+fn tree_nodes_proven_by_virtual_connections_are_right() {
+    // UCT with the checks of nodes below the root's moves (at 4 visits; the root's moves
+    // themselves unchecked) on random positions with 11 empty cells: every root move the
+    // search proves won or lost must be so by exhaustive search. The root's moves get their
+    // proofs from the threat scan and the checks below them.
+    let mut rng = SmallRng::seed_from_u64(13);
+    let (mut positions, mut proofs, mut checks) = (0, 0, 0);
+    let abort = AtomicBool::new(false);
+    let limits = Limits {
+        deadline: None,
+        abort: &abort,
+    };
+    while positions < 30 {
+        let mut board = [EMPTY; CELLS];
+        let mut order: Vec<usize> = (0..CELLS).collect();
+        for k in (1..CELLS).rev() {
+            order.swap(k, rng.gen_range(0..=k));
+        }
+        for (k, &c) in order[..CELLS - 11].iter().enumerate() {
+            board[c] = stone(k % 2);
+        }
+        // Positions without a win in one for either side, where the threat scan alone
+        // decides nothing at the root.
+        if connected(&board, 0)
+            || connected(&board, 1)
+            || win_threats(&board, 0).0 > 0
+            || win_threats(&board, 1).0 > 0
+        {
+            continue;
+        }
+        positions += 1;
+        let mover = 0;
+        let mut worker = UctWorker::new(3, 0, 1 << 20);
+        worker.check_visits = 4;
+        assert!(worker.search(&board, mover, &|_| 0.5, !0, 3000, &limits));
+        checks += worker.checks;
+        for (c, proven) in worker.root_proofs() {
+            if proven == 0 {
+                continue;
+            }
+            proofs += 1;
+            let mut after = board;
+            after[c as usize] = stone(mover);
+            let winner = solve(&mut after, 1 - mover);
+            let claimed = if proven > 0 { mover } else { 1 - mover };
+            assert_eq!(winner, claimed, "{board:?} cell {c} proven {proven}");
+        }
+    }
+    assert!(
+        proofs > 30 && checks > 30,
+        "{proofs} proofs, {checks} checks"
+    );
+}
+
+#[test]
+fn a_checked_node_keeps_only_the_must_play_cells() {
+    // A node whose children are all in the tree, checked on random positions with 10 empty
+    // cells where neither side is joined or has a semi connection... except the other side,
+    // which has one: the children outside the must-play region are proven lost (exhaustive
+    // search agrees) and the ones inside stay open. Positions that H-search decides outright
+    // prove the node, rightly.
+    let mut rng = SmallRng::seed_from_u64(17);
+    let (mut positions, mut pruned, mut open, mut proven) = (0, 0, 0, 0);
+    let mover = 0;
+    while positions < 5 {
+        let mut board = [EMPTY; CELLS];
+        let mut order: Vec<usize> = (0..CELLS).collect();
+        for k in (1..CELLS).rev() {
+            order.swap(k, rng.gen_range(0..=k));
+        }
+        for (k, &c) in order[..CELLS - 10].iter().enumerate() {
+            board[c] = stone(k % 2);
+        }
+        if connected(&board, 0) || connected(&board, 1) {
+            continue;
+        }
+        let empties: Vec<(u8, u32, i8)> = (0..CELLS as u8)
+            .filter(|&c| board[c as usize] == EMPTY)
+            .map(|c| (c, 1, 0))
+            .collect();
+        let mut worker = UctWorker::new(3, 0, 1 << 16);
+        worker.set_root(&empties);
+        worker.check_expanded(0, &board, mover);
+        let node = worker.root_proven();
+        if node != 0 {
+            // The node's proof is for the side that moved into it, the other side.
+            if proven < 20 {
+                proven += 1;
+                let claimed = if node > 0 { 1 - mover } else { mover };
+                assert_eq!(solve(&mut board.clone(), mover), claimed, "{board:?}");
+            }
+            continue;
+        }
+        positions += 1;
+        for (c, p) in worker.root_proofs() {
+            let mut after = board;
+            after[c as usize] = stone(mover);
+            if p == -1 {
+                pruned += 1;
+                assert_eq!(
+                    solve(&mut after, 1 - mover),
+                    1 - mover,
+                    "{board:?} cell {c}"
+                );
+            } else {
+                assert_eq!(p, 0);
+                open += 1;
+            }
+        }
+    }
+    assert!(
+        pruned > 15 && open > 5 && proven == 20,
+        "{pruned} pruned, {open} open, {proven} proven"
+    );
 }

@@ -1,7 +1,8 @@
 //! The Hex engine's UCT stage: a tree of visit and RAVE counts (kept between moves, without
 //! dead cells), priors from the circuit's currents, bridge- and edge-template-saving
 //! playouts, and an MCTS-solver (wins and losses in one or two found at expansion, proven
-//! values carried up the tree, proven wins played and proven losses avoided). With the
+//! values carried up the tree, proven wins played and proven losses avoided), with virtual
+//! connections checked at the root's moves and, by option, at deeper nodes. With the
 //! `threads` option above 1, root parallelism: each worker searches the same root with its own
 //! tree and random numbers, and the root children's visits are summed.
 
@@ -104,6 +105,10 @@ pub(super) struct UctWorker {
     /// first check), and whether that check is on.
     connections: Option<Box<Connections>>,
     pub(super) check_children: bool,
+    /// Visits at which a node below the root's children gets the same check (0: never).
+    pub(super) check_visits: u32,
+    /// Virtual-connection checks made by the last search.
+    pub(super) checks: u64,
     /// Playouts made by the last search.
     pub(super) playouts: u64,
     /// Root visits the last search kept from the move before.
@@ -121,6 +126,8 @@ impl UctWorker {
             cap,
             connections: None,
             check_children: false,
+            check_visits: 0,
+            checks: 0,
             playouts: 0,
             reused: 0,
         }
@@ -177,20 +184,13 @@ impl UctWorker {
         // only the cells that stop the other side's semi connections.
         let mut allowed: CellSet = !0;
         if only.is_none() && check {
-            let vc = self
-                .connections
-                .get_or_insert_with(|| Box::new(Connections::new()));
-            vc.search(board, mover);
-            if vc.won() || !vc.edge_semis().is_empty() {
-                self.tree[index].proven = LOST;
-                return true;
+            match self.connection_verdict(board, mover) {
+                Err(proven) => {
+                    self.tree[index].proven = proven;
+                    return true;
+                }
+                Ok(cells) => allowed = cells,
             }
-            vc.search(board, 1 - mover);
-            if vc.won() {
-                self.tree[index].proven = WON;
-                return true;
-            }
-            allowed = vc.must_play().unwrap_or(!0);
         }
         let first = self.tree.len();
         let reply = bridge_reply(board, mover, self.tree[index].cell);
@@ -241,6 +241,50 @@ impl UctWorker {
         node.first_child = first as u32;
         node.child_count = count;
         true
+    }
+
+    /// Virtual connections at a node where `mover` is to move: `Err` with the proof of the
+    /// move into the node (lost when `mover` has a semi or full connection between its edges,
+    /// won when the other side has a full one), else `Ok` with the cells that stop the other
+    /// side's semi connections (all cells when it has none).
+    fn connection_verdict(&mut self, board: &Cells, mover: usize) -> Result<CellSet, i8> {
+        self.checks += 1;
+        let vc = self
+            .connections
+            .get_or_insert_with(|| Box::new(Connections::new()));
+        vc.search(board, mover);
+        if vc.won() || !vc.edge_semis().is_empty() {
+            return Err(LOST);
+        }
+        vc.search(board, 1 - mover);
+        if vc.won() {
+            return Err(WON);
+        }
+        Ok(vc.must_play().unwrap_or(!0))
+    }
+
+    /// The check of a deeper node that reached `check_visits` visits, its children already
+    /// in the tree: the node is proven by virtual connections, or its children outside the
+    /// must-play region are proven lost (and the node won, when that leaves none).
+    pub(super) fn check_expanded(&mut self, index: usize, board: &Cells, mover: usize) {
+        let allowed = match self.connection_verdict(board, mover) {
+            Err(proven) => {
+                self.tree[index].proven = proven;
+                return;
+            }
+            Ok(cells) => cells,
+        };
+        let node = self.tree[index];
+        let first = node.first_child as usize;
+        let children = &mut self.tree[first..first + node.child_count as usize];
+        for child in children.iter_mut() {
+            if child.proven == 0 && child.cell != NO && !holds(allowed, child.cell as usize) {
+                child.proven = LOST;
+            }
+        }
+        if children.iter().all(|c| c.proven == LOST) {
+            self.tree[index].proven = WON;
+        }
     }
 
     /// Carries a proof at the end of `path` up the tree: a node is lost for the side that
@@ -382,6 +426,12 @@ impl UctWorker {
         }
     }
 
+    /// The root's proof (for tests).
+    #[cfg(test)]
+    pub(super) fn root_proven(&self) -> i8 {
+        self.tree[0].proven
+    }
+
     /// The tree's node count and capacity (for tests).
     #[cfg(test)]
     pub(super) fn tree_size(&self) -> (usize, usize) {
@@ -461,6 +511,7 @@ impl UctWorker {
         limits: &Limits<'_>,
     ) -> bool {
         self.playouts = 0;
+        self.checks = 0;
         let kept = self.reuse_tree(cells, mover);
         self.reused = u64::from(self.tree[0].visits);
         if kept {
@@ -536,6 +587,14 @@ impl UctWorker {
                         )
                         || self.tree[index].proven != 0
                     {
+                        break;
+                    }
+                } else if self.check_visits > 0
+                    && path.len() > 2
+                    && node.visits == self.check_visits.max(EXPAND_AFTER + 1)
+                {
+                    self.check_expanded(index, &board, to_move);
+                    if self.tree[index].proven != 0 {
                         break;
                     }
                 }
@@ -654,6 +713,7 @@ impl HexEngine {
                 let found = worker.search(cells, mover, &root_prior, allowed, cap, limits);
                 self.last_stats.playouts = worker.playouts;
                 self.last_stats.reused = worker.reused;
+                self.last_stats.checks = worker.checks;
                 if found {
                     worker.best_cell()
                 } else {
