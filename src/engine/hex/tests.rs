@@ -951,6 +951,19 @@ fn solve(board: &mut Cells, mover: usize) -> usize {
     1 - mover
 }
 
+/// A random board with `empty` cells left, Red and Blue stones alternating (Red to move).
+fn random_filling(rng: &mut SmallRng, empty: usize) -> Cells {
+    let mut board = [EMPTY; CELLS];
+    let mut order: Vec<usize> = (0..CELLS).collect();
+    for k in (1..CELLS).rev() {
+        order.swap(k, rng.gen_range(0..=k));
+    }
+    for (k, &c) in order[..CELLS - empty].iter().enumerate() {
+        board[c] = stone(k % 2);
+    }
+    board
+}
+
 #[test]
 fn h_search_is_sound_on_small_endgames() {
     // Random fillings with 8 empty cells left and no side joined yet: every full edge
@@ -960,14 +973,7 @@ fn h_search_is_sound_on_small_endgames() {
     let mut rng = SmallRng::seed_from_u64(7);
     let (mut positions, mut fulls, mut semis, mut outside) = (0, 0, 0, 0);
     while positions < 60 {
-        let mut board = [EMPTY; CELLS];
-        let mut order: Vec<usize> = (0..CELLS).collect();
-        for k in (1..CELLS).rev() {
-            order.swap(k, rng.gen_range(0..=k));
-        }
-        for (k, &c) in order[..CELLS - 8].iter().enumerate() {
-            board[c] = stone(k % 2);
-        }
+        let board = random_filling(&mut rng, 8);
         if connected(&board, 0) || connected(&board, 1) {
             continue;
         }
@@ -1154,14 +1160,7 @@ fn tree_nodes_proven_by_virtual_connections_are_right() {
         abort: &abort,
     };
     while positions < 30 {
-        let mut board = [EMPTY; CELLS];
-        let mut order: Vec<usize> = (0..CELLS).collect();
-        for k in (1..CELLS).rev() {
-            order.swap(k, rng.gen_range(0..=k));
-        }
-        for (k, &c) in order[..CELLS - 11].iter().enumerate() {
-            board[c] = stone(k % 2);
-        }
+        let board = random_filling(&mut rng, 11);
         // Positions without a win in one for either side, where the threat scan alone
         // decides nothing at the root.
         if connected(&board, 0)
@@ -1206,14 +1205,7 @@ fn a_checked_node_keeps_only_the_must_play_cells() {
     let (mut positions, mut pruned, mut open, mut proven) = (0, 0, 0, 0);
     let mover = 0;
     while positions < 5 {
-        let mut board = [EMPTY; CELLS];
-        let mut order: Vec<usize> = (0..CELLS).collect();
-        for k in (1..CELLS).rev() {
-            order.swap(k, rng.gen_range(0..=k));
-        }
-        for (k, &c) in order[..CELLS - 10].iter().enumerate() {
-            board[c] = stone(k % 2);
-        }
+        let board = random_filling(&mut rng, 10);
         if connected(&board, 0) || connected(&board, 1) {
             continue;
         }
