@@ -142,7 +142,7 @@ pub struct SearchStats {
     pub reused: u64,
     /// Empty cells the virtual connections left to choose from (0: no restriction).
     pub must_play: usize,
-    /// Virtual-connection checks of tree nodes in the UCT stage (`vc` 2).
+    /// Virtual-connection checks of tree nodes in the UCT stage (`vc` 2), over all threads.
     pub checks: u64,
 }
 

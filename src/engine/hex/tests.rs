@@ -1103,6 +1103,15 @@ fn root_children_are_proven_by_virtual_connections() {
     );
     ask(&mut plain, &moves, ClockView::unlimited(), false);
     assert_eq!(plain.last_stats.playouts, 20000);
+    // The checks are counted, over both threads when there are two.
+    assert!(checked.last_stats.checks > 0, "{:?}", checked.last_stats);
+    assert_eq!(plain.last_stats.checks, 0);
+    let mut two = engine(
+        serde_json::json!({"vc": 2, "playouts": 20000, "ab_below": 0, "threads": 2}),
+        serde_json::Value::Null,
+    );
+    ask(&mut two, &moves, ClockView::unlimited(), false);
+    assert!(two.last_stats.checks > 1, "{:?}", two.last_stats);
     assert!(plain.root_proofs().iter().any(|&(_, p)| p == 0));
 }
 
@@ -1196,11 +1205,12 @@ fn tree_nodes_proven_by_virtual_connections_are_right() {
 
 #[test]
 fn a_checked_node_keeps_only_the_must_play_cells() {
-    // A node whose children are all in the tree, checked on random positions with 10 empty
-    // cells where neither side is joined or has a semi connection... except the other side,
-    // which has one: the children outside the must-play region are proven lost (exhaustive
-    // search agrees) and the ones inside stay open. Positions that H-search decides outright
-    // prove the node, rightly.
+    // A node with all its children in the tree, checked on random positions with 10 empty
+    // cells. Where H-search decides the node outright (the side to move has a semi or full
+    // connection, or the other side a full one), the node's proof must be right; the first
+    // 20 such positions are solved. Otherwise the children outside the other side's
+    // must-play region are proven lost, which exhaustive search must confirm, and the ones
+    // inside stay open; five such positions are checked.
     let mut rng = SmallRng::seed_from_u64(17);
     let (mut positions, mut pruned, mut open, mut proven) = (0, 0, 0, 0);
     let mover = 0;

@@ -798,6 +798,7 @@ impl HexEngine {
             }
             self.last_stats.playouts += worker.playouts;
             self.last_stats.reused += worker.reused;
+            self.last_stats.checks += worker.checks;
             if !found[k] {
                 continue;
             }
