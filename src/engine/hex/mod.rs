@@ -78,7 +78,7 @@ pub const INFO: EngineInfo = EngineInfo {
             name: "vc_visits",
             default: "0",
             about: "with vc 2, also check every deeper UCT node with virtual connections when \
-                    its visits reach this number (0: only the root's moves)",
+                    its visits reach this number (0: only the root's moves; needs vc 2)",
         },
         EngineOption {
             name: "threads",
@@ -182,15 +182,24 @@ impl Settings {
         let tree_mb =
             integer_option(options, "tree_mb", 1..=MAX_TREE_MB)?.unwrap_or(DEFAULT_TREE_MB);
         let threads = integer_option(options, "threads", 1..=MAX_THREADS)?.unwrap_or(1);
+        let vc = integer_option(options, "vc", 0..=2)?.unwrap_or(1) as u8;
+        let vc_visits =
+            integer_option(options, "vc_visits", 0..=u64::from(u32::MAX))?.unwrap_or(0) as u32;
+        // The deeper checks are part of `vc` 2: refused rather than silently ignored.
+        if vc_visits > 0 && vc < 2 {
+            return Err(EngineError::BadOption {
+                name: "vc_visits".into(),
+                why: format!("needs vc 2 (vc is {vc})"),
+            });
+        }
         Ok(Settings {
             time_ms,
             playouts: integer_option(options, "playouts", 0..=u64::MAX)?.unwrap_or(0),
             ab_below: ab_below as usize,
             tree_nodes: tree_nodes_for(tree_mb),
             threads: threads as usize,
-            vc: integer_option(options, "vc", 0..=2)?.unwrap_or(1) as u8,
-            vc_visits: integer_option(options, "vc_visits", 0..=u64::from(u32::MAX))?.unwrap_or(0)
-                as u32,
+            vc,
+            vc_visits,
         })
     }
 }
@@ -273,11 +282,7 @@ impl HexEngine {
                 .map(|k| {
                     let mut worker = UctWorker::new(seed, k, worker_nodes);
                     worker.check_children = settings.vc >= 2;
-                    worker.check_visits = if settings.vc >= 2 {
-                        settings.vc_visits
-                    } else {
-                        0
-                    };
+                    worker.check_visits = settings.vc_visits;
                     worker
                 })
                 .collect(),

@@ -296,6 +296,8 @@ fn options_are_checked() {
         serde_json::json!({"vc": 3}),
         serde_json::json!({"vc_visits": -1}),
         serde_json::json!({"vc_visits": 5_000_000_000u64}),
+        serde_json::json!({"vc_visits": 300}),
+        serde_json::json!({"vc": 1, "vc_visits": 300}),
         serde_json::json!([1, 2]),
     ] {
         assert!(
@@ -309,6 +311,12 @@ fn options_are_checked() {
     assert!(HexEngine::new(
         &serde_json::Value::Null,
         &serde_json::json!({"time_ms": "50", "playouts": 10}),
+        1
+    )
+    .is_ok());
+    assert!(HexEngine::new(
+        &serde_json::Value::Null,
+        &serde_json::json!({"vc": 2, "vc_visits": 300}),
         1
     )
     .is_ok());
