@@ -81,6 +81,18 @@ pub const INFO: EngineInfo = EngineInfo {
                     its visits reach this number (0: only the root's moves; needs vc 2)",
         },
         EngineOption {
+            name: "pattern_bias",
+            default: "0",
+            about: "weight, in hundredths, of the trained move patterns' progressive bias in the \
+                    UCT tree (0..=10000; 0: patterns off)",
+        },
+        EngineOption {
+            name: "pattern_playouts",
+            default: "0",
+            about: "playouts draw cells in proportion to their trained pattern weights, each \
+                    weight capped at this many hundredths (0..=1000000; 0: uniformly at random)",
+        },
+        EngineOption {
             name: "threads",
             default: "1",
             about: "threads the UCT stage searches with (1..=64), one tree each (root \
@@ -91,6 +103,7 @@ pub const INFO: EngineInfo = EngineInfo {
 
 mod alpha_beta;
 mod circuit;
+pub mod patterns;
 mod tables;
 #[cfg(test)]
 mod tests;
@@ -98,6 +111,7 @@ mod uct;
 mod vc;
 
 use circuit::*;
+use patterns::{shape_of, shape_readers, shipped_weights, ShapeKeys};
 use tables::*;
 use uct::*;
 use vc::*;
@@ -172,6 +186,10 @@ struct Settings {
     vc: u8,
     /// With `vc` 2, the visits at which a deeper tree node gets the same check (0: never).
     vc_visits: u32,
+    /// The UCT tree's pattern bias, in hundredths (0: off).
+    pattern_bias: u32,
+    /// Pattern-weighted playouts: the cap on a cell's weight, in hundredths (0: off).
+    pattern_playouts: u32,
 }
 
 impl Settings {
@@ -200,6 +218,9 @@ impl Settings {
             threads: threads as usize,
             vc,
             vc_visits,
+            pattern_bias: integer_option(options, "pattern_bias", 0..=10_000)?.unwrap_or(0) as u32,
+            pattern_playouts: integer_option(options, "pattern_playouts", 0..=1_000_000)?
+                .unwrap_or(0) as u32,
         })
     }
 }
@@ -283,6 +304,8 @@ impl HexEngine {
                     let mut worker = UctWorker::new(seed, k, worker_nodes);
                     worker.check_children = settings.vc >= 2;
                     worker.check_visits = settings.vc_visits;
+                    worker.pattern_bias = settings.pattern_bias as f32 / 100.0;
+                    worker.playout_gamma_cap = settings.pattern_playouts as f32 / 100.0;
                     worker
                 })
                 .collect(),

@@ -1266,3 +1266,327 @@ fn a_checked_node_keeps_only_the_must_play_cells() {
         "{pruned} pruned, {open} open, {proven} proven"
     );
 }
+
+/// `board` turned half a turn (cell c goes to CELLS - 1 - c).
+fn half_turned(board: &Cells) -> Cells {
+    std::array::from_fn(|c| board[CELLS - 1 - c])
+}
+
+/// `board` mirrored in its long diagonal with the colours swapped: Red's position becomes
+/// Blue's.
+fn mirrored(board: &Cells) -> Cells {
+    std::array::from_fn(|c| match board[(c % N) * N + c / N] {
+        EMPTY => EMPTY,
+        s => 3 - s,
+    })
+}
+
+#[test]
+fn a_shape_is_the_same_after_a_half_turn_and_for_the_other_colour_mirrored() {
+    use patterns::{canonical, half_turn};
+    let mut rng = SmallRng::seed_from_u64(11);
+    let mut checked = 0;
+    for _ in 0..40 {
+        let empty = rng.gen_range(20..110);
+        let board = random_filling(&mut rng, empty);
+        let last = rng.gen_range(0..CELLS) as u8;
+        for c in (0..CELLS).filter(|&c| board[c] == EMPTY) {
+            for mover in 0..2 {
+                let shape = shape_of(&board, c, mover, last);
+                let turned = shape_of(
+                    &half_turned(&board),
+                    CELLS - 1 - c,
+                    mover,
+                    (CELLS - 1 - last as usize) as u8,
+                );
+                assert_eq!(turned.ring, half_turn(shape.ring), "{board:?} {c}");
+                assert_eq!(turned.bridges, half_turn(shape.bridges));
+                assert_eq!(turned.last, shape.last);
+                assert_eq!(canonical(turned.ring), canonical(shape.ring));
+                let t = |x: usize| (x % N) * N + x / N;
+                let other = shape_of(&mirrored(&board), t(c), 1 - mover, t(last as usize) as u8);
+                assert_eq!(other, shape, "{board:?} {c} mover {mover}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 5000, "{checked}");
+}
+
+#[test]
+fn a_shape_reads_the_edges_as_their_owners_stones() {
+    let board = [EMPTY; CELLS];
+    // A1's neighbours in ring order: B1, B2, A2 on the board; the three off it are, for Red,
+    // Blue's edge (left of A), then the corner beyond both edges, then Red's edge (above row 1).
+    let red = shape_of(&board, cell("A1") as usize, 0, NO);
+    assert_eq!(red.ring, 2 << 6 | 3 << 8 | 1 << 10);
+    // Blue reads the board transposed: A1 lies on the long diagonal, so its shape for Blue is
+    // Red's (left of A is Blue's own edge, read where Red reads its own edge above row 1).
+    let blue = shape_of(&board, cell("A1") as usize, 1, NO);
+    assert_eq!(blue, red);
+    let k1 = shape_of(&board, cell("K1") as usize, 0, NO);
+    // K1 for Red: L1 off the board right (Blue's edge), L2 too, A... ring order from (1,0):
+    // (1,0) L1 Blue's edge, (1,1) L2 Blue's edge, (0,1) K2, (-1,0) J1, (-1,-1) J0 Red's
+    // edge, (0,-1) K0 Red's edge.
+    assert_eq!(k1.ring, 2 | 2 << 2 | 1 << 8 | 1 << 10);
+    // The last move as a neighbour, then as a bridge point (C2 = A1 + B1's and B2's offsets).
+    assert_eq!(shape_of(&board, cell("A1") as usize, 0, cell("B2")).last, 1);
+    assert_eq!(shape_of(&board, cell("A1") as usize, 0, cell("C2")).last, 2);
+    assert_eq!(shape_of(&board, cell("A1") as usize, 0, cell("D4")).last, 0);
+    // The mover's stone reads 1 and the opponent's 2, whoever the mover is.
+    let mut board = board;
+    board[cell("B1") as usize] = stone(0);
+    assert_eq!(shape_of(&board, cell("A1") as usize, 0, NO).ring & 3, 1);
+    assert_eq!(
+        shape_of(&board, cell("A1") as usize, 1, NO).ring >> 4 & 3,
+        2
+    );
+}
+
+#[test]
+fn pattern_weights_round_trip_through_their_text() {
+    use patterns::PatternWeights;
+    let text = "# weights\nring 5 2.5\nbridges 4095 0.25 # a comment\nlast 1 4\n\n";
+    let weights = PatternWeights::parse(text).unwrap();
+    let mut written = Vec::new();
+    weights.write(&mut written).unwrap();
+    let written = String::from_utf8(written).unwrap();
+    assert_eq!(PatternWeights::parse(&written).unwrap(), weights);
+    // The half-turned key shares the weight; unlisted keys weigh 1.
+    let shape = |ring, bridges, last| patterns::Shape {
+        ring,
+        bridges,
+        last,
+    };
+    assert_eq!(weights.gamma(shape(patterns::half_turn(5), 0, 0)), 2.5);
+    assert_eq!(weights.gamma(shape(5, 4095, 1)), 2.5 * 0.25 * 4.0);
+    assert_eq!(weights.gamma(shape(6, 7, 2)), 1.0);
+    // Four lines: ring 5 (canonical), bridges 4095's canonical key, and last 0..3.
+    assert!(written.contains("ring 5 2.5"), "{written}");
+    assert_eq!(written.lines().count(), 5, "{written}");
+}
+
+#[test]
+fn bad_pattern_weights_are_refused_with_their_line() {
+    use patterns::PatternWeights;
+    for (text, why) in [
+        ("ring 5", "expected: TABLE KEY GAMMA"),
+        ("stones 5 1", "the table is ring, bridges or last"),
+        ("ring five 1", "the key is not a number"),
+        ("ring 4096 1", "the key is out of range"),
+        ("last 3 1", "the key is out of range"),
+        ("ring 5 x", "the weight is not a number"),
+        ("ring 5 0", "the weight must be above 0"),
+        ("ring 5 inf", "the weight must be above 0"),
+    ] {
+        let error = PatternWeights::parse(&format!("last 0 1\n{text}\n")).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("weights line 2: {why}"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn the_shipped_pattern_weights_are_read_in_full() {
+    let text = include_str!("patterns.txt");
+    let weights = patterns::PatternWeights::parse(text).unwrap();
+    let lines = text.lines().filter(|l| !l.starts_with('#')).count();
+    let mut written = Vec::new();
+    weights.write(&mut written).unwrap();
+    assert_eq!(written.split(|&b| b == b'\n').count() - 1, lines);
+    assert!(lines > 100, "{lines} weights");
+    assert_eq!(shipped_weights(), &weights);
+}
+
+#[test]
+fn training_learns_the_shape_the_chosen_moves_share() {
+    use patterns::{train, TrainingSet};
+    // Games where every move after the first is a neighbour of the move before (where one is
+    // free): the weight of "next to the last move" must come out far above the others, and
+    // the likelihood must never fall (minorization-maximization climbs).
+    let mut rng = SmallRng::seed_from_u64(3);
+    let mut set = TrainingSet::default();
+    for _ in 0..60 {
+        let mut board = [EMPTY; CELLS];
+        let mut moves = Vec::new();
+        let mut last = rng.gen_range(0..CELLS);
+        for _ in 0..40 {
+            let near: Vec<u8> = RING[last]
+                .iter()
+                .copied()
+                .filter(|&n| n != NO && board[n as usize] == EMPTY)
+                .collect();
+            let next = match near[..] {
+                [] => loop {
+                    let c = rng.gen_range(0..CELLS);
+                    if board[c] == EMPTY {
+                        break c;
+                    }
+                },
+                _ => near[rng.gen_range(0..near.len())] as usize,
+            };
+            board[next] = stone(moves.len() % 2);
+            moves.push(cell_text(next as u8));
+            last = next;
+        }
+        assert_eq!(set.add_game(&moves, &|ply| ply >= 1), 39);
+    }
+    assert_eq!(set.len(), 60 * 39);
+    let mut likelihoods = Vec::new();
+    let weights = train(&set, 8, &mut |_, l| likelihoods.push(l));
+    assert_eq!(likelihoods.len(), 8);
+    assert!(
+        likelihoods.windows(2).all(|w| w[1] >= w[0] - 1e-9),
+        "{likelihoods:?}"
+    );
+    let gamma = |last| {
+        weights.gamma(patterns::Shape {
+            ring: 0,
+            bridges: 0,
+            last,
+        })
+    };
+    assert!(gamma(1) > 20.0 * gamma(0), "{} {}", gamma(1), gamma(0));
+    assert!(gamma(1) > 20.0 * gamma(2), "{} {}", gamma(1), gamma(2));
+}
+
+#[test]
+fn a_game_stops_being_learnt_at_a_move_that_is_not_a_free_cell() {
+    let mut set = patterns::TrainingSet::default();
+    let moves: Vec<String> = ["F6", "E5", "F6", "A1"]
+        .iter()
+        .map(|m| m.to_string())
+        .collect();
+    assert_eq!(set.add_game(&moves, &|_| true), 2);
+    let moves: Vec<String> = ["F6", "swap", "A1"].iter().map(|m| m.to_string()).collect();
+    assert_eq!(set.add_game(&moves, &|_| true), 1);
+}
+
+#[test]
+fn with_patterns_on_the_children_share_the_bias() {
+    let mut board = [EMPTY; CELLS];
+    board[cell("F6") as usize] = stone(0);
+    let flat = |_: u8| 0.5f32;
+    let abort = AtomicBool::new(false);
+    let limits = Limits {
+        deadline: None,
+        abort: &abort,
+    };
+    let mut worker = UctWorker::new(1, 0, 1 << 16);
+    worker.pattern_bias = 2.5;
+    assert!(worker.search(&board, 1, &flat, !0, 1, &limits));
+    let biases = worker.child_biases(0);
+    assert_eq!(biases.len(), CELLS - 1);
+    let total: f32 = biases.iter().map(|&(_, b)| b).sum();
+    assert!((total - 1.0).abs() < 1e-3, "{total}");
+    // The trained weights favour some cells: the shares are not all equal.
+    let most = biases.iter().map(|&(_, b)| b).fold(0.0, f32::max);
+    assert!(most > 2.0 / CELLS as f32, "{most}");
+    let mut plain = UctWorker::new(1, 0, 1 << 16);
+    assert!(plain.search(&board, 1, &flat, !0, 1, &limits));
+    assert!(plain.child_biases(0).iter().all(|&(_, b)| b == 0.0));
+}
+
+#[test]
+fn pattern_bias_is_an_option_with_a_range() {
+    let settings = Settings::from_options(&serde_json::json!({"pattern_bias": 250})).unwrap();
+    assert_eq!(settings.pattern_bias, 250);
+    assert_eq!(
+        Settings::from_options(&serde_json::json!({}))
+            .unwrap()
+            .pattern_bias,
+        0
+    );
+    let error = Settings::from_options(&serde_json::json!({"pattern_bias": 10001})).unwrap_err();
+    assert!(error.to_string().contains("pattern_bias"), "{error}");
+}
+
+/// What the patterns cost: playouts per second without them and with the tree's pattern
+/// bias, over three positions, side by side in one run.
+/// `cargo test --release --lib pattern_cost -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn pattern_cost() {
+    let positions: [&[&str]; 3] = [
+        &["F6", "E7"],
+        &["F6", "E7", "D5", "G4", "C8", "H6"],
+        &["C3", "I9", "F6", "E7", "D8", "G5", "H4", "B10", "E5", "F5"],
+    ];
+    let configs = [
+        serde_json::json!({"ab_below": 0, "time_ms": 1000}),
+        serde_json::json!({"ab_below": 0, "time_ms": 1000, "pattern_bias": 250}),
+        serde_json::json!({"ab_below": 0, "time_ms": 1000, "pattern_playouts": 100}),
+    ];
+    let mut rates = vec![0.0; configs.len()];
+    for moves in positions {
+        for (k, options) in configs.iter().enumerate() {
+            let mut hex = engine(options.clone(), serde_json::Value::Null);
+            let started = Instant::now();
+            ask(&mut hex, moves, ClockView::unlimited(), false);
+            let rate = hex.last_stats.playouts as f64 / started.elapsed().as_secs_f64();
+            rates[k] += rate / positions.len() as f64;
+            println!("{} stones, {options}: {rate:.0} playouts/s", moves.len());
+        }
+    }
+    for (options, rate) in configs.iter().zip(&rates) {
+        println!(
+            "mean {rate:.0}/s ({:.2} of the first) {options}",
+            rate / rates[0]
+        );
+    }
+    assert!(rates.iter().all(|&r| r > 0.0));
+}
+
+#[test]
+fn shape_keys_kept_stone_by_stone_match_keys_read_afresh() {
+    use patterns::ShapeKeys;
+    let mut rng = SmallRng::seed_from_u64(5);
+    for _ in 0..20 {
+        let empty = rng.gen_range(60..121);
+        let mut board = random_filling(&mut rng, empty);
+        let mut keys = ShapeKeys::new(&board);
+        for _ in 0..30 {
+            let empties: Vec<usize> = (0..CELLS).filter(|&c| board[c] == EMPTY).collect();
+            let Some(&c) = empties.get(rng.gen_range(0..empties.len().max(1))) else {
+                break;
+            };
+            let colour = rng.gen_range(0..2);
+            board[c] = stone(colour);
+            keys.place(c, colour);
+            let fresh = ShapeKeys::new(&board);
+            for mover in 0..2 {
+                for y in (0..CELLS).filter(|&y| board[y] == EMPTY) {
+                    assert_eq!(keys.key(mover, y), fresh.key(mover, y), "{board:?} {y}");
+                }
+            }
+            // The cells that read c are the cells c reads.
+            let readers: Vec<usize> = shape_readers(c).collect();
+            let shape = shape_of(&board, c, 0, NO);
+            let mut near: Vec<usize> = (0..CELLS)
+                .filter(|&y| y != c && shape_of(&board, y, 0, c as u8).last > 0)
+                .collect();
+            near.sort_unstable();
+            let mut sorted = readers.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, near, "{c} {shape:?}");
+        }
+    }
+}
+
+#[test]
+fn pattern_playouts_fill_the_board_and_find_the_winner() {
+    let mut rng = SmallRng::seed_from_u64(9);
+    let mut worker = UctWorker::new(1, 0, 1 << 16);
+    worker.playout_gamma_cap = 1.0;
+    for _ in 0..200 {
+        let empty = rng.gen_range(1..121);
+        let mut board = random_filling(&mut rng, empty);
+        let mover = usize::from(board.iter().filter(|&&c| c != EMPTY).count() % 2 == 1);
+        let mut keys = patterns::ShapeKeys::new(&board);
+        let winner = worker.pattern_playout(&mut board, &mut keys, mover, NO);
+        assert!(!board.contains(&EMPTY));
+        assert!(connected(&board, winner) && !connected(&board, 1 - winner));
+    }
+}

@@ -18,8 +18,12 @@ pub(super) struct TreeNode {
     wins: f32,
     rave_visits: f32,
     rave_wins: f32,
-    /// The prior counted into the RAVE figures, so a reused root can swap it for its own.
-    prior: f32,
+    /// The prior counted into the RAVE figures, so a reused root can swap it for its own (in
+    /// [`to_unit`] form, which keeps the node at 28 bytes).
+    prior: u16,
+    /// The move's share of its siblings' pattern weights, the progressive bias's numerator
+    /// (in [`to_unit`] form).
+    bias: u16,
     /// For the side that played `cell`: [`WON`] a proven win, [`LOST`] a proven loss, 0 not
     /// proven. A proven node is never searched below again.
     proven: i8,
@@ -43,10 +47,20 @@ impl TreeNode {
             } else {
                 PRIOR_VISITS * prior
             },
-            prior,
+            prior: to_unit(prior),
+            bias: 0,
             proven: 0,
         }
     }
+}
+
+/// A number in 0..=1 as a 16-bit fraction.
+fn to_unit(x: f32) -> u16 {
+    (x.clamp(0.0, 1.0) * f32::from(u16::MAX)).round() as u16
+}
+
+fn from_unit(x: u16) -> f32 {
+    f32::from(x) / f32::from(u16::MAX)
 }
 
 /// The moves leading from the board `from` to the board `to` when they differ by one stone of
@@ -107,6 +121,10 @@ pub(super) struct UctWorker {
     pub(super) check_children: bool,
     /// Visits at which a node below the root's children gets the same check (0: never).
     pub(super) check_visits: u32,
+    /// The progressive bias given to the pattern weights' share of a move (0: patterns off).
+    pub(super) pattern_bias: f32,
+    /// Playouts draw cells by their pattern weights capped at this (0: uniformly).
+    pub(super) playout_gamma_cap: f32,
     /// Virtual-connection checks made by the last search.
     pub(super) checks: u64,
     /// Playouts made by the last search.
@@ -127,6 +145,8 @@ impl UctWorker {
             connections: None,
             check_children: false,
             check_visits: 0,
+            pattern_bias: 0.0,
+            playout_gamma_cap: 0.0,
             checks: 0,
             playouts: 0,
             reused: 0,
@@ -236,6 +256,21 @@ impl UctWorker {
             let p = if Some(c) == reply { 0.9 } else { prior(c) };
             self.tree.push(TreeNode::leaf(c, p));
         }
+        if self.pattern_bias > 0.0 {
+            let weights = shipped_weights();
+            let last = self.tree[index].cell;
+            let children = &mut self.tree[first..];
+            let mut gammas = [0.0f32; CELLS];
+            for (child, gamma) in children.iter().zip(&mut gammas) {
+                *gamma = weights.gamma(shape_of(board, child.cell as usize, mover, last));
+            }
+            let total: f32 = gammas.iter().sum();
+            if total > 0.0 {
+                for (child, gamma) in children.iter_mut().zip(gammas) {
+                    child.bias = to_unit(gamma / total);
+                }
+            }
+        }
         let count = (self.tree.len() - first) as u8;
         let node = &mut self.tree[index];
         node.first_child = first as u32;
@@ -337,8 +372,10 @@ impl UctWorker {
             let amaf = child.rave_wins / child.rave_visits.max(1.0);
             let rn = child.rave_visits;
             let beta = rn / (rn + n + RAVE_BIAS * rn * n);
-            let value =
-                (1.0 - beta) * q + beta * amaf + EXPLORATION * (log_parent / (n + 1.0)).sqrt();
+            let value = (1.0 - beta) * q
+                + beta * amaf
+                + EXPLORATION * (log_parent / (n + 1.0)).sqrt()
+                + self.pattern_bias * from_unit(child.bias) / (n + 1.0).sqrt();
             if value > best_value {
                 best_value = value;
                 best = k;
@@ -371,6 +408,82 @@ impl UctWorker {
             }
             let Some(cell) = chosen else { break };
             board[cell as usize] = stone(mover);
+            last = cell;
+            mover = 1 - mover;
+        }
+        if connected(board, 0) {
+            0
+        } else {
+            1
+        }
+    }
+
+    /// Like [`UctWorker::playout`], but cells are drawn with chances in proportion to their
+    /// shapes' trained weights, capped at `self.playout_gamma_cap` (`keys` must be `board`'s).
+    pub(super) fn pattern_playout(
+        &mut self,
+        board: &mut Cells,
+        keys: &mut ShapeKeys,
+        mut mover: usize,
+        mut last: u8,
+    ) -> usize {
+        let weights = shipped_weights();
+        let cap = self.playout_gamma_cap;
+        let mut gamma = [[0.0f32; CELLS]; 2];
+        let mut rows = [[0.0f32; N]; 2];
+        for c in (0..CELLS).filter(|&c| board[c] == EMPTY) {
+            for m in 0..2 {
+                gamma[m][c] = weights.playout_gamma(keys.key(m, c), cap);
+                rows[m][c / N] += gamma[m][c];
+            }
+        }
+        loop {
+            let chosen = bridge_reply(board, mover, last).or_else(|| {
+                let mut left = self.rng.gen::<f32>() * rows[mover].iter().sum::<f32>();
+                let mut found = None;
+                'rows: for (row, &sum) in rows[mover].iter().enumerate() {
+                    if sum <= 0.0 {
+                        continue;
+                    }
+                    if left >= sum {
+                        left -= sum;
+                        // Rounding may leave `left` past the last row: its last cell then.
+                        for (c, &g) in gamma[mover][row * N..row * N + N].iter().enumerate() {
+                            if g > 0.0 {
+                                found = Some((row * N + c) as u8);
+                            }
+                        }
+                        continue;
+                    }
+                    for (c, &g) in gamma[mover][row * N..row * N + N].iter().enumerate() {
+                        if g > 0.0 {
+                            found = Some((row * N + c) as u8);
+                            left -= g;
+                            if left < 0.0 {
+                                break 'rows;
+                            }
+                        }
+                    }
+                }
+                found
+            });
+            let Some(cell) = chosen else { break };
+            let x = cell as usize;
+            board[x] = stone(mover);
+            keys.place(x, mover);
+            gamma[0][x] = 0.0;
+            gamma[1][x] = 0.0;
+            for y in shape_readers(x).filter(|&y| board[y] == EMPTY) {
+                for m in 0..2 {
+                    gamma[m][y] = weights.playout_gamma(keys.key(m, y), cap);
+                }
+            }
+            // The rows the changed cells lie in, summed afresh (no drift).
+            for row in (x / N).saturating_sub(2)..(x / N + 3).min(N) {
+                for m in 0..2 {
+                    rows[m][row] = gamma[m][row * N..row * N + N].iter().sum();
+                }
+            }
             last = cell;
             mover = 1 - mover;
         }
@@ -424,6 +537,17 @@ impl UctWorker {
             child.proven = proven;
             self.tree.push(child);
         }
+    }
+
+    /// The children of tree node `index`: their cells and pattern-bias shares (for tests).
+    #[cfg(test)]
+    pub(super) fn child_biases(&self, index: usize) -> Vec<(u8, f32)> {
+        let node = &self.tree[index];
+        let first = node.first_child as usize;
+        self.tree[first..first + node.child_count as usize]
+            .iter()
+            .map(|c| (c.cell, from_unit(c.bias)))
+            .collect()
     }
 
     /// The root's proof (for tests).
@@ -521,8 +645,9 @@ impl UctWorker {
             let first = root.first_child as usize;
             for child in &mut self.tree[first..first + root.child_count as usize] {
                 let p = root_prior(child.cell);
-                child.rave_wins = (child.rave_wins + PRIOR_VISITS * (p - child.prior)).max(0.0);
-                child.prior = p;
+                child.rave_wins =
+                    (child.rave_wins + PRIOR_VISITS * (p - from_unit(child.prior))).max(0.0);
+                child.prior = to_unit(p);
             }
         } else if !self.expand(0, cells, mover, &root_prior, false) {
             // Cannot happen under the cap (1 MiB holds far more than a root's children, even
@@ -547,6 +672,7 @@ impl UctWorker {
         }
         self.tree_root = Some((*cells, mover));
         let flat = |_: u8| 0.5f32;
+        let root_keys = (self.playout_gamma_cap > 0.0).then(|| ShapeKeys::new(cells));
         let mut path: Vec<usize> = Vec::with_capacity(CELLS + 1);
         loop {
             let playouts = self.playouts;
@@ -562,6 +688,7 @@ impl UctWorker {
                 break;
             }
             let mut board = *cells;
+            let mut keys = root_keys.clone();
             let mut to_move = mover;
             let mut index = 0;
             let mut last = NO;
@@ -601,6 +728,9 @@ impl UctWorker {
                 index = self.select(index);
                 let cell = self.tree[index].cell;
                 board[cell as usize] = stone(to_move);
+                if let Some(keys) = keys.as_mut() {
+                    keys.place(cell as usize, to_move);
+                }
                 last = cell;
                 to_move = 1 - to_move;
                 path.push(index);
@@ -609,7 +739,10 @@ impl UctWorker {
             let winner = match self.tree[index].proven {
                 WON => 1 - to_move,
                 LOST => to_move,
-                _ => self.playout(&mut board, to_move, last),
+                _ => match keys.as_mut() {
+                    Some(keys) => self.pattern_playout(&mut board, keys, to_move, last),
+                    None => self.playout(&mut board, to_move, last),
+                },
             };
             if self.tree[index].proven != 0 {
                 self.propagate_proof(&path);
