@@ -749,17 +749,20 @@ fn two_threads_with_a_tiny_tree_play_a_whole_game_legally() {
     assert!(capped >= 10, "the trees were full only {capped} times");
 }
 
+/// The opening positions the speed tests search.
+const SPEED_POSITIONS: [&[&str]; 3] = [
+    &["F6", "E7"],
+    &["F6", "E7", "D5", "G4", "C8", "H6"],
+    &["C3", "I9", "F6", "E7", "D8", "G5", "H4", "B10", "E5", "F5"],
+];
+
 /// Playouts per second with one and with two threads from the same positions, for the figures
 /// in docs/engines.md: `cargo test --release --lib engine::hex::tests::thread_speed -- --ignored
 /// --nocapture`. The ratio depends on what else the machine runs.
 #[test]
 #[ignore]
 fn thread_speed() {
-    let positions: [&[&str]; 3] = [
-        &["F6", "E7"],
-        &["F6", "E7", "D5", "G4", "C8", "H6"],
-        &["C3", "I9", "F6", "E7", "D8", "G5", "H4", "B10", "E5", "F5"],
-    ];
+    let positions = SPEED_POSITIONS;
     let mut totals = [(0u64, 0f64); 2];
     for round in 0..2 {
         for moves in positions {
@@ -1509,11 +1512,7 @@ fn pattern_bias_is_an_option_with_a_range() {
 #[test]
 #[ignore]
 fn pattern_cost() {
-    let positions: [&[&str]; 3] = [
-        &["F6", "E7"],
-        &["F6", "E7", "D5", "G4", "C8", "H6"],
-        &["C3", "I9", "F6", "E7", "D8", "G5", "H4", "B10", "E5", "F5"],
-    ];
+    let positions = SPEED_POSITIONS;
     let configs = [
         serde_json::json!({"ab_below": 0, "time_ms": 1000}),
         serde_json::json!({"ab_below": 0, "time_ms": 1000, "pattern_bias": 250}),
