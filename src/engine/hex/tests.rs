@@ -1589,3 +1589,27 @@ fn pattern_playouts_fill_the_board_and_find_the_winner() {
         assert!(connected(&board, winner) && !connected(&board, 1 - winner));
     }
 }
+
+#[test]
+fn a_weighted_draw_follows_the_weights() {
+    let mut worker = UctWorker::new(4, 0, 1 << 10);
+    let mut gamma = [0.0f32; CELLS];
+    let mut rows = [0.0f32; N];
+    assert_eq!(worker.draw(&gamma, &rows), None);
+    for (c, g) in [(3, 1.0), (60, 2.0), (120, 1.0)] {
+        gamma[c] = g;
+        rows[c / N] += g;
+    }
+    let mut counts = [0u32; CELLS];
+    for _ in 0..20_000 {
+        counts[worker.draw(&gamma, &rows).unwrap() as usize] += 1;
+    }
+    assert_eq!(
+        counts.iter().sum::<u32>(),
+        counts[3] + counts[60] + counts[120]
+    );
+    // Expected 5 000, 10 000 and 5 000: 400 off is over 5.6 standard deviations (seeded, too).
+    for (c, expected) in [(3, 5_000), (60, 10_000), (120, 5_000)] {
+        assert!(counts[c].abs_diff(expected) < 400, "{c}: {}", counts[c]);
+    }
+}

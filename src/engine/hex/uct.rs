@@ -438,35 +438,8 @@ impl UctWorker {
             }
         }
         loop {
-            let chosen = bridge_reply(board, mover, last).or_else(|| {
-                let mut left = self.rng.gen::<f32>() * rows[mover].iter().sum::<f32>();
-                let mut found = None;
-                'rows: for (row, &sum) in rows[mover].iter().enumerate() {
-                    if sum <= 0.0 {
-                        continue;
-                    }
-                    if left >= sum {
-                        left -= sum;
-                        // Rounding may leave `left` past the last row: its last cell then.
-                        for (c, &g) in gamma[mover][row * N..row * N + N].iter().enumerate() {
-                            if g > 0.0 {
-                                found = Some((row * N + c) as u8);
-                            }
-                        }
-                        continue;
-                    }
-                    for (c, &g) in gamma[mover][row * N..row * N + N].iter().enumerate() {
-                        if g > 0.0 {
-                            found = Some((row * N + c) as u8);
-                            left -= g;
-                            if left < 0.0 {
-                                break 'rows;
-                            }
-                        }
-                    }
-                }
-                found
-            });
+            let chosen =
+                bridge_reply(board, mover, last).or_else(|| self.draw(&gamma[mover], &rows[mover]));
             let Some(cell) = chosen else { break };
             let x = cell as usize;
             board[x] = stone(mover);
@@ -492,6 +465,33 @@ impl UctWorker {
         } else {
             1
         }
+    }
+
+    /// A cell drawn with chances in proportion to `gamma`, whose rows sum to `rows`; `None`
+    /// when every weight is 0.
+    pub(super) fn draw(&mut self, gamma: &[f32; CELLS], rows: &[f32; N]) -> Option<u8> {
+        let mut left = self.rng.gen::<f32>() * rows.iter().sum::<f32>();
+        // The row the draw falls in (rounding may carry `left` past the last row: that row).
+        let mut chosen_row = None;
+        for (row, &sum) in rows.iter().enumerate().filter(|&(_, &sum)| sum > 0.0) {
+            chosen_row = Some(row);
+            if left < sum {
+                break;
+            }
+            left -= sum;
+        }
+        let row = chosen_row?;
+        let mut found = None;
+        for (c, &g) in gamma[row * N..row * N + N].iter().enumerate() {
+            if g > 0.0 {
+                found = Some((row * N + c) as u8);
+                left -= g;
+                if left < 0.0 {
+                    break;
+                }
+            }
+        }
+        found
     }
 
     /// The root's children: their cells, visits, wins and proofs.
