@@ -7,6 +7,8 @@ use std::io::Write;
 
 use anyhow::{bail, Context};
 use arena::engine::hex::patterns::{train, TrainingSet};
+use arena::game::{GameId, Side};
+use arena::game_line::GameLine;
 use clap::Parser;
 
 #[derive(Parser)]
@@ -30,16 +32,6 @@ struct Args {
     games: Vec<std::path::PathBuf>,
 }
 
-#[derive(serde::Deserialize)]
-struct Game {
-    game: String,
-    first: String,
-    second: String,
-    moves: Vec<String>,
-    #[serde(default)]
-    rules: serde_json::Value,
-}
-
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let mut set = TrainingSet::default();
@@ -50,17 +42,19 @@ fn main() -> anyhow::Result<()> {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         for (n, line) in text.lines().enumerate() {
-            let game: Game = serde_json::from_str(line)
-                .with_context(|| format!("{} line {}", path.display(), n + 1))?;
-            if game.game != "hex" || game.rules.get("swap") == Some(&serde_json::Value::Bool(true))
+            let where_ = || format!("{} line {}", path.display(), n + 1);
+            let value: serde_json::Value = serde_json::from_str(line).with_context(where_)?;
+            let game = GameLine::from_json(&value).with_context(where_)?;
+            if game.game != GameId::Hex
+                || game.rules.get("swap") == Some(&serde_json::Value::Bool(true))
             {
                 continue;
             }
             let learnt = |ply: usize| {
-                let name = if ply.is_multiple_of(2) {
-                    &game.first
-                } else {
-                    &game.second
+                // `mover_of_ply` counts plies from 1.
+                let name = match GameId::Hex.mover_of_ply(ply + 1) {
+                    Side::First => &game.first,
+                    Side::Second => &game.second,
                 };
                 ply >= args.skip && (args.player.is_empty() || args.player.contains(name))
             };
