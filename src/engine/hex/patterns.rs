@@ -356,7 +356,8 @@ impl TrainingSet {
             if cell >= CELLS || board[cell] != EMPTY {
                 break;
             }
-            let mover = ply % 2;
+            // The rules say who moves at each ply (counted from 1 there).
+            let mover = colour_of(GameId::Hex.mover_of_ply(ply + 1));
             if learn(ply) {
                 let mut features = Vec::with_capacity(CELLS);
                 let mut chosen = 0;
