@@ -87,6 +87,12 @@ pub const INFO: EngineInfo = EngineInfo {
                     UCT tree (0..=10000; 0: patterns off)",
         },
         EngineOption {
+            name: "pattern_prior",
+            default: "0",
+            about: "weight, in hundredths, of the trained move patterns in the starting values \
+                    of the UCT tree's moves below the root (0..=100; 0: off)",
+        },
+        EngineOption {
             name: "pattern_playouts",
             default: "0",
             about: "playouts draw cells in proportion to their trained pattern weights, each \
@@ -188,6 +194,9 @@ struct Settings {
     vc_visits: u32,
     /// The UCT tree's pattern bias, in hundredths (0: off).
     pattern_bias: u32,
+    /// The patterns' weight in the starting values of moves below the root, in hundredths
+    /// (0: off).
+    pattern_prior: u32,
     /// Pattern-weighted playouts: the cap on a cell's weight, in hundredths (0: off).
     pattern_playouts: u32,
 }
@@ -219,6 +228,7 @@ impl Settings {
             vc,
             vc_visits,
             pattern_bias: integer_option(options, "pattern_bias", 0..=10_000)?.unwrap_or(0) as u32,
+            pattern_prior: integer_option(options, "pattern_prior", 0..=100)?.unwrap_or(0) as u32,
             pattern_playouts: integer_option(options, "pattern_playouts", 0..=1_000_000)?
                 .unwrap_or(0) as u32,
         })
@@ -305,6 +315,7 @@ impl HexEngine {
                     worker.check_children = settings.vc >= 2;
                     worker.check_visits = settings.vc_visits;
                     worker.pattern_bias = settings.pattern_bias as f32 / 100.0;
+                    worker.pattern_prior = settings.pattern_prior as f32 / 100.0;
                     worker.playout_gamma_cap = settings.pattern_playouts as f32 / 100.0;
                     worker
                 })

@@ -1493,6 +1493,60 @@ fn with_patterns_on_the_children_share_the_bias() {
 }
 
 #[test]
+fn with_pattern_priors_moves_below_the_root_start_from_their_weights() {
+    let mut board = [EMPTY; CELLS];
+    board[cell("F6") as usize] = stone(0);
+    let flat = |_: u8| 0.5f32;
+    let abort = AtomicBool::new(false);
+    let limits = Limits {
+        deadline: None,
+        abort: &abort,
+    };
+    let mut worker = UctWorker::new(1, 0, 1 << 16);
+    worker.pattern_prior = 0.4;
+    assert!(worker.search(&board, 1, &flat, !0, 2000, &limits));
+    // The root's moves keep the priors they were given.
+    let root = worker.child_priors(0);
+    assert!(root.iter().all(|&(_, _, p, _)| (p - 0.5).abs() < 1e-3));
+    // A move below the root: its children start between 0.3 and 0.7 (0.9 for the answer to a
+    // bridge intrusion), the best-weighted at 0.7, and not all alike.
+    let &(below, ..) = root
+        .iter()
+        .find(|&&(_, _, _, expanded)| expanded)
+        .expect("an expanded root move");
+    let priors: Vec<f32> = worker
+        .child_priors(below)
+        .iter()
+        .map(|&(_, _, p, _)| p)
+        .collect();
+    assert!(priors
+        .iter()
+        .all(|&p| (0.3 - 1e-3..=0.7 + 1e-3).contains(&p) || p > 0.89));
+    assert!(priors.iter().any(|&p| (p - 0.7).abs() < 1e-3), "{priors:?}");
+    assert!(priors.iter().any(|&p| p < 0.5), "{priors:?}");
+    // Without the option they are all flat.
+    let mut plain = UctWorker::new(1, 0, 1 << 16);
+    assert!(plain.search(&board, 1, &flat, !0, 2000, &limits));
+    let &(below, ..) = plain
+        .child_priors(0)
+        .iter()
+        .find(|&&(_, _, _, expanded)| expanded)
+        .expect("an expanded root move");
+    assert!(plain
+        .child_priors(below)
+        .iter()
+        .all(|&(_, _, p, _)| (p - 0.5).abs() < 1e-3 || p > 0.89));
+}
+
+#[test]
+fn pattern_prior_is_an_option_with_a_range() {
+    let settings = Settings::from_options(&serde_json::json!({"pattern_prior": 40})).unwrap();
+    assert_eq!(settings.pattern_prior, 40);
+    let error = Settings::from_options(&serde_json::json!({"pattern_prior": 101})).unwrap_err();
+    assert!(error.to_string().contains("pattern_prior"), "{error}");
+}
+
+#[test]
 fn pattern_bias_is_an_option_with_a_range() {
     let settings = Settings::from_options(&serde_json::json!({"pattern_bias": 250})).unwrap();
     assert_eq!(settings.pattern_bias, 250);

@@ -52,6 +52,13 @@ impl TreeNode {
             proven: 0,
         }
     }
+
+    /// Puts `prior` in place of the move's prior: its virtual AMAF wins move by the
+    /// difference, the statistics gathered since stay.
+    fn set_prior(&mut self, prior: f32) {
+        self.rave_wins = (self.rave_wins + PRIOR_VISITS * (prior - from_unit(self.prior))).max(0.0);
+        self.prior = to_unit(prior);
+    }
 }
 
 /// A number in 0..=1 as a 16-bit fraction.
@@ -123,6 +130,9 @@ pub(super) struct UctWorker {
     pub(super) check_visits: u32,
     /// The progressive bias given to the pattern weights' share of a move (0: patterns off).
     pub(super) pattern_bias: f32,
+    /// How far the pattern weights move the starting value of a move below the root from
+    /// the flat 0.5 (0: patterns off there).
+    pub(super) pattern_prior: f32,
     /// Playouts draw cells by their pattern weights capped at this (0: uniformly).
     pub(super) playout_gamma_cap: f32,
     /// Virtual-connection checks made by the last search.
@@ -146,6 +156,7 @@ impl UctWorker {
             check_children: false,
             check_visits: 0,
             pattern_bias: 0.0,
+            pattern_prior: 0.0,
             playout_gamma_cap: 0.0,
             checks: 0,
             playouts: 0,
@@ -256,7 +267,9 @@ impl UctWorker {
             let p = if Some(c) == reply { 0.9 } else { prior(c) };
             self.tree.push(TreeNode::leaf(c, p));
         }
-        if self.pattern_bias > 0.0 {
+        // The root's moves keep the circuit's priors; below it the patterns may set them.
+        let pattern_prior = if index == 0 { 0.0 } else { self.pattern_prior };
+        if self.pattern_bias > 0.0 || pattern_prior > 0.0 {
             let weights = shipped_weights();
             let last = self.tree[index].cell;
             let children = &mut self.tree[first..];
@@ -265,9 +278,15 @@ impl UctWorker {
                 *gamma = weights.gamma(shape_of(board, child.cell as usize, mover, last));
             }
             let total: f32 = gammas.iter().sum();
+            let best = gammas.iter().copied().fold(0.0f32, f32::max);
             if total > 0.0 {
                 for (child, gamma) in children.iter_mut().zip(gammas) {
-                    child.bias = to_unit(gamma / total);
+                    if self.pattern_bias > 0.0 {
+                        child.bias = to_unit(gamma / total);
+                    }
+                    if pattern_prior > 0.0 && Some(child.cell) != reply {
+                        child.set_prior(0.5 + pattern_prior * (gamma / best - 0.5));
+                    }
                 }
             }
         }
@@ -542,12 +561,25 @@ impl UctWorker {
     /// The children of tree node `index`: their cells and pattern-bias shares (for tests).
     #[cfg(test)]
     pub(super) fn child_biases(&self, index: usize) -> Vec<(u8, f32)> {
+        self.children_of(index)
+            .map(|(_, c)| (c.cell, from_unit(c.bias)))
+            .collect()
+    }
+
+    /// The children of tree node `index`: their tree indices, cells, priors and whether they
+    /// have children of their own (for tests).
+    #[cfg(test)]
+    pub(super) fn child_priors(&self, index: usize) -> Vec<(usize, u8, f32, bool)> {
+        self.children_of(index)
+            .map(|(k, c)| (k, c.cell, from_unit(c.prior), c.child_count > 0))
+            .collect()
+    }
+
+    #[cfg(test)]
+    fn children_of(&self, index: usize) -> impl Iterator<Item = (usize, &TreeNode)> {
         let node = &self.tree[index];
         let first = node.first_child as usize;
-        self.tree[first..first + node.child_count as usize]
-            .iter()
-            .map(|c| (c.cell, from_unit(c.bias)))
-            .collect()
+        (first..).zip(&self.tree[first..first + node.child_count as usize])
     }
 
     /// The root's proof (for tests).
@@ -644,10 +676,7 @@ impl UctWorker {
             let root = self.tree[0];
             let first = root.first_child as usize;
             for child in &mut self.tree[first..first + root.child_count as usize] {
-                let p = root_prior(child.cell);
-                child.rave_wins =
-                    (child.rave_wins + PRIOR_VISITS * (p - from_unit(child.prior))).max(0.0);
-                child.prior = to_unit(p);
+                child.set_prior(root_prior(child.cell));
             }
         } else if !self.expand(0, cells, mover, &root_prior, false) {
             // Cannot happen under the cap (1 MiB holds far more than a root's children, even
