@@ -1467,19 +1467,25 @@ fn a_game_stops_being_learnt_at_a_move_that_is_not_a_free_cell() {
     assert_eq!(set.add_game(&moves, &|_| true), 1);
 }
 
-#[test]
-fn with_patterns_on_the_children_share_the_bias() {
+/// A worker set up by `configure` after `playouts` playouts from Red's F6, Blue to move,
+/// the root's moves given the flat prior 0.5.
+fn searched_after_f6(configure: impl FnOnce(&mut UctWorker), playouts: u64) -> UctWorker {
     let mut board = [EMPTY; CELLS];
     board[cell("F6") as usize] = stone(0);
-    let flat = |_: u8| 0.5f32;
     let abort = AtomicBool::new(false);
     let limits = Limits {
         deadline: None,
         abort: &abort,
     };
     let mut worker = UctWorker::new(1, 0, 1 << 16);
-    worker.pattern_bias = 2.5;
-    assert!(worker.search(&board, 1, &flat, !0, 1, &limits));
+    configure(&mut worker);
+    assert!(worker.search(&board, 1, &|_| 0.5, !0, playouts, &limits));
+    worker
+}
+
+#[test]
+fn with_patterns_on_the_children_share_the_bias() {
+    let worker = searched_after_f6(|w| w.pattern_bias = 2.5, 1);
     let biases = worker.child_biases(0);
     assert_eq!(biases.len(), CELLS - 1);
     let total: f32 = biases.iter().map(|&(_, b)| b).sum();
@@ -1487,24 +1493,13 @@ fn with_patterns_on_the_children_share_the_bias() {
     // The trained weights favour some cells: the shares are not all equal.
     let most = biases.iter().map(|&(_, b)| b).fold(0.0, f32::max);
     assert!(most > 2.0 / CELLS as f32, "{most}");
-    let mut plain = UctWorker::new(1, 0, 1 << 16);
-    assert!(plain.search(&board, 1, &flat, !0, 1, &limits));
+    let plain = searched_after_f6(|_| (), 1);
     assert!(plain.child_biases(0).iter().all(|&(_, b)| b == 0.0));
 }
 
 #[test]
 fn with_pattern_priors_moves_below_the_root_start_from_their_weights() {
-    let mut board = [EMPTY; CELLS];
-    board[cell("F6") as usize] = stone(0);
-    let flat = |_: u8| 0.5f32;
-    let abort = AtomicBool::new(false);
-    let limits = Limits {
-        deadline: None,
-        abort: &abort,
-    };
-    let mut worker = UctWorker::new(1, 0, 1 << 16);
-    worker.pattern_prior = 0.4;
-    assert!(worker.search(&board, 1, &flat, !0, 2000, &limits));
+    let worker = searched_after_f6(|w| w.pattern_prior = 0.4, 2000);
     // The root's moves keep the priors they were given.
     let root = worker.child_priors(0);
     assert!(root.iter().all(|&(_, _, p, _)| (p - 0.5).abs() < 1e-3));
@@ -1525,8 +1520,7 @@ fn with_pattern_priors_moves_below_the_root_start_from_their_weights() {
     assert!(priors.iter().any(|&p| (p - 0.7).abs() < 1e-3), "{priors:?}");
     assert!(priors.iter().any(|&p| p < 0.5), "{priors:?}");
     // Without the option they are all flat.
-    let mut plain = UctWorker::new(1, 0, 1 << 16);
-    assert!(plain.search(&board, 1, &flat, !0, 2000, &limits));
+    let plain = searched_after_f6(|_| (), 2000);
     let &(below, ..) = plain
         .child_priors(0)
         .iter()
