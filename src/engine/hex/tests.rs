@@ -1497,6 +1497,16 @@ fn with_patterns_on_the_children_share_the_bias() {
     assert!(plain.child_biases(0).iter().all(|&(_, b)| b == 0.0));
 }
 
+/// The tree index of a root move that has children of its own.
+fn expanded_root_move(worker: &UctWorker) -> usize {
+    let children = worker.child_priors(0);
+    let &(index, ..) = children
+        .iter()
+        .find(|&&(_, _, _, expanded)| expanded)
+        .expect("an expanded root move");
+    index
+}
+
 #[test]
 fn with_pattern_priors_moves_below_the_root_start_from_their_weights() {
     let worker = searched_after_f6(|w| w.pattern_prior = 0.4, 2000);
@@ -1505,10 +1515,7 @@ fn with_pattern_priors_moves_below_the_root_start_from_their_weights() {
     assert!(root.iter().all(|&(_, _, p, _)| (p - 0.5).abs() < 1e-3));
     // A move below the root: its children start between 0.3 and 0.7 (0.9 for the answer to a
     // bridge intrusion), the best-weighted at 0.7, and not all alike.
-    let &(below, ..) = root
-        .iter()
-        .find(|&&(_, _, _, expanded)| expanded)
-        .expect("an expanded root move");
+    let below = expanded_root_move(&worker);
     let priors: Vec<f32> = worker
         .child_priors(below)
         .iter()
@@ -1521,11 +1528,7 @@ fn with_pattern_priors_moves_below_the_root_start_from_their_weights() {
     assert!(priors.iter().any(|&p| p < 0.5), "{priors:?}");
     // Without the option they are all flat.
     let plain = searched_after_f6(|_| (), 2000);
-    let &(below, ..) = plain
-        .child_priors(0)
-        .iter()
-        .find(|&&(_, _, _, expanded)| expanded)
-        .expect("an expanded root move");
+    let below = expanded_root_move(&plain);
     assert!(plain
         .child_priors(below)
         .iter()
