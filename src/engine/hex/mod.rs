@@ -441,6 +441,17 @@ impl HexEngine {
     }
 }
 
+/// The engine's board of a position: each cell empty or a stone of its colour.
+fn board_of_position(position: &Hex) -> Cells {
+    let mut cells: Cells = [EMPTY; CELLS];
+    for (c, cell) in cells.iter_mut().enumerate() {
+        if let Some(side) = position.stone_at(Point::from_index(c, N as u8)) {
+            *cell = stone(colour_of(side));
+        }
+    }
+    cells
+}
+
 impl Engine for HexEngine {
     fn choose_move(&mut self, request: &SearchRequest<'_>) -> Result<String, EngineError> {
         let started = Instant::now();
@@ -450,12 +461,7 @@ impl Engine for HexEngine {
         }
         self.last_stats = SearchStats::default();
         let mover = colour_of(position.turn());
-        let mut cells: Cells = [EMPTY; CELLS];
-        for (c, cell) in cells.iter_mut().enumerate() {
-            if let Some(side) = position.stone_at(Point::from_index(c, N as u8)) {
-                *cell = stone(colour_of(side));
-            }
-        }
+        let cells = board_of_position(&position);
         let stones: Vec<usize> = (0..CELLS).filter(|&c| cells[c] != EMPTY).collect();
         if stones.is_empty() {
             let opening = if self.rules.swap {
