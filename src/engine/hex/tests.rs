@@ -1099,7 +1099,7 @@ fn h_search_on_mohex_vc_wins() {
         let mut after = *board;
         after[*key as usize] = stone(*mover);
         let joined = Connections::build(&after, *mover);
-        semis += usize::from(!before.edge_semis().is_empty());
+        semis += usize::from(before.won() || !before.edge_semis().is_empty());
         fulls += usize::from(joined.won());
     }
     println!(
