@@ -1074,7 +1074,7 @@ fn mohex_vc_wins() -> Vec<(Cells, usize, u8)> {
 #[test]
 fn mohex_vc_wins_are_open_positions_with_an_empty_key() {
     let wins = mohex_vc_wins();
-    assert_eq!(wins.len(), 9);
+    assert_eq!(wins.len(), 27);
     for (board, mover, key) in wins {
         assert_eq!(board[key as usize], EMPTY);
         // The key does not win at once: the connection it makes is virtual.
@@ -1086,7 +1086,7 @@ fn mohex_vc_wins_are_open_positions_with_an_empty_key() {
 
 /// How many of the positions where MoHex's connection builder saw its win H-search sees too,
 /// before the key (an edge-to-edge semi connection) and after it (a full one). A figure to
-/// measure H-search changes by, not a pass mark: 1 and 1 of 9 at the caps of 26 Nov 2026 (run
+/// measure H-search changes by, not a pass mark: 1 and 1 of 27 at the caps of 26 Nov 2026 (run
 /// by hand: `cargo test --release --lib engine::hex::tests::h_search_on_mohex_vc_wins --
 /// --ignored --nocapture`).
 #[test]
