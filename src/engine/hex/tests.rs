@@ -4,6 +4,7 @@ use super::*;
 use crate::duel::{self, DuelConfig};
 use crate::engine::{new_engine, ClockView};
 use crate::game::EndReason;
+use std::collections::HashMap;
 
 fn cell(text: &str) -> u8 {
     match Hex::parse_move(text).unwrap() {
@@ -1086,7 +1087,8 @@ fn mohex_vc_wins_are_open_positions_with_an_empty_key() {
 
 /// How many of the positions where MoHex's connection builder saw its win H-search sees too,
 /// before the key (an edge-to-edge semi connection) and after it (a full one). A figure to
-/// measure H-search changes by, not a pass mark: 1 and 1 of 27 at the caps of 26 Nov 2026 (run
+/// measure H-search changes by, not a pass mark: 1 and 1 of 27 with the plain rules, 2 and 5
+/// with ladders through the edge and captured cells (26 Nov 2026; run
 /// by hand: `cargo test --release --lib engine::hex::tests::h_search_on_mohex_vc_wins --
 /// --ignored --nocapture`).
 #[test]
@@ -1719,4 +1721,194 @@ fn a_weighted_draw_follows_the_weights() {
     for (c, expected) in [(3, 5_000), (60, 10_000), (120, 5_000)] {
         assert!(counts[c].abs_diff(expected) < 400, "{c}: {}", counts[c]);
     }
+}
+
+#[test]
+fn h_search_joins_second_row_points_by_a_ladder_through_the_edge() {
+    // Red's C2 cannot use B1 (Blue's): pushed along the second row it reaches the first edge
+    // or G2, and G2 keeps F1 and G1. So C2 and G2 are joined through the edge.
+    let board = board_of(&["C2"], &["B1"]);
+    let vc = Connections::build(&board, 0);
+    let ladder = set_of(&["C1", "D1", "E1", "F1", "G1", "D2", "E2", "F2"]);
+    assert!(
+        vc.fulls(cell("C2") as usize, cell("G2") as usize)
+            .contains(&ladder),
+        "{:?}",
+        vc.fulls(cell("C2") as usize, cell("G2") as usize)
+    );
+    // The same shape along Blue's last edge (column K), turned: Blue's J9 with K10 taken.
+    let board = board_of(&["K10"], &["J9"]);
+    let vc = Connections::build(&board, 1);
+    let ladder = set_of(&["K9", "K8", "K7", "K6", "K5", "J8", "J7", "J6"]);
+    assert!(vc
+        .fulls(cell("J9") as usize, cell("J5") as usize)
+        .contains(&ladder));
+    // A Blue stone inside the ladder breaks it.
+    let board = board_of(&["C2"], &["B1", "E1"]);
+    let vc = Connections::build(&board, 0);
+    assert!(vc
+        .fulls(cell("C2") as usize, cell("G2") as usize)
+        .iter()
+        .all(|&c| c & (1 << cell("E1")) == 0));
+}
+
+/// Cells next to `set`'s cells.
+fn neighbours_of(set: CellSet) -> CellSet {
+    cells_of(set)
+        .flat_map(|c| RING[c as usize])
+        .filter(|&n| n != NO)
+        .fold(0, |s, n| s | 1 << n)
+}
+
+/// One end of a connection: a point's cells (an empty cell or a group), or an edge.
+#[derive(Clone, Copy)]
+enum End {
+    Cells(CellSet),
+    Edge(usize),
+}
+
+/// Whether `own` stones join the two ends, each of the colour's edges (`edges`: their rows)
+/// counting as one more stone next to its row.
+fn joined_through_edges(own: CellSet, ends: (End, End), edges: [CellSet; 2]) -> bool {
+    let mut touched = [false; 2];
+    let mut reached = match ends.0 {
+        End::Cells(cells) => cells,
+        End::Edge(i) => {
+            touched[i] = true;
+            edges[i] & own
+        }
+    };
+    loop {
+        let mut next = reached | (neighbours_of(reached) & own);
+        for (i, &row) in edges.iter().enumerate() {
+            if touched[i] || next & row != 0 {
+                touched[i] = true;
+                next |= row & own;
+            }
+        }
+        let done = match ends.1 {
+            End::Cells(cells) => next & cells != 0,
+            End::Edge(i) => touched[i],
+        };
+        if done {
+            return true;
+        }
+        if next == reached {
+            return false;
+        }
+        reached = next;
+    }
+}
+
+/// Whether the colour owning `own` joins the two ends with the other side moving first and
+/// playing only on `empty` cells (every other cell stays as it is).
+fn holds_against_any_defence(
+    own: CellSet,
+    empty: CellSet,
+    ends: (End, End),
+    edges: [CellSet; 2],
+    memo: &mut HashMap<(CellSet, CellSet), bool>,
+) -> bool {
+    if joined_through_edges(own, ends, edges) {
+        return true;
+    }
+    if !joined_through_edges(own | empty, ends, edges) {
+        return false;
+    }
+    if let Some(&known) = memo.get(&(own, empty)) {
+        return known;
+    }
+    let holds = cells_of(empty).all(|d| {
+        let left = empty & !(1 << d);
+        cells_of(left)
+            .any(|r| holds_against_any_defence(own | 1 << r, left & !(1 << r), ends, edges, memo))
+    });
+    memo.insert((own, empty), holds);
+    holds
+}
+
+#[test]
+fn h_search_full_connections_near_an_edge_hold_against_any_defence() {
+    // Random positions whose empty cells lie on the three rows next to Red's first edge (or
+    // Blue's, turned): every full connection H-search finds between two points there, the
+    // ladders through the edge and those using captured cells included, is checked by
+    // exhaustive play inside its carrier, the other side moving first.
+    let mut rng = SmallRng::seed_from_u64(23);
+    let (mut checked, mut through_edge_or_captured) = (0, 0);
+    for round in 0..40 {
+        let colour = round % 2;
+        let mut board = [EMPTY; CELLS];
+        let left = rng.gen_range(0..N - 5);
+        for c in 0..CELLS {
+            let (col, row) = if colour == 0 {
+                (c % N, c / N)
+            } else {
+                (c / N, c % N)
+            };
+            let near = row < 3 && (left..left + 6).contains(&col);
+            board[c] = if near && rng.gen_range(0..10) < 7 {
+                EMPTY
+            } else {
+                stone(rng.gen_range(0..2))
+            };
+        }
+        let edges = [
+            (0..CELLS)
+                .filter(|&c| on_source(colour, c))
+                .fold(0, |s, c| s | 1 << c),
+            (0..CELLS)
+                .filter(|&c| on_sink(colour, c))
+                .fold(0, |s, c| s | 1 << c),
+        ];
+        let own: CellSet = (0..CELLS)
+            .filter(|&c| board[c] == stone(colour))
+            .fold(0, |s, c| s | 1 << c);
+        let vc = Connections::build(&board, colour);
+        // A point's end: an empty cell, a group, or an edge.
+        let end_of = |p: usize| -> End {
+            if p >= CELLS {
+                return End::Edge(p - CELLS);
+            }
+            if board[p] == EMPTY {
+                return End::Cells(1 << p);
+            }
+            let mut seen = [false; CELLS];
+            let mut group = 0;
+            flood_group(&board, colour, p, &mut seen, |m| group |= 1 << m);
+            End::Cells(group)
+        };
+        for x in 0..CELLS + 2 {
+            for y in x + 1..CELLS + 2 {
+                for &carrier in vc.fulls(x, y) {
+                    if carrier.count_ones() > 11 || carrier == 0 {
+                        continue;
+                    }
+                    let ends = (end_of(x), end_of(y));
+                    // Empty end cells are the colour's, as the connection assumes.
+                    let owned = |end: End| match end {
+                        End::Cells(cells) => cells,
+                        End::Edge(_) => 0,
+                    };
+                    let holds = holds_against_any_defence(
+                        own | owned(ends.0) | owned(ends.1),
+                        carrier,
+                        ends,
+                        edges,
+                        &mut HashMap::new(),
+                    );
+                    assert!(holds, "{board:?} colour {colour} {x}-{y} {carrier:b}");
+                    checked += 1;
+                    // Neither end touches the edge, yet the carrier reaches it: a connection
+                    // through the edge (a ladder) or one that counted on captured cells.
+                    if x < CELLS && y < CELLS && carrier & (edges[0] | edges[1]) != 0 {
+                        through_edge_or_captured += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        checked > 200 && through_edge_or_captured > 20,
+        "{checked} {through_edge_or_captured}"
+    );
 }

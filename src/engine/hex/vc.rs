@@ -5,6 +5,11 @@
 //! the side to move is a win (its key is played), and the opponent's semi connections leave
 //! only the cells of their carriers' intersection (the "must-play" region) worth a move.
 //!
+//! Two additions to the plain rules, both from MoHex's connection builder (its ideas, not its
+//! data): second-row ladders that join two second-row points through the edge, as base
+//! connections the AND and OR rules cannot derive; and captured cells, which let the AND and
+//! OR rules combine connections that share cells an end point (or the AND's middle) captures.
+//!
 //! Everything found is sound (a found connection really holds); the search is capped (per
 //! pair of points, per OR and in total work), so it finds fewer than exist, which only makes
 //! the must-play region larger than it could be, never wrong.
@@ -115,6 +120,9 @@ pub(super) struct Connections {
     work: u64,
     /// Whether one group already touches both edges.
     joined: bool,
+    /// Per point: the two cells an own stone there would capture ([`Connections::find_captured`]);
+    /// empty for stones, edges and most cells.
+    captured: [CellSet; POINTS],
 }
 
 fn pair(x: usize, y: usize) -> usize {
@@ -139,6 +147,7 @@ impl Connections {
             queue: std::collections::VecDeque::new(),
             work: 0,
             joined: false,
+            captured: [0; POINTS],
         }
     }
 
@@ -164,6 +173,8 @@ impl Connections {
         if self.joined {
             return;
         }
+        self.captured = [0; POINTS];
+        self.find_captured(cells, colour);
         self.base(colour);
         self.run();
     }
@@ -203,6 +214,47 @@ impl Connections {
         }
     }
 
+    /// Captured sets: an empty cell p with two adjacent empty neighbours x and y, beyond
+    /// which lie three of the colour's stones (or its edge) each touching x or y: once the
+    /// colour owns p, an intrusion into x or y is answered by the other, and p is joined to
+    /// all three either way. The first such pair found is p's captured set.
+    fn find_captured(&mut self, cells: &Cells, colour: usize) {
+        let own = stone(colour);
+        // Whether (column, row) holds one of the colour's stones or is just past its edge.
+        let own_at = |c: i32, r: i32| -> bool {
+            let n = N as i32;
+            if (0..n).contains(&c) && (0..n).contains(&r) {
+                cells[(r * n + c) as usize] == own
+            } else if colour == 0 {
+                (0..n).contains(&c) && (r == -1 || r == n)
+            } else {
+                (0..n).contains(&r) && (c == -1 || c == n)
+            }
+        };
+        for p in 0..CELLS {
+            if cells[p] != EMPTY {
+                continue;
+            }
+            let (pc, pr) = ((p % N) as i32, (p / N) as i32);
+            for i in 0..6 {
+                let (d1, d2) = (RING_OFFSETS[i], RING_OFFSETS[(i + 1) % 6]);
+                let (x, y) = (cell_at(pc + d1.0, pr + d1.1), cell_at(pc + d2.0, pr + d2.1));
+                if x == NO || y == NO || cells[x as usize] != EMPTY || cells[y as usize] != EMPTY {
+                    continue;
+                }
+                let walls = [
+                    (pc + 2 * d1.0, pr + 2 * d1.1),
+                    (pc + d1.0 + d2.0, pr + d1.1 + d2.1),
+                    (pc + 2 * d2.0, pr + 2 * d2.1),
+                ];
+                if walls.iter().all(|&(c, r)| own_at(c, r)) {
+                    self.captured[p] = bit(x as usize) | bit(y as usize);
+                    break;
+                }
+            }
+        }
+    }
+
     /// Adjacent points are fully connected with an empty carrier.
     fn base(&mut self, colour: usize) {
         for &(a, b) in PAIRS.iter() {
@@ -221,6 +273,73 @@ impl Connections {
             }
             if on_sink(colour, c) && p as usize != EDGE_LAST {
                 self.add_full(p as usize, EDGE_LAST, 0);
+            }
+        }
+        self.ladder_links(colour);
+    }
+
+    /// Second-row ladders, joined through the edge. X = a(s) and E = a(e) are second-row
+    /// points, e ≥ s + 2, where a(p) touches the edge cells b(p − 1) and b(p). Run from X: the
+    /// colour owning X has b(s) or a(s + 1); from each a(p) after it, b(p) or a(p + 1);
+    /// a(e − 1) is next to E. Each pair of choices has no cell in common, so X reaches the
+    /// edge or E, using a(s + 1)..a(e − 1) and b(s)..b(e − 2); E keeps its own two edge
+    /// cells, b(e − 1) and b(e), apart from those. Run from E toward X it is the mirror
+    /// image, with the edge cells b(s − 1)..b(e − 1). Once the colour owns X and E they are
+    /// joined (through the edge if need be), which the AND rule cannot find since an edge is
+    /// never its middle.
+    fn ladder_links(&mut self, colour: usize) {
+        for edge in 0..2 {
+            // The second-row cell `a(p)` touches the edge cells `b(p - 1)` and `b(p)`.
+            let at = |p: usize, row: usize| -> usize {
+                let (c, r) = match (colour, edge) {
+                    (0, 0) => (p, row),
+                    (0, _) => (N - 1 - p, N - 1 - row),
+                    (_, 0) => (row, p),
+                    _ => (N - 1 - row, N - 1 - p),
+                };
+                r * N + c
+            };
+            let a = |p: usize| at(p, 1);
+            let b = |p: usize| at(p, 0);
+            for s in 0..N {
+                for e in s + 2..N {
+                    let (x, y) = (self.point[a(s)], self.point[a(e)]);
+                    if x == NONE || y == NONE || x == y {
+                        continue;
+                    }
+                    let mut between: CellSet = 0;
+                    let mut blocked = false;
+                    for p in s + 1..e {
+                        match self.point[a(p)] {
+                            NONE => blocked = true,
+                            _ if self.own & bit(a(p)) == 0 => between |= bit(a(p)),
+                            _ => {}
+                        }
+                    }
+                    if blocked {
+                        continue;
+                    }
+                    // The edge cells from b(s) to b(e) (X's free side is below-right), or
+                    // from b(s - 1) to b(e - 1) (the mirror image).
+                    let windows = [(s, e), (s.wrapping_sub(1), e - 1)];
+                    for (lo, hi) in windows {
+                        if lo >= N {
+                            continue;
+                        }
+                        let mut carrier = between;
+                        let mut ok = true;
+                        for p in lo..=hi {
+                            match self.point[b(p)] {
+                                NONE => ok = false,
+                                _ if self.own & bit(b(p)) == 0 => carrier |= bit(b(p)),
+                                _ => {}
+                            }
+                        }
+                        if ok {
+                            self.add_full(x as usize, y as usize, carrier);
+                        }
+                    }
+                }
             }
         }
     }
@@ -270,6 +389,7 @@ impl Connections {
         let k = pair(x, y);
         let count = self.semi_count[k] as usize;
         let list = self.semi[k];
+        let cap = self.captured[x] | self.captured[y];
         // Fixed-size work lists (this runs for every semi connection added): each popped
         // entry pushes at most one per semi connection of the pair, and entries use one more
         // semi connection than the one that pushed them, up to MAX_OR; the search stops once
@@ -292,9 +412,9 @@ impl Connections {
                 if meet == inter {
                     continue;
                 }
-                if meet == 0 {
+                if meet & !cap == 0 {
                     if found_len < found.len() {
-                        found[found_len] = union | c;
+                        found[found_len] = union | c | if meet == 0 { 0 } else { cap };
                         found_len += 1;
                     }
                 } else if used + 1 < MAX_OR && stack_len < stack.len() {
@@ -344,13 +464,16 @@ impl Connections {
                     // the pair m–z.
                     for i in 0..count {
                         let c2 = self.full[kz][i];
-                        if c1 & c2 != 0 || Self::point_in(far, c2) || Self::point_in(z, c1) {
+                        let cap = self.captured[far] | self.captured[z] | self.captured[mid];
+                        let meet = c1 & c2;
+                        if meet & !cap != 0 || Self::point_in(far, c2) || Self::point_in(z, c1) {
                             continue;
                         }
+                        let extra = if meet == 0 { 0 } else { cap };
                         if through_stone {
-                            self.add_full(far, z, c1 | c2);
+                            self.add_full(far, z, c1 | c2 | extra);
                         } else {
-                            self.add_semi(far, z, c1 | c2 | bit(mid), mid as u8);
+                            self.add_semi(far, z, c1 | c2 | bit(mid) | extra, mid as u8);
                         }
                     }
                 }
