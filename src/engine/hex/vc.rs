@@ -220,16 +220,10 @@ impl Connections {
     /// all three either way. The first such pair found is p's captured set.
     fn find_captured(&mut self, cells: &Cells, colour: usize) {
         let own = stone(colour);
-        // Whether (column, row) holds one of the colour's stones or is just past its edge.
-        let own_at = |c: i32, r: i32| -> bool {
-            let n = N as i32;
-            if (0..n).contains(&c) && (0..n).contains(&r) {
-                cells[(r * n + c) as usize] == own
-            } else if colour == 0 {
-                (0..n).contains(&c) && (r == -1 || r == n)
-            } else {
-                (0..n).contains(&r) && (c == -1 || c == n)
-            }
+        // Whether (column, row) holds one of the colour's stones or is past its edge.
+        let own_at = |c: i32, r: i32| match cell_at(c, r) {
+            NO => is_own_edge(colour, c, r),
+            cell => cells[cell as usize] == own,
         };
         for p in 0..CELLS {
             if cells[p] != EMPTY {
@@ -290,17 +284,8 @@ impl Connections {
     fn ladder_links(&mut self, colour: usize) {
         for edge in 0..2 {
             // The second-row cell `a(p)` touches the edge cells `b(p - 1)` and `b(p)`.
-            let at = |p: usize, row: usize| -> usize {
-                let (c, r) = match (colour, edge) {
-                    (0, 0) => (p, row),
-                    (0, _) => (N - 1 - p, N - 1 - row),
-                    (_, 0) => (row, p),
-                    _ => (N - 1 - row, N - 1 - p),
-                };
-                r * N + c
-            };
-            let a = |p: usize| at(p, 1);
-            let b = |p: usize| at(p, 0);
+            let a = |p: usize| edge_view(colour, edge, p as i32, 1) as usize;
+            let b = |p: usize| edge_view(colour, edge, p as i32, 0) as usize;
             for s in 0..N {
                 for e in s + 2..N {
                     let (x, y) = (self.point[a(s)], self.point[a(e)]);
