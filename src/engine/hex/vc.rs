@@ -173,7 +173,6 @@ impl Connections {
         if self.joined {
             return;
         }
-        self.captured = [0; POINTS];
         self.find_captured(cells, colour);
         self.base(colour);
         self.run();
@@ -219,6 +218,7 @@ impl Connections {
     /// colour owns p, an intrusion into x or y is answered by the other, and p is joined to
     /// all three either way. The first such pair found is p's captured set.
     fn find_captured(&mut self, cells: &Cells, colour: usize) {
+        self.captured = [0; POINTS];
         let own = stone(colour);
         // Whether (column, row) holds one of the colour's stones or is past its edge.
         let own_at = |c: i32, r: i32| match cell_at(c, r) {
@@ -306,11 +306,8 @@ impl Connections {
                     }
                     // The edge cells from b(s) to b(e) (X's free side is below-right), or
                     // from b(s - 1) to b(e - 1) (the mirror image).
-                    let windows = [(s, e), (s.wrapping_sub(1), e - 1)];
-                    for (lo, hi) in windows {
-                        if lo >= N {
-                            continue;
-                        }
+                    let windows = [Some((s, e)), s.checked_sub(1).map(|lo| (lo, e - 1))];
+                    for (lo, hi) in windows.into_iter().flatten() {
                         let mut carrier = between;
                         let mut ok = true;
                         for p in lo..=hi {
@@ -447,9 +444,9 @@ impl Connections {
                     self.work += count as u64;
                     // Read in place: the adds below are between `far` and `z`, never to
                     // the pair m–z.
+                    let cap = self.captured[far] | self.captured[z] | self.captured[mid];
                     for i in 0..count {
                         let c2 = self.full[kz][i];
-                        let cap = self.captured[far] | self.captured[z] | self.captured[mid];
                         let meet = c1 & c2;
                         if meet & !cap != 0 || Self::point_in(far, c2) || Self::point_in(z, c1) {
                             continue;
