@@ -1088,7 +1088,8 @@ fn mohex_vc_wins_are_open_positions_with_an_empty_key() {
 /// How many of the positions where MoHex's connection builder saw its win H-search sees too,
 /// before the key (an edge-to-edge semi connection) and after it (a full one). A figure to
 /// measure H-search changes by, not a pass mark: 1 and 1 of 27 with the plain rules, 2 and 5
-/// with ladders through the edge and captured cells (26 Nov 2026; run
+/// with ladders through the edge and captured cells, 3 and 6 with ladders run from either
+/// edge cell of their first point (26–27 Nov 2026; run
 /// by hand: `cargo test --release --lib engine::hex::tests::h_search_on_mohex_vc_wins --
 /// --ignored --nocapture`).
 #[test]

@@ -274,14 +274,17 @@ impl Connections {
 
     /// Second-row ladders, joined through the edge. X = a(s) and E = a(e) are second-row
     /// points, e ≥ s + 2, where a(p) touches the edge cells b(p − 1) and b(p). Run from X: the
-    /// colour owning X has b(s) or a(s + 1); from each a(p) after it, b(p) or a(p + 1);
-    /// a(e − 1) is next to E. Each pair of choices has no cell in common, so X reaches the
-    /// edge or E, using a(s + 1)..a(e − 1) and b(s)..b(e − 2); E keeps its own two edge
-    /// cells, b(e − 1) and b(e), apart from those. Run from E toward X it is the mirror
-    /// image, with the edge cells b(s − 1)..b(e − 1). Once the colour owns X and E they are
-    /// joined (through the edge if need be), which the AND rule cannot find since an edge is
-    /// never its middle.
+    /// colour owning X has an edge cell of X (b(s), or b(s − 1)) or a(s + 1); from each a(p)
+    /// after it, b(p) or a(p + 1); a(e − 1) is next to E. Each pair of choices has no cell in
+    /// common, so X reaches the edge or E, using a(s + 1)..a(e − 1), b(s + 1)..b(e − 2) and
+    /// X's edge cell; E keeps its own two, b(e − 1) and b(e), apart from those. Run from E
+    /// toward X it is the mirror image: E's edge cell b(e − 1) or b(e), the same middle, and
+    /// X's two. Once the colour owns X and E they are joined (through the edge if need be),
+    /// which the AND rule cannot find since an edge is never its middle.
     fn ladder_links(&mut self, colour: usize) {
+        let theirs: CellSet = (0..CELLS)
+            .filter(|&c| self.point[c] == NONE)
+            .fold(0, |m, c| m | bit(c));
         for edge in 0..2 {
             // The second-row cell `a(p)` touches the edge cells `b(p - 1)` and `b(p)`.
             let a = |p: usize| edge_view(colour, edge, p as i32, 1) as usize;
@@ -292,33 +295,23 @@ impl Connections {
                     if x == NONE || y == NONE || x == y {
                         continue;
                     }
-                    let mut between: CellSet = 0;
-                    let mut blocked = false;
-                    for p in s + 1..e {
-                        match self.point[a(p)] {
-                            NONE => blocked = true,
-                            _ if self.own & bit(a(p)) == 0 => between |= bit(a(p)),
-                            _ => {}
-                        }
-                    }
-                    if blocked {
-                        continue;
-                    }
-                    // The edge cells from b(s) to b(e) (X's free side is below-right), or
-                    // from b(s - 1) to b(e - 1) (the mirror image).
-                    let windows = [Some((s, e)), s.checked_sub(1).map(|lo| (lo, e - 1))];
-                    for (lo, hi) in windows.into_iter().flatten() {
-                        let mut carrier = between;
-                        let mut ok = true;
-                        for p in lo..=hi {
-                            match self.point[b(p)] {
-                                NONE => ok = false,
-                                _ if self.own & bit(b(p)) == 0 => carrier |= bit(b(p)),
-                                _ => {}
-                            }
-                        }
-                        if ok {
-                            self.add_full(x as usize, y as usize, carrier);
+                    let seconds = (s + 1..e).fold(0, |m: CellSet, p| m | bit(a(p)));
+                    let middle = (s + 1..e - 1).fold(0, |m: CellSet, p| m | bit(b(p)));
+                    // The edge cells: b(s + 1)..b(e − 2) for the ladder's middle, one edge
+                    // cell of the point it runs from (either of its two) and both of the
+                    // point it runs to.
+                    let e_pair = bit(b(e - 1)) | bit(b(e));
+                    let x_pair = (s > 0).then(|| bit(b(s - 1)) | bit(b(s)));
+                    let windows = [
+                        Some(bit(b(s)) | e_pair),
+                        x_pair.map(|_| bit(b(s - 1)) | e_pair),
+                        x_pair.map(|pair| bit(b(e - 1)) | pair),
+                        x_pair.map(|pair| bit(b(e)) | pair),
+                    ];
+                    for window in windows.into_iter().flatten() {
+                        let cells = seconds | middle | window;
+                        if cells & theirs == 0 {
+                            self.add_full(x as usize, y as usize, cells & !self.own);
                         }
                     }
                 }
