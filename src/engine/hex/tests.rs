@@ -1829,13 +1829,14 @@ fn holds_against_any_defence(
 }
 
 #[test]
-fn h_search_full_connections_near_an_edge_hold_against_any_defence() {
+fn h_search_connections_near_an_edge_hold_against_any_defence() {
     // Random positions whose empty cells lie on the three rows next to Red's first edge (or
     // Blue's, turned): every full connection H-search finds between two points there, the
     // ladders through the edge and those using captured cells included, is checked by
-    // exhaustive play inside its carrier, the other side moving first.
+    // exhaustive play inside its carrier, the other side moving first; every semi connection
+    // likewise once its key is played.
     let mut rng = SmallRng::seed_from_u64(23);
-    let (mut checked, mut through_edge_or_captured) = (0, 0);
+    let (mut checked, mut through_edge_or_captured, mut semis_checked) = (0, 0, 0);
     for round in 0..40 {
         let colour = round % 2;
         let mut board = [EMPTY; CELLS];
@@ -1878,6 +1879,11 @@ fn h_search_full_connections_near_an_edge_hold_against_any_defence() {
             flood_group(&board, colour, p, &mut seen, |m| group |= 1 << m);
             End::Cells(group)
         };
+        // Empty end cells are the colour's, as the connection assumes.
+        let owned = |end: End| match end {
+            End::Cells(cells) => cells,
+            End::Edge(_) => 0,
+        };
         for x in 0..CELLS + 2 {
             for y in x + 1..CELLS + 2 {
                 for &carrier in vc.fulls(x, y) {
@@ -1885,11 +1891,6 @@ fn h_search_full_connections_near_an_edge_hold_against_any_defence() {
                         continue;
                     }
                     let ends = (end_of(x), end_of(y));
-                    // Empty end cells are the colour's, as the connection assumes.
-                    let owned = |end: End| match end {
-                        End::Cells(cells) => cells,
-                        End::Edge(_) => 0,
-                    };
                     let holds = holds_against_any_defence(
                         own | owned(ends.0) | owned(ends.1),
                         carrier,
@@ -1905,11 +1906,33 @@ fn h_search_full_connections_near_an_edge_hold_against_any_defence() {
                         through_edge_or_captured += 1;
                     }
                 }
+                // A semi connection: once the colour has played its key, it holds against
+                // any defence inside the rest of its carrier. Through an empty middle cell
+                // the AND rule may count on the cells that middle cell captures.
+                for &(carrier, key) in vc.semis(x, y) {
+                    if carrier.count_ones() > 11 {
+                        continue;
+                    }
+                    let ends = (end_of(x), end_of(y));
+                    let key = 1 << key;
+                    let holds = holds_against_any_defence(
+                        own | owned(ends.0) | owned(ends.1) | key,
+                        carrier & !key,
+                        ends,
+                        edges,
+                        &mut HashMap::new(),
+                    );
+                    assert!(
+                        holds,
+                        "{board:?} colour {colour} {x}-{y} {carrier:b} key {key:b}"
+                    );
+                    semis_checked += 1;
+                }
             }
         }
     }
     assert!(
-        checked > 200 && through_edge_or_captured > 20,
-        "{checked} {through_edge_or_captured}"
+        checked > 200 && through_edge_or_captured > 20 && semis_checked > 200,
+        "{checked} {through_edge_or_captured} {semis_checked}"
     );
 }

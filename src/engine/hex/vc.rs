@@ -364,7 +364,8 @@ impl Connections {
         let k = pair(x, y);
         let count = self.semi_count[k] as usize;
         let list = self.semi[k];
-        let cap = self.captured[x] | self.captured[y];
+        let caps = [self.captured[x], self.captured[y]];
+        let cap = caps[0] | caps[1];
         // Fixed-size work lists (this runs for every semi connection added): each popped
         // entry pushes at most one per semi connection of the pair, and entries use one more
         // semi connection than the one that pushed them, up to MAX_OR; the search stops once
@@ -389,7 +390,7 @@ impl Connections {
                 }
                 if meet & !cap == 0 {
                     if found_len < found.len() {
-                        found[found_len] = union | c | if meet == 0 { 0 } else { cap };
+                        found[found_len] = union | c | captured_touching(&caps, meet);
                         found_len += 1;
                     }
                 } else if used + 1 < MAX_OR && stack_len < stack.len() {
@@ -437,14 +438,15 @@ impl Connections {
                     self.work += count as u64;
                     // Read in place: the adds below are between `far` and `z`, never to
                     // the pair m–z.
-                    let cap = self.captured[far] | self.captured[z] | self.captured[mid];
+                    let caps = [self.captured[far], self.captured[z], self.captured[mid]];
+                    let cap = caps[0] | caps[1] | caps[2];
                     for i in 0..count {
                         let c2 = self.full[kz][i];
                         let meet = c1 & c2;
                         if meet & !cap != 0 || Self::point_in(far, c2) || Self::point_in(z, c1) {
                             continue;
                         }
-                        let extra = if meet == 0 { 0 } else { cap };
+                        let extra = captured_touching(&caps, meet);
                         if through_stone {
                             self.add_full(far, z, c1 | c2 | extra);
                         } else {
@@ -495,6 +497,15 @@ impl Connections {
     }
 }
 
+/// The captured sets among `caps` that the cells `overlap` fall in, joined: what a carrier
+/// must add when two connections share those cells (empty when they share none). A set the
+/// overlap misses is left out, as the connection does not count on it.
+fn captured_touching(caps: &[CellSet], overlap: CellSet) -> CellSet {
+    caps.iter()
+        .filter(|&&set| set & overlap != 0)
+        .fold(0, |joined, &set| joined | set)
+}
+
 #[cfg(test)]
 impl Connections {
     /// The full connections' carriers between two points (cells, or 121 and 122 for the
@@ -502,5 +513,11 @@ impl Connections {
     pub(super) fn fulls(&self, x: usize, y: usize) -> &[CellSet] {
         let k = pair(x, y);
         &self.full[k][..self.full_count[k] as usize]
+    }
+
+    /// The semi connections (carrier, key) between two points, numbered as in [`Self::fulls`].
+    pub(super) fn semis(&self, x: usize, y: usize) -> &[(CellSet, u8)] {
+        let k = pair(x, y);
+        &self.semi[k][..self.semi_count[k] as usize]
     }
 }
