@@ -19,7 +19,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{BotConfig, Config, Format, PointsConfig, ServerConfig, TournamentConfig};
-use crate::game::GameId;
+use crate::game::{GameId, Side};
 use crate::game_line::GameLine;
 use crate::program::ProgramSpec;
 use crate::protocol::ClockSpec;
@@ -307,17 +307,32 @@ pub struct GameResult {
     /// `first`, `second` or `draw`.
     pub result: String,
     pub reason: String,
+    /// Each engine's think time per move (first engine, second engine), in milliseconds, as
+    /// the referee charged it; the opening's moves, which neither engine played, left out.
+    pub think_ms: [Vec<u64>; 2],
 }
 
 impl GameResult {
-    /// Reads a games.jsonl line of this match (`None` for a match id not of the form `…-gN`).
-    pub fn from_line(line: &GameLine, first_engine: &str) -> Option<GameResult> {
+    /// Reads a games.jsonl line of this match (`None` for a match id not of the form `…-gN`);
+    /// its first `opening_plies` moves are the opening.
+    pub fn from_line(
+        line: &GameLine,
+        first_engine: &str,
+        opening_plies: usize,
+    ) -> Option<GameResult> {
         let number = line.match_id.rsplit_once("-g")?.1.parse().ok()?;
+        let first_engine_first = line.first == first_engine;
+        let mut think_ms = [Vec::new(), Vec::new()];
+        for (index, &ms) in line.think_ms.iter().enumerate().skip(opening_plies) {
+            let first_moved = line.game.mover_of_ply(index + 1) == Side::First;
+            think_ms[usize::from(first_moved != first_engine_first)].push(ms);
+        }
         Some(GameResult {
             number,
-            first_engine_first: line.first == first_engine,
+            first_engine_first,
             result: line.result.as_str().to_string(),
             reason: line.reason.as_str().to_string(),
+            think_ms,
         })
     }
 
@@ -348,6 +363,8 @@ pub struct Tally {
     pairs: HashMap<u32, [Option<f64>; 2]>,
     /// End reason → games lost by each engine (draws in `draws`).
     pub reasons: BTreeMap<String, ReasonCount>,
+    /// Each engine's think times per move over the games so far, in milliseconds.
+    think_ms: [Vec<u64>; 2],
 }
 
 /// How many games ended for one reason.
@@ -380,6 +397,17 @@ impl Tally {
         let pair = game.number.saturating_sub(1) / 2;
         let slot = usize::from(game.number.is_multiple_of(2));
         self.pairs.entry(pair).or_default()[slot] = Some(points);
+        for (all, this_game) in self.think_ms.iter_mut().zip(&game.think_ms) {
+            all.extend_from_slice(this_game);
+        }
+    }
+
+    /// Each engine's time per move so far (`None` for an engine that has made no move).
+    pub fn move_times(&self) -> [Option<MoveTimes>; 2] {
+        [
+            MoveTimes::of(&self.think_ms[0]),
+            MoveTimes::of(&self.think_ms[1]),
+        ]
     }
 
     pub fn games(&self) -> u32 {
@@ -447,6 +475,34 @@ impl SprtReport {
     }
 }
 
+/// How long one engine thought per move, as the referee charged it: whether two engines had
+/// equal time is read here, since a program may think longer than it was told to.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MoveTimes {
+    pub moves: usize,
+    pub mean_ms: f64,
+    /// The time 90% of the moves stayed within.
+    pub p90_ms: u64,
+    pub max_ms: u64,
+}
+
+impl MoveTimes {
+    fn of(think_ms: &[u64]) -> Option<MoveTimes> {
+        let mut sorted = think_ms.to_vec();
+        sorted.sort_unstable();
+        let max_ms = *sorted.last()?;
+        let moves = sorted.len();
+        // The smallest time at least 90% of the moves stayed within (nearest rank).
+        let rank = (moves * 9).div_ceil(10).max(1);
+        Some(MoveTimes {
+            moves,
+            mean_ms: sorted.iter().sum::<u64>() as f64 / moves as f64,
+            p90_ms: sorted[rank - 1],
+            max_ms,
+        })
+    }
+}
+
 /// The final (or current) state of a match, as `--json` prints it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MatchReport {
@@ -469,6 +525,8 @@ pub struct MatchReport {
     pub reasons: BTreeMap<String, u32>,
     /// End reason → games lost by each engine and draws.
     pub reasons_detail: BTreeMap<String, ReasonCount>,
+    /// Each engine's think time per move (null before its first move).
+    pub move_times: [Option<MoveTimes>; 2],
     pub sprt: Option<SprtReport>,
     /// Stopped by ctrl-c before the planned games (resumable with the same command and --out).
     pub interrupted: bool,
@@ -512,6 +570,7 @@ impl MatchReport {
                 .map(|(k, v)| (k.clone(), v.total()))
                 .collect(),
             reasons_detail: tally.reasons.clone(),
+            move_times: tally.move_times(),
             sprt: sprt.map(|s| SprtReport::of(s, s.result(&pentanomial))),
             interrupted: false,
             resumed_games: 0,
@@ -601,6 +660,22 @@ impl MatchReport {
             "pairs       [{}, {}, {}, {}, {}]  ({a}'s points per pair: 0, ½, 1, 1½, 2)",
             p[0], p[1], p[2], p[3], p[4]
         )?;
+        let width = a.chars().count().max(b.chars().count());
+        for (i, (name, times)) in self.engines.iter().zip(&self.move_times).enumerate() {
+            let Some(t) = times else { continue };
+            let seconds = |ms: f64| format!("{:.2} s", ms / 1000.0);
+            writeln!(
+                out,
+                "{:<12}{:<width$}  mean {}, 90% within {}, longest {} ({} moves)",
+                if i == 0 { "move time" } else { "" },
+                format!("{name}:"),
+                seconds(t.mean_ms),
+                seconds(t.p90_ms as f64),
+                seconds(t.max_ms as f64),
+                t.moves,
+                width = width + 1,
+            )?;
+        }
         if let Some(s) = &self.sprt {
             writeln!(
                 out,
@@ -737,6 +812,8 @@ pub async fn run(
     let config = plan.config()?;
     let names = engine_names(&plan.engines)?;
     let listener = crate::server::bind(&config, None).await?;
+    // Which opening each game was given (its moves are no engine's).
+    let openings = config.tournaments[0].clone();
     let games_file = config.server.out_dir.join("games.jsonl");
     let mut follower = JsonlFollower::new(games_file);
     let mut tally = Tally::default();
@@ -748,7 +825,8 @@ pub async fn run(
                 if line.tournament != TOURNAMENT {
                     continue;
                 }
-                if let Some(game) = GameResult::from_line(&line, &names[0]) {
+                let opening_plies = openings.opening_of(&line.match_id).len();
+                if let Some(game) = GameResult::from_line(&line, &names[0], opening_plies) {
                     if seen.insert(game.number) {
                         tally.add(&game);
                         added += 1;
@@ -825,6 +903,7 @@ mod tests {
             first_engine_first,
             result: result.into(),
             reason: reason.into(),
+            think_ms: [Vec::new(), Vec::new()],
         }
     }
 
@@ -948,11 +1027,71 @@ mod tests {
             "record": "r.txt"
         }))
         .unwrap();
-        let game = GameResult::from_line(&line, "a").unwrap();
+        let game = GameResult::from_line(&line, "a", 0).unwrap();
         assert_eq!(game.number, 4);
         assert!(!game.first_engine_first);
         assert_eq!(game.points(), 1.0);
         assert_eq!(game.loser(), Some(1));
+    }
+
+    #[test]
+    fn think_times_are_each_engines_own_moves_after_the_opening() {
+        // Hex, a two-move opening, then engine "a" (second player) and "b" alternate.
+        let line = GameLine::from_json(&serde_json::json!({
+            "match": "match-r1-p1-g2", "tournament": "match", "game": "hex", "first": "b",
+            "second": "a", "result": "first", "reason": "connection",
+            "moves": ["A1", "B2", "C3", "D4", "E5", "F6"],
+            "think_ms": [0, 0, 300, 1000, 500, 3000], "lag_ms": [0, 0, 0, 0, 0, 0],
+            "rules": {"swap": false},
+            "clock": {"initial_ms": 1000, "increment_ms": 0, "move_limit_ms": null},
+            "started": "2026-11-23T00:00:00Z", "finished": "2026-11-23T00:00:01Z",
+            "record": "r.txt"
+        }))
+        .unwrap();
+        let game = GameResult::from_line(&line, "a", 2).unwrap();
+        assert_eq!(game.think_ms, [vec![1000, 3000], vec![300, 500]]);
+        let mut tally = Tally::default();
+        tally.add(&game);
+        let mut again = game.clone();
+        again.number = 3;
+        again.think_ms = [vec![2000], vec![]];
+        tally.add(&again);
+        let [a, b] = tally.move_times();
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert_eq!((a.moves, a.p90_ms, a.max_ms), (3, 3000, 3000));
+        assert!((a.mean_ms - 2000.0).abs() < 1e-9);
+        assert_eq!((b.moves, b.p90_ms, b.max_ms), (2, 500, 500));
+        let report = MatchReport::of(GameId::Hex, &["a".into(), "bb".into()], 4, &tally, None);
+        let mut table = Vec::new();
+        report.write_table(&mut table).unwrap();
+        let table = String::from_utf8(table).unwrap();
+        assert!(
+            table.contains(
+                "move time   a:   mean 2.00 s, 90% within 3.00 s, longest 3.00 s (3 moves)\n\
+                 \x20           bb:  mean 0.40 s, 90% within 0.50 s, longest 0.50 s (2 moves)\n"
+            ),
+            "{table}"
+        );
+        assert!(serde_json::to_value(&report).unwrap()["move_times"][0]["p90_ms"] == 3000);
+        // No moves yet: no line.
+        let empty = MatchReport::of(
+            GameId::Hex,
+            &["a".into(), "b".into()],
+            4,
+            &Tally::default(),
+            None,
+        );
+        let mut table = Vec::new();
+        empty.write_table(&mut table).unwrap();
+        assert!(!String::from_utf8(table).unwrap().contains("move time"));
+    }
+
+    #[test]
+    fn a_p90_is_the_nearest_rank() {
+        let times: Vec<u64> = (1..=20).collect();
+        assert_eq!(MoveTimes::of(&times).unwrap().p90_ms, 18);
+        assert_eq!(MoveTimes::of(&[7]).unwrap().p90_ms, 7);
+        assert_eq!(MoveTimes::of(&[]), None);
     }
 
     #[test]
