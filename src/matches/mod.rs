@@ -363,8 +363,9 @@ pub struct Tally {
     pairs: HashMap<u32, [Option<f64>; 2]>,
     /// End reason → games lost by each engine (draws in `draws`).
     pub reasons: BTreeMap<String, ReasonCount>,
-    /// Each engine's think times per move over the games so far, in milliseconds.
-    think_ms: [Vec<u64>; 2],
+    /// Each engine's think times per move over the games so far: milliseconds → moves (a
+    /// count per distinct time, so that a match of many fast games stays cheap to summarise).
+    think_ms: [BTreeMap<u64, u64>; 2],
 }
 
 /// How many games ended for one reason.
@@ -397,8 +398,10 @@ impl Tally {
         let pair = game.number.saturating_sub(1) / 2;
         let slot = usize::from(game.number.is_multiple_of(2));
         self.pairs.entry(pair).or_default()[slot] = Some(points);
-        for (all, this_game) in self.think_ms.iter_mut().zip(&game.think_ms) {
-            all.extend_from_slice(this_game);
+        for (counts, this_game) in self.think_ms.iter_mut().zip(&game.think_ms) {
+            for &ms in this_game {
+                *counts.entry(ms).or_default() += 1;
+            }
         }
     }
 
@@ -479,7 +482,7 @@ impl SprtReport {
 /// equal time is read here, since a program may think longer than it was told to.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct MoveTimes {
-    pub moves: usize,
+    pub moves: u64,
     pub mean_ms: f64,
     /// The time 90% of the moves stayed within.
     pub p90_ms: u64,
@@ -487,17 +490,25 @@ pub struct MoveTimes {
 }
 
 impl MoveTimes {
-    fn of(think_ms: &[u64]) -> Option<MoveTimes> {
-        let mut sorted = think_ms.to_vec();
-        sorted.sort_unstable();
-        let max_ms = *sorted.last()?;
-        let moves = sorted.len();
+    /// From think times in milliseconds, each with its number of moves.
+    fn of(counts: &BTreeMap<u64, u64>) -> Option<MoveTimes> {
+        let (&max_ms, _) = counts.last_key_value()?;
+        let moves: u64 = counts.values().sum();
+        let total: u64 = counts.iter().map(|(&ms, &n)| ms.saturating_mul(n)).sum();
         // The smallest time at least 90% of the moves stayed within (nearest rank).
         let rank = (moves * 9).div_ceil(10).max(1);
+        let mut seen = 0;
+        let p90_ms = counts
+            .iter()
+            .find(|&(_, &n)| {
+                seen += n;
+                seen >= rank
+            })
+            .map_or(max_ms, |(&ms, _)| ms);
         Some(MoveTimes {
             moves,
-            mean_ms: sorted.iter().sum::<u64>() as f64 / moves as f64,
-            p90_ms: sorted[rank - 1],
+            mean_ms: total as f64 / moves as f64,
+            p90_ms,
             max_ms,
         })
     }
@@ -1088,10 +1099,23 @@ mod tests {
 
     #[test]
     fn a_p90_is_the_nearest_rank() {
-        let times: Vec<u64> = (1..=20).collect();
-        assert_eq!(MoveTimes::of(&times).unwrap().p90_ms, 18);
-        assert_eq!(MoveTimes::of(&[7]).unwrap().p90_ms, 7);
-        assert_eq!(MoveTimes::of(&[]), None);
+        let counts = |times: &[u64]| {
+            let mut map = BTreeMap::new();
+            for &ms in times {
+                *map.entry(ms).or_insert(0) += 1;
+            }
+            map
+        };
+        let twenty: Vec<u64> = (1..=20).collect();
+        assert_eq!(MoveTimes::of(&counts(&twenty)).unwrap().p90_ms, 18);
+        let repeated = MoveTimes::of(&counts(&[5, 5, 5, 5, 5, 5, 5, 5, 5, 100])).unwrap();
+        assert_eq!(
+            (repeated.moves, repeated.p90_ms, repeated.max_ms),
+            (10, 5, 100)
+        );
+        assert!((repeated.mean_ms - 14.5).abs() < 1e-9);
+        assert_eq!(MoveTimes::of(&counts(&[7])).unwrap().p90_ms, 7);
+        assert_eq!(MoveTimes::of(&BTreeMap::new()), None);
     }
 
     #[test]
