@@ -20,6 +20,7 @@ pub mod matches;
 pub mod openings;
 pub mod program;
 pub mod protocol;
+pub mod quantile;
 pub mod record;
 pub mod server;
 pub mod tools;

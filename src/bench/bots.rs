@@ -409,13 +409,8 @@ impl Bot {
 
 /// The value at quantile `q` of sorted samples.
 pub fn quantile<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = (q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize;
-    sorted
-        .get(rank.saturating_sub(1).min(sorted.len() - 1))
-        .copied()
+    let counted = sorted.iter().map(|&value| (value, 1));
+    crate::quantile::nearest_rank(counted, sorted.len() as u64, q)
 }
 
 /// What the load generator writes on a line of its own once every web event stream is open

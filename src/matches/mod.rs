@@ -23,6 +23,7 @@ use crate::game::{GameId, Side};
 use crate::game_line::GameLine;
 use crate::program::ProgramSpec;
 use crate::protocol::ClockSpec;
+use crate::quantile::nearest_rank;
 use stats::{EloEstimate, Moments, Pentanomial, SprtResult, SprtSpec, Wdl};
 
 /// The tournament name a match runs under (match ids are `match-r1-p1-gN`).
@@ -495,16 +496,9 @@ impl MoveTimes {
         let (&max_ms, _) = counts.last_key_value()?;
         let moves: u64 = counts.values().sum();
         let total: u64 = counts.iter().map(|(&ms, &n)| ms.saturating_mul(n)).sum();
-        // The smallest time at least 90% of the moves stayed within (nearest rank).
-        let rank = (moves * 9).div_ceil(10).max(1);
-        let mut seen = 0;
-        let p90_ms = counts
-            .iter()
-            .find(|&(_, &n)| {
-                seen += n;
-                seen >= rank
-            })
-            .map_or(max_ms, |(&ms, _)| ms);
+        // The smallest time at least 90% of the moves stayed within.
+        let p90_ms =
+            nearest_rank(counts.iter().map(|(&ms, &n)| (ms, n)), moves, 0.9).unwrap_or(max_ms);
         Some(MoveTimes {
             moves,
             mean_ms: total as f64 / moves as f64,

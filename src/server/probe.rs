@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::quantile::nearest_rank;
+
 /// Values below this many microseconds have a bucket each (exact).
 const LINEAR: usize = 1024;
 /// Above `LINEAR`, each power of two is split into `1 << SUB_BITS` buckets (under 1.6% wide).
@@ -105,15 +107,8 @@ impl HistogramSnapshot {
         if total == 0 {
             return None;
         }
-        let rank = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
-        let mut seen = 0u64;
-        for (i, &c) in self.counts.iter().enumerate() {
-            seen += c;
-            if seen >= rank {
-                return Some(Histogram::lower_bound(i));
-            }
-        }
-        None
+        let counted = self.counts.iter().enumerate().map(|(i, &c)| (i, c));
+        nearest_rank(counted, total, q).map(Histogram::lower_bound)
     }
 }
 
