@@ -57,8 +57,9 @@ pub const INFO: EngineInfo = EngineInfo {
         EngineOption {
             name: "ab_below",
             default: "30",
-            about: "alpha-beta is used when fewer candidate cells than this remain, UCT otherwise \
-                    (0: always UCT, 122: always alpha-beta)",
+            about: "alpha-beta is used when fewer candidate cells than this remain (counted \
+                    inside the must-play region when the opponent threatens to join), UCT \
+                    otherwise (0: always UCT, 122: always alpha-beta)",
         },
         EngineOption {
             name: "tree_mb",
