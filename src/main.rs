@@ -50,6 +50,7 @@ enum Command {
     },
     /// Count leaf positions for each depth 1..=DEPTH from the start position.
     Perft {
+        /// The game: connect6, hex, surakarta or jiu.
         game: GameId,
         /// At least 1.
         #[arg(value_parser = clap::value_parser!(u32).range(1..))]
@@ -60,12 +61,14 @@ enum Command {
     },
     /// For each position text on stdin, print its legal moves.
     Moves {
+        /// The game: connect6, hex, surakarta or jiu.
         game: GameId,
         #[arg(long, default_value = "{}")]
         rules: String,
     },
     /// For each move list on stdin (one game per line), print how the game stands.
     Replay {
+        /// The game: connect6, hex, surakarta or jiu.
         game: GameId,
         #[arg(long, default_value = "{}")]
         rules: String,
@@ -73,6 +76,7 @@ enum Command {
     /// Check contest record files: one line per file, `ok RESULT FILE` or `invalid WHY FILE`;
     /// exit status 1 if any file is invalid.
     Check {
+        /// Record files in the contest's record format.
         #[arg(required = true)]
         files: Vec<std::path::PathBuf>,
         /// Rule options the games were played under, as a JSON object (default: each game's
@@ -101,6 +105,7 @@ enum Command {
     /// Old name kept as a thin alias of `arena match GAME --engine builtin:A --engine builtin:B
     /// --move-limit MS` (prints the match table).
     Duel {
+        /// The game: connect6, hex, surakarta or jiu.
         game: GameId,
         /// Engine id of contestant A (see `arena engines`).
         engine_a: String,
@@ -234,6 +239,7 @@ enum Command {
 /// `arena match` options.
 #[derive(Args)]
 struct MatchArgs {
+    /// The game: connect6, hex, surakarta or jiu.
     game: GameId,
     /// An engine: builtin:ENGINE[:KEY=VALUE,…], gtp:COMMAND, sau:COMMAND or json:COMMAND
     /// (the command split as a shell splits it). Give exactly two; the first is the one the
