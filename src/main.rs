@@ -50,7 +50,8 @@ enum Command {
     },
     /// Count leaf positions for each depth 1..=DEPTH from the start position.
     Perft {
-        /// The game: connect6, hex, surakarta or jiu.
+        /// The game.
+        #[arg(value_parser = GameValueParser)]
         game: GameId,
         /// At least 1.
         #[arg(value_parser = clap::value_parser!(u32).range(1..))]
@@ -61,14 +62,16 @@ enum Command {
     },
     /// For each position text on stdin, print its legal moves.
     Moves {
-        /// The game: connect6, hex, surakarta or jiu.
+        /// The game.
+        #[arg(value_parser = GameValueParser)]
         game: GameId,
         #[arg(long, default_value = "{}")]
         rules: String,
     },
     /// For each move list on stdin (one game per line), print how the game stands.
     Replay {
-        /// The game: connect6, hex, surakarta or jiu.
+        /// The game.
+        #[arg(value_parser = GameValueParser)]
         game: GameId,
         #[arg(long, default_value = "{}")]
         rules: String,
@@ -105,7 +108,8 @@ enum Command {
     /// Old name kept as a thin alias of `arena match GAME --engine builtin:A --engine builtin:B
     /// --move-limit MS` (prints the match table).
     Duel {
-        /// The game: connect6, hex, surakarta or jiu.
+        /// The game.
+        #[arg(value_parser = GameValueParser)]
         game: GameId,
         /// Engine id of contestant A (see `arena engines`).
         engine_a: String,
@@ -236,10 +240,41 @@ enum Command {
     },
 }
 
+/// The `GAME` argument's parser: `GameId`'s own parser (any case; its error names the games),
+/// with the names `--help` lists taken from [`GameId::ALL`], so a new game needs no change here.
+#[derive(Clone)]
+struct GameValueParser;
+
+impl clap::builder::TypedValueParser for GameValueParser {
+    type Value = GameId;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<GameId, clap::Error> {
+        clap::builder::StringValueParser::new()
+            .try_map(|name| name.parse::<GameId>())
+            .parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            GameId::ALL
+                .into_iter()
+                .map(|g| clap::builder::PossibleValue::new(g.as_str())),
+        ))
+    }
+}
+
 /// `arena match` options.
 #[derive(Args)]
 struct MatchArgs {
-    /// The game: connect6, hex, surakarta or jiu.
+    /// The game.
+    #[arg(value_parser = GameValueParser)]
     game: GameId,
     /// An engine: builtin:ENGINE[:KEY=VALUE,…], gtp:COMMAND, sau:COMMAND or json:COMMAND
     /// (the command split as a shell splits it). Give exactly two; the first is the one the
