@@ -167,7 +167,13 @@ pub fn append_line(path: &Path, line: &str, flush: Flush) -> Result<(), AtomicFi
         path: path.to_path_buf(),
         source,
     };
-    file.write_all(&buf).map_err(write_error)?;
+    let before = file.metadata().map_err(open_error)?.len();
+    if let Err(e) = file.write_all(&buf) {
+        // Part of the line may be in (a full disk): cut it off, so that the file holds whole
+        // lines only and the same line can be appended again.
+        let _ = file.set_len(before);
+        return Err(write_error(e));
+    }
     if flush == Flush::Later {
         return Ok(());
     }
@@ -193,11 +199,14 @@ pub fn create_new_file(path: &Path, bytes: &[u8]) -> Result<(), AtomicFileError>
             path: path.to_path_buf(),
             source,
         })?;
-    file.write_all(bytes)
-        .map_err(|source| AtomicFileError::Write {
+    file.write_all(bytes).map_err(|source| {
+        // A full disk can leave part of it: the name stays free for the next try.
+        let _ = fs::remove_file(path);
+        AtomicFileError::Write {
             path: path.to_path_buf(),
             source,
-        })
+        }
+    })
 }
 
 /// Flushes every file of the file system holding `dir` to disk (Linux `syncfs`); elsewhere,

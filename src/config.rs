@@ -48,6 +48,10 @@ pub use crate::record::RecordEncoding;
 /// Highest `server.timeout_settle_ms` accepted.
 pub const MAX_TIMEOUT_SETTLE_MS: u64 = 1000;
 
+/// Most characters in a tournament name: it is part of every match id, and so of every record
+/// file name, which must stay within the file system's 255 bytes.
+pub const MAX_TOURNAMENT_NAME_CHARS: usize = 40;
+
 /// The `[server]` table.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -510,6 +514,14 @@ impl Config {
         let mut tournament_names = HashSet::new();
         for (i, t) in self.tournaments.iter_mut().enumerate() {
             let key = |field: &str| format!("tournament[{i}].{field}");
+            if t.name.chars().count() > MAX_TOURNAMENT_NAME_CHARS {
+                return Err(ConfigError::invalid(
+                    key("name"),
+                    format!(
+                        "a tournament name is at most {MAX_TOURNAMENT_NAME_CHARS} characters (it is part of match ids and record file names)"
+                    ),
+                ));
+            }
             if t.name.trim().is_empty()
                 || !t
                     .name

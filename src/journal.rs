@@ -530,6 +530,9 @@ impl JournalState {
 pub struct Journal {
     file: File,
     path: PathBuf,
+    /// The length of the file's whole lines: a write that fails (a full disk) is cut back to
+    /// it, so that no half line is left for the next write to run into.
+    len: u64,
     /// The lines of the latest write, kept for the next one: a group of a thousand moves is
     /// about 100 KiB, and growing a fresh buffer to that size and freeing it each time showed
     /// in the server's profile (reallocations, and glibc consolidating its free lists on every
@@ -557,9 +560,9 @@ impl Journal {
                 line,
                 what,
             })?;
+        let len = u64::try_from(intact).unwrap_or(u64::MAX);
         if intact < bytes.len() {
-            file.set_len(u64::try_from(intact).unwrap_or(u64::MAX))
-                .map_err(io_error)?;
+            file.set_len(len).map_err(io_error)?;
             file.sync_data().map_err(io_error)?;
         }
         if !existed {
@@ -569,6 +572,7 @@ impl Journal {
             Journal {
                 file,
                 path: path.to_path_buf(),
+                len,
                 lines: Vec::new(),
             },
             state,
@@ -593,6 +597,12 @@ impl Journal {
         &mut self,
         entries: impl IntoIterator<Item = &'a JournalEntry>,
     ) -> Result<(), JournalError> {
+        // A failed write whose cut-back failed too left part of a line: cut it now or write
+        // nothing (a line written after it would be unreadable).
+        let on_disk = self.file.metadata().map(|m| m.len()).unwrap_or(self.len);
+        if on_disk != self.len {
+            self.rollback(self.len)?;
+        }
         let mut lines = std::mem::take(&mut self.lines);
         lines.clear();
         let mut written = Ok(());
@@ -604,18 +614,49 @@ impl Journal {
             lines.push(b'\n');
         }
         if written.is_ok() {
-            written = self
-                .file
-                .write_all(&lines)
-                .map_err(|source| JournalError::Io {
-                    path: self.path.clone(),
-                    source,
-                });
+            written = match self.file.write_all(&lines) {
+                Ok(()) => {
+                    self.len += u64::try_from(lines.len()).unwrap_or(u64::MAX);
+                    Ok(())
+                }
+                Err(source) => {
+                    // Part of it may be in the file: cut it off (best effort; `rollback` is
+                    // tried again before the next write).
+                    let _ = self.rollback(self.len);
+                    Err(JournalError::Io {
+                        path: self.path.clone(),
+                        source,
+                    })
+                }
+            };
         }
         if lines.capacity() <= KEPT_LINES_BYTES {
             self.lines = lines;
         }
         written
+    }
+
+    /// The length of the file's whole lines so far (to [`Journal::rollback`] to).
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether nothing has been written to the journal.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Cuts the file back to `len` bytes (a length [`Journal::len`] gave): what was written
+    /// since is gone, to be written again. Used when a write or a sync failed, since after a
+    /// failed sync the system may have dropped those pages, so they are not known to be on disk.
+    pub fn rollback(&mut self, len: u64) -> Result<(), JournalError> {
+        let io_error = |source| JournalError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        self.file.set_len(len).map_err(io_error)?;
+        self.len = len;
+        Ok(())
     }
 
     /// Waits until every entry written so far is on disk.

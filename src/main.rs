@@ -917,6 +917,31 @@ fn print_server_event(event: arena::server::ServerEvent) {
             rounds,
         } => println!("{tournament}: round {round} of {rounds} paired"),
         ServerEvent::TournamentFinished(table) => println!("\n{table}"),
+        ServerEvent::OutputBehind(fault) => println!(
+            "OUTPUT BEHIND: cannot write the {} ({}); {} waiting, kept in memory and retried until it works",
+            fault.what,
+            fault.why,
+            waiting_text(&fault)
+        ),
+        ServerEvent::OutputCaughtUp(what) => {
+            println!("output caught up: writing the {what} works again")
+        }
+        ServerEvent::OutputLeftBehind(fault) => println!(
+            "stopped with the {} not written ({}; {} waiting): the next start writes them from the journal",
+            fault.what,
+            fault.why,
+            waiting_text(&fault)
+        ),
+    }
+}
+
+/// What waits for a failing output, in words.
+fn waiting_text(fault: &arena::server::OutputFault) -> String {
+    use arena::server::OutputKind;
+    match fault.what {
+        OutputKind::Journal => format!("{} journal entries", fault.waiting),
+        OutputKind::Games => format!("{} finished games", fault.waiting),
+        OutputKind::Standings => "the newest standings".to_string(),
     }
 }
 

@@ -31,6 +31,9 @@ pub enum ErrorCode {
     Suspended,
     /// Too many failed logins from this address: refused for a while.
     TooManyFailedLogins,
+    /// A newer login of the same bot took its place: this connection is closed, and the bot's
+    /// matches go on on the newer one (the newest login wins).
+    Replaced,
 }
 
 impl ErrorCode {
@@ -48,6 +51,7 @@ impl ErrorCode {
             ErrorCode::UnknownGame => "unknown_game",
             ErrorCode::Suspended => "suspended",
             ErrorCode::TooManyFailedLogins => "too_many_failed_logins",
+            ErrorCode::Replaced => "replaced",
         }
     }
 }

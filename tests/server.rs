@@ -388,11 +388,20 @@ async fn every_error_code_is_sent_where_it_applies() {
     let mut bad = Client::hello(server.addr, 2, "a", "ta", &["hex"]).await;
     bad.expect_error("auth_failed").await;
 
-    let (mut a, mut b) = two_players(&server, "hex").await;
-    // already_connected: a second live connection with the same name.
-    let mut dup = Client::hello(server.addr, 1, "a", "ta", &["hex"]).await;
-    dup.expect_error("already_connected").await;
-    assert!(dup.until_closed().await.is_empty());
+    let (a, mut b) = two_players(&server, "hex").await;
+    // replaced: a second login of the same bot takes over; the older connection is told why
+    // and closed (the newest login wins).
+    let mut a_again = Client::hello(server.addr, 1, "a", "ta", &["hex"]).await;
+    a_again.expect("welcome").await;
+    let mut old = a;
+    old.expect_error("replaced").await;
+    assert!(old.until_closed().await.iter().all(|m| m["type"] != "turn"));
+    let mut a = a_again;
+    a.expect("start").await;
+    // already_connected: a second hello on a connection that said hello.
+    a.send(json!({"type":"hello","protocol":1,"name":"a","token":"ta","games":["hex"]}))
+        .await;
+    a.expect_error("already_connected").await;
 
     a.expect("turn").await;
     a.send_raw(b"this is not json\n").await;

@@ -467,9 +467,30 @@ async fn a_websocket_bot_plays_with_the_same_auth_errors_and_clocks_as_a_tcp_bot
     let third = request(server.web, "GET", "/ws").await;
     assert!(third.status >= 400, "{}", third.status);
 
-    // A second connection with the same name is refused, over TCP too.
+    // A second login of the same bot over TCP replaces the WebSocket one (the newest login
+    // wins), and the WebSocket is told why.
     let mut twin = Client::hello(server.addr, 1, "alice", "a-token", &["hex"]).await;
-    twin.expect_error("already_connected").await;
+    twin.expect("welcome").await;
+    assert_eq!(alice.expect("error").await["code"], "replaced");
+    assert!(alice.recv().await.is_none(), "closed after replaced");
+    // And a WebSocket login takes the seat back from the TCP one (its slot is free once the
+    // server has closed the replaced socket: tried a few times).
+    let mut alice = None;
+    for _ in 0..100 {
+        match tokio_tungstenite::connect_async(format!("ws://{}/ws", server.web)).await {
+            Ok((socket, _)) => {
+                alice = Some(WsBot { socket });
+                break;
+            }
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+        }
+    }
+    let mut alice = alice.expect("a WebSocket slot frees up once the replaced one is closed");
+    alice
+        .send(json!({"type": "hello", "protocol": 1, "name": "alice", "token": "a-token", "games": ["hex"]}))
+        .await;
+    alice.expect("welcome").await;
+    twin.expect_error("replaced").await;
 
     let mut bob = Client::login(server.addr, "bob", "b-token", &["hex"]).await;
     let start = alice.expect("start").await;

@@ -126,6 +126,8 @@ const MAX_FILE_NAME_PART_CHARS: usize = 48;
 /// The file name without `.txt` and the ` (N)` suffix is cut to this many bytes (file systems
 /// allow 255).
 const MAX_FILE_STEM_BYTES: usize = 200;
+/// A whole record file name is at most this many bytes (file systems allow 255).
+const MAX_FILE_NAME_BYTES: usize = 250;
 
 impl Record {
     /// Reads a record file's bytes (UTF-8 or GB2312/GBK/GB18030); see `reader` for what is
@@ -237,12 +239,20 @@ impl Record {
         }
     }
 
-    /// The paths of `file_name_numbered(1..)` in `dir` that do not exist now, in order (the
-    /// first is the one `write_record` would choose), up to `MAX_NAME_ATTEMPTS` names tried.
-    pub fn unused_paths_in<'a>(&'a self, dir: &'a Path) -> impl Iterator<Item = PathBuf> + 'a {
-        (1..=atomic_file::MAX_NAME_ATTEMPTS as u32)
-            .map(move |n| dir.join(self.file_name_numbered(n)))
-            .filter(|p| !p.exists())
+    /// The file name of the record of league game `match_id`: the standard name with the
+    /// match id in parentheses before `.txt` (`... (hex-league-r1-p2-g1).txt`). A league's match
+    /// ids are unique, so no two of its games ever share a name, whatever the disk holds. The
+    /// stem is cut so that the whole name stays within `MAX_FILE_NAME_BYTES`; the match id
+    /// (safe characters only: it is made of a tournament name and numbers) is never cut.
+    pub fn file_name_for_match(&self, match_id: &str) -> String {
+        let id = file_name_part_uncut(match_id);
+        let suffix = format!(" ({id}).txt");
+        let room = MAX_FILE_NAME_BYTES
+            .saturating_sub(suffix.len())
+            .min(MAX_FILE_STEM_BYTES);
+        let stem = self.file_name_numbered(1);
+        let stem = stem.strip_suffix(".txt").unwrap_or(&stem);
+        format!("{}{suffix}", cut_to_bytes(stem, room))
     }
 }
 
@@ -298,14 +308,22 @@ fn file_name_part(s: &str) -> String {
     s.trim()
         .chars()
         .take(MAX_FILE_NAME_PART_CHARS)
-        .map(|c| {
-            if c.is_control() || UNSAFE_IN_FILE_NAMES.contains(&c) {
-                '_'
-            } else {
-                c
-            }
-        })
+        .map(file_name_char)
         .collect()
+}
+
+/// `c`, or `_` where a file name may not hold it.
+fn file_name_char(c: char) -> char {
+    if c.is_control() || UNSAFE_IN_FILE_NAMES.contains(&c) {
+        '_'
+    } else {
+        c
+    }
+}
+
+/// `s` with the characters a file name may not hold replaced by `_`, not cut.
+fn file_name_part_uncut(s: &str) -> String {
+    s.chars().map(file_name_char).collect()
 }
 
 /// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.
@@ -376,6 +394,26 @@ mod tests {
     }
 
     #[test]
+    fn a_league_game_is_named_by_its_match_id_which_is_never_cut() {
+        let r = record("先手参赛队", "后手参赛队", "重庆", "2017 CCGC");
+        assert_eq!(
+            r.file_name_for_match("hex-league-r1-p2-g1"),
+            "HEX-先手参赛队 R vs 后手参赛队 B-先手胜-2017.07.29 14.05 重庆-2017 CCGC (hex-league-r1-p2-g1).txt"
+        );
+        // Two games alike in every part of the standard name still get two names.
+        assert_ne!(
+            r.file_name_for_match("t-r1-p1-g1"),
+            r.file_name_for_match("t-r1-p1-g2")
+        );
+        let long = "长".repeat(300);
+        let r = record(&long, &long, &long, &long);
+        let id = format!("{}-r12-p345-g2", "久".repeat(40));
+        let name = r.file_name_for_match(&id);
+        assert!(name.len() <= MAX_FILE_NAME_BYTES, "{}", name.len());
+        assert!(name.ends_with(&format!(" ({id}).txt")), "{name}");
+    }
+
+    #[test]
     fn header_text_keeps_the_header_readable() {
         assert_eq!(header_text(" a[b]c\nd "), "a(b)c d");
         let r = record("x]y", "b", "p", "e\r\n");
@@ -411,10 +449,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let r = record("甲", "乙", "重庆", "e");
         let a = write_record(dir.path(), &r, RecordEncoding::Utf8).unwrap();
-        assert_eq!(
-            r.unused_paths_in(dir.path()).next(),
-            Some(dir.path().join(r.file_name_numbered(2)))
-        );
         let b = write_record(dir.path(), &r, RecordEncoding::Gb2312).unwrap();
         assert_eq!(a, dir.path().join(r.file_name()));
         assert_eq!(b, dir.path().join(r.file_name_numbered(2)));

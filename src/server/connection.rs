@@ -43,6 +43,9 @@ pub struct ConnectionContext {
     pub logins: LoginGuard,
     /// Bot name → token (third-party tokens from the config, generated ones for built-ins).
     pub tokens: HashMap<String, String>,
+    /// The league's output writer (the web view shows its faults and the finished games that
+    /// wait for it).
+    pub(crate) output: Arc<super::output::Output>,
     pub shutdown: CancellationToken,
 }
 
@@ -527,17 +530,11 @@ impl Connection {
             name: name.clone(),
             server: SERVER_NAME.to_string(),
         };
-        let resumed = match self.ctx.registry.register(&name, session, &welcome) {
-            Ok(resumed) => resumed,
-            Err(_) => {
-                self.error(
-                    ErrorCode::AlreadyConnected,
-                    format!("bot {name:?} is already connected"),
-                    None,
-                );
-                return Next::Close(format!("{name:?} already connected"));
-            }
-        };
+        let registered = self.ctx.registry.register(&name, session, &welcome);
+        if let Some(old) = registered.replaced {
+            tracing::info!(conn = self.link.conn_id, replaced = old, bot = %name, "a new login replaced the bot's older connection");
+        }
+        let resumed = registered.resumed;
         tracing::info!(
             conn = self.link.conn_id,
             bot = %name,

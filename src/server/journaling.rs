@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::move_log::SharedMoveLog;
+use super::output_health::{OutputHealth, OutputKind};
 use crate::clock_settings::whole_ms as ms;
 use crate::config::{Config, Format};
 use crate::journal::{
@@ -145,21 +146,31 @@ enum Ack {
 const MAX_BATCH: usize = 4096;
 
 impl SharedJournal {
-    /// Hands `journal` to a new writer thread; the thread ends when the last handle is dropped,
-    /// after writing what was queued.
-    pub fn new(journal: Journal) -> SharedJournal {
-        SharedJournal::with_limit(journal, MAX_QUEUED_BEHIND)
+    /// Hands `journal` to a new writer thread, which tells `health` when writing fails and when
+    /// it works again; the thread ends when the last handle is dropped, after writing what was
+    /// queued.
+    pub fn with_health(journal: Journal, health: Arc<OutputHealth>) -> SharedJournal {
+        SharedJournal::start(journal, MAX_QUEUED_BEHIND, health)
     }
 
-    /// Like `new`, with written-behind moves waiting once `max_queued_behind` entries are queued.
+    /// A journal whose written-behind moves wait once `max_queued_behind` entries are queued.
+    #[cfg(test)]
     pub fn with_limit(journal: Journal, max_queued_behind: usize) -> SharedJournal {
+        SharedJournal::start(journal, max_queued_behind, Arc::default())
+    }
+
+    fn start(
+        journal: Journal,
+        max_queued_behind: usize,
+        health: Arc<OutputHealth>,
+    ) -> SharedJournal {
         let path = journal.path().to_path_buf();
         let (requests, inbox) = std::sync::mpsc::channel::<Request>();
         let queued = Arc::new(AtomicUsize::new(0));
         let writer_queued = queued.clone();
         let spawned = std::thread::Builder::new()
             .name("journal-writer".into())
-            .spawn(move || write_in_groups(journal, inbox, &writer_queued));
+            .spawn(move || write_in_groups(journal, inbox, &writer_queued, &health));
         let writer = match spawned {
             Ok(handle) => Some(handle.thread().clone()),
             Err(e) => {
@@ -251,18 +262,30 @@ const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 /// entries, syncs once, and tells each waiting requester the outcome. While it holds
 /// written-behind entries it sleeps instead of waiting on the channel, so queueing a move costs
 /// the referee no wake-up; a requester that waits wakes it (`unpark`).
+///
+/// A group that cannot be written (a full disk, a read-only folder) is cut back off the file
+/// and kept, with what arrives meanwhile queued behind it in order, and written again after a
+/// pause that doubles up to `MAX_RETRY_PAUSE`: nothing is dropped while the server runs, and
+/// requesters who wait for it wait until it is on disk. `health` hears when writing fails and
+/// when it works again. Once every handle is gone (the server stops) a failing group is tried
+/// for `GIVE_UP_AFTER` more, then reported lost.
 fn write_in_groups(
     mut journal: Journal,
     inbox: std::sync::mpsc::Receiver<Request>,
     queued: &AtomicUsize,
+    health: &OutputHealth,
 ) {
     use std::sync::mpsc::TryRecvError;
     let mut batch: Vec<Request> = Vec::new();
     let mut someone_waits = false;
     let mut due = std::time::Instant::now();
+    let mut retry = Retry::default();
+    let mut closed = false;
     loop {
-        let mut closed = false;
         if batch.is_empty() {
+            if closed {
+                return;
+            }
             match inbox.recv() {
                 Ok(request) => {
                     due = std::time::Instant::now() + COMMIT_EVERY;
@@ -272,7 +295,7 @@ fn write_in_groups(
                 Err(_) => return,
             }
         }
-        while batch.len() < MAX_BATCH {
+        while !closed && (batch.len() < MAX_BATCH || retry.failing()) {
             match inbox.try_recv() {
                 Ok(request) => {
                     someone_waits |= matches!(request.ack, Ack::Blocking(_));
@@ -286,40 +309,99 @@ fn write_in_groups(
             }
         }
         let now = std::time::Instant::now();
-        if someone_waits || closed || batch.len() >= MAX_BATCH || now >= due {
-            // Drained, not replaced: the batch keeps its capacity for the next group.
-            commit(&mut journal, &mut batch, queued);
-            someone_waits = false;
-            if closed {
-                return;
-            }
-        } else {
-            std::thread::park_timeout(due - now);
+        let ready = match retry.next_at {
+            Some(at) => now >= at,
+            None => someone_waits || closed || batch.len() >= MAX_BATCH || now >= due,
+        };
+        if !ready {
+            let until = retry.next_at.unwrap_or(due);
+            std::thread::park_timeout(until.saturating_duration_since(now));
+            continue;
         }
+        match commit(&mut journal, &batch) {
+            Ok(()) => {
+                let written: usize = batch.iter().map(|r| r.entries.len()).sum();
+                queued.fetch_sub(written, Ordering::Relaxed);
+                // Drained, not replaced: the batch keeps its capacity for the next group.
+                for request in batch.drain(..) {
+                    if let Ack::Blocking(done) = request.ack {
+                        let _ = done.send(Ok(()));
+                    }
+                }
+                if retry.failing() {
+                    health.recovered(OutputKind::Journal);
+                }
+                retry = Retry::default();
+            }
+            Err(e) => {
+                let waiting = queued.load(Ordering::Relaxed);
+                health.failed(OutputKind::Journal, &e, waiting);
+                if closed && retry.gave_up(now) {
+                    tracing::error!(error = %e, entries = waiting, "the server is stopping and the journal still cannot be written: these entries are lost (games in progress resume from their last saved move)");
+                    for request in batch.drain(..) {
+                        if let Ack::Blocking(done) = request.ack {
+                            let _ = done.send(Err(e.clone()));
+                        }
+                    }
+                    return;
+                }
+                retry.failed(now, closed);
+            }
+        }
+        someone_waits = false;
     }
 }
 
-/// Writes a group's entries, syncs once, and tells each waiting requester the outcome.
-fn commit(journal: &mut Journal, batch: &mut Vec<Request>, queued: &AtomicUsize) {
-    let mut result = journal
-        .write_entries(batch.iter().flat_map(|r| r.entries.iter()))
-        .map_err(|e| e.to_string());
-    if result.is_ok() {
-        result = journal.sync().map_err(|e| e.to_string());
+/// Longest pause between two tries of a write that keeps failing.
+pub(crate) const MAX_RETRY_PAUSE: Duration = Duration::from_secs(2);
+
+/// How long a failing write is still tried once the server is stopping.
+const GIVE_UP_AFTER: Duration = Duration::from_secs(10);
+
+/// When a failing write is tried again: after a pause that doubles from 50 ms up to
+/// `MAX_RETRY_PAUSE`.
+#[derive(Debug, Default)]
+struct Retry {
+    next_at: Option<std::time::Instant>,
+    pause: Duration,
+    /// When the server began to stop while this write was failing.
+    stopping_since: Option<std::time::Instant>,
+}
+
+impl Retry {
+    fn failing(&self) -> bool {
+        self.next_at.is_some()
     }
-    if let Err(e) = &result {
-        tracing::error!(error = %e, "journal write failed");
-    }
-    let written: usize = batch.iter().map(|r| r.entries.len()).sum();
-    queued.fetch_sub(written, Ordering::Relaxed);
-    for request in batch.drain(..) {
-        match request.ack {
-            Ack::None => {}
-            Ack::Blocking(done) => {
-                let _ = done.send(result.clone());
-            }
+
+    fn failed(&mut self, now: std::time::Instant, stopping: bool) {
+        self.pause = (self.pause * 2).clamp(Duration::from_millis(50), MAX_RETRY_PAUSE);
+        self.next_at = Some(now + self.pause);
+        if stopping && self.stopping_since.is_none() {
+            self.stopping_since = Some(now);
         }
     }
+
+    fn gave_up(&self, now: std::time::Instant) -> bool {
+        self.stopping_since
+            .is_some_and(|since| now.duration_since(since) >= GIVE_UP_AFTER)
+    }
+}
+
+/// Writes a group's entries and syncs once. On failure the file is cut back to where the group
+/// began (after a failed sync the system may have dropped the pages, so the entries are not
+/// known to be on disk): the whole group is written again on the next try.
+fn commit(journal: &mut Journal, batch: &[Request]) -> Result<(), String> {
+    let before = journal.len();
+    let result = journal
+        .write_entries(batch.iter().flat_map(|r| r.entries.iter()))
+        .and_then(|()| journal.sync())
+        .map_err(|e| e.to_string());
+    if result.is_err() {
+        if let Err(e) = journal.rollback(before) {
+            tracing::warn!(error = %e, "cannot cut a failed journal write back off");
+        }
+    }
+    result
 }
 
 /// What a referee journals its moves through: the journal and the game's schedule id.

@@ -124,6 +124,8 @@ pub const QUEUE_FULL: &str = "its outgoing queue was full (the bot is not readin
 pub const WRITE_FAILED: &str = "a write to it failed (the bot closed or reset its socket)";
 /// Why a connection is dropped when its bot is suspended.
 pub const SUSPENDED: &str = "its bot was suspended";
+/// Why a connection was dropped for a newer login of the same bot.
+pub const REPLACED: &str = "a newer login of its bot replaced it";
 
 /// A line for a connection's writer (with its `\n`), how much of it is already written, and the
 /// stamp to set once it is written.

@@ -124,45 +124,35 @@ pub fn lost_by_fault(game: &FinishedGame) -> bool {
         )
 }
 
-/// Writes a finished game's output durably (journal `finished` entry, record file, games.jsonl
-/// line, in that order) on a blocking thread; returns the game and its games.jsonl line. A
-/// failure is logged and the line is still returned, so the standings count the game. `None`
-/// only if the blocking task itself was lost (the runtime shutting down).
+/// Finishes a game's output: journals it as finished (made durable on the journal's writer
+/// thread, which keeps trying while the disk fails), then queues its record file and games.jsonl
+/// line for the output writer, which writes them in finishing order and retries what fails.
+/// Returns the game and its games.jsonl line. `None` only if the blocking task itself was lost
+/// (the runtime shutting down).
 pub async fn write_game_output(
     output: Arc<Output>,
     journal: SharedJournal,
     id: String,
     game: FinishedGame,
 ) -> Option<(FinishedGame, GameLine)> {
-    // The game goes to the blocking thread and comes back, so its moves are not copied (a
-    // copy per game in flight showed in the bench's heap profile). A panic while writing is
-    // caught there, so the game always comes back.
-    let id_for_task = id.clone();
-    let written = tokio::task::spawn_blocking(move || {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            output.finish_game(&journal, &id_for_task, &game)
-        }));
-        (game, result)
-    })
-    .await;
-    let (game, result) = match written {
-        Ok(done) => done,
+    let line = output.game_line(&game);
+    let entry = JournalEntry::Finished {
+        id: id.clone(),
+        record: Box::new(line.clone()),
+    };
+    match tokio::task::spawn_blocking(move || journal.append_blocking(vec![entry])).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            // Only when the journal writer gave up as the server stops: the game is played
+            // again (from its last saved move) at the next start.
+            tracing::error!(match_id = %id, error = %e, "cannot journal the finished game");
+        }
         Err(e) => {
             // Only a cancelled runtime gets here (shutting down): nothing to return.
             tracing::error!(match_id = %id, error = %e, "output task failed");
             return None;
         }
-    };
-    let line = match result {
-        Ok(Ok(line)) => line,
-        Ok(Err(e)) => {
-            tracing::error!(match_id = %id, error = %e, "cannot write the game's output");
-            Output::game_line(&game, "")
-        }
-        Err(_) => {
-            tracing::error!(match_id = %id, "writing the game's output panicked");
-            Output::game_line(&game, "")
-        }
-    };
+    }
+    output.enqueue(line.clone());
     Some((game, line))
 }

@@ -17,7 +17,8 @@ mod login_guard;
 mod match_spec;
 mod match_task;
 mod move_log;
-mod output;
+pub(crate) mod output;
+pub mod output_health;
 pub mod probe;
 mod referee;
 pub mod registry;
@@ -42,7 +43,8 @@ pub use link::{outbox, write_lines, LineSink, LinkClose, OutboxReader, OutboxSen
 use output::Output;
 use registry::Registry;
 pub use report::{
-    no_events, EventSink, GameSummary, ResumeReport, ServerError, ServerEvent, ServerSummary,
+    no_events, EventSink, GameSummary, OutputFault, OutputKind, ResumeReport, ServerError,
+    ServerEvent, ServerSummary,
 };
 use schedule::Scheduler;
 
@@ -116,11 +118,13 @@ pub async fn run_with_web(
         path: out_dir.clone(),
         source,
     })?;
-    let output = Arc::new(Output::new(
+    let health = Arc::new(output_health::OutputHealth::new(events.clone()));
+    let output = Arc::new(Output::with_health(
         out_dir,
         config.server.record_encoding,
         config.server.event.clone(),
         config.server.place.clone(),
+        health,
     ));
     let _lock = journaling::lock_out_dir(&config.server.out_dir)?;
     let registry = Arc::new(Registry::default());
@@ -131,10 +135,13 @@ pub async fn run_with_web(
             .await
             .map_err(|e| ServerError::Output(format!("league setup task failed: {e}")))??
     };
+    let writer = output
+        .start_writer()
+        .map_err(|e| ServerError::Output(format!("cannot start the output writer: {e}")))?;
     let mut scheduler = Scheduler::new(
         config.clone(),
         registry.clone(),
-        output,
+        output.clone(),
         journal,
         tournaments,
         events.clone(),
@@ -174,6 +181,7 @@ pub async fn run_with_web(
             Duration::from_millis(config.server.failed_login_block_ms),
         ),
         tokens,
+        output: output.clone(),
         shutdown: stop.clone(),
     });
     let web_view = web.map(|web_listener| {
@@ -199,6 +207,7 @@ pub async fn run_with_web(
     builtin::start_programs(&config, address, programs, stop.clone(), &mut engines);
 
     let finished = scheduler.run(stop.clone()).await;
+    finish_output(&output, writer, &events).await;
     if finished {
         tracing::info!(
             games = scheduler.summary.len(),
@@ -244,6 +253,41 @@ pub async fn run_with_web(
         tournaments_finished: finished,
         site,
     })
+}
+
+/// Lets the output writer write what waits (or give up, if writing keeps failing: the journal
+/// holds those games for the next start), tells `events` what is left, and flushes the league's
+/// files to disk: while games go on, record files and games.jsonl lines are left to the system
+/// to flush (the journal can redo them); a clean stop puts them on disk.
+async fn finish_output(
+    output: &Arc<Output>,
+    writer: std::thread::JoinHandle<Option<OutputFault>>,
+    events: &EventSink,
+) {
+    output.stop_writing();
+    let output = output.clone();
+    let done = tokio::task::spawn_blocking(move || {
+        let left = writer.join().unwrap_or_else(|_| {
+            Some(OutputFault {
+                what: OutputKind::Games,
+                waiting: output.waiting(),
+                why: "the output writer panicked".into(),
+            })
+        });
+        if let Err(e) = output.flush_to_disk() {
+            tracing::error!(error = %e, "cannot flush the league's files to disk");
+        }
+        left
+    })
+    .await;
+    match done {
+        Ok(Some(left)) => {
+            tracing::error!(waiting = left.waiting, error = %left.why, "stopping with game outputs not written; the next start writes them from the journal");
+            events(ServerEvent::OutputLeftBehind(left));
+        }
+        Ok(None) => {}
+        Err(e) => tracing::error!(error = %e, "output task failed"),
+    }
 }
 
 /// Accepts connections while fewer than `max_connections` are open (the rest wait in the

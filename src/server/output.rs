@@ -1,34 +1,39 @@
 //! What a finished game leaves on disk: its contest record file under `out_dir/records/` and one
 //! line in `out_dir/games.jsonl` (docs/leagues.md), both written so that a crash never leaves half a
-//! file or half a line.
+//! file or half a line, and a failing disk delays them but never loses or mixes them.
 //!
 //! The record text and its file name come from `crate::record`; the file writes from
 //! `crate::atomic_file`.
 //!
-//! Finishing a game is idempotent across crashes: the journal's `finished` entry (holding the
-//! whole games.jsonl object, record file name included) is made durable first, then the record
-//! file is created and the games.jsonl line appended, both left to the system to flush (an
-//! fsync each would cost more than the game's moves at a thousand games at once). On restart,
-//! [`Output::repair`] redoes from the journal whatever a crash lost or cut short (a missing or
-//! partial record file, a missing or torn line), so every finished game has exactly one
-//! complete record file and one games.jsonl line. When the server stops it flushes the folder
-//! ([`Output::flush_to_disk`]).
+//! A game's record file name is fixed when it finishes, from its match id (unique in a league),
+//! so no two games can ever share one. Finishing a game is idempotent across crashes: the
+//! journal's `finished` entry (holding the whole games.jsonl object, record file name included)
+//! is made durable first; then the game joins the write queue, whose one writer thread creates
+//! the record file and appends the games.jsonl line, in finishing order, left to the system to
+//! flush (an fsync each would cost more than the game's moves at a thousand games at once). A
+//! write that fails (a full disk, a read-only folder, no file descriptor left) is kept and
+//! tried again, with pauses doubling up to two seconds, and [`OutputHealth`] tells the caller
+//! when output falls behind and when it has caught up. On restart, [`Output::repair`] queues
+//! again from the journal whatever a crash lost or cut short (a missing or partial record file,
+//! a missing or torn line), so every finished game has exactly one complete record file and one
+//! games.jsonl line. When the server stops it flushes the folder ([`Output::flush_to_disk`]).
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::atomic_file::{append_line, create_new_file, sync_file_system, write_atomically, Flush};
 use crate::config::RecordEncoding;
 use crate::game_line::{GameLine, LineResult};
-use crate::journal::JournalEntry;
 use crate::record::{Record, RecordResult};
 
-use super::journaling::SharedJournal;
+use super::journaling::MAX_RETRY_PAUSE;
+use super::output_health::{OutputFault, OutputHealth, OutputKind};
 use super::referee::FinishedGame;
 
 /// Why a game's output could not be written.
@@ -38,10 +43,8 @@ pub enum OutputError {
     Record(#[from] crate::record::RecordError),
     #[error(transparent)]
     File(#[from] crate::atomic_file::AtomicFileError),
-    #[error(transparent)]
-    Journal(#[from] crate::journal::JournalError),
-    #[error("{0}: no free record file name")]
-    NoRecordName(PathBuf),
+    #[error("{path} holds another game's record (not replaced; this game's record is missing)")]
+    NameHeldByAnotherGame { path: PathBuf },
     #[error("cannot write {path}: {source}")]
     Io {
         path: PathBuf,
@@ -57,6 +60,27 @@ fn io_error(path: &Path) -> impl FnOnce(io::Error) -> OutputError + '_ {
     }
 }
 
+/// A finished game whose outputs wait to be written.
+#[derive(Debug, Clone)]
+struct QueuedGame {
+    line: GameLine,
+    /// Whether its record file is to be written (or checked).
+    record: bool,
+    /// Whether its games.jsonl line is to be appended.
+    append: bool,
+}
+
+/// The write queue, in finishing order, and whether the server is stopping.
+#[derive(Debug, Default)]
+struct Queue {
+    games: VecDeque<QueuedGame>,
+    stopping: bool,
+}
+
+/// How long the writer keeps trying a failing write once the server is stopping; what is left
+/// then is written from the journal at the next start.
+const STOPPING_TRIES_FOR: Duration = Duration::from_secs(5);
+
 /// Writes finished games under `out_dir`.
 #[derive(Debug)]
 pub struct Output {
@@ -64,23 +88,42 @@ pub struct Output {
     encoding: RecordEncoding,
     event: String,
     place: String,
-    /// Serialises appends to games.jsonl between referees.
+    /// Serialises appends to games.jsonl.
     append_lock: Mutex<()>,
-    /// Record file names chosen by games being finished now and not yet created (games that
-    /// end together are finished in parallel and may want the same name).
-    names_in_flight: Mutex<HashSet<PathBuf>>,
+    queue: Mutex<Queue>,
+    /// Rung when a game joins the queue or the server stops.
+    queued: Condvar,
+    health: Arc<OutputHealth>,
 }
 
 impl Output {
+    #[cfg(test)]
     pub fn new(out_dir: PathBuf, encoding: RecordEncoding, event: String, place: String) -> Output {
+        Output::with_health(out_dir, encoding, event, place, Arc::default())
+    }
+
+    /// An `Output` telling `health` when writing falls behind and when it catches up.
+    pub fn with_health(
+        out_dir: PathBuf,
+        encoding: RecordEncoding,
+        event: String,
+        place: String,
+        health: Arc<OutputHealth>,
+    ) -> Output {
         Output {
             out_dir,
             encoding,
             event,
             place,
             append_lock: Mutex::new(()),
-            names_in_flight: Mutex::new(HashSet::new()),
+            queue: Mutex::new(Queue::default()),
+            queued: Condvar::new(),
+            health,
         }
+    }
+
+    pub fn health(&self) -> &Arc<OutputHealth> {
+        &self.health
     }
 
     pub fn games_path(&self) -> PathBuf {
@@ -97,9 +140,11 @@ impl Output {
         GameLine::read_file(&self.games_path()).collect()
     }
 
-    /// The games.jsonl line of a finished game whose record file is `record_name`.
-    pub fn game_line(game: &FinishedGame, record_name: &str) -> GameLine {
+    /// The games.jsonl line of a finished game, naming the record file it gets (see
+    /// [`Record::file_name_for_match`]).
+    pub fn game_line(&self, game: &FinishedGame) -> GameLine {
         let spec = &game.spec;
+        let record = record_of(game, &self.event, &self.place).file_name_for_match(&spec.match_id);
         GameLine {
             match_id: spec.match_id.clone(),
             tournament: spec.tournament.clone(),
@@ -115,73 +160,145 @@ impl Output {
             clock: spec.clock,
             started: game.started.to_rfc3339(),
             finished: game.finished.to_rfc3339(),
-            record: record_name.to_string(),
+            record,
         }
     }
 
-    /// Finishes a game: journals it as finished (with its games.jsonl object, which names the
-    /// record file it is about to get), writes the record file, appends the games.jsonl line.
-    /// Returns the games.jsonl object. Blocking (fsync): call from `spawn_blocking`, one game
-    /// at a time (the scheduler does).
-    pub fn finish_game(
-        &self,
-        journal: &SharedJournal,
-        id: &str,
-        game: &FinishedGame,
-    ) -> Result<GameLine, OutputError> {
-        let records = self.records_dir();
-        fs::create_dir_all(&records).map_err(io_error(&records))?;
-        let record = record_of(game, &self.event, &self.place);
-        let path = self.reserve_record_path(&record, &records)?;
-        let written = self.write_finished(journal, id, game, &record, &path);
-        self.names_in_flight
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&path);
-        written
+    fn lock_queue(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The first record file name that neither exists nor is chosen by another game being
-    /// finished now, kept for this game until `finish_game` is done.
-    fn reserve_record_path(&self, record: &Record, records: &Path) -> Result<PathBuf, OutputError> {
-        let mut in_flight = self
-            .names_in_flight
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let path = record
-            .unused_paths_in(records)
-            .find(|p| !in_flight.contains(p))
-            .ok_or_else(|| OutputError::NoRecordName(records.to_path_buf()))?;
-        in_flight.insert(path.clone());
-        Ok(path)
+    /// Queues a journaled finished game for its record file and games.jsonl line.
+    pub fn enqueue(&self, line: GameLine) {
+        self.push(QueuedGame {
+            line,
+            record: true,
+            append: true,
+        });
     }
 
-    fn write_finished(
-        &self,
-        journal: &SharedJournal,
-        id: &str,
-        game: &FinishedGame,
-        record: &Record,
-        path: &Path,
-    ) -> Result<GameLine, OutputError> {
-        let record_name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let line = Output::game_line(game, &record_name);
-        journal.append_blocking(vec![JournalEntry::Finished {
-            id: id.to_string(),
-            record: Box::new(line.clone()),
-        }])?;
-        let bytes = record.encode(self.encoding)?;
-        if let Err(e) = create_new_file(path, &bytes) {
-            // Someone else made a file of that name since it was chosen: the journal names this
-            // one for the game, so it gets the game's record.
-            tracing::warn!(error = %e, "record file name taken; replacing it");
-            write_atomically(path, &bytes)?;
+    fn push(&self, game: QueuedGame) {
+        self.lock_queue().games.push_back(game);
+        self.queued.notify_all();
+    }
+
+    /// The games.jsonl object of finished game `match_id` if it is still waiting to be
+    /// written (so that the web view can show it meanwhile).
+    pub fn waiting_line(&self, match_id: &str) -> Option<GameLine> {
+        self.lock_queue()
+            .games
+            .iter()
+            .find(|g| g.line.match_id == match_id)
+            .map(|g| g.line.clone())
+    }
+
+    /// How many finished games wait for their outputs.
+    pub fn waiting(&self) -> usize {
+        self.lock_queue().games.len()
+    }
+
+    /// The writer: writes the queued games in order until [`Output::stop_writing`], retrying a
+    /// failing write after a pause. Blocking: run it on a thread of its own
+    /// ([`Output::start_writer`]). Returns what was left unwritten, if anything.
+    fn write_queued(&self) -> Option<OutputFault> {
+        let mut pause = Duration::ZERO;
+        let mut stopping_since: Option<Instant> = None;
+        let mut last_error: Option<String> = None;
+        loop {
+            let next = {
+                let mut queue = self.lock_queue();
+                while queue.games.is_empty() && !queue.stopping {
+                    queue = self.queued.wait(queue).unwrap_or_else(|e| e.into_inner());
+                }
+                if queue.stopping && stopping_since.is_none() {
+                    stopping_since = Some(Instant::now());
+                }
+                match queue.games.front() {
+                    Some(game) => game.clone(),
+                    None => return None,
+                }
+            };
+            match self.write_game(&next) {
+                Ok(()) => {
+                    let left = {
+                        let mut queue = self.lock_queue();
+                        queue.games.pop_front();
+                        queue.games.len()
+                    };
+                    if last_error.is_some() && left == 0 {
+                        self.health.recovered(OutputKind::Games);
+                        last_error = None;
+                    }
+                    pause = Duration::ZERO;
+                }
+                Err(e) => {
+                    let why = e.to_string();
+                    let waiting = self.waiting();
+                    if let OutputError::NameHeldByAnotherGame { .. } = e {
+                        // Not a passing fault: trying again changes nothing. Reported, and
+                        // its games.jsonl line still written.
+                        tracing::error!(match_id = %next.line.match_id, error = %why, "record not written");
+                        let mut queue = self.lock_queue();
+                        if let Some(front) = queue.games.front_mut() {
+                            front.record = false;
+                        }
+                        continue;
+                    }
+                    self.health.failed(OutputKind::Games, &why, waiting);
+                    last_error = Some(why.clone());
+                    if stopping_since.is_some_and(|since| since.elapsed() >= STOPPING_TRIES_FOR) {
+                        return Some(OutputFault {
+                            what: OutputKind::Games,
+                            waiting,
+                            why,
+                        });
+                    }
+                    pause = (pause * 2).clamp(Duration::from_millis(50), MAX_RETRY_PAUSE);
+                    let queue = self.lock_queue();
+                    // Woken early only to notice the server stopping.
+                    let _ = self.queued.wait_timeout(queue, pause);
+                }
+            }
         }
-        self.append_line(&line, Flush::Later)?;
-        Ok(line)
+    }
+
+    /// Starts the writer thread; [`Output::stop_writing`] ends it.
+    pub fn start_writer(
+        self: &Arc<Self>,
+    ) -> std::io::Result<std::thread::JoinHandle<Option<OutputFault>>> {
+        let output = self.clone();
+        std::thread::Builder::new()
+            .name("output-writer".into())
+            .spawn(move || output.write_queued())
+    }
+
+    /// Tells the writer to finish: it writes what is queued and ends, or, if writing keeps
+    /// failing, gives up after `STOPPING_TRIES_FOR` (the journal holds those games: the next
+    /// start writes them).
+    pub fn stop_writing(&self) {
+        self.lock_queue().stopping = true;
+        self.queued.notify_all();
+    }
+
+    /// Writes one queued game's record file (unless it holds the same record already) and
+    /// appends its games.jsonl line, each only where still to be done.
+    fn write_game(&self, game: &QueuedGame) -> Result<(), OutputError> {
+        if game.record && !game.line.record.is_empty() {
+            if let Some(record) = record_of_line(&game.line, &self.event, &self.place) {
+                let records = self.records_dir();
+                fs::create_dir_all(&records).map_err(io_error(&records))?;
+                let bytes = record.encode(self.encoding)?;
+                write_record_file(&records.join(&game.line.record), &bytes)?;
+            }
+            let mut queue = self.lock_queue();
+            if let Some(front) = queue.games.front_mut() {
+                front.record = false;
+            }
+        }
+        if game.append {
+            self.append_line(&game.line, Flush::Later)?;
+        }
+        Ok(())
     }
 
     fn append_line(&self, line: &GameLine, flush: Flush) -> Result<(), OutputError> {
@@ -197,11 +314,12 @@ impl Output {
         Ok(sync_file_system(&self.out_dir)?)
     }
 
-    /// Completes what a crash cut short for the finished games `finished` (games.jsonl
-    /// lines as the journal holds them): a missing or partial record file is written again from
-    /// the object, a missing games.jsonl line appended, and games.jsonl rewritten (atomically)
-    /// without repeated lines of one match or lines a crash cut short. Returns how many things
-    /// were repaired. Blocking.
+    /// Completes what a crash or a stop left undone for the finished games `finished`
+    /// (games.jsonl lines as the journal holds them, in journal order): games.jsonl is
+    /// rewritten (atomically) without repeated lines of one match or lines a crash cut short,
+    /// and every game whose record file is missing or partial, or whose line is missing, is
+    /// queued for the writer (a record file name held by another game's record is reported,
+    /// never replaced). Returns how many things were repaired or queued. Blocking.
     pub fn repair(&self, finished: &[GameLine]) -> Result<usize, OutputError> {
         let mut repaired = 0;
         let mut lines = self.read_games();
@@ -222,26 +340,39 @@ impl Output {
         }
         let records = self.records_dir();
         for line in finished {
-            let id = line.match_id.as_str();
-            let path = records.join(&line.record);
-            if !line.record.is_empty() {
-                if let Some(record) = record_of_line(line, &self.event, &self.place) {
-                    // Missing, or cut short by a crash before the system flushed it.
-                    let bytes = record.encode(self.encoding)?;
-                    if fs::read(&path).ok().as_deref() != Some(bytes.as_slice()) {
-                        fs::create_dir_all(&records).map_err(io_error(&records))?;
-                        write_atomically(&path, &bytes)?;
-                        repaired += 1;
-                    }
-                }
-            }
-            if !seen.contains(id) {
-                self.append_line(line, Flush::Now)?;
-                seen.insert(id.to_string());
-                repaired += 1;
+            let record = !line.record.is_empty()
+                && record_of_line(line, &self.event, &self.place).is_some_and(|record| {
+                    record.encode(self.encoding).is_ok_and(|bytes| {
+                        fs::read(records.join(&line.record)).ok().as_deref()
+                            != Some(bytes.as_slice())
+                    })
+                });
+            let append = seen.insert(line.match_id.clone());
+            if record || append {
+                repaired += usize::from(record) + usize::from(append);
+                self.push(QueuedGame {
+                    line: line.clone(),
+                    record,
+                    append,
+                });
             }
         }
         Ok(repaired)
+    }
+}
+
+/// Writes a record file at `path` unless it holds `bytes` already: created when missing,
+/// replaced (atomically) when it holds a part of them (a crash or a full disk cut it short).
+/// A file that holds anything else is another game's record: an error, never replaced.
+fn write_record_file(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    match fs::read(path) {
+        Ok(held) if held == bytes => Ok(()),
+        Ok(held) if bytes.starts_with(&held) => Ok(write_atomically(path, bytes)?),
+        Ok(_) => Err(OutputError::NameHeldByAnotherGame {
+            path: path.to_path_buf(),
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(create_new_file(path, bytes)?),
+        Err(e) => Err(io_error(path)(e)),
     }
 }
 
@@ -305,88 +436,107 @@ mod tests {
         game
     }
 
-    fn output_in(dir: &Path) -> (Output, SharedJournal) {
-        let output = Output::new(
+    fn output_in(dir: &Path) -> Arc<Output> {
+        Arc::new(Output::new(
             dir.to_path_buf(),
             RecordEncoding::Utf8,
             "ev".into(),
             "pl".into(),
-        );
-        let (journal, _) = crate::journal::Journal::open(&dir.join("journal.jsonl")).unwrap();
-        (output, SharedJournal::new(journal))
+        ))
     }
 
-    fn schedule(journal: &SharedJournal, ids: &[&str]) {
-        let entries: Vec<JournalEntry> = ids
-            .iter()
-            .map(|id| JournalEntry::Scheduled {
-                id: id.to_string(),
-                tournament: "t".into(),
-                round: 1,
-                first: "red bot".into(),
-                second: "blue bot".into(),
-            })
-            .collect();
-        journal.append_blocking(entries).unwrap();
+    /// Writes what is queued and stops the writer; what it left unwritten.
+    fn drain(output: &Arc<Output>) -> Option<OutputFault> {
+        let writer = output.start_writer().unwrap();
+        output.stop_writing();
+        writer.join().unwrap()
     }
 
     #[test]
-    fn a_game_leaves_a_record_one_line_and_a_journal_entry() {
+    fn games_alike_in_every_field_get_records_of_their_own_and_lines_in_order() {
         let dir = tempfile::tempdir().unwrap();
-        let (output, journal) = output_in(dir.path());
-        schedule(&journal, &["t-r1-g1", "t-r1-g2"]);
-        let first = output
-            .finish_game(&journal, "t-r1-g1", &hex_game("t-r1-g1"))
-            .unwrap();
-        let second = output
-            .finish_game(&journal, "t-r1-g2", &hex_game("t-r1-g2"))
-            .unwrap();
-        let name = first.record.clone();
-        assert_ne!(
-            name, second.record,
-            "a second record never replaces the first"
+        let output = output_in(dir.path());
+        // Same players, result, minute, event and place: only the match ids differ.
+        let first = output.game_line(&hex_game("t-r1-p1-g1"));
+        let second = output.game_line(&hex_game("t-r1-p1-g2"));
+        assert_ne!(first.record, second.record);
+        assert!(
+            first.record.ends_with(" (t-r1-p1-g1).txt"),
+            "{}",
+            first.record
         );
-        let text = fs::read_to_string(dir.path().join("records").join(&name)).unwrap();
+        output.enqueue(first.clone());
+        output.enqueue(second.clone());
+        assert_eq!(drain(&output), None);
+        assert_eq!(output.read_games(), vec![first.clone(), second.clone()]);
+        let text = fs::read_to_string(output.records_dir().join(&first.record)).unwrap();
         assert!(
             text.starts_with("{[HEX][red bot R][blue bot B][先手胜]"),
             "{text}"
         );
         assert!(text.contains(";R(F,6);B(E,7)}"), "{text}");
-        let lines = output.read_games();
-        assert_eq!(lines, vec![first.clone(), second]);
-        assert_eq!(lines[0].think_ms, [10, 20]);
-        assert_eq!(lines[0].reason, EndReason::Resign);
-        let (_, state) = crate::journal::Journal::open(&dir.path().join("journal.jsonl")).unwrap();
-        assert_eq!(state.game("t-r1-g1").unwrap().finished, Some(first));
+        assert_eq!(output.read_games()[0].think_ms, [10, 20]);
+        assert_eq!(output.read_games()[0].reason, EndReason::Resign);
     }
 
     #[test]
-    fn games_finished_at_once_never_take_the_same_record_name() {
+    fn a_failing_write_waits_in_memory_and_is_written_once_it_works() {
         let dir = tempfile::tempdir().unwrap();
-        let (output, _journal) = output_in(dir.path());
-        let records = output.records_dir();
-        fs::create_dir_all(&records).unwrap();
-        let record = record_of(&hex_game("t-r1-g1"), "ev", "pl");
-        let first = output.reserve_record_path(&record, &records).unwrap();
-        let second = output.reserve_record_path(&record, &records).unwrap();
-        assert_ne!(
-            first, second,
-            "the first name is taken while its game is written"
-        );
-        assert_eq!(second, records.join(record.file_name_numbered(2)));
+        let told = Arc::new(Mutex::new(Vec::new()));
+        let sink = told.clone();
+        let health = Arc::new(OutputHealth::new(Arc::new(move |event| {
+            sink.lock().unwrap().push(format!("{event:?}"));
+        })));
+        let output = Arc::new(Output::with_health(
+            dir.path().to_path_buf(),
+            RecordEncoding::Utf8,
+            "ev".into(),
+            "pl".into(),
+            health,
+        ));
+        // A plain file where the records folder goes: every record write fails (as root too,
+        // which a read-only mode would not stop).
+        fs::write(output.records_dir(), b"in the way").unwrap();
+        let writer = output.start_writer().unwrap();
+        let lines: Vec<GameLine> = (1..=3)
+            .map(|n| output.game_line(&hex_game(&format!("t-r1-p1-g{n}"))))
+            .collect();
+        for line in &lines {
+            output.enqueue(line.clone());
+        }
+        let until = Instant::now() + Duration::from_secs(20);
+        while output.health().faults().is_empty() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let faults = output.health().faults();
+        assert_eq!(faults.len(), 1, "{faults:?}");
+        assert_eq!(faults[0].what, OutputKind::Games);
+        assert_eq!(output.waiting(), 3, "nothing is dropped");
+        assert_eq!(output.waiting_line("t-r1-p1-g2").as_ref(), Some(&lines[1]));
+        assert!(output.read_games().is_empty(), "no line before its record");
+        // The fault clears: every game is written, in finishing order.
+        fs::remove_file(output.records_dir()).unwrap();
+        output.stop_writing();
+        assert_eq!(writer.join().unwrap(), None);
+        assert_eq!(output.read_games(), lines);
+        for line in &lines {
+            assert!(output.records_dir().join(&line.record).is_file());
+        }
+        let told = told.lock().unwrap();
+        assert_eq!(told.len(), 2, "told once behind, once caught up: {told:?}");
+        assert!(told[0].contains("OutputBehind"), "{told:?}");
+        assert!(told[1].contains("OutputCaughtUp"), "{told:?}");
     }
 
     #[test]
     fn repair_restores_a_lost_or_partial_record_and_line_and_drops_repeats() {
         let dir = tempfile::tempdir().unwrap();
-        let (output, journal) = output_in(dir.path());
-        schedule(&journal, &["t-r1-g1", "t-r1-g2"]);
-        let first = output
-            .finish_game(&journal, "t-r1-g1", &hex_game("t-r1-g1"))
-            .unwrap();
-        let second = output
-            .finish_game(&journal, "t-r1-g2", &hex_game("t-r1-g2"))
-            .unwrap();
+        let output = output_in(dir.path());
+        let first = output.game_line(&hex_game("t-r1-p1-g1"));
+        let second = output.game_line(&hex_game("t-r1-p1-g2"));
+        output.enqueue(first.clone());
+        output.enqueue(second.clone());
+        assert_eq!(drain(&output), None);
         let record = output.records_dir().join(&second.record);
         let record_text = fs::read_to_string(&record).unwrap();
         let first_record = output.records_dir().join(&first.record);
@@ -403,12 +553,49 @@ mod tests {
         // And a torn last line.
         let one = format!("{}\n", first.to_text());
         fs::write(output.games_path(), format!("{one}{one}{{\"match\":\"t-r")).unwrap();
+        let output = output_in(dir.path());
         let repaired = output.repair(&[first.clone(), second.clone()]).unwrap();
         assert_eq!(repaired, 5);
+        assert_eq!(drain(&output), None);
         assert_eq!(output.read_games(), vec![first.clone(), second.clone()]);
         assert_eq!(fs::read_to_string(&record).unwrap(), record_text);
         assert_eq!(fs::read_to_string(&first_record).unwrap(), first_text);
         // Nothing left to repair.
+        let output = output_in(dir.path());
         assert_eq!(output.repair(&[first, second]).unwrap(), 0);
+        assert_eq!(output.waiting(), 0);
+    }
+
+    #[test]
+    fn repair_never_writes_one_games_record_over_anothers() {
+        let dir = tempfile::tempdir().unwrap();
+        let output = output_in(dir.path());
+        let mut first = output.game_line(&hex_game("t-r1-p1-g1"));
+        let mut second = output.game_line(&hex_game("t-r1-p1-g2"));
+        second.moves = vec!["A1".into()];
+        // As an older version could journal them: two games under one name.
+        first.record = "shared.txt".into();
+        second.record = "shared.txt".into();
+        output.enqueue(first.clone());
+        assert_eq!(drain(&output), None);
+        let path = output.records_dir().join("shared.txt");
+        let held = fs::read(&path).unwrap();
+        let output = output_in(dir.path());
+        assert_eq!(output.repair(&[first.clone(), second.clone()]).unwrap(), 2);
+        assert_eq!(drain(&output), None);
+        assert_eq!(
+            fs::read(&path).unwrap(),
+            held,
+            "the first game's record stays"
+        );
+        assert_eq!(
+            output.read_games(),
+            vec![first, second],
+            "both lines are written"
+        );
+        assert!(matches!(
+            write_record_file(&path, b"{[HEX] another game}"),
+            Err(OutputError::NameHeldByAnotherGame { .. })
+        ));
     }
 }

@@ -65,9 +65,14 @@ impl RegistryState {
     }
 }
 
-/// Why a bot could not be registered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AlreadyConnected;
+/// What registering a connection found.
+#[derive(Debug)]
+pub struct Registered {
+    /// The matches the bot is part of, to resume on the new connection.
+    pub resumed: BotMatches,
+    /// The connection id of the bot's older connection that the new one replaced.
+    pub replaced: Option<u64>,
+}
 
 /// What the web view shows of one bot: its connection, the matches it plays now, and why it was
 /// suspended if it was.
@@ -128,18 +133,25 @@ impl Registry {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Registers an authenticated connection and returns the matches it is already part of
-    /// (to resume them) after queueing `welcome`, or refuses a second live connection with the same name.
-    pub fn register(
-        &self,
-        name: &str,
-        session: Session,
-        welcome: &RefereeMessage,
-    ) -> Result<BotMatches, AlreadyConnected> {
+    /// Registers an authenticated connection, queues `welcome` on it, and returns the matches
+    /// the bot is already part of (to resume them on this connection). A connection of the same
+    /// bot that is still registered is replaced (the newest login wins: a bot whose old
+    /// connection went silent can always come back): it is told why with an `error` (code
+    /// `replaced`) and dropped; its id is returned so that its later close is not taken for
+    /// the bot leaving.
+    pub fn register(&self, name: &str, session: Session, welcome: &RefereeMessage) -> Registered {
         let mut state = self.lock();
-        if state.sessions.contains_key(name) {
-            return Err(AlreadyConnected);
-        }
+        let replaced = state.sessions.remove(name).map(|old| {
+            old.link.send(&RefereeMessage::Error {
+                code: crate::protocol::ErrorCode::Replaced,
+                message: format!(
+                    "a newer login of bot {name:?} replaced this connection; its matches go on there"
+                ),
+                match_id: None,
+            });
+            old.link.close_because(super::link::REPLACED);
+            old.link.conn_id
+        });
         // Queued under the lock, so no referee can send `start` before it.
         session.link.send(welcome);
         state.sessions.insert(name.to_string(), session);
@@ -151,7 +163,7 @@ impl Registry {
             .collect();
         drop(state);
         self.changed.notify_one();
-        Ok(resumed)
+        Registered { resumed, replaced }
     }
 
     /// Removes the session of connection `conn_id` (if it is still the registered one) and

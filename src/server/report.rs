@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use super::journaling;
+pub use super::output_health::{OutputFault, OutputKind};
 use super::referee::FinishedGame;
 
 /// Why the server could not run.
@@ -99,6 +100,14 @@ pub enum ServerEvent {
     },
     /// A tournament finished: its final table, aligned for a terminal (with `progress` on).
     TournamentFinished(String),
+    /// An output could not be written: the writes are kept and tried again (told once per run
+    /// of failures).
+    OutputBehind(OutputFault),
+    /// An output that had fallen behind is written again.
+    OutputCaughtUp(OutputKind),
+    /// The server stopped with outputs still waiting: the next start writes them from the
+    /// journal (`what`), or could not keep them (the journal itself).
+    OutputLeftBehind(OutputFault),
 }
 
 /// Where [`ServerEvent`]s go.

@@ -29,11 +29,12 @@ use crate::league::{
     ScheduledGame, TournamentStandings,
 };
 
-use super::journaling::{fingerprint, SharedJournal};
+use super::journaling::{fingerprint, SharedJournal, MAX_RETRY_PAUSE};
 use super::link::RefereeInput;
 use super::match_spec::MatchSpec;
 use super::match_task::{self, lost_by_fault, write_game_output, MatchDone, MatchPlan};
 use super::output::Output;
+use super::output_health::{OutputHealth, OutputKind};
 use super::referee::{FinishedGame, RefereeSettings, ResumePoint};
 use super::registry::Registry;
 use super::report::{EventSink, GameSummary, ResumeReport, ServerError, ServerEvent};
@@ -248,7 +249,7 @@ pub fn prepare_league(
     }
     let print = fingerprint(config);
     state.check_config(&print)?;
-    let journal = SharedJournal::new(journal);
+    let journal = SharedJournal::with_health(journal, output.health().clone());
     let mut entries = Vec::new();
     if state.config.is_none() {
         entries.push(print.entry());
@@ -419,12 +420,18 @@ type StandingsSnapshot = Arc<Vec<Arc<TournamentStandings>>>;
 /// ends when the sender is dropped and the last snapshot is written. After each write it rests
 /// nine times as long as the write took, and at least `STANDINGS_REST`, so that with many
 /// tournaments and many games ending the files cost at most a tenth of a core, never the
-/// referees' share (the web view's standings do not wait for the files).
+/// referees' share (the web view's standings do not wait for the files). A write that fails is
+/// tried again (the newest snapshot then) after a pause doubling up to `MAX_RETRY_PAUSE`,
+/// and `health` hears of it; once the league stops, a failing write is tried for
+/// `STANDINGS_STOPPING_TRIES` more (the next start writes the standings anew from the journal).
 async fn write_standings_as_they_come(
     dir: std::path::PathBuf,
     mut rx: tokio::sync::watch::Receiver<StandingsSnapshot>,
+    health: Arc<OutputHealth>,
 ) {
     let mut written: Option<StandingsSnapshot> = None;
+    let mut pause = Duration::ZERO;
+    let mut stopped_at: Option<Instant> = None;
     loop {
         let latest = rx.borrow_and_update().clone();
         if written.as_ref().is_some_and(|w| Arc::ptr_eq(w, &latest)) {
@@ -437,24 +444,50 @@ async fn write_standings_as_they_come(
             }
             continue;
         }
-        let began = tokio::time::Instant::now();
+        let began = Instant::now();
         let snapshot = latest.clone();
         let dir_for_task = dir.clone();
-        match tokio::task::spawn_blocking(move || write_standings(&dir_for_task, &snapshot)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::error!(error = %e, "cannot write the standings"),
-            Err(e) => tracing::error!(error = %e, "standings task failed"),
-        }
-        written = Some(latest);
+        let failed =
+            match tokio::task::spawn_blocking(move || write_standings(&dir_for_task, &snapshot))
+                .await
+            {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e.to_string()),
+                Err(e) => Some(format!("standings task failed: {e}")),
+            };
+        let rest = match failed {
+            None => {
+                if !pause.is_zero() {
+                    health.recovered(OutputKind::Standings);
+                    pause = Duration::ZERO;
+                }
+                written = Some(latest);
+                began.elapsed().saturating_mul(9).max(STANDINGS_REST)
+            }
+            Some(why) => {
+                health.failed(OutputKind::Standings, &why, 1);
+                if rx.has_changed().is_err() {
+                    let since = *stopped_at.get_or_insert(began);
+                    if since.elapsed() >= STANDINGS_STOPPING_TRIES {
+                        tracing::error!(error = %why, "stopping with the standings files not written; the next start writes them");
+                        return;
+                    }
+                }
+                pause = (pause * 2).clamp(Duration::from_millis(50), MAX_RETRY_PAUSE);
+                pause
+            }
+        };
         // Rest, unless the sender goes away meanwhile (the league stopped: write its last state
         // now). Newer snapshots are seen by pointer at the top of the loop.
-        let rest = began.elapsed().saturating_mul(9).max(STANDINGS_REST);
         tokio::select! {
             _ = tokio::time::sleep(rest) => {}
-            _ = async { while rx.changed().await.is_ok() {} } => {}
+            _ = async { while rx.changed().await.is_ok() {} }, if stopped_at.is_none() => {}
         }
     }
 }
+
+/// How long a failing standings write is still tried once the league stops.
+const STANDINGS_STOPPING_TRIES: Duration = Duration::from_secs(5);
 
 /// Starts games as bots become available and collects results until every tournament is
 /// finished or `stop` is cancelled.
@@ -543,6 +576,7 @@ impl Scheduler {
         self.standings_writer = Some(tokio::spawn(write_standings_as_they_come(
             self.config.server.out_dir.clone(),
             rx,
+            self.output.health().clone(),
         )));
         let finished = self.run_games(stop).await;
         self.standings_tx = None;
@@ -550,14 +584,6 @@ impl Scheduler {
             if let Err(e) = writer.await {
                 tracing::error!(error = %e, "standings writer failed");
             }
-        }
-        // Record files and games.jsonl lines are left to the system to flush while games go
-        // on (the journal can redo them); a clean stop puts them on disk.
-        let output = self.output.clone();
-        match tokio::task::spawn_blocking(move || output.flush_to_disk()).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::error!(error = %e, "cannot flush the league's files to disk"),
-            Err(e) => tracing::error!(error = %e, "flush task failed"),
         }
         finished
     }

@@ -14,6 +14,7 @@ use crate::game_line::GameLine;
 use crate::protocol::ClockSpec;
 use crate::server::live::{LiveGame, MatchSpec, SharedMoveLog};
 use crate::server::registry::{BotStatus, Registry};
+use crate::server::OutputFault;
 
 use super::ApiError;
 
@@ -142,8 +143,9 @@ pub fn standings_text(config: &Config) -> String {
 }
 
 /// The `/api/bots` answer: each configured bot, whether it is connected, what it plays now and,
-/// when it has games left but none running, why it waits.
-pub fn bots(config: &Config, registry: &Registry) -> Value {
+/// when it has games left but none running, why it waits; and `output`, the league's outputs
+/// that cannot be written now (what, how much waits, why), empty while all is well.
+pub fn bots(config: &Config, registry: &Registry, output_faults: &[OutputFault]) -> Value {
     let (waiting, progress) = registry.live().schedule();
     let statuses = registry.statuses();
     let nobody = BotStatus::default();
@@ -250,7 +252,11 @@ pub fn bots(config: &Config, registry: &Registry) -> Value {
             "waiting": if playing.is_empty() || !reasons.is_empty() { reasons } else { Vec::new() },
         }));
     }
-    json!({ "bots": out })
+    let output: Vec<Value> = output_faults
+        .iter()
+        .map(|f| json!({"what": f.what.as_str(), "waiting": f.waiting, "why": f.why}))
+        .collect();
+    json!({ "bots": out, "output": output })
 }
 
 /// Whether `name` is a plain file name (no folder part, not hidden).

@@ -198,11 +198,17 @@ async fn game(
         .game(&match_id)
         .ok_or_else(|| ApiError::not_found(format!("no game {match_id:?} has started")))?;
     let out_dir = context.config.server.out_dir.clone();
+    let output = context.connections.output.clone();
     // Replaying a long game (or reading an older one back from games.jsonl) takes a moment:
-    // off the runtime's threads.
+    // off the runtime's threads. A finished game whose line waits to be written (a failing
+    // disk) is served from the output writer's queue.
     let detail = tokio::task::spawn_blocking(move || match held {
         HeldGame::InMemory(game) => Some(api::game_detail(&game)),
-        HeldGame::Finished => api::finished_game(&out_dir, &match_id).map(|g| api::game_detail(&g)),
+        HeldGame::Finished => output
+            .waiting_line(&match_id)
+            .map(|line| api::game_of_line(&line))
+            .or_else(|| api::finished_game(&out_dir, &match_id))
+            .map(|g| api::game_detail(&g)),
     })
     .await
     .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
@@ -237,7 +243,8 @@ async fn moves(Query(query): Query<HashMap<String, String>>) -> Result<Json<Valu
 }
 
 async fn bots(State(context): State<WebContext>) -> Json<Value> {
-    Json(api::bots(&context.config, &context.registry))
+    let faults = context.connections.output.health().faults();
+    Json(api::bots(&context.config, &context.registry, &faults))
 }
 
 /// Ends an event stream when the server stops, and gives its slot back when dropped.

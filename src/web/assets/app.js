@@ -185,6 +185,11 @@ function leaguePage() {
         });
         cell(row, b.waiting.join("; "));
       });
+      var behind = $("output-status");
+      behind.hidden = !(data.output && data.output.length);
+      behind.textContent = (data.output || []).map(function (f) {
+        return "Output behind: cannot write the " + f.what + " (" + f.why + "); " + f.waiting + " waiting, retried until it works.";
+      }).join(" ");
     }).catch(function () {});
   }
 
