@@ -39,8 +39,8 @@ use crate::engine::{
 };
 use crate::game::GameId;
 use crate::protocol::{
-    self, parse_referee_line, BotMessage, CappedLineCodec, ClockSpec, Frame, RefereeMessage,
-    TurnClock,
+    self, parse_referee_line, BotMessage, CappedLineCodec, ClockSpec, ErrorCode, Frame,
+    RefereeMessage, TurnClock,
 };
 
 /// How long the referee may take to accept the connection and answer `hello`.
@@ -242,6 +242,7 @@ async fn play<L: LineLink>(
         matches: HashMap::new(),
         max_games,
         next_search: 0,
+        replaced: None,
     };
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<SearchDone>();
     let result = loop {
@@ -287,6 +288,9 @@ async fn play<L: LineLink>(
                     if let Err(e) = send(conn, &reply).await {
                         break Err(e);
                     }
+                }
+                if let Some(message) = session.replaced.take() {
+                    break Err(ClientError::Refused { message });
                 }
             }
         }
@@ -416,6 +420,8 @@ struct Session {
     matches: HashMap<String, MatchState>,
     max_games: u32,
     next_search: u64,
+    /// Why the referee dropped this connection for a newer login of the same bot.
+    replaced: Option<String>,
 }
 
 impl Session {
@@ -437,6 +443,11 @@ impl Session {
                 match_id,
             } => {
                 tracing::warn!(code = code.as_str(), match_id = ?match_id, %message, "referee reported an error");
+                if code == ErrorCode::Replaced {
+                    // Another copy of this bot logged in: it plays on; this one stops (and
+                    // does not log in again, which would only take the seat back).
+                    self.replaced = Some(message);
+                }
                 None
             }
             RefereeMessage::Start {

@@ -71,8 +71,9 @@ pub struct ServerConfig {
     pub hello_timeout_ms: u64,
     /// Our addition: how often each connection is pinged (round-trip time for lag credit).
     pub ping_interval_ms: u64,
-    /// Our addition: a connection that has not answered a ping for this long is closed
-    /// (0, the default: never; bots are not obliged to answer pings).
+    /// Our addition: a connection that has answered a ping before and leaves one unanswered
+    /// this long is closed as hung (0: never). Bots that never answer pings are not closed for
+    /// it (the protocol does not oblige them); TCP keepalive finds their dead networks.
     pub pong_timeout_ms: u64,
     /// Our addition: consecutive refused lines after which a connection is closed.
     pub max_bad_lines: u32,
@@ -119,7 +120,7 @@ impl Default for ServerConfig {
             max_connections: 1024,
             hello_timeout_ms: 10_000,
             ping_interval_ms: 5_000,
-            pong_timeout_ms: 0,
+            pong_timeout_ms: 120_000,
             max_bad_lines: 10,
             write_queue_lines: 1024,
             max_games_cap: 64,

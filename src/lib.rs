@@ -2,6 +2,7 @@
 //! The library does the work; `src/main.rs` only wires the command line to it.
 
 pub mod atomic_file;
+pub mod audit;
 pub mod bench;
 pub mod bot_connection;
 pub mod bridge;

@@ -48,6 +48,14 @@ enum Command {
         #[arg(long)]
         out: Option<std::path::PathBuf>,
     },
+    /// Check that a league's outputs are complete: every game the journal holds as finished has
+    /// exactly one games.jsonl line and one record file of its own with its moves, and the
+    /// standings count each game once. Exit status 1 if anything is missing.
+    Audit {
+        /// The arena configuration (its out_dir is audited).
+        #[arg(long, default_value = "arena.toml")]
+        config: std::path::PathBuf,
+    },
     /// Count leaf positions for each depth 1..=DEPTH from the start position.
     Perft {
         /// The game.
@@ -452,6 +460,14 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                 "static site written to {} (serve that folder with any web server)",
                 dir.display()
             )?;
+        }
+        Command::Audit { config } => {
+            let config = arena::config::Config::load(&config)?;
+            let report = arena::audit::audit(&config.server.out_dir)?;
+            arena::audit::write_report(&report, &config.server.out_dir, &mut out)?;
+            if !report.is_complete() {
+                return Ok(ExitCode::FAILURE);
+            }
         }
         Command::Perft { game, depth, rules } => {
             arena::tools::perft(game, &parse_rules(&rules)?, depth, &mut out)?;

@@ -447,6 +447,11 @@ def play(args):
         elif kind == "error":
             print("referee error %s: %s" % (message.get("code"), message.get("message")),
                   file=sys.stderr)
+            # Another copy of this bot logged in and took its seat (the newest login wins):
+            # logging in again would only take it back, so this copy stops.
+            if message.get("code") == "replaced":
+                sock.close()
+                return welcomed, True
             # Refused before the welcome: retrying the same hello would not help (except
             # when our previous connection is not gone yet).
             if not welcomed and message.get("code") != "already_connected":

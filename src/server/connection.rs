@@ -120,12 +120,28 @@ pub async fn serve_connection(
 ) {
     tracing::info!(conn = conn_id, %peer, "connection accepted");
     let _ = socket.set_nodelay(true);
+    // A bot whose network went away without a FIN (Wi-Fi, a NAT's timeout) is found by the
+    // kernel's probes within about a minute, whatever its process does.
+    if let Err(e) = socket2::SockRef::from(&socket).set_tcp_keepalive(&keepalive()) {
+        tracing::debug!(conn = conn_id, error = %e, "cannot turn on TCP keepalive");
+    }
     // Bots' lines are short: a small read buffer (grown on demand up to the line cap) instead
     // of the default 8 KiB, which reads cycle through and so keep resident. The socket's own
     // halves (not `Framed::split`) let the reader and the writer run without sharing a lock.
     let (read_half, write_half) = socket.into_split();
     let reader = ArrivalStampedRead::new(read_half, ctx.config.server.receive_timestamps);
     serve_lines(ctx, reader, TcpSink::new(write_half), peer, conn_id).await;
+}
+
+/// TCP keepalive of bot connections: first probe after 20 s of silence, then every 10 s; four
+/// unanswered probes (about 60 s in all) close the connection as dead.
+fn keepalive() -> socket2::TcpKeepalive {
+    let keepalive = socket2::TcpKeepalive::new()
+        .with_time(Duration::from_secs(20))
+        .with_interval(Duration::from_secs(10));
+    #[cfg(any(target_os = "linux", target_os = "macos", target_os = "freebsd"))]
+    let keepalive = keepalive.with_retries(4);
+    keepalive
 }
 
 /// Serves one bot over any byte stream (a TCP socket, or a WebSocket bridged in memory) until it
@@ -247,6 +263,9 @@ impl Connection {
         ping_timer.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut ping_id: u64 = 0;
         let mut ping_out: Option<(u64, Instant)> = None;
+        // Only a bot that has answered a ping can be closed for leaving one unanswered: the
+        // protocol does not oblige a bot to answer (TCP keepalive finds a dead network anyway).
+        let mut answers_pings = false;
         let close = self.ctx.shutdown.clone();
         // Created once, not per line (see `write_lines`).
         let shutting_down = close.cancelled();
@@ -271,7 +290,7 @@ impl Connection {
                 }
                 _ = ping_timer.tick(), if authed => {
                     match ping_out {
-                        Some((_, sent)) if server.pong_timeout_ms > 0 && sent.elapsed() > pong_timeout => {
+                        Some((_, sent)) if answers_pings && server.pong_timeout_ms > 0 && sent.elapsed() > pong_timeout => {
                             break "no pong in time".to_string();
                         }
                         Some(_) => {}
@@ -312,6 +331,7 @@ impl Connection {
                         self.bad_lines = 0;
                         if ping_out.is_some_and(|(expected, _)| expected == id) {
                             ping_out = None;
+                            answers_pings = true;
                         }
                         Next::Continue
                     }

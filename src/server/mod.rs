@@ -17,6 +17,7 @@ mod login_guard;
 mod match_spec;
 mod match_task;
 mod move_log;
+pub mod open_files;
 pub(crate) mod output;
 pub mod output_health;
 pub mod probe;
@@ -193,7 +194,20 @@ pub async fn run_with_web(
         )
     });
     probe::server_ready();
-    tracing::info!(%address, "arena server listening");
+    let budget = open_files::OpenFilesBudget::fit(
+        open_files::raise_open_files_limit(),
+        config.server.max_connections,
+        config.server.web_max_event_streams + config.server.web_max_sockets + WEB_PAGE_CONNECTIONS,
+    );
+    tracing::info!(%address, open_files_limit = ?budget.limit, bot_connections = budget.bot_connections, "arena server listening");
+    if budget.bot_connections < config.server.max_connections {
+        tracing::warn!(
+            open_files_limit = ?budget.limit,
+            max_connections = config.server.max_connections,
+            held = budget.bot_connections,
+            "the open-files limit is too low for server.max_connections: the bot port holds fewer connections at once (raise the hard limit, e.g. `ulimit -Hn`, LimitNOFILE= in a systemd unit)"
+        );
+    }
     events(ServerEvent::Ready {
         address,
         web: web_address,
@@ -202,7 +216,12 @@ pub async fn run_with_web(
     {
         events(ServerEvent::Resumed(report));
     }
-    let accept = tokio::spawn(accept_loop(listener, ctx, stop.clone()));
+    let accept = tokio::spawn(accept_loop(
+        listener,
+        ctx,
+        budget.bot_connections,
+        stop.clone(),
+    ));
     let mut engines = builtin::start_builtins(&config, address, builtins, stop.clone());
     builtin::start_programs(&config, address, programs, stop.clone(), &mut engines);
 
@@ -290,10 +309,20 @@ async fn finish_output(
     }
 }
 
+/// Connections the web view's pages and API calls are expected to hold at once, besides its
+/// event streams and WebSockets (for sharing the open-files limit).
+const WEB_PAGE_CONNECTIONS: usize = 64;
+
 /// Accepts connections while fewer than `max_connections` are open (the rest wait in the
-/// listen queue), each served by its own task; on `stop`, waits for them to close.
-async fn accept_loop(listener: TcpListener, ctx: Arc<ConnectionContext>, stop: CancellationToken) {
-    let slots = Arc::new(Semaphore::new(ctx.config.server.max_connections));
+/// listen queue), each served by its own task; on `stop`, waits for them to close. When
+/// `accept` fails (out of file descriptors) it pauses and goes on serving.
+async fn accept_loop(
+    listener: TcpListener,
+    ctx: Arc<ConnectionContext>,
+    max_connections: usize,
+    stop: CancellationToken,
+) {
+    let slots = Arc::new(Semaphore::new(max_connections));
     let mut connections = JoinSet::new();
     let mut next_id: u64 = 0;
     loop {
