@@ -102,6 +102,14 @@ enum Command {
         memory_mb: Option<u64>,
         #[arg(long, value_delimiter = ',')]
         cpus: Vec<usize>,
+        #[arg(long)]
+        processes: Option<u64>,
+        #[arg(long)]
+        file_size_mb: Option<u64>,
+        #[arg(long)]
+        open_files: Option<u64>,
+        #[arg(long)]
+        copy_from: Option<std::path::PathBuf>,
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
@@ -583,6 +591,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                 init,
                 command,
                 cwd,
+                launch: Default::default(),
                 setup_timeout: std::time::Duration::from_millis(setup_timeout_ms),
                 max_games,
                 stop: tokio_util::sync::CancellationToken::new(),
@@ -656,12 +665,20 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             dir,
             memory_mb,
             cpus,
+            processes,
+            file_size_mb,
+            open_files,
+            copy_from,
             command,
         } => {
             let limits = arena::program::Limits {
                 dir,
                 memory_mb,
                 cpus,
+                processes,
+                file_size_mb,
+                open_files,
+                copy_from,
             };
             let error = limits.exec(&command);
             anyhow::bail!("cannot start {:?}: {error}", command.join(" "));

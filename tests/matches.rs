@@ -320,6 +320,10 @@ games_per_pairing = 2
 rounds = 1
 concurrency = 1
 clock = {{ initial_ms = 10000 }}
+
+# The engine writes its pid and log into its folder for this test to read: unconfined.
+[programs]
+sandbox = "none"
 "#,
         out.display(),
         team.display()
