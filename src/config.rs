@@ -351,16 +351,30 @@ impl Default for ProgramsConfig {
 }
 
 impl ProgramsConfig {
+    /// The limits of a program bot that sets none of its own.
+    pub fn default_limits(&self) -> crate::sandbox::SandboxLimits {
+        crate::sandbox::SandboxLimits {
+            memory_mb: self.memory_mb,
+            processes: self.processes,
+            file_size_mb: self.file_size_mb,
+            open_files: self.open_files,
+            output_mb: self.output_mb,
+            tmp_mb: self.tmp_mb,
+            scratch_mb: None,
+        }
+    }
+
     /// The limits `bot` runs under: its own where given, else these defaults.
     pub fn limits_for(&self, bot: &BotConfig) -> crate::sandbox::SandboxLimits {
+        let defaults = self.default_limits();
         crate::sandbox::SandboxLimits {
-            memory_mb: bot.memory_mb.unwrap_or(self.memory_mb),
-            processes: bot.processes.unwrap_or(self.processes),
-            file_size_mb: bot.file_size_mb.unwrap_or(self.file_size_mb),
-            open_files: bot.open_files.unwrap_or(self.open_files),
-            output_mb: bot.output_mb.unwrap_or(self.output_mb),
-            tmp_mb: self.tmp_mb,
+            memory_mb: bot.memory_mb.unwrap_or(defaults.memory_mb),
+            processes: bot.processes.unwrap_or(defaults.processes),
+            file_size_mb: bot.file_size_mb.unwrap_or(defaults.file_size_mb),
+            open_files: bot.open_files.unwrap_or(defaults.open_files),
+            output_mb: bot.output_mb.unwrap_or(defaults.output_mb),
             scratch_mb: bot.scratch_mb,
+            ..defaults
         }
     }
 

@@ -527,3 +527,64 @@ fn a_machine_without_bubblewrap_is_refused_with_what_to_install() {
     assert!(stderr.contains("sandbox = \"none\""), "{stderr}");
     assert!(!root.path().join("out").join("games.jsonl").exists());
 }
+
+#[test]
+fn sandbox_check_reports_what_an_engine_could_not_do() {
+    if !bwrap_or_skip("sandbox_check_reports_what_an_engine_could_not_do") {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let dir = open_dir(root.path(), "engine");
+    let secret = root.path().join("arena.toml");
+    std::fs::write(&secret, "[[bot]]\nname = \"x\"\ntoken = \"secret\"\n").unwrap();
+    let port = free_port();
+    std::fs::write(
+        dir.join("engine.py"),
+        format!(
+            "import socket\n\
+             try: open({secret:?})\nexcept OSError: pass\n\
+             try: socket.create_connection(('127.0.0.1', {port}))\nexcept OSError: pass\n\
+             try: open('out.txt', 'w')\nexcept OSError: pass\n\
+             try: bytearray(10 * 2 ** 30)\nexcept MemoryError: pass\n\
+             print('engine ran')\n",
+            secret = secret.display().to_string()
+        ),
+    )
+    .unwrap();
+    let output = arena()
+        .args(["sandbox-check", "--seconds", "20", "--dir"])
+        .arg(&dir)
+        .args(["--", "python3", "engine.py"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("engine ran"), "{stdout}");
+    assert!(
+        stdout.contains("the engine exited with status 0"),
+        "{stdout}"
+    );
+    if stdout.contains("strace is not installed") {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "strace is missing under CI"
+        );
+        eprintln!("strace is not installed: only the end of the engine was checked");
+        return;
+    }
+    for expected in [
+        format!("{:?}: not found", secret.display().to_string()),
+        format!("network: connect to 127.0.0.1:{port} failed"),
+        "\"out.txt\" refused (EROFS)".to_string(),
+        "limit: memory refused".to_string(),
+    ] {
+        assert!(
+            stdout.contains(&expected),
+            "{expected} missing in:\n{stdout}"
+        );
+    }
+}

@@ -4,7 +4,8 @@
 //! its own folder, a small private `/tmp`), and `arena engine-exec` inside sets the limits
 //! (memory, processes, file size, open files) before it executes the engine. This module probes
 //! the machine (`Sandbox::probe`) and builds one bot's sandbox (`Jail`); spawning the engine,
-//! capping its output and capturing its stderr are the bridge's (`crate::bridge::child`).
+//! capping its output and capturing its stderr are the bridge's (`crate::bridge::child`);
+//! `check` is `arena sandbox-check`.
 
 use std::fmt;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -15,6 +16,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::program::Limits;
+
+pub mod check;
 
 /// Which sandbox runs `program` bots (`[programs] sandbox`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
