@@ -588,3 +588,81 @@ fn sandbox_check_reports_what_an_engine_could_not_do() {
         );
     }
 }
+
+/// Spawn-to-first-reply times (ms, sorted) of a one-line shell engine started `runs` times
+/// with `launch`.
+async fn reply_times(launch: &arena::bridge::child::Launch, runs: usize) -> Vec<f64> {
+    use arena::bridge::child::{EngineOutput, EngineProcess};
+    let command: Vec<String> = ["sh", "-c", "read line; echo \"= $line\""]
+        .iter()
+        .map(|w| w.to_string())
+        .collect();
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        let started = Instant::now();
+        let mut engine = EngineProcess::spawn_launched(&command, None, 1024, launch).unwrap();
+        assert!(engine.send("name"));
+        let reply = tokio::time::timeout(Duration::from_secs(10), engine.next_output())
+            .await
+            .expect("the engine answers within 10 s");
+        times.push(started.elapsed().as_secs_f64() * 1000.0);
+        assert_eq!(reply, EngineOutput::Line("= name".into()));
+        engine.shutdown().await;
+    }
+    times.sort_by(f64::total_cmp);
+    times
+}
+
+#[tokio::test]
+async fn the_sandbox_start_overhead_per_game_is_measured() {
+    if !bwrap_or_skip("the_sandbox_start_overhead_per_game_is_measured") {
+        return;
+    }
+    let sandbox = arena::sandbox::Sandbox::probe(arena::sandbox::SandboxKind::Bwrap)
+        .await
+        .unwrap()
+        .expect("a sandbox");
+    let root = tempfile::tempdir().unwrap();
+    let dir = open_dir(root.path(), "engine");
+    let limits = arena::config::ProgramsConfig::default().default_limits();
+    let inside = arena::program::Limits {
+        dir: Some(dir),
+        memory_mb: Some(limits.memory_mb),
+        processes: Some(limits.processes),
+        file_size_mb: Some(limits.file_size_mb),
+        open_files: Some(limits.open_files),
+        ..Default::default()
+    };
+    let exe = Path::new(env!("CARGO_BIN_EXE_arena"));
+    let jail = sandbox
+        .jail(Some(exe), &inside, None, limits.tmp_mb)
+        .unwrap();
+    let sandboxed = arena::bridge::child::Launch {
+        wrapper: jail.wrapper().to_vec(),
+        jail: Some(std::sync::Arc::new(jail)),
+        output_cap: Some(limits.output_bytes()),
+    };
+    let plain = arena::bridge::child::Launch::default();
+    // Alternate so that a busy machine weighs on both alike.
+    let mut bare = Vec::new();
+    let mut boxed = Vec::new();
+    for _ in 0..5 {
+        bare.extend(reply_times(&plain, 2).await);
+        boxed.extend(reply_times(&sandboxed, 2).await);
+    }
+    bare.sort_by(f64::total_cmp);
+    boxed.sort_by(f64::total_cmp);
+    let median = |v: &[f64]| v[v.len() / 2];
+    eprintln!(
+        "spawn to first reply, 10 runs each: unconfined {:.1}-{:.1} ms (median {:.1}), sandboxed {:.1}-{:.1} ms (median {:.1}); overhead of the median {:.1} ms",
+        bare[0],
+        bare[bare.len() - 1],
+        median(&bare),
+        boxed[0],
+        boxed[boxed.len() - 1],
+        median(&boxed),
+        median(&boxed) - median(&bare)
+    );
+    // A game start must stay cheap next to any clock (bounded generously for busy machines).
+    assert!(median(&boxed) < 1000.0, "sandboxed start {boxed:?} ms");
+}
