@@ -943,6 +943,55 @@ mod tests {
     }
 
     #[test]
+    fn the_programs_table_and_per_bot_limits_are_checked() {
+        let text = |programs: &str, bot: &str| {
+            format!(
+                "[programs]\n{programs}\n[[bot]]\nname = \"a\"\n{bot}\n\
+                 [[bot]]\nname = \"b\"\nbuiltin = \"random\"\n"
+            )
+        };
+        let config = Config::from_toml(&text(
+            "sandbox = \"none\"\nmemory_mb = 512",
+            "program = \"sau:./e\"\ndir = \"t\"\nprocesses = 8\nscratch_mb = 4",
+        ))
+        .unwrap();
+        assert_eq!(config.programs.sandbox, crate::sandbox::SandboxKind::None);
+        let limits = config.programs.limits_for(&config.bots[0]);
+        assert_eq!((limits.memory_mb, limits.processes), (512, 8));
+        assert_eq!((limits.open_files, limits.scratch_mb), (256, Some(4)));
+        assert_eq!(
+            Config::from_toml("").unwrap().programs.sandbox,
+            crate::sandbox::SandboxKind::Auto
+        );
+        let key = |text: String| {
+            Config::from_toml(&text)
+                .unwrap_err()
+                .key()
+                .map(str::to_string)
+        };
+        assert_eq!(
+            key(text("sandbox = \"docker\"", "token = \"t\"")).as_deref(),
+            Some("programs.sandbox")
+        );
+        assert_eq!(
+            key(text("failed_starts = 0", "token = \"t\"")).as_deref(),
+            Some("programs.failed_starts")
+        );
+        assert_eq!(
+            key(text("", "token = \"t\"\nprocesses = 3")).as_deref(),
+            Some("bot[0].processes")
+        );
+        assert_eq!(
+            key(text("", "program = \"sau:./e\"\noutput_mb = 0")).as_deref(),
+            Some("bot[0].output_mb")
+        );
+        assert_eq!(
+            key(text("", "program = \"sau:./e\"\nscratch_mb = 4")).as_deref(),
+            Some("bot[0].scratch_mb")
+        );
+    }
+
+    #[test]
     fn a_missing_file_is_a_read_error() {
         let err = Config::load(&fixture("no-such-file.toml")).unwrap_err();
         assert!(matches!(err, ConfigError::Read { .. }));
