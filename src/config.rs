@@ -791,6 +791,14 @@ mod tests {
             .join(name)
     }
 
+    /// The key named by the error that refuses config `text`.
+    fn refused_key(text: &str) -> Option<String> {
+        Config::from_toml(text)
+            .unwrap_err()
+            .key()
+            .map(str::to_string)
+    }
+
     fn key_of(name: &str) -> String {
         let err = Config::load(&fixture(name)).unwrap_err();
         let text = err.to_string();
@@ -914,30 +922,24 @@ mod tests {
         let spec = config.bots[0].program_spec().unwrap();
         assert_eq!(spec.command, ["./engine", "--fast"]);
         assert_eq!(config.tournaments[0].opening_of("t-r1-p1-g2"), ["A1", "B2"]);
-        let key = |text: String| {
-            Config::from_toml(&text)
-                .unwrap_err()
-                .key()
-                .map(str::to_string)
-        };
         assert_eq!(
-            key(base("program = \"uci:./e\"", "")).as_deref(),
+            refused_key(&base("program = \"uci:./e\"", "")).as_deref(),
             Some("bot[0].program")
         );
         assert_eq!(
-            key(base("program = \"sau:./e\"\ntoken = \"t\"", "")).as_deref(),
+            refused_key(&base("program = \"sau:./e\"\ntoken = \"t\"", "")).as_deref(),
             Some("bot[0].program")
         );
         assert_eq!(
-            key(base("token = \"t\"\nmemory_mb = 5", "")).as_deref(),
+            refused_key(&base("token = \"t\"\nmemory_mb = 5", "")).as_deref(),
             Some("bot[0].memory_mb")
         );
         assert_eq!(
-            key(base("program = \"sau:./e\"\nmemory_mb = 0", "")).as_deref(),
+            refused_key(&base("program = \"sau:./e\"\nmemory_mb = 0", "")).as_deref(),
             Some("bot[0].memory_mb")
         );
         assert_eq!(
-            key(base("token = \"t\"", "\"A1 A1\"")).as_deref(),
+            refused_key(&base("token = \"t\"", "\"A1 A1\"")).as_deref(),
             Some("tournament[0].openings")
         );
     }
@@ -963,30 +965,24 @@ mod tests {
             Config::from_toml("").unwrap().programs.sandbox,
             crate::sandbox::SandboxKind::Auto
         );
-        let key = |text: String| {
-            Config::from_toml(&text)
-                .unwrap_err()
-                .key()
-                .map(str::to_string)
-        };
         assert_eq!(
-            key(text("sandbox = \"docker\"", "token = \"t\"")).as_deref(),
+            refused_key(&text("sandbox = \"docker\"", "token = \"t\"")).as_deref(),
             Some("programs.sandbox")
         );
         assert_eq!(
-            key(text("failed_starts = 0", "token = \"t\"")).as_deref(),
+            refused_key(&text("failed_starts = 0", "token = \"t\"")).as_deref(),
             Some("programs.failed_starts")
         );
         assert_eq!(
-            key(text("", "token = \"t\"\nprocesses = 3")).as_deref(),
+            refused_key(&text("", "token = \"t\"\nprocesses = 3")).as_deref(),
             Some("bot[0].processes")
         );
         assert_eq!(
-            key(text("", "program = \"sau:./e\"\noutput_mb = 0")).as_deref(),
+            refused_key(&text("", "program = \"sau:./e\"\noutput_mb = 0")).as_deref(),
             Some("bot[0].output_mb")
         );
         assert_eq!(
-            key(text("", "program = \"sau:./e\"\nscratch_mb = 4")).as_deref(),
+            refused_key(&text("", "program = \"sau:./e\"\nscratch_mb = 4")).as_deref(),
             Some("bot[0].scratch_mb")
         );
     }

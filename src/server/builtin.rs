@@ -216,8 +216,9 @@ fn restart_delay(failed_starts: u32) -> Duration {
         .min(MOST_RESTART_DELAY)
 }
 
-/// How the bridge starts `bot`'s engine: in `sandbox` with the bot's limits, or, without a
-/// sandbox, under `arena engine-exec` with its folder, memory limit and cores as before.
+/// How the bridge starts `bot`'s engine: in `sandbox` with the bot's limits, its output capped
+/// and its stderr captured, or, without a sandbox, as before it: under `arena engine-exec`
+/// with its folder, memory limit and cores, its stderr passed through.
 fn program_launch(
     config: &Config,
     bot: &BotConfig,
@@ -242,10 +243,11 @@ fn program_launch(
                 )
             }
         };
+        // Unconfined as before the sandbox: stderr passes through to the server's.
         return Ok(Launch {
             wrapper,
             jail: None,
-            output_cap: Some(limits.output_bytes()),
+            output_cap: None,
         });
     };
     let exe = exe.ok_or("cannot find this executable to run `engine-exec` in the sandbox")?;
