@@ -166,6 +166,19 @@ pub struct BotConfig {
     /// Address-space limit of the program's process, in MiB.
     #[serde(default)]
     pub memory_mb: Option<u64>,
+    /// Sandbox limits of this program bot (default: the `[programs]` table's).
+    #[serde(default)]
+    pub processes: Option<u64>,
+    #[serde(default)]
+    pub file_size_mb: Option<u64>,
+    #[serde(default)]
+    pub open_files: Option<u64>,
+    #[serde(default)]
+    pub output_mb: Option<u64>,
+    /// A private writable copy of `dir` per game, of at most this many MiB (default: none,
+    /// the folder is read-only).
+    #[serde(default)]
+    pub scratch_mb: Option<u64>,
 }
 
 impl std::fmt::Debug for BotConfig {
@@ -180,6 +193,11 @@ impl std::fmt::Debug for BotConfig {
             .field("dir", &self.dir)
             .field("init", &self.init)
             .field("memory_mb", &self.memory_mb)
+            .field("processes", &self.processes)
+            .field("file_size_mb", &self.file_size_mb)
+            .field("open_files", &self.open_files)
+            .field("output_mb", &self.output_mb)
+            .field("scratch_mb", &self.scratch_mb)
             .finish()
     }
 }
@@ -300,6 +318,113 @@ fn game_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<GameId, D::Error> {
     text.parse().map_err(serde::de::Error::custom)
 }
 
+/// The `[programs]` table (ours): the sandbox `program` bots run in, the default limits each
+/// bot may override, and how many failed starts in a row make a program bot absent.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProgramsConfig {
+    pub sandbox: crate::sandbox::SandboxKind,
+    /// Memory of one engine process (and its children), in MiB.
+    pub memory_mb: u64,
+    /// Processes and threads one engine may run at once.
+    pub processes: u64,
+    /// Largest file one engine may write, in MiB.
+    pub file_size_mb: u64,
+    /// Files one engine process may have open at once.
+    pub open_files: u64,
+    /// What one engine may print on stdout and stderr together in one game, in MiB.
+    pub output_mb: u64,
+    /// The size of each engine's private `/tmp`, in MiB.
+    pub tmp_mb: u64,
+    /// Failed starts in a row after which a program bot is absent (its due games forfeited).
+    pub failed_starts: u32,
+}
+
+impl Default for ProgramsConfig {
+    fn default() -> Self {
+        ProgramsConfig {
+            sandbox: crate::sandbox::SandboxKind::Auto,
+            memory_mb: 2048,
+            processes: 64,
+            file_size_mb: 64,
+            open_files: 256,
+            output_mb: 16,
+            tmp_mb: 64,
+            failed_starts: 3,
+        }
+    }
+}
+
+impl ProgramsConfig {
+    /// The limits of a program bot that sets none of its own.
+    pub fn default_limits(&self) -> crate::sandbox::SandboxLimits {
+        crate::sandbox::SandboxLimits {
+            memory_mb: self.memory_mb,
+            processes: self.processes,
+            file_size_mb: self.file_size_mb,
+            open_files: self.open_files,
+            output_mb: self.output_mb,
+            tmp_mb: self.tmp_mb,
+            scratch_mb: None,
+        }
+    }
+
+    /// The limits `bot` runs under: its own where given, else these defaults.
+    pub fn limits_for(&self, bot: &BotConfig) -> crate::sandbox::SandboxLimits {
+        let defaults = self.default_limits();
+        crate::sandbox::SandboxLimits {
+            memory_mb: bot.memory_mb.unwrap_or(defaults.memory_mb),
+            processes: bot.processes.unwrap_or(defaults.processes),
+            file_size_mb: bot.file_size_mb.unwrap_or(defaults.file_size_mb),
+            open_files: bot.open_files.unwrap_or(defaults.open_files),
+            output_mb: bot.output_mb.unwrap_or(defaults.output_mb),
+            scratch_mb: bot.scratch_mb,
+            ..defaults
+        }
+    }
+
+    fn validate(&self, bots: &[BotConfig]) -> Result<(), ConfigError> {
+        for (key, value) in [
+            ("programs.memory_mb", self.memory_mb),
+            ("programs.processes", self.processes),
+            ("programs.file_size_mb", self.file_size_mb),
+            ("programs.open_files", self.open_files),
+            ("programs.output_mb", self.output_mb),
+            ("programs.tmp_mb", self.tmp_mb),
+            ("programs.failed_starts", u64::from(self.failed_starts)),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::invalid(key, "must be at least 1"));
+            }
+        }
+        for (i, bot) in bots.iter().enumerate() {
+            for (field, value) in [
+                ("processes", bot.processes),
+                ("file_size_mb", bot.file_size_mb),
+                ("open_files", bot.open_files),
+                ("output_mb", bot.output_mb),
+                ("scratch_mb", bot.scratch_mb),
+            ] {
+                let key = format!("bot[{i}].{field}");
+                match value {
+                    Some(_) if bot.program.is_none() => {
+                        return Err(ConfigError::invalid(key, "only for `program` bots"))
+                    }
+                    Some(0) => return Err(ConfigError::invalid(key, "must be at least 1")),
+                    _ => {}
+                }
+            }
+            if bot.scratch_mb.is_some() && bot.dir.is_none() {
+                return Err(ConfigError::invalid(
+                    format!("bot[{i}].scratch_mb"),
+                    "a writable copy of the program's folder needs `dir`",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -310,6 +435,9 @@ pub struct Config {
     pub bots: Vec<BotConfig>,
     #[serde(default, rename = "tournament")]
     pub tournaments: Vec<TournamentConfig>,
+    /// Our addition: the sandbox of `program` bots and its default limits.
+    #[serde(default)]
+    pub programs: ProgramsConfig,
 }
 
 impl Config {
@@ -413,6 +541,7 @@ impl Config {
         if s.out_dir.as_os_str().is_empty() {
             return Err(ConfigError::invalid("server.out_dir", "must not be empty"));
         }
+        self.programs.validate(&self.bots)?;
         let engines = crate::engine::catalogue();
         let mut names = HashSet::new();
         for (i, bot) in self.bots.iter().enumerate() {
@@ -675,6 +804,14 @@ mod tests {
             .join(name)
     }
 
+    /// The key named by the error that refuses config `text`.
+    fn refused_key(text: &str) -> Option<String> {
+        Config::from_toml(text)
+            .unwrap_err()
+            .key()
+            .map(str::to_string)
+    }
+
     fn key_of(name: &str) -> String {
         let err = Config::load(&fixture(name)).unwrap_err();
         let text = err.to_string();
@@ -798,31 +935,68 @@ mod tests {
         let spec = config.bots[0].program_spec().unwrap();
         assert_eq!(spec.command, ["./engine", "--fast"]);
         assert_eq!(config.tournaments[0].opening_of("t-r1-p1-g2"), ["A1", "B2"]);
-        let key = |text: String| {
-            Config::from_toml(&text)
-                .unwrap_err()
-                .key()
-                .map(str::to_string)
-        };
         assert_eq!(
-            key(base("program = \"uci:./e\"", "")).as_deref(),
+            refused_key(&base("program = \"uci:./e\"", "")).as_deref(),
             Some("bot[0].program")
         );
         assert_eq!(
-            key(base("program = \"sau:./e\"\ntoken = \"t\"", "")).as_deref(),
+            refused_key(&base("program = \"sau:./e\"\ntoken = \"t\"", "")).as_deref(),
             Some("bot[0].program")
         );
         assert_eq!(
-            key(base("token = \"t\"\nmemory_mb = 5", "")).as_deref(),
+            refused_key(&base("token = \"t\"\nmemory_mb = 5", "")).as_deref(),
             Some("bot[0].memory_mb")
         );
         assert_eq!(
-            key(base("program = \"sau:./e\"\nmemory_mb = 0", "")).as_deref(),
+            refused_key(&base("program = \"sau:./e\"\nmemory_mb = 0", "")).as_deref(),
             Some("bot[0].memory_mb")
         );
         assert_eq!(
-            key(base("token = \"t\"", "\"A1 A1\"")).as_deref(),
+            refused_key(&base("token = \"t\"", "\"A1 A1\"")).as_deref(),
             Some("tournament[0].openings")
+        );
+    }
+
+    #[test]
+    fn the_programs_table_and_per_bot_limits_are_checked() {
+        let text = |programs: &str, bot: &str| {
+            format!(
+                "[programs]\n{programs}\n[[bot]]\nname = \"a\"\n{bot}\n\
+                 [[bot]]\nname = \"b\"\nbuiltin = \"random\"\n"
+            )
+        };
+        let config = Config::from_toml(&text(
+            "sandbox = \"none\"\nmemory_mb = 512",
+            "program = \"sau:./e\"\ndir = \"t\"\nprocesses = 8\nscratch_mb = 4",
+        ))
+        .unwrap();
+        assert_eq!(config.programs.sandbox, crate::sandbox::SandboxKind::None);
+        let limits = config.programs.limits_for(&config.bots[0]);
+        assert_eq!((limits.memory_mb, limits.processes), (512, 8));
+        assert_eq!((limits.open_files, limits.scratch_mb), (256, Some(4)));
+        assert_eq!(
+            Config::from_toml("").unwrap().programs.sandbox,
+            crate::sandbox::SandboxKind::Auto
+        );
+        assert_eq!(
+            refused_key(&text("sandbox = \"docker\"", "token = \"t\"")).as_deref(),
+            Some("programs.sandbox")
+        );
+        assert_eq!(
+            refused_key(&text("failed_starts = 0", "token = \"t\"")).as_deref(),
+            Some("programs.failed_starts")
+        );
+        assert_eq!(
+            refused_key(&text("", "token = \"t\"\nprocesses = 3")).as_deref(),
+            Some("bot[0].processes")
+        );
+        assert_eq!(
+            refused_key(&text("", "program = \"sau:./e\"\noutput_mb = 0")).as_deref(),
+            Some("bot[0].output_mb")
+        );
+        assert_eq!(
+            refused_key(&text("", "program = \"sau:./e\"\nscratch_mb = 4")).as_deref(),
+            Some("bot[0].scratch_mb")
         );
     }
 

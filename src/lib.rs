@@ -23,6 +23,7 @@ pub mod program;
 pub mod protocol;
 pub mod quantile;
 pub mod record;
+pub mod sandbox;
 pub mod server;
 pub mod tools;
 pub mod web;

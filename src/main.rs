@@ -100,6 +100,33 @@ enum Command {
     /// with both colours, a live progress line, then W/D/L, Elo with its 95% interval, LOS,
     /// game-pair counts and end reasons; optionally an SPRT. See docs/match.md.
     Match(MatchArgs),
+    /// Run an engine command in the sandbox a league's `program` bot gets (its stdin and output
+    /// passed through, stopped after --seconds) and report what it could not do: files it was
+    /// refused or that are not in the sandbox, network it tried, limits it hit, how it ended.
+    /// See docs/security.md.
+    SandboxCheck {
+        /// Take the limits of this config's [programs] table (and, with --bot, that bot's).
+        #[arg(long)]
+        config: Option<std::path::PathBuf>,
+        /// A `program` bot of --config: its folder, limits and, without COMMAND, its program.
+        #[arg(long, requires = "config")]
+        bot: Option<String>,
+        /// The engine's folder (shown to it at /engine).
+        #[arg(long)]
+        dir: Option<std::path::PathBuf>,
+        /// Give the engine a private writable copy of its folder of this size.
+        #[arg(long)]
+        scratch_mb: Option<u64>,
+        /// Memory limit in MiB.
+        #[arg(long)]
+        memory_mb: Option<u64>,
+        /// Stop the engine after this many seconds.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// The engine command (after `--`).
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
     /// Internal: run an engine command under a folder, memory limit and CPU set (how the server
     /// starts `program` bots with limits).
     #[command(hide = true)]
@@ -110,6 +137,14 @@ enum Command {
         memory_mb: Option<u64>,
         #[arg(long, value_delimiter = ',')]
         cpus: Vec<usize>,
+        #[arg(long)]
+        processes: Option<u64>,
+        #[arg(long)]
+        file_size_mb: Option<u64>,
+        #[arg(long)]
+        open_files: Option<u64>,
+        #[arg(long)]
+        copy_from: Option<std::path::PathBuf>,
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
@@ -599,6 +634,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                 init,
                 command,
                 cwd,
+                launch: Default::default(),
                 setup_timeout: std::time::Duration::from_millis(setup_timeout_ms),
                 max_games,
                 stop: tokio_util::sync::CancellationToken::new(),
@@ -668,20 +704,110 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             let sub = matches.subcommand_matches("match");
             return run_match(args, sub, &mut out);
         }
+        Command::SandboxCheck {
+            config,
+            bot,
+            dir,
+            scratch_mb,
+            memory_mb,
+            seconds,
+            command,
+        } => {
+            return sandbox_check(
+                config, bot, dir, scratch_mb, memory_mb, seconds, command, &mut out,
+            )
+        }
         Command::EngineExec {
             dir,
             memory_mb,
             cpus,
+            processes,
+            file_size_mb,
+            open_files,
+            copy_from,
             command,
         } => {
             let limits = arena::program::Limits {
                 dir,
                 memory_mb,
                 cpus,
+                processes,
+                file_size_mb,
+                open_files,
+                copy_from,
             };
             let error = limits.exec(&command);
             anyhow::bail!("cannot start {:?}: {error}", command.join(" "));
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `arena sandbox-check`: the limits of the config (or the defaults) and of `--bot`, then the
+/// check and its report.
+#[allow(clippy::too_many_arguments)]
+fn sandbox_check(
+    config: Option<std::path::PathBuf>,
+    bot: Option<String>,
+    dir: Option<std::path::PathBuf>,
+    scratch_mb: Option<u64>,
+    memory_mb: Option<u64>,
+    seconds: u64,
+    mut command: Vec<String>,
+    out: &mut impl Write,
+) -> anyhow::Result<ExitCode> {
+    let config = match &config {
+        Some(path) => arena::config::Config::load(path)?,
+        None => arena::config::Config::default(),
+    };
+    let mut limits = config.programs.default_limits();
+    let mut dir = dir;
+    if let Some(name) = &bot {
+        let bot = config
+            .bot(name)
+            .filter(|b| b.program.is_some())
+            .ok_or_else(|| anyhow::anyhow!("the config has no `program` bot named {name:?}"))?;
+        limits = config.programs.limits_for(bot);
+        dir = dir.or_else(|| bot.dir.clone());
+        if command.is_empty() {
+            command = bot.program_spec().map(|s| s.command).unwrap_or_default();
+        }
+    }
+    limits.scratch_mb = scratch_mb.or(limits.scratch_mb);
+    limits.memory_mb = memory_mb.unwrap_or(limits.memory_mb);
+    anyhow::ensure!(
+        !command.is_empty(),
+        "give the engine command after `--` (or --config and --bot)"
+    );
+    let exe = std::env::current_exe().context("cannot find this executable")?;
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
+    let sandbox = runtime
+        .block_on(arena::sandbox::Sandbox::probe(
+            arena::sandbox::SandboxKind::Bwrap,
+        ))?
+        .context("no sandbox")?;
+    let options = arena::sandbox::check::CheckOptions {
+        command,
+        dir,
+        limits,
+        time_limit: std::time::Duration::from_secs(seconds),
+    };
+    let report = runtime.block_on(arena::sandbox::check::run(&sandbox, &exe, &options))?;
+    writeln!(out, "sandbox-check: the engine {}", report.ended)?;
+    if report.findings.is_empty() {
+        writeln!(out, "sandbox-check: nothing it tried was refused")?;
+    }
+    for finding in &report.findings {
+        writeln!(out, "  {finding}")?;
+    }
+    if report.more > 0 {
+        writeln!(out, "  … and {} more", report.more)?;
+    }
+    if !report.traced {
+        writeln!(
+            out,
+            "sandbox-check: strace is not installed, so only how the engine ended is known (apt-get install strace lists the files, network and limits it was refused)"
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

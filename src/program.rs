@@ -3,7 +3,8 @@
 //! engine runs under (its folder, an address-space cap, the cores it may use). The limits are
 //! applied by `arena engine-exec`, a hidden subcommand that sets them on itself and then
 //! executes the engine in place (same pid, same process group, so the bridge's group kill
-//! still reaches it).
+//! still reaches it). Inside the sandbox (`crate::sandbox`) the same subcommand also sets the
+//! process, file-size and open-file limits and makes the private copy of a writable folder.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -71,11 +72,19 @@ pub struct Limits {
     pub memory_mb: Option<u64>,
     /// CPU cores the engine may run on (empty: any).
     pub cpus: Vec<usize>,
+    /// Processes and threads (RLIMIT_NPROC; counted per user namespace inside the sandbox).
+    pub processes: Option<u64>,
+    /// Largest file it may write (RLIMIT_FSIZE), in MiB.
+    pub file_size_mb: Option<u64>,
+    /// Files it may have open at once (RLIMIT_NOFILE).
+    pub open_files: Option<u64>,
+    /// A folder copied into `dir` before the engine starts (its private writable copy).
+    pub copy_from: Option<PathBuf>,
 }
 
 impl Limits {
     pub fn is_empty(&self) -> bool {
-        self.dir.is_none() && self.memory_mb.is_none() && self.cpus.is_empty()
+        *self == Limits::default()
     }
 
     /// The command line the bridge starts: `command` itself, or, with limits, `exe
@@ -90,9 +99,20 @@ impl Limits {
             line.push("--dir".into());
             line.push(dir.display().to_string());
         }
-        if let Some(mb) = self.memory_mb {
-            line.push("--memory-mb".into());
-            line.push(mb.to_string());
+        for (flag, value) in [
+            ("--memory-mb", self.memory_mb),
+            ("--processes", self.processes),
+            ("--file-size-mb", self.file_size_mb),
+            ("--open-files", self.open_files),
+        ] {
+            if let Some(value) = value {
+                line.push(flag.into());
+                line.push(value.to_string());
+            }
+        }
+        if let Some(from) = &self.copy_from {
+            line.push("--copy-from".into());
+            line.push(from.display().to_string());
         }
         if !self.cpus.is_empty() {
             line.push("--cpus".into());
@@ -116,19 +136,35 @@ impl Limits {
         let Some((program, args)) = command.split_first() else {
             return std::io::Error::other("no engine command");
         };
+        if let (Some(from), Some(dir)) = (&self.copy_from, &self.dir) {
+            if let Err(e) = copy_tree(from, dir) {
+                return std::io::Error::new(
+                    e.kind(),
+                    format!("copying the folder into its writable copy: {e}"),
+                );
+            }
+        }
         if let Some(dir) = &self.dir {
             if let Err(e) = std::env::set_current_dir(dir) {
                 return std::io::Error::new(e.kind(), format!("folder {}: {e}", dir.display()));
             }
         }
-        if let Some(mb) = self.memory_mb {
-            let bytes = mb.saturating_mul(1 << 20);
+        let mib = |mb: u64| mb.saturating_mul(1 << 20);
+        for (resource, value) in [
+            (libc::RLIMIT_AS, self.memory_mb.map(mib)),
+            (libc::RLIMIT_NPROC, self.processes),
+            (libc::RLIMIT_FSIZE, self.file_size_mb.map(mib)),
+            (libc::RLIMIT_NOFILE, self.open_files),
+            // No core dumps: a crash must not write its memory into the engine's folder.
+            (libc::RLIMIT_CORE, self.is_sandboxed().then_some(0)),
+        ] {
+            let Some(value) = value else { continue };
             let limit = libc::rlimit {
-                rlim_cur: bytes as libc::rlim_t,
-                rlim_max: bytes as libc::rlim_t,
+                rlim_cur: value as libc::rlim_t,
+                rlim_max: value as libc::rlim_t,
             };
             // SAFETY: setrlimit only reads the struct passed.
-            if unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) } != 0 {
+            if unsafe { libc::setrlimit(resource, &limit) } != 0 {
                 return std::io::Error::last_os_error();
             }
         }
@@ -140,6 +176,35 @@ impl Limits {
         }
         std::process::Command::new(program).args(args).exec()
     }
+}
+
+impl Limits {
+    /// Whether these are a sandbox's limits (it sets the process limit, which only counts the
+    /// engine's own processes inside the sandbox's user namespace).
+    fn is_sandboxed(&self) -> bool {
+        self.processes.is_some()
+    }
+}
+
+/// Copies the folder `from` into the existing folder `to`: files with their permissions,
+/// folders, symbolic links as links. Fails on the first error (a full scratch folder gives
+/// "No space left on device").
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            std::fs::create_dir(&target)?;
+            copy_tree(&entry.path(), &target)?;
+            std::fs::set_permissions(&target, entry.metadata()?.permissions())?;
+        } else if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
 }
 
 /// Pins the calling thread (and the processes it starts later) to `cpus`.
@@ -230,6 +295,7 @@ mod tests {
             dir: Some(PathBuf::from("team7")),
             memory_mb: Some(512),
             cpus: vec![0, 1],
+            ..Limits::default()
         };
         assert_eq!(
             limits.wrap(exe, &command),
@@ -247,6 +313,36 @@ mod tests {
                 "-x"
             ]
         );
+    }
+
+    #[test]
+    fn a_folder_is_copied_with_its_files_links_and_modes() {
+        use std::os::unix::fs::PermissionsExt;
+        let from = tempfile::tempdir().unwrap();
+        let to = tempfile::tempdir().unwrap();
+        std::fs::create_dir(from.path().join("data")).unwrap();
+        std::fs::write(from.path().join("data/book.txt"), "opening").unwrap();
+        std::fs::write(from.path().join("engine"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(
+            from.path().join("engine"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("data/book.txt", from.path().join("book")).unwrap();
+        copy_tree(from.path(), to.path()).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(to.path().join("book")).unwrap(),
+            "opening"
+        );
+        let mode = std::fs::metadata(to.path().join("engine"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o755);
+        assert!(std::fs::symlink_metadata(to.path().join("book"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
     }
 
     #[test]

@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod support;
+use support::processes_mentioning;
+
 fn arena() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_arena"));
     command.stdin(Stdio::null());
@@ -320,6 +323,10 @@ games_per_pairing = 2
 rounds = 1
 concurrency = 1
 clock = {{ initial_ms = 10000 }}
+
+# The engine writes its pid and log into its folder for this test to read: unconfined.
+[programs]
+sandbox = "none"
 "#,
         out.display(),
         team.display()
@@ -420,24 +427,6 @@ fn a_match_can_be_watched_in_the_web_view_while_it_plays() {
     assert!(output.status.success());
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["games"], 2);
-}
-
-/// Processes whose command line mentions `needle` (Linux `/proc`).
-fn processes_mentioning(needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains(needle) {
-            found.push(format!(
-                "{}: {cmdline}",
-                entry.file_name().to_string_lossy()
-            ));
-        }
-    }
-    found
 }
 
 #[test]

@@ -197,6 +197,11 @@ pub fn bench_config(plan: &LoadPlan, out_dir: &Path) -> Result<Config, BenchErro
                 dir: None,
                 init: Vec::new(),
                 memory_mb: None,
+                processes: None,
+                file_size_mb: None,
+                open_files: None,
+                output_mb: None,
+                scratch_mb: None,
             })
             .collect(),
         tournaments: (0..plan.matches)
@@ -220,6 +225,7 @@ pub fn bench_config(plan: &LoadPlan, out_dir: &Path) -> Result<Config, BenchErro
                 openings: Vec::new(),
             })
             .collect(),
+        programs: Default::default(),
     };
     config.validate()?;
     Ok(config)

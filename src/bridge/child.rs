@@ -2,13 +2,22 @@
 //! reading its stdout as capped lines (a last line without a newline included) and writing its
 //! stdin without ever blocking the bridge, and ending it on every exit path, a panic included:
 //! its quit command, a bounded wait, then SIGTERM and SIGKILL to the whole group, and reaping.
+//! A `Launch` puts the engine in the server's sandbox (`crate::sandbox`) and caps what it may
+//! print: stdout and stderr together, counted as they are read; a flood is cut (the engine is
+//! stopped) and logged, never buffered. Its stderr is then captured rather than passed
+//! through: logged at debug level, its last lines kept to quote when the engine fails.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 use tokio_util::bytes::BytesMut;
@@ -20,6 +29,23 @@ use crate::protocol::{CappedLineCodec, Frame};
 /// input, and again after SIGTERM, before the next step. Engines that loop forever at the end
 /// of their input (Cloudict does, at full CPU) are killed after this.
 pub const EXIT_GRACE: Duration = Duration::from_millis(300);
+
+/// How many of the engine's last stderr lines are kept to quote when it fails.
+pub const STDERR_TAIL_LINES: usize = 6;
+
+/// How the bridge starts each engine beyond its command (`arena connect` uses the default:
+/// the command alone, stderr passed through, no output cap).
+#[derive(Debug, Clone, Default)]
+pub struct Launch {
+    /// Words put before the engine's command: `arena engine-exec LIMITS --`, or the sandbox's
+    /// `bwrap … -- /.arena/arena engine-exec LIMITS --`.
+    pub wrapper: Vec<String>,
+    /// The sandbox, whose user and open folders the spawn sets up.
+    pub jail: Option<Arc<crate::sandbox::Jail>>,
+    /// Most bytes the engine may print on stdout and stderr together in one run; with a cap,
+    /// stderr is captured instead of passed through.
+    pub output_cap: Option<u64>,
+}
 
 /// Something the engine printed, or why its output stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +92,8 @@ pub struct EngineProcess {
     input: Option<mpsc::UnboundedSender<String>>,
     /// Set once `child.wait()` has returned: the child is reaped.
     exit: Option<ExitStatus>,
+    /// Its last lines on stderr, when stderr is captured.
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
 }
 
 impl EngineProcess {
@@ -83,7 +111,23 @@ impl EngineProcess {
         cwd: Option<&Path>,
         max_line: usize,
     ) -> Result<EngineProcess, SpawnError> {
-        let (program, args) = command.split_first().ok_or(SpawnError::NoCommand)?;
+        EngineProcess::spawn_launched(command, cwd, max_line, &Launch::default())
+    }
+
+    /// `spawn_in` with `launch`'s wrapper before the command (then `cwd` is the wrapper's
+    /// business and not used), its sandbox set up, and its output cap.
+    pub fn spawn_launched(
+        command: &[String],
+        cwd: Option<&Path>,
+        max_line: usize,
+        launch: &Launch,
+    ) -> Result<EngineProcess, SpawnError> {
+        if command.is_empty() {
+            return Err(SpawnError::NoCommand);
+        }
+        let line: Vec<String> = launch.wrapper.iter().chain(command).cloned().collect();
+        let cwd = if launch.wrapper.is_empty() { cwd } else { None };
+        let (program, args) = line.split_first().ok_or(SpawnError::NoCommand)?;
         let mut cmd = match cwd {
             Some(dir) => {
                 if !dir.is_dir() {
@@ -106,17 +150,32 @@ impl EngineProcess {
         cmd.args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(if launch.output_cap.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::inherit()
+            })
             .kill_on_drop(true)
             .process_group(0);
+        if let Some(jail) = &launch.jail {
+            jail.prepare(&mut cmd);
+        }
         let mut child = cmd.spawn().map_err(|source| SpawnError::Io {
             command: command.join(" "),
             source,
         })?;
         let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+        let printed = Arc::new(AtomicU64::new(0));
+        let cap = launch.output_cap.unwrap_or(u64::MAX);
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
         let (out_tx, output) = mpsc::channel(64);
         if let Some(stdout) = child.stdout.take() {
+            let stdout = Counted::new(stdout, printed.clone(), cap);
             tokio::spawn(read_lines(stdout, max_line, out_tx));
+        }
+        if let Some(stderr) = child.stderr.take() {
+            let stderr = Counted::new(stderr, printed, cap);
+            tokio::spawn(read_stderr(stderr, max_line, stderr_tail.clone(), pgid));
         }
         let input = child.stdin.take().map(|stdin| {
             let (in_tx, in_rx) = mpsc::unbounded_channel();
@@ -130,7 +189,14 @@ impl EngineProcess {
             output,
             input,
             exit: None,
+            stderr_tail,
         })
+    }
+
+    /// Its last lines on stderr (cut), oldest first, when stderr is captured.
+    pub fn stderr_tail(&self) -> Vec<String> {
+        let tail = self.stderr_tail.lock().unwrap_or_else(|e| e.into_inner());
+        tail.iter().cloned().collect()
     }
 
     /// The engine's pid (also its process group id).
@@ -259,8 +325,82 @@ impl Drop for EngineProcess {
     }
 }
 
-async fn read_lines(
-    stdout: tokio::process::ChildStdout,
+/// A pipe from the engine whose bytes are added to a count shared by its stdout and stderr;
+/// past the cap, reading fails with an error that says so.
+struct Counted<R> {
+    inner: R,
+    printed: Arc<AtomicU64>,
+    cap: u64,
+}
+
+impl<R> Counted<R> {
+    fn new(inner: R, printed: Arc<AtomicU64>, cap: u64) -> Counted<R> {
+        Counted {
+            inner,
+            printed,
+            cap,
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Counted<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = polled {
+            let read = (buf.filled().len() - before) as u64;
+            let printed = self.printed.fetch_add(read, Ordering::Relaxed) + read;
+            if printed > self.cap {
+                return Poll::Ready(Err(std::io::Error::other(format!(
+                    "the engine printed more than its {} MiB of output (stdout and stderr); cut",
+                    self.cap >> 20
+                ))));
+            }
+        }
+        polled
+    }
+}
+
+/// Reads the engine's stderr: each line logged at debug level and kept among the last
+/// `STDERR_TAIL_LINES`; past the output cap the engine's process group is killed.
+async fn read_stderr<R: AsyncRead + Unpin>(
+    stderr: R,
+    max_line: usize,
+    tail: Arc<Mutex<VecDeque<String>>>,
+    pgid: Option<i32>,
+) {
+    let mut frames = FramedRead::new(stderr, EngineLineCodec::new(max_line));
+    while let Some(frame) = frames.next().await {
+        let line = match frame {
+            Ok(Frame::Line(line)) => super::cut(&line, super::CHATTER_LINE_CHARS),
+            Ok(Frame::TooLong) => format!("(a line longer than {max_line} bytes)"),
+            Ok(Frame::NotUtf8) => "(a line that is not UTF-8)".to_string(),
+            Err(e) => {
+                tracing::warn!(?pgid, "{e}; the engine is stopped");
+                if let Some(pgid) = pgid.filter(|&p| p > 1) {
+                    // SAFETY: killpg only sends a signal to the engine's own group.
+                    unsafe {
+                        libc::killpg(pgid, libc::SIGKILL);
+                    }
+                }
+                return;
+            }
+        };
+        tracing::debug!("engine stderr: {line}");
+        let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+        if tail.len() == STDERR_TAIL_LINES {
+            tail.pop_front();
+        }
+        tail.push_back(line);
+    }
+}
+
+async fn read_lines<R: AsyncRead + Unpin>(
+    stdout: R,
     max_line: usize,
     tx: mpsc::Sender<EngineOutput>,
 ) {

@@ -127,6 +127,9 @@ pub struct ConnectOptions {
     pub command: Vec<String>,
     /// The folder the engine runs in (default: the bridge's own).
     pub cwd: Option<PathBuf>,
+    /// The sandbox, limits and output cap each engine process starts under (the server's
+    /// program bots); the default starts the command as it is.
+    pub launch: child::Launch,
     /// Deadline for answers that are not moves (GTP setup, the json engine's `hello`).
     pub setup_timeout: Duration,
     /// Matches played at once, each against its own engine process (`hello`'s `max_games`).
@@ -375,10 +378,11 @@ pub enum EngineNews {
 impl Engine {
     /// Starts the engine of `options` (in its folder) and sends its `--init` lines.
     pub fn start(options: &ConnectOptions, server: Option<&str>) -> Result<Engine, SpawnError> {
-        let process = EngineProcess::spawn_in(
+        let process = EngineProcess::spawn_launched(
             &options.command,
             options.cwd.as_deref(),
             protocol::MAX_LINE_BYTES,
+            &options.launch,
         )?;
         let adapter: Box<dyn Adapter> = match options.protocol {
             EngineProtocol::Json => Box::new(json::JsonAdapter::new(
@@ -516,13 +520,23 @@ impl Engine {
         }
     }
 
-    /// "it printed: `a` | `b`" or "it printed nothing".
+    /// "it printed: `a` | `b`" or "it printed nothing", then its last lines on stderr when
+    /// they are captured ("its last lines on stderr: `c` | `d`").
     fn quoted_output(&self) -> String {
-        if self.first_lines.is_empty() {
-            return "it printed nothing".to_string();
+        let quote = |lines: &[String]| {
+            let quoted: Vec<String> = lines.iter().map(|l| format!("`{l}`")).collect();
+            quoted.join(" | ")
+        };
+        let printed = if self.first_lines.is_empty() {
+            "it printed nothing".to_string()
+        } else {
+            format!("it printed: {}", quote(&self.first_lines))
+        };
+        let stderr = self.process.stderr_tail();
+        if stderr.is_empty() {
+            return printed;
         }
-        let quoted: Vec<String> = self.first_lines.iter().map(|l| format!("`{l}`")).collect();
-        format!("it printed: {}", quoted.join(" | "))
+        format!("{printed}; its last lines on stderr: {}", quote(&stderr))
     }
 
     /// Ends the engine: its protocol's quit command, a bounded wait, then the process group

@@ -236,6 +236,11 @@ impl MatchPlan {
                     dir: None,
                     init: Vec::new(),
                     memory_mb: None,
+                    processes: None,
+                    file_size_mb: None,
+                    open_files: None,
+                    output_mb: None,
+                    scratch_mb: None,
                 };
                 match &entry.kind {
                     EngineKind::Builtin { engine, options } => {
@@ -279,6 +284,12 @@ impl MatchPlan {
                 absent_forfeit_ms: 60_000,
                 openings: self.openings.iter().map(|o| o.join(" ")).collect(),
             }],
+            // The person running a match runs their own engines: unconfined, as
+            // `arena connect` runs them.
+            programs: crate::config::ProgramsConfig {
+                sandbox: crate::sandbox::SandboxKind::None,
+                ..Default::default()
+            },
         };
         config.validate()?;
         // Built-in options are checked now rather than by a client that would retry forever.

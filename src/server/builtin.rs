@@ -3,16 +3,21 @@
 //! authentication and clocks as any third-party bot. A client that stops early is restarted.
 //! `program` bots are started the same way, through the bridge (`crate::bridge::run`): one
 //! loopback connection per bot, a child process per game (its process group killed when the
-//! game ends), under the bot's folder and memory limit and, when there are enough cores for
-//! every program bot, pinned to a core of its own.
+//! game ends), in the sandbox with the bot's folder and limits (`crate::sandbox`) and, when
+//! there are enough cores for every program bot, pinned to a core of its own. A program that
+//! keeps failing to start is marked absent and retried with a growing delay.
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::registry::Registry;
+use crate::bridge::child::Launch;
+use crate::bridge::BridgeError;
 use crate::client::{run_bot, BotClientConfig};
 use crate::config::{BotConfig, Config};
 use crate::game::GameId;
@@ -96,12 +101,20 @@ pub struct ProgramBot {
     pub token: String,
 }
 
+/// The longest wait between two tries of a program that keeps failing to start.
+const MOST_RESTART_DELAY: Duration = Duration::from_secs(30);
+
 /// Starts one bridge per `program` bot into `tasks`, each offering the games of the
-/// tournaments it is entered in.
+/// tournaments it is entered in, each engine in `sandbox` (`None`: unconfined, as the config
+/// asked). A program that fails its start check `[programs] failed_starts` times in a row is
+/// marked in `registry` as one that cannot start (its due games are forfeited at once), said
+/// once on the console with what it printed, and retried with a growing delay.
 pub fn start_programs(
     config: &Config,
     address: SocketAddr,
     programs: Vec<ProgramBot>,
+    sandbox: Option<&crate::sandbox::Sandbox>,
+    registry: Arc<Registry>,
     stop: CancellationToken,
     tasks: &mut JoinSet<()>,
 ) {
@@ -123,20 +136,16 @@ pub fn start_programs(
             tracing::info!(bot = %bot.name, "program bot is in no tournament; not started");
             continue;
         }
-        let limits = crate::program::Limits {
-            dir: bot.dir.clone(),
-            memory_mb: bot.memory_mb,
-            cpus: if pin {
-                cores.get(index).map(|&c| vec![c]).unwrap_or_default()
-            } else {
-                Vec::new()
-            },
+        let cpus = if pin {
+            cores.get(index).map(|&c| vec![c]).unwrap_or_default()
+        } else {
+            Vec::new()
         };
-        let command = match &exe {
-            Some(exe) => limits.wrap(exe, &spec.command),
-            None if limits.dir.is_none() && limits.memory_mb.is_none() => spec.command.clone(),
-            None => {
-                tracing::error!(bot = %bot.name, "cannot find this executable to apply the folder and memory limit; not started");
+        let launch = match program_launch(config, &bot, cpus, sandbox, exe.as_deref()) {
+            Ok(launch) => launch,
+            Err(why) => {
+                tracing::error!(bot = %bot.name, "{why}; not started");
+                registry.mark_cannot_start(&bot.name);
                 continue;
             }
         };
@@ -147,8 +156,9 @@ pub fn start_programs(
             protocol: spec.protocol,
             games: Some(games.iter().map(|g| g.as_str().to_string()).collect()),
             init: bot.init.clone(),
-            command,
+            command: spec.command.clone(),
             cwd: None,
+            launch,
             setup_timeout: Duration::from_secs(10),
             // One engine process per game: the bot plays as many at once as its config says.
             max_games: bot.max_games,
@@ -157,26 +167,142 @@ pub fn start_programs(
             stop: stop.clone(),
         };
         let stop = stop.clone();
+        let registry = registry.clone();
+        let give_up_after = config.programs.failed_starts;
         tasks.spawn(async move {
+            let mut failed_starts = 0u32;
             loop {
                 let result = crate::bridge::run(options.clone()).await;
                 if stop.is_cancelled() {
                     break;
                 }
+                let name = &options.name;
                 match result {
-                    Ok(_) => tracing::warn!(bot = %options.name, "program bot's bridge disconnected; restarting"),
-                    Err(e) => tracing::warn!(bot = %options.name, error = %e, "program bot's bridge stopped; restarting"),
+                    Err(e @ (BridgeError::EngineCheck { .. } | BridgeError::Spawn(_))) => {
+                        failed_starts = failed_starts.saturating_add(1);
+                        if failed_starts < give_up_after {
+                            tracing::warn!(bot = %name, "program did not start ({failed_starts} in a row): {e}");
+                        } else if failed_starts == give_up_after {
+                            registry.mark_cannot_start(name);
+                            tracing::error!(bot = %name, "program failed to start {failed_starts} times in a row; it is absent and its games are forfeited until it starts (tried again with a growing delay): {e}");
+                        } else {
+                            tracing::debug!(bot = %name, "program still does not start: {e}");
+                        }
+                    }
+                    Ok(_) => {
+                        failed_starts = 0;
+                        tracing::warn!(bot = %name, "program bot's bridge disconnected; restarting");
+                    }
+                    Err(e) => {
+                        failed_starts = 0;
+                        tracing::warn!(bot = %name, error = %e, "program bot's bridge stopped; restarting");
+                    }
                 }
                 tokio::select! {
                     _ = stop.cancelled() => break,
-                    _ = tokio::time::sleep(RESTART_DELAY) => {}
+                    _ = tokio::time::sleep(restart_delay(failed_starts)) => {}
                 }
             }
         });
     }
 }
 
+/// The wait before the next try after `failed_starts` failed starts in a row: a second, then
+/// doubling up to `MOST_RESTART_DELAY`.
+fn restart_delay(failed_starts: u32) -> Duration {
+    let doublings = failed_starts.saturating_sub(1).min(16);
+    RESTART_DELAY
+        .saturating_mul(1 << doublings)
+        .min(MOST_RESTART_DELAY)
+}
+
+/// How the bridge starts `bot`'s engine: in `sandbox` with the bot's limits, its output capped
+/// and its stderr captured, or, without a sandbox, as before it: under `arena engine-exec`
+/// with its folder, memory limit and cores, its stderr passed through.
+fn program_launch(
+    config: &Config,
+    bot: &BotConfig,
+    cpus: Vec<usize>,
+    sandbox: Option<&crate::sandbox::Sandbox>,
+    exe: Option<&std::path::Path>,
+) -> Result<Launch, String> {
+    let limits = config.programs.limits_for(bot);
+    let Some(sandbox) = sandbox else {
+        let wrap = crate::program::Limits {
+            dir: bot.dir.clone(),
+            memory_mb: bot.memory_mb,
+            cpus,
+            ..Default::default()
+        };
+        let wrapper = match exe {
+            Some(exe) => wrap.wrap(exe, &[]),
+            None if wrap.is_empty() => Vec::new(),
+            None => {
+                return Err(
+                    "cannot find this executable to apply the folder and memory limit".into(),
+                )
+            }
+        };
+        // Unconfined as before the sandbox: stderr passes through to the server's.
+        return Ok(Launch {
+            wrapper,
+            jail: None,
+            output_cap: None,
+        });
+    };
+    let exe = exe.ok_or("cannot find this executable to run `engine-exec` in the sandbox")?;
+    if let Some(dir) = &bot.dir {
+        warn_if_unreadable(&bot.name, dir);
+    }
+    let inside = crate::program::Limits {
+        dir: bot.dir.clone(),
+        memory_mb: Some(limits.memory_mb),
+        cpus,
+        processes: Some(limits.processes),
+        file_size_mb: Some(limits.file_size_mb),
+        open_files: Some(limits.open_files),
+        copy_from: None,
+    };
+    let jail = sandbox
+        .jail(Some(exe), &inside, limits.scratch_mb, limits.tmp_mb)
+        .map_err(|e| e.to_string())?;
+    Ok(Launch {
+        wrapper: jail.wrapper().to_vec(),
+        jail: Some(Arc::new(jail)),
+        output_cap: Some(limits.output_bytes()),
+    })
+}
+
+/// The sandboxed engine runs as `nobody` when the server is root: a folder that others may
+/// not read is empty to it.
+fn warn_if_unreadable(bot: &str, dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    if let Ok(meta) = std::fs::metadata(dir) {
+        if meta.permissions().mode() & 0o005 != 0o005 {
+            tracing::warn!(%bot, dir = %dir.display(), "the program's folder is not readable by other users, and its sandboxed engine runs as the unprivileged user nobody: give it `chmod -R a+rX`");
+        }
+    }
+}
+
 /// Waits for every built-in client to finish (they stop on the shutdown token).
 pub async fn stop_builtins(mut tasks: JoinSet<()>) {
     while tasks.join_next().await.is_some() {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restarts_after_failed_starts_back_off_to_a_ceiling() {
+        assert_eq!(restart_delay(0), RESTART_DELAY);
+        assert_eq!(restart_delay(1), RESTART_DELAY);
+        assert_eq!(restart_delay(2), RESTART_DELAY * 2);
+        assert_eq!(restart_delay(3), RESTART_DELAY * 4);
+        assert_eq!(restart_delay(40), MOST_RESTART_DELAY);
+    }
 }

@@ -87,6 +87,22 @@ pub fn bots_with_short_tokens(config: &Config) -> Vec<String> {
         .collect()
 }
 
+/// The sandbox the config's `program` bots run in, probed before anything else starts: the
+/// server refuses to start when the machine cannot give it (the error says what to install);
+/// `sandbox = "none"` is warned about at every start.
+async fn program_sandbox(config: &Config) -> Result<Option<crate::sandbox::Sandbox>, ServerError> {
+    if !config.bots.iter().any(|b| b.program.is_some()) {
+        return Ok(None);
+    }
+    let kind = config.programs.sandbox;
+    let sandbox = crate::sandbox::Sandbox::probe(kind).await?;
+    match &sandbox {
+        Some(sandbox) => tracing::info!(bwrap = %sandbox.bwrap().display(), "program bots run in a sandbox"),
+        None => tracing::warn!("program bots run WITHOUT a sandbox ([programs] sandbox = \"none\"): each can read and write whatever this server can, reach the network and the referee port, and see other processes"),
+    }
+    Ok(sandbox)
+}
+
 /// Runs the server on `listener` until every tournament is finished (when `exit_when_done`) or
 /// `shutdown` is cancelled.
 pub async fn run(
@@ -114,6 +130,7 @@ pub async fn run_with_web(
         None => None,
     };
     let config = Arc::new(config);
+    let sandbox = program_sandbox(&config).await?;
     let out_dir = config.server.out_dir.clone();
     std::fs::create_dir_all(&out_dir).map_err(|source| ServerError::OutDir {
         path: out_dir.clone(),
@@ -223,7 +240,15 @@ pub async fn run_with_web(
         stop.clone(),
     ));
     let mut engines = builtin::start_builtins(&config, address, builtins, stop.clone());
-    builtin::start_programs(&config, address, programs, stop.clone(), &mut engines);
+    builtin::start_programs(
+        &config,
+        address,
+        programs,
+        sandbox.as_ref(),
+        registry.clone(),
+        stop.clone(),
+        &mut engines,
+    );
 
     let finished = scheduler.run(stop.clone()).await;
     finish_output(&output, writer, &events).await;

@@ -51,6 +51,9 @@ struct RegistryState {
     busy: HashMap<String, u32>,
     /// Bots suspended for repeated faults and not connected since: why.
     suspended: HashMap<String, String>,
+    /// `program` bots whose program failed to start several times in a row and that have not
+    /// connected since: absent, their due games forfeited at once.
+    cannot_start: HashSet<String>,
 }
 
 impl RegistryState {
@@ -156,6 +159,7 @@ impl Registry {
         session.link.send(welcome);
         state.sessions.insert(name.to_string(), session);
         state.suspended.remove(name);
+        state.cannot_start.remove(name);
         let resumed = state
             .matches
             .values()
@@ -275,6 +279,19 @@ impl Registry {
                 match_id: match_id.to_string(),
             },
         })
+    }
+
+    /// Marks the `program` bot `name` as one whose program cannot start: until it connects,
+    /// its due games are forfeited at once rather than after `absent_forfeit_ms`.
+    pub fn mark_cannot_start(&self, name: &str) {
+        self.lock().cannot_start.insert(name.to_string());
+        self.changed.notify_one();
+    }
+
+    /// For each of `players`, whether its program cannot start (see `mark_cannot_start`).
+    pub fn cannot_start(&self, players: &[String; 2]) -> [bool; 2] {
+        let state = self.lock();
+        [0, 1].map(|i| state.cannot_start.contains(&players[i]))
     }
 
     /// The status of every bot that is connected, busy or suspended.

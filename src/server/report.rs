@@ -30,6 +30,8 @@ pub enum ServerError {
     Locked(#[from] journaling::LockError),
     #[error("output: {0}")]
     Output(String),
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::SandboxError),
     #[error("cannot create output folder {path}: {source}")]
     OutDir {
         path: std::path::PathBuf,

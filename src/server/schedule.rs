@@ -909,13 +909,20 @@ impl Scheduler {
                     Err(away) => away,
                 };
                 let limit = t.config.absent_forfeit_ms;
-                if limit > 0 && away.contains(&true) {
+                // A program that cannot start is absent at once: no waiting out the limit.
+                let cannot_start = self.registry.cannot_start(&players);
+                let broken = [0, 1].map(|i| away[i] && cannot_start[i]);
+                if (limit > 0 || broken.contains(&true)) && away.contains(&true) {
                     let since = *t.due_since.entry(spec.match_id.clone()).or_insert(now);
-                    let due = since + Duration::from_millis(limit);
+                    let due = if broken.contains(&true) {
+                        now
+                    } else {
+                        since + Duration::from_millis(limit)
+                    };
                     if due <= now {
                         let pending = t.pending.remove(i);
                         t.due_since.remove(&spec.match_id);
-                        let absent = away;
+                        let absent = if broken.contains(&true) { broken } else { away };
                         let id = spec.match_id.clone();
                         let game = match &pending.resume {
                             // Cut off by a crash: the game was played, so it keeps its moves.
