@@ -6,6 +6,7 @@
 //! follows games.jsonl as games finish (the tally), stops early when the SPRT decides, and
 //! builds the report (`stats` does the arithmetic).
 
+pub mod settings;
 pub mod stats;
 
 use std::collections::{BTreeMap, HashMap};
@@ -39,6 +40,12 @@ pub enum MatchError {
     Engine { spec: String, message: String },
     #[error("{0}")]
     Plan(String),
+    #[error(
+        "{} holds a match started with another command: {}; run the command it was started with, or give another --out",
+        dir.display(),
+        changes.join("; ")
+    )]
+    Changed { dir: PathBuf, changes: Vec<String> },
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
     #[error(transparent)]
@@ -815,6 +822,7 @@ pub async fn run(
     observer: &mut impl MatchObserver,
 ) -> Result<MatchReport, MatchError> {
     let config = plan.config()?;
+    settings::check_and_record(plan, &config)?;
     let names = engine_names(&plan.engines)?;
     let listener = crate::server::bind(&config, None).await?;
     // Which opening each game was given (its moves are no engine's).
