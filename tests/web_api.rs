@@ -593,6 +593,71 @@ fn serve_prints_the_web_address_and_writes_the_site_when_done() {
         std::fs::read(elsewhere.join(format!("api/games/{id}.json"))).unwrap(),
         std::fs::read(site.join(format!("api/games/{id}.json"))).unwrap()
     );
+
+    // From another folder, the config's `out_dir = "out"` is its own folder's `out`.
+    let other = tempfile::tempdir().unwrap();
+    let output = arena()
+        .current_dir(other.path())
+        .args(["site", "--config"])
+        .arg(dir.path().join("arena.toml"))
+        .args(["--out", "copy"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        std::fs::read(other.path().join(format!("copy/api/games/{id}.json"))).unwrap(),
+        std::fs::read(site.join(format!("api/games/{id}.json"))).unwrap()
+    );
+}
+
+#[test]
+fn a_site_of_a_league_with_no_outputs_is_refused_saying_where_it_looked() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("arena.toml"), LEAGUE).unwrap();
+    let output = arena()
+        .current_dir(dir.path())
+        .arg("site")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no games.jsonl or journal.jsonl in out"), "{stderr}");
+    assert!(!dir.path().join("out/site").exists());
+}
+
+#[test]
+fn a_config_syntax_error_names_the_file_line_and_column_with_a_caret() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("broken.toml");
+    std::fs::write(&path, "[server]\nlisten = \"127.0.0.1:0\"\n[[bot]\nname = \"a\"\n").unwrap();
+    for command in ["serve", "site"] {
+        let output = arena()
+            .args([command, "--config"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.starts_with(&format!("arena: {}:3:", path.display())),
+            "{stderr}"
+        );
+        assert!(stderr.contains("\n3 | [[bot]\n  | "), "{stderr}");
+        assert!(stderr.trim_end().ends_with('^'), "{stderr}");
+    }
+    // A key's error names the file and the key, with the place of the value.
+    std::fs::write(&path, "[server]\nlisten = 7\n").unwrap();
+    let output = arena().args(["serve", "--config"]).arg(&path).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with(&format!("arena: {}:2:", path.display())),
+        "{stderr}"
+    );
+    assert!(stderr.contains(": server.listen: "), "{stderr}");
+    assert!(
+        stderr.contains("\n2 | listen = 7\n"),
+        "{stderr}"
+    );
 }
 
 #[test]
