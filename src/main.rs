@@ -234,6 +234,11 @@ enum Command {
         /// Matches played at once, each against its own engine process.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         max_games: u32,
+        /// With --check: each engine move's limit in ms (raise it for an engine that thinks
+        /// longer by default).
+        #[arg(long, default_value_t = arena::bridge::conformance::CHECK_MOVE_MS,
+              value_parser = clap::value_parser!(u64).range(1..), requires = "check")]
+        move_limit: u64,
         /// The engine command and its arguments.
         #[arg(last = true, required = true)]
         command: Vec<String>,
@@ -560,6 +565,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             init,
             setup_timeout_ms,
             max_games,
+            move_limit,
             command,
         } => {
             let login = match (login, check) {
@@ -590,7 +596,9 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
             if check {
                 let passed =
-                    runtime.block_on(arena::bridge::conformance::run_check(&options, &mut out))?;
+                    runtime.block_on(arena::bridge::conformance::run_check(
+                    &options, move_limit, &mut out,
+                ))?;
                 if !passed {
                     return Ok(ExitCode::FAILURE);
                 }
