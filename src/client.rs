@@ -104,6 +104,8 @@ impl From<HandshakeError> for ClientError {
             HandshakeError::Timeout(limit) => ClientError::Timeout(limit),
             HandshakeError::Refused(message) => ClientError::Refused { message },
             HandshakeError::Io(e) => ClientError::Io(e),
+            // The wrong address: retrying would not help.
+            web @ HandshakeError::WebServer(_) => ClientError::Config(web.to_string()),
             other @ (HandshakeError::Closed | HandshakeError::Protocol(_)) => {
                 ClientError::Protocol(other.to_string())
             }

@@ -678,3 +678,37 @@ fn a_bad_web_address_is_refused_naming_the_key() {
         .to_string()
         .starts_with("server.web:"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bot_pointed_at_the_web_port_is_told_so_and_stops() {
+    let server = WebServer::start(HEX_LEAGUE).await;
+    let web = server.web.to_string();
+    let bot = tokio::process::Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(["bot", "--server", &web, "--name", "alice", "--token", "a-token"])
+        .args(["--engine", "random"])
+        .output();
+    let bot = tokio::time::timeout(std::time::Duration::from_secs(20), bot)
+        .await
+        .expect("arena bot stops at once")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&bot.stderr);
+    assert!(!bot.status.success(), "{stderr}");
+    assert!(stderr.contains("is a web server"), "{stderr}");
+    assert!(stderr.contains("web view's port"), "{stderr}");
+
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("bots/python/arena_random_bot.py");
+    let python = tokio::process::Command::new("python3")
+        .arg(script)
+        .args(["--port", &server.web.port().to_string()])
+        .args(["--name", "alice", "--token", "a-token"])
+        .output();
+    let python = tokio::time::timeout(std::time::Duration::from_secs(20), python)
+        .await
+        .expect("the example bot stops at once")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&python.stderr);
+    assert_eq!(python.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("is a web server"), "{stderr}");
+    server.shutdown.cancel();
+}

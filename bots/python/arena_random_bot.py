@@ -405,6 +405,13 @@ def play(args):
     welcomed = False
     boards = {}  # match id -> Board
     for line in reader:
+        if line.startswith("HTTP/"):
+            print("%s:%s is a web server (it answered %r), not the referee: probably the web "
+                  "view's port. Connect to the referee's address, server.listen in the arena's "
+                  "config (port 7878 by default)" % (args.host, args.port, line.strip()),
+                  file=sys.stderr)
+            sock.close()
+            return False, True
         try:
             message = json.loads(line)
         except ValueError:
