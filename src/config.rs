@@ -923,7 +923,10 @@ mod tests {
         std::fs::write(&path, "[server]\n  listn = 1\n").unwrap();
         let text = Config::load(&path).unwrap_err().to_string();
         assert!(
-            text.starts_with(&format!("{}:2:3: server.listn: unknown field", path.display())),
+            text.starts_with(&format!(
+                "{}:2:3: server.listn: unknown field",
+                path.display()
+            )),
             "{text}"
         );
         assert!(text.ends_with("\n2 |   listn = 1\n  |   ^"), "{text}");

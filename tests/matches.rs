@@ -274,7 +274,14 @@ fn per_engine_settings_must_follow_an_engine() {
         .unwrap();
     assert!(String::from_utf8_lossy(&output.stderr).contains("exactly two --engine"));
     let output = arena()
-        .args(["match", "hex", "--engine", "builtin:jiu", "--engine", "builtin:greedy"])
+        .args([
+            "match",
+            "hex",
+            "--engine",
+            "builtin:jiu",
+            "--engine",
+            "builtin:greedy",
+        ])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);

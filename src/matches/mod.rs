@@ -1256,10 +1256,17 @@ mod tests {
         assert!(!err.contains("tournament"), "{err}");
         slow.clock.initial_ms = 1000;
         slow.clock.move_limit_ms = Some(crate::config::MAX_DURATION_MS + 1);
-        assert!(slow.config().unwrap_err().to_string().starts_with("--move-limit: "));
+        assert!(slow
+            .config()
+            .unwrap_err()
+            .to_string()
+            .starts_with("--move-limit: "));
         let mut option = plan;
         option.engines[0] = EngineEntry::new("builtin:hex:time_ms=-5".parse().unwrap());
         let err = option.config().unwrap_err().to_string();
-        assert!(err.starts_with("--engine builtin:hex:time_ms=-5: "), "{err}");
+        assert!(
+            err.starts_with("--engine builtin:hex:time_ms=-5: "),
+            "{err}"
+        );
     }
 }

@@ -128,7 +128,8 @@ impl MatchSettings {
             differ("--name ", then.clone(), now.clone());
         }
         differ("--games ", self.games.to_string(), now.games.to_string());
-        let clock = |c: &ClockSpec| format!("{}+{}", seconds(c.initial_ms), seconds(c.increment_ms));
+        let clock =
+            |c: &ClockSpec| format!("{}+{}", seconds(c.initial_ms), seconds(c.increment_ms));
         differ("--clock ", clock(&self.clock), clock(&now.clock));
         let limit = |c: &ClockSpec| c.move_limit_ms.unwrap_or(0).to_string();
         differ("--move-limit ", limit(&self.clock), limit(&now.clock));
@@ -305,7 +306,10 @@ mod tests {
         assert!(check(&rules).unwrap_err().to_string().contains("--rules"));
         let mut openings = first.clone();
         openings.openings = vec![vec!["B2".into()]];
-        assert!(check(&openings).unwrap_err().to_string().contains("--openings"));
+        assert!(check(&openings)
+            .unwrap_err()
+            .to_string()
+            .contains("--openings"));
         // What does not change the games may change.
         let mut faster = first;
         faster.concurrency = 2;
@@ -338,7 +342,10 @@ mod tests {
         let mut more = first.clone();
         more.games = 6;
         let err = check(&more).unwrap_err().to_string();
-        assert!(err.contains("--games 6 but this --out was started with 4"), "{err}");
+        assert!(
+            err.contains("--games 6 but this --out was started with 4"),
+            "{err}"
+        );
         check(&first).unwrap();
         assert!(dir.path().join(SETTINGS_FILE).exists());
     }

@@ -438,7 +438,10 @@ mod tests {
     #[test]
     fn an_elo0_alone_above_the_default_elo1_says_the_defaults() {
         let err = "elo0=10".parse::<SprtSpec>().unwrap_err().to_string();
-        assert!(err.contains("elo1 (5) must be greater than elo0 (10)"), "{err}");
+        assert!(
+            err.contains("elo1 (5) must be greater than elo0 (10)"),
+            "{err}"
+        );
         assert!(err.contains("elo1=5, alpha=0.05"), "{err}");
     }
 
