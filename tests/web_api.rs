@@ -554,6 +554,13 @@ fn serve_prints_the_web_address_and_writes_the_site_when_done() {
         stdout.contains("static site written to out/site"),
         "{stdout}"
     );
+    // The console is a person's view: progress lines and tables, no log lines; the whole log
+    // is in out/arena.log.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains(" INFO "), "{stderr}");
+    assert!(stdout.contains("sur 1/1"), "{stdout}");
+    let log = std::fs::read_to_string(dir.path().join("out/arena.log")).unwrap();
+    assert!(log.contains(" INFO "), "{log}");
     let site = dir.path().join("out/site");
     for file in [
         "index.html",
@@ -621,7 +628,10 @@ fn a_site_of_a_league_with_no_outputs_is_refused_saying_where_it_looked() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("no games.jsonl or journal.jsonl in out"), "{stderr}");
+    assert!(
+        stderr.contains("no games.jsonl or journal.jsonl in out"),
+        "{stderr}"
+    );
     assert!(!dir.path().join("out/site").exists());
 }
 
@@ -629,7 +639,11 @@ fn a_site_of_a_league_with_no_outputs_is_refused_saying_where_it_looked() {
 fn a_config_syntax_error_names_the_file_line_and_column_with_a_caret() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("broken.toml");
-    std::fs::write(&path, "[server]\nlisten = \"127.0.0.1:0\"\n[[bot]\nname = \"a\"\n").unwrap();
+    std::fs::write(
+        &path,
+        "[server]\nlisten = \"127.0.0.1:0\"\n[[bot]\nname = \"a\"\n",
+    )
+    .unwrap();
     for command in ["serve", "site"] {
         let output = arena()
             .args([command, "--config"])
@@ -647,17 +661,18 @@ fn a_config_syntax_error_names_the_file_line_and_column_with_a_caret() {
     }
     // A key's error names the file and the key, with the place of the value.
     std::fs::write(&path, "[server]\nlisten = 7\n").unwrap();
-    let output = arena().args(["serve", "--config"]).arg(&path).output().unwrap();
+    let output = arena()
+        .args(["serve", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.starts_with(&format!("arena: {}:2:", path.display())),
         "{stderr}"
     );
     assert!(stderr.contains(": server.listen: "), "{stderr}");
-    assert!(
-        stderr.contains("\n2 | listen = 7\n"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("\n2 | listen = 7\n"), "{stderr}");
 }
 
 #[test]
@@ -684,7 +699,9 @@ async fn a_bot_pointed_at_the_web_port_is_told_so_and_stops() {
     let server = WebServer::start(HEX_LEAGUE).await;
     let web = server.web.to_string();
     let bot = tokio::process::Command::new(env!("CARGO_BIN_EXE_arena"))
-        .args(["bot", "--server", &web, "--name", "alice", "--token", "a-token"])
+        .args([
+            "bot", "--server", &web, "--name", "alice", "--token", "a-token",
+        ])
         .args(["--engine", "random"])
         .output();
     let bot = tokio::time::timeout(std::time::Duration::from_secs(20), bot)
@@ -696,8 +713,8 @@ async fn a_bot_pointed_at_the_web_port_is_told_so_and_stops() {
     assert!(stderr.contains("is a web server"), "{stderr}");
     assert!(stderr.contains("web view's port"), "{stderr}");
 
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("bots/python/arena_random_bot.py");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bots/python/arena_random_bot.py");
     let python = tokio::process::Command::new("python3")
         .arg(script)
         .args(["--port", &server.web.port().to_string()])

@@ -89,8 +89,8 @@ pub enum ServerEvent {
         address: SocketAddr,
         web: Option<SocketAddr>,
     },
-    /// A game finished: its progress line (with `progress` on).
-    GameFinished(String),
+    /// A game finished: its tournament's progress line (with `progress` on).
+    GameFinished { tournament: String, line: String },
     /// A Swiss round was paired (with `progress` on).
     RoundPaired {
         tournament: String,
@@ -98,7 +98,7 @@ pub enum ServerEvent {
         rounds: u32,
     },
     /// A tournament finished: its final table, aligned for a terminal (with `progress` on).
-    TournamentFinished(String),
+    TournamentFinished { tournament: String, table: String },
 }
 
 /// Where [`ServerEvent`]s go.

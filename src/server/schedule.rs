@@ -644,13 +644,10 @@ impl Scheduler {
         let (all_done, all_planned) = self.league_progress();
         let progress = self.config.server.progress;
         if let Some(t) = self.tournaments.get(tournament).filter(|_| progress) {
-            (self.events)(ServerEvent::GameFinished(progress_line(
-                t.done(),
-                t.planned(),
-                &game,
-                all_done,
-                all_planned,
-            )));
+            (self.events)(ServerEvent::GameFinished {
+                tournament: t.config.name.clone(),
+                line: progress_line(t.done(), t.planned(), &game, all_done, all_planned),
+            });
         }
         let entries = self
             .tournaments
@@ -814,9 +811,10 @@ impl Scheduler {
             if !t.announced && t.is_finished() {
                 t.announced = true;
                 if progress {
-                    (self.events)(ServerEvent::TournamentFinished(terminal_table(
-                        &t.standings(),
-                    )));
+                    (self.events)(ServerEvent::TournamentFinished {
+                        tournament: t.config.name.clone(),
+                        table: terminal_table(&t.standings()),
+                    });
                 }
             }
         }
