@@ -271,6 +271,8 @@ async fn a_game_is_followed_through_every_route() {
         assert_eq!(data["move"], moves[ply - 1].as_str());
         assert_eq!(data["position"], expected[ply].as_str());
         assert!(data["clocks"]["first_ms"].is_u64());
+        // The think time as the game's detail has it, so a live page shows it at once.
+        assert_eq!(data["think_ms"], detail["think_ms"][ply - 1], "{data}");
     }
     let (kind, data) = game_events.next().await.expect("end event");
     assert_eq!(kind, "end");
@@ -335,9 +337,27 @@ async fn a_game_is_followed_through_every_route() {
             .starts_with("text/html"));
         assert!(page.text().contains("/assets/board.js"));
     }
-    for asset in ["style.css", "board.js", "app.js"] {
+    for asset in ["style.css", "board.js", "app.js", "icon.svg"] {
         assert_eq!(server.get(&format!("/assets/{asset}")).await.status, 200);
     }
+    // Browsers ask for /favicon.ico by themselves.
+    let icon = server.get("/favicon.ico").await;
+    assert_eq!(icon.status, 200);
+    assert_eq!(icon.header("content-type"), Some("image/svg+xml"));
+    // An unknown game's page is a 404 page that says so (the name escaped).
+    let missing = server.get("/games/no-such-%3Cgame%3E").await;
+    assert_eq!(missing.status, 404);
+    assert!(missing
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/html"));
+    assert!(
+        missing
+            .text()
+            .contains("No game no-such-&lt;game&gt; is known here"),
+        "{}",
+        missing.text()
+    );
 
     // Every bad request: a 4xx with a JSON error, and the server carries on.
     for (path, status) in [
@@ -727,5 +747,32 @@ async fn a_bot_pointed_at_the_web_port_is_told_so_and_stops() {
     let stderr = String::from_utf8_lossy(&python.stderr);
     assert_eq!(python.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("is a web server"), "{stderr}");
+    server.shutdown.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bot_waiting_for_the_opponent_it_is_playing_is_told_so() {
+    let two_tournaments = format!(
+        "{HEX_LEAGUE}\n[[tournament]]\nname = \"u\"\ngame = \"hex\"\nbots = [\"alice\", \"bob\"]\n\
+         games_per_pairing = 1\nclock = {{ initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }}\n"
+    );
+    let server = WebServer::start(&two_tournaments).await;
+    let mut alice = Client::login_with(server.addr, "alice", "a-token", &["hex"], 2).await;
+    let mut bob = Client::login(server.addr, "bob", "b-token", &["hex"]).await;
+    alice.expect("start").await;
+    bob.expect("start").await;
+    let bots = server
+        .wait_for("/api/bots", |v| {
+            v["bots"][0]["waiting"]
+                .as_array()
+                .is_some_and(|w| !w.is_empty())
+        })
+        .await;
+    let waiting = bots["bots"][0]["waiting"].to_string();
+    assert!(
+        waiting.contains("the next game with bob waits for the one they are playing now"),
+        "{bots}"
+    );
+    assert!(!waiting.contains("is busy"), "{bots}");
     server.shutdown.cancel();
 }
