@@ -40,6 +40,9 @@ pub enum HandshakeError {
          config (port 7878 by default)"
     )]
     WebServer(String),
+    /// The referee answered `hello` with `error` `league_over`: nothing more to play there.
+    #[error("{0}")]
+    LeagueOver(String),
     #[error("protocol error: {0}")]
     Protocol(String),
     #[error("connection error: {0}")]
@@ -135,6 +138,11 @@ async fn wait_for_welcome<L: LineLink>(link: &mut L) -> Result<String, Handshake
                 }
                 return Ok(server);
             }
+            Ok(RefereeMessage::Error {
+                code: crate::protocol::ErrorCode::LeagueOver,
+                message,
+                ..
+            }) => return Err(HandshakeError::LeagueOver(message)),
             Ok(RefereeMessage::Error { code, message, .. }) => {
                 return Err(HandshakeError::Refused(format!(
                     "{}: {message}",

@@ -891,6 +891,7 @@ fn serve(
             arena::server::MIN_TOKEN_CHARS
         );
     }
+    let out_dir = config.server.out_dir.clone();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let summary = runtime.block_on(async move {
         let listener = arena::server::bind(&config, listen).await?;
@@ -914,6 +915,21 @@ fn serve(
                 .await?,
         )
     })?;
+    if summary.already_finished {
+        let site = out_dir.join("site");
+        println!(
+            "this league is already finished ({} game{}, every tournament done): nothing to play.\n\
+             Its records and standings are in {out}. `arena site --config {config}` writes its web \
+             site to {site} (serve that folder with any web server, e.g. `python3 -m http.server -d \
+             {site}`); to play the league again, give it a new out_dir.",
+            summary.league_games_finished,
+            if summary.league_games_finished == 1 { "" } else { "s" },
+            out = out_dir.display(),
+            config = config_path.display(),
+            site = site.display(),
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(site) = &summary.site {
         println!(
             "static site written to {} (serve that folder with any web server)",

@@ -31,6 +31,9 @@ pub enum ErrorCode {
     Suspended,
     /// Too many failed logins from this address: refused for a while.
     TooManyFailedLogins,
+    /// Every tournament of the league is finished: nothing more to play here; the connection
+    /// is closed (sent to every bot when the league ends, and in answer to a later `hello`).
+    LeagueOver,
 }
 
 impl ErrorCode {
@@ -48,6 +51,7 @@ impl ErrorCode {
             ErrorCode::UnknownGame => "unknown_game",
             ErrorCode::Suspended => "suspended",
             ErrorCode::TooManyFailedLogins => "too_many_failed_logins",
+            ErrorCode::LeagueOver => "league_over",
         }
     }
 }

@@ -581,6 +581,24 @@ fn serve_prints_the_web_address_and_writes_the_site_when_done() {
     assert!(stdout.contains("sur 1/1"), "{stdout}");
     let log = std::fs::read_to_string(dir.path().join("out/arena.log")).unwrap();
     assert!(log.contains(" INFO "), "{log}");
+
+    // Started again, the finished league says so and how to serve its site, and exits.
+    let again = arena()
+        .current_dir(dir.path())
+        .args(["serve", "--web", "127.0.0.1:0"])
+        .output()
+        .expect("run arena serve again");
+    let text = String::from_utf8_lossy(&again.stdout);
+    assert!(again.status.success(), "{text}");
+    assert!(
+        text.starts_with("this league is already finished (1 game,"),
+        "{text}"
+    );
+    assert!(
+        text.contains("`arena site --config arena.toml` writes its web site to out/site"),
+        "{text}"
+    );
+    assert!(!text.contains("web view:"), "{text}");
     let site = dir.path().join("out/site");
     for file in [
         "index.html",

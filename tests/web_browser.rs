@@ -765,6 +765,13 @@ async fn a_person_logs_in_on_play_and_plays_by_clicking() {
         .js("return document.getElementById('my-games').textContent;")
         .await;
     assert!(text.as_str().unwrap().contains("by resign"), "{text}");
+    // Every game is played: the page says the league is over instead of waiting.
+    browser
+        .wait_until(
+            "return document.getElementById('status').textContent.indexOf('the league is over') === 0;",
+            "the page saying the league is over",
+        )
+        .await;
 
     // The league page at 400 px: nothing overflows sideways (tables scroll in their cards),
     // and the header says the page is connected.

@@ -124,6 +124,8 @@ pub const QUEUE_FULL: &str = "its outgoing queue was full (the bot is not readin
 pub const WRITE_FAILED: &str = "a write to it failed (the bot closed or reset its socket)";
 /// Why a connection is dropped when its bot is suspended.
 pub const SUSPENDED: &str = "its bot was suspended";
+/// Why every connection is dropped once the league is over.
+pub const LEAGUE_OVER: &str = "the league is over";
 
 /// A line for a connection's writer (with its `\n`), how much of it is already written, and the
 /// stamp to set once it is written.

@@ -125,4 +125,6 @@ pub struct ServerSummary {
     /// Where the static site was written (with the web view on, when the league finished and
     /// the server exited by itself).
     pub site: Option<std::path::PathBuf>,
+    /// Every tournament was finished before this run: it played nothing and exited at once.
+    pub already_finished: bool,
 }

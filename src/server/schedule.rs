@@ -524,6 +524,11 @@ impl Scheduler {
     }
 
     /// Games of the whole league finished so far (this run's and earlier runs'), and planned.
+    /// Whether the league has tournaments and each is finished (nothing left to play).
+    pub fn all_tournaments_finished(&self) -> bool {
+        !self.tournaments.is_empty() && self.tournaments.iter().all(TournamentState::is_finished)
+    }
+
     pub fn league_progress(&self) -> (usize, usize) {
         self.tournaments
             .iter()

@@ -359,6 +359,7 @@ function playPage() {
   var current = null; // {match, game, side, rules, first, second, position, moves, legal, myTurn}
   var clicks = [];
   var clocks = new ClockTicker();
+  var leagueOver = false;
 
   function status(text) { setText($("status"), text); }
   function error(text) { setText($("error"), text || ""); }
@@ -527,6 +528,10 @@ function playPage() {
       status("game over: " + msg.match + ": " + outcome + "; waiting for the next game");
       showResult(msg.match, outcome);
       if (current && current.match === msg.match) refresh();
+    } else if (msg.type === "error" && msg.code === "league_over") {
+      leagueOver = true;
+      if (current) { current.myTurn = false; current.legal = null; clocks.stop(); redraw(); }
+      status("the league is over: every tournament is finished; there is nothing more to play here");
     } else if (msg.type === "error") {
       error(msg.code + ": " + msg.message);
       if (current && msg.match === current.match && msg.code !== "illegal_move") { current.myTurn = true; refresh(); }
@@ -548,7 +553,9 @@ function playPage() {
     socket.onmessage = function (e) {
       try { onMessage(JSON.parse(e.data)); } catch (err) { error(String(err)); }
     };
-    socket.onclose = function () { status("disconnected" + (current ? " (log in again within the reconnect grace to resume)" : "")); };
+    socket.onclose = function () {
+      if (!leagueOver) status("disconnected" + (current ? " (log in again within the reconnect grace to resume)" : ""));
+    };
   }
 
   // A finished game's result stays in view (the banner until the person dismisses it or moves
