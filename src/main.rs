@@ -1047,7 +1047,7 @@ fn main() -> ExitCode {
 /// glibc otherwise raises that limit to the size of each such buffer freed, after which the
 /// web view's event batch (some hundred KB a second with a thousand games) and big standings
 /// texts come from the heap and leave it fragmented, which showed as several KiB of resident
-/// memory per match in `arena bench` beyond the live data (docs/benchmarks.md, "Third
+/// memory per match in `arena bench` beyond the live data (docs/history/benchmarks-runs.md, "Third
 /// sitting").
 fn keep_large_buffers_out_of_the_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
