@@ -32,6 +32,17 @@ pub enum HandshakeError {
     Refused(String),
     #[error("the referee closed the connection before answering hello")]
     Closed,
+    /// The address answered `hello` with an HTTP status line: a web server (most likely the
+    /// arena's web view) is listening there, not the referee.
+    #[error(
+        "this address is a web server (it answered `{0}`), not the referee: probably the web \
+         view's port. Bots connect to the referee's address, `server.listen` in the arena's \
+         config (port 7878 by default)"
+    )]
+    WebServer(String),
+    /// The referee answered `hello` with `error` `league_over`: nothing more to play there.
+    #[error("{0}")]
+    LeagueOver(String),
     #[error("protocol error: {0}")]
     Protocol(String),
     #[error("connection error: {0}")]
@@ -112,6 +123,10 @@ async fn wait_for_welcome<L: LineLink>(link: &mut L) -> Result<String, Handshake
             }
         };
         tracing::debug!(%line, "from referee");
+        if line.starts_with("HTTP/") {
+            let status: String = line.trim_end().chars().take(80).collect();
+            return Err(HandshakeError::WebServer(status));
+        }
         match parse_referee_line(&line) {
             Ok(RefereeMessage::Welcome {
                 protocol, server, ..
@@ -123,6 +138,11 @@ async fn wait_for_welcome<L: LineLink>(link: &mut L) -> Result<String, Handshake
                 }
                 return Ok(server);
             }
+            Ok(RefereeMessage::Error {
+                code: crate::protocol::ErrorCode::LeagueOver,
+                message,
+                ..
+            }) => return Err(HandshakeError::LeagueOver(message)),
             Ok(RefereeMessage::Error { code, message, .. }) => {
                 return Err(HandshakeError::Refused(format!(
                     "{}: {message}",
@@ -188,6 +208,19 @@ mod tests {
             seen
         });
         (addr, task)
+    }
+
+    #[tokio::test]
+    async fn an_http_answer_says_the_address_is_a_web_server() {
+        let (addr, _task) = referee(&["HTTP/1.1 400 Bad Request\r"]).await;
+        let err = connect_and_hello(&addr, &hello(), Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, HandshakeError::WebServer(status) if status == "HTTP/1.1 400 Bad Request"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("web view's port"), "{err}");
     }
 
     #[tokio::test]

@@ -95,6 +95,9 @@ pub enum ClientError {
     ServerClosed(usize),
     #[error("connection error: {0}")]
     Io(std::io::Error),
+    /// The referee said the league is over (`error` `league_over`): the bot stops.
+    #[error("{0}")]
+    LeagueOver(String),
 }
 
 impl From<HandshakeError> for ClientError {
@@ -104,6 +107,9 @@ impl From<HandshakeError> for ClientError {
             HandshakeError::Timeout(limit) => ClientError::Timeout(limit),
             HandshakeError::Refused(message) => ClientError::Refused { message },
             HandshakeError::Io(e) => ClientError::Io(e),
+            // The wrong address: retrying would not help.
+            web @ HandshakeError::WebServer(_) => ClientError::Config(web.to_string()),
+            HandshakeError::LeagueOver(message) => ClientError::LeagueOver(message),
             other @ (HandshakeError::Closed | HandshakeError::Protocol(_)) => {
                 ClientError::Protocol(other.to_string())
             }
@@ -155,6 +161,10 @@ pub async fn run_bot_with_factory(
     loop {
         let mut welcomed = false;
         let result = one_session(&config, &games, factory.clone(), &shutdown, &mut welcomed).await;
+        if let Err(ClientError::LeagueOver(why)) = &result {
+            tracing::info!(server = %config.server, "{why}; stopping");
+            return Ok(());
+        }
         if shutdown.is_cancelled() || config.reconnect_for.is_zero() {
             return result;
         }
@@ -167,7 +177,9 @@ pub async fn run_bot_with_factory(
                 | ClientError::ServerClosed(_)
                 | ClientError::Protocol(_),
             ) => true,
-            Err(ClientError::Refused { .. } | ClientError::Config(_)) => false,
+            Err(
+                ClientError::Refused { .. } | ClientError::Config(_) | ClientError::LeagueOver(_),
+            ) => false,
         };
         if !retry {
             return result;
@@ -278,6 +290,14 @@ async fn play<L: LineLink>(
                     }
                 };
                 let message = match parse_referee_line(&line) {
+                    Ok(RefereeMessage::Error {
+                        code: protocol::ErrorCode::LeagueOver,
+                        message,
+                        ..
+                    }) => {
+                        close(conn).await;
+                        break Err(ClientError::LeagueOver(message));
+                    }
                     Ok(m) => m,
                     Err(e) => {
                         tracing::warn!(error = %e, "unreadable message from the referee skipped");

@@ -10,7 +10,8 @@ use serde::Deserialize;
 use crate::game::{normalize_rules, GameId};
 use crate::protocol::ClockSpec;
 
-/// Why a configuration was refused. Every message names the key it concerns.
+/// Why a configuration was refused. Every message names the file (when read from one) and the
+/// key it concerns; a syntax error also its line and column, with the line and a caret.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read {path}: {source}")]
@@ -19,15 +20,69 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{key}: {message}")]
-    Syntax { key: String, message: String },
-    #[error("{key}: {message}")]
-    Invalid { key: String, message: String },
+    #[error("{}{}{message}\n{excerpt}", place(file, Some((*line, *column))), key_part(key))]
+    Syntax {
+        file: Option<PathBuf>,
+        line: usize,
+        column: usize,
+        /// Empty when the text is not TOML at all (no key to name).
+        key: String,
+        message: String,
+        /// The offending line and a caret under the column.
+        excerpt: String,
+    },
+    #[error("{}{key}: {message}", place(file, None))]
+    Invalid {
+        file: Option<PathBuf>,
+        key: String,
+        message: String,
+    },
+}
+
+/// `FILE:LINE:COLUMN: ` (or `FILE: `, `line L, column C: `), the way compilers name a place.
+fn place(file: &Option<PathBuf>, at: Option<(usize, usize)>) -> String {
+    match (file, at) {
+        (Some(file), Some((line, column))) => format!("{}:{line}:{column}: ", file.display()),
+        (Some(file), None) => format!("{}: ", file.display()),
+        (None, Some((line, column))) => format!("line {line}, column {column}: "),
+        (None, None) => String::new(),
+    }
+}
+
+fn key_part(key: &str) -> String {
+    if key.is_empty() {
+        String::new()
+    } else {
+        format!("{key}: ")
+    }
+}
+
+/// Line and column (1-based, in characters) of byte `offset` in `text`, and the line shown
+/// with a caret under that column.
+fn locate(text: &str, offset: usize) -> (usize, usize, String) {
+    let offset = offset.min(text.len());
+    let offset = (0..=offset)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+    let line = text[..offset].matches('\n').count() + 1;
+    let column = text[start..offset].chars().count() + 1;
+    let shown = text[start..end].trim_end_matches('\r');
+    let number = line.to_string();
+    let excerpt = format!(
+        "{pad} |\n{number} | {shown}\n{pad} | {caret:>column$}",
+        pad = " ".repeat(number.len()),
+        caret = "^"
+    );
+    (line, column, excerpt)
 }
 
 impl ConfigError {
     fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
         ConfigError::Invalid {
+            file: None,
             key: key.into(),
             message: message.into(),
         }
@@ -37,8 +92,18 @@ impl ConfigError {
     pub fn key(&self) -> Option<&str> {
         match self {
             ConfigError::Read { .. } => None,
-            ConfigError::Syntax { key, .. } | ConfigError::Invalid { key, .. } => Some(key),
+            ConfigError::Syntax { key, .. } | ConfigError::Invalid { key, .. } => {
+                Some(key.as_str()).filter(|k| !k.is_empty())
+            }
         }
+    }
+
+    /// The same error, naming the file it came from.
+    fn in_file(mut self, path: &Path) -> ConfigError {
+        if let ConfigError::Syntax { file, .. } | ConfigError::Invalid { file, .. } = &mut self {
+            *file = Some(path.to_path_buf());
+        }
+        self
     }
 }
 
@@ -441,27 +506,58 @@ pub struct Config {
 }
 
 impl Config {
-    /// Reads and checks a configuration file.
+    /// Reads and checks a configuration file. Relative paths in it (`server.out_dir`, a bot's
+    /// `dir`) are taken from the file's folder, and a `program` bot without `dir` runs there.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
         })?;
-        Config::from_toml(&text)
+        let mut config = Config::parse(&text).map_err(|e| e.in_file(path))?;
+        config.resolve_paths(path.parent().unwrap_or(Path::new("")));
+        config.validate().map_err(|e| e.in_file(path))?;
+        Ok(config)
     }
 
     /// Parses and checks configuration text.
     pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
-        let deserializer = toml::Deserializer::new(text);
-        let mut config: Config = serde_path_to_error::deserialize(deserializer).map_err(|e| {
-            let key = e.path().to_string();
-            ConfigError::Syntax {
-                key: if key == "." { "arena.toml".into() } else { key },
-                message: e.into_inner().message().trim().to_string(),
-            }
-        })?;
+        let mut config = Config::parse(text)?;
         config.validate()?;
         Ok(config)
+    }
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        let deserializer = toml::Deserializer::new(text);
+        serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            let key = e.path().to_string();
+            let error = e.into_inner();
+            let (line, column, excerpt) = locate(text, error.span().map_or(0, |s| s.start));
+            ConfigError::Syntax {
+                file: None,
+                line,
+                column,
+                key: if key == "." { String::new() } else { key },
+                message: error.message().trim().to_string(),
+                excerpt,
+            }
+        })
+    }
+
+    /// Makes relative paths relative to `base` (the config file's folder).
+    fn resolve_paths(&mut self, base: &Path) {
+        if base.as_os_str().is_empty() {
+            return;
+        }
+        if !self.server.out_dir.as_os_str().is_empty() {
+            self.server.out_dir = base.join(&self.server.out_dir);
+        }
+        for bot in &mut self.bots {
+            if let Some(dir) = &bot.dir {
+                bot.dir = Some(base.join(dir));
+            } else if bot.program.is_some() {
+                bot.dir = Some(base.to_path_buf());
+            }
+        }
     }
 
     /// The listen address, parsed.
@@ -998,6 +1094,56 @@ mod tests {
             refused_key(&text("", "program = \"sau:./e\"\nscratch_mb = 4")).as_deref(),
             Some("bot[0].scratch_mb")
         );
+    }
+
+    #[test]
+    fn a_syntax_error_gives_the_file_line_column_and_a_caret() {
+        let err = Config::from_toml("[server]\nevent = \"x\"\n[[bot]\n").unwrap_err();
+        let ConfigError::Syntax { line, excerpt, .. } = &err else {
+            panic!("a syntax error: {err}");
+        };
+        assert_eq!(*line, 3);
+        assert!(excerpt.starts_with("  |\n3 | [[bot]\n  | "), "{excerpt}");
+        assert_eq!(err.key(), None);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("typo.toml");
+        std::fs::write(&path, "[server]\n  listn = 1\n").unwrap();
+        let text = Config::load(&path).unwrap_err().to_string();
+        assert!(
+            text.starts_with(&format!(
+                "{}:2:3: server.listn: unknown field",
+                path.display()
+            )),
+            "{text}"
+        );
+        assert!(text.ends_with("\n2 |   listn = 1\n  |   ^"), "{text}");
+        // Columns count characters, not bytes.
+        assert_eq!(
+            locate("a\nüb = ?", 6),
+            (2, 4, "  |\n2 | üb = ?\n  |    ^".to_string())
+        );
+    }
+
+    #[test]
+    fn relative_paths_are_taken_from_the_config_files_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("league.toml");
+        std::fs::write(
+            &path,
+            "[server]\nout_dir = \"results\"\n[[bot]]\nname = \"a\"\nprogram = \"sau:./engine\"\n\
+             [[bot]]\nname = \"b\"\nprogram = \"sau:./engine\"\ndir = \"team-b\"\n\
+             [[bot]]\nname = \"c\"\nprogram = \"sau:/opt/engine\"\ndir = \"/opt\"\n",
+        )
+        .unwrap();
+        let config = Config::load(&path).unwrap();
+        assert_eq!(config.server.out_dir, dir.path().join("results"));
+        assert_eq!(config.bots[0].dir.as_deref(), Some(dir.path()));
+        assert_eq!(config.bots[1].dir, Some(dir.path().join("team-b")));
+        assert_eq!(config.bots[2].dir, Some(PathBuf::from("/opt")));
+        // A config in the current folder keeps its paths as written.
+        let mut here = Config::from_toml("[server]\nout_dir = \"out\"\n").unwrap();
+        here.resolve_paths(Path::new(""));
+        assert_eq!(here.server.out_dir, PathBuf::from("out"));
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod bridge;
 pub mod client;
 pub mod clock_settings;
 pub mod config;
+pub mod console;
 pub mod duel;
 pub mod engine;
 pub mod fanout;

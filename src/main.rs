@@ -277,6 +277,11 @@ enum Command {
         /// Matches played at once, each against its own engine process.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         max_games: u32,
+        /// With --check: each engine move's limit in ms (raise it for an engine that thinks
+        /// longer by default).
+        #[arg(long, default_value_t = arena::bridge::conformance::CHECK_MOVE_MS,
+              value_parser = clap::value_parser!(u64).range(1..), requires = "check")]
+        move_limit: u64,
         /// The engine command and its arguments.
         #[arg(last = true, required = true)]
         command: Vec<String>,
@@ -385,22 +390,67 @@ struct Login {
     token: String,
 }
 
-/// Logs to stderr: info by default, debug with -v, trace with -vv; RUST_LOG overrides.
-fn init_logging(verbose: u8, quiet: bool) {
-    let default = match verbose {
-        // `arena match` shows its own progress line; the server's per-game log would drown it.
-        0 if quiet => "warn",
-        0 => "info",
+/// The log file `arena serve` keeps in its out_dir: the whole log, whatever the console shows.
+const LOG_FILE: &str = "arena.log";
+
+/// Logs to stderr at `console` by default (debug with -v, trace with -vv; RUST_LOG overrides)
+/// and, with `file`, the whole log there (info by default, or the -v level or RUST_LOG).
+fn init_logging(verbose: u8, console: &str, file: Option<std::fs::File>) {
+    use tracing_subscriber::{layer::SubscriberExt, util::SubscriberInitExt, Layer};
+    let level = |default| match verbose {
+        0 => default,
         1 => "debug",
         _ => "trace",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let filter = |default: &str| {
+        tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
+    };
+    let console = tracing_subscriber::fmt::layer()
         .with_writer(io::stderr)
         .with_ansi(io::IsTerminal::is_terminal(&io::stderr()))
+        .with_filter(filter(level(console)));
+    let file = file.map(|file| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::sync::Mutex::new(file))
+            .with_ansi(false)
+            .with_filter(filter(level("info")))
+    });
+    let _ = tracing_subscriber::registry()
+        .with(console)
+        .with(file)
         .try_init();
+}
+
+/// Opens `out_dir/arena.log` for appending (creating the folder), or says why not.
+fn open_log_file(out_dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
+    let path = out_dir.join(LOG_FILE);
+    std::fs::create_dir_all(out_dir)
+        .and_then(|()| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+        })
+        .with_context(|| format!("cannot open the log file {}", path.display()))
+}
+
+/// The columns of the terminal on file descriptor `fd` (80 when it cannot be told).
+fn terminal_width(fd: i32) -> usize {
+    #[cfg(unix)]
+    {
+        let mut size = libc::winsize {
+            ws_row: 0,
+            ws_col: 0,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: TIOCGWINSZ only fills in the winsize struct it is given.
+        if unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) } == 0 && size.ws_col > 0 {
+            return usize::from(size.ws_col);
+        }
+    }
+    80
 }
 
 fn run_bot_command(config: arena::client::BotClientConfig, stdio: bool) -> anyhow::Result<()> {
@@ -463,13 +513,15 @@ fn parse_rules(text: &str) -> anyhow::Result<serde_json::Value> {
 }
 
 fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
-    init_logging(
-        cli.verbose,
-        matches!(
-            cli.command,
-            Some(Command::Match(_) | Command::Duel { .. } | Command::Bot { stdio: true, .. })
-        ),
-    );
+    // `arena serve` starts its logging once it knows its out_dir (for the log file).
+    match &cli.command {
+        None | Some(Command::Serve { .. }) => {}
+        // `arena match` shows its own progress line; the server's per-game log would drown it.
+        Some(Command::Match(_) | Command::Duel { .. } | Command::Bot { stdio: true, .. }) => {
+            init_logging(cli.verbose, "warn", None)
+        }
+        Some(_) => init_logging(cli.verbose, "info", None),
+    }
     // Not `stdout().lock()`: the server prints progress lines from its own threads (in-process
     // under `arena bench`), which would wait forever on a lock this thread holds.
     let mut out = BufWriter::new(io::stdout());
@@ -484,7 +536,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             listen,
             web,
         } => {
-            return serve(&config, listen.as_deref(), web);
+            return serve(&config, listen.as_deref(), web, cli.verbose);
         }
         Command::Site { config, out: site } => {
             let config = arena::config::Config::load(&config)?;
@@ -611,6 +663,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             init,
             setup_timeout_ms,
             max_games,
+            move_limit,
             command,
         } => {
             let login = match (login, check) {
@@ -641,8 +694,9 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             };
             let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
             if check {
-                let passed =
-                    runtime.block_on(arena::bridge::conformance::run_check(&options, &mut out))?;
+                let passed = runtime.block_on(arena::bridge::conformance::run_check(
+                    &options, move_limit, &mut out,
+                ))?;
                 if !passed {
                     return Ok(ExitCode::FAILURE);
                 }
@@ -916,14 +970,13 @@ fn run_match(
         out_dir: out_dir.clone(),
         memory_mb: args.memory_mb,
     };
-    let terminal = io::IsTerminal::is_terminal(&io::stderr());
+    let mut board = arena::console::StatusBoard::new(
+        io::stderr(),
+        io::IsTerminal::is_terminal(&io::stderr()),
+        terminal_width(libc::STDERR_FILENO),
+    );
     let mut observer = |report: &matches::MatchReport, eta: Option<std::time::Duration>| {
-        let line = report.progress_line(eta);
-        if terminal {
-            eprint!("\r\x1b[2K{line}");
-        } else {
-            eprintln!("{line}");
-        }
+        let _ = board.set("match", &report.progress_line(eta));
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let report = runtime.block_on(async {
@@ -939,9 +992,6 @@ fn run_match(
         };
         anyhow::Ok(matches::run(&plan, web, shutdown_on_signals(), &mut observer).await?)
     });
-    if terminal {
-        eprintln!();
-    }
     // Engines still winding down (a bridge killing its child) finish before the folder goes.
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     if temporary {
@@ -963,18 +1013,27 @@ fn serve(
     config_path: &std::path::Path,
     listen: Option<&str>,
     web: Option<String>,
+    verbose: u8,
 ) -> anyhow::Result<ExitCode> {
     let mut config = arena::config::Config::load(config_path)?;
     if let Some(web) = web {
         config.server.web = web;
         config.web_addr()?;
     }
+    // The console shows a person's view (progress lines, tables, warnings, errors); the whole
+    // log goes to the file.
+    init_logging(
+        verbose,
+        "warn",
+        Some(open_log_file(&config.server.out_dir)?),
+    );
     for name in arena::server::bots_with_short_tokens(&config) {
         eprintln!(
             "warning: bot {name:?} has a token shorter than {} characters, which can be guessed; `arena token` prints a strong one",
             arena::server::MIN_TOKEN_CHARS
         );
     }
+    let out_dir = config.server.out_dir.clone();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let summary = runtime.block_on(async move {
         let listener = arena::server::bind(&config, listen).await?;
@@ -986,12 +1045,33 @@ fn serve(
             ),
             None => None,
         };
-        let events: arena::server::EventSink = std::sync::Arc::new(print_server_event);
+        let board = std::sync::Mutex::new(arena::console::StatusBoard::new(
+            io::stdout(),
+            io::IsTerminal::is_terminal(&io::stdout()),
+            terminal_width(libc::STDOUT_FILENO),
+        ));
+        let events: arena::server::EventSink =
+            std::sync::Arc::new(move |event| print_server_event(&board, event));
         anyhow::Ok(
             arena::server::run_with_web(config, listener, web, shutdown_on_signals(), events)
                 .await?,
         )
     })?;
+    if summary.already_finished {
+        let site = out_dir.join("site");
+        println!(
+            "this league is already finished ({} game{}, every tournament done): nothing to play.\n\
+             Its records and standings are in {out}. `arena site --config {config}` writes its web \
+             site to {site} (serve that folder with any web server, e.g. `python3 -m http.server -d \
+             {site}`); to play the league again, give it a new out_dir.",
+            summary.league_games_finished,
+            if summary.league_games_finished == 1 { "" } else { "s" },
+            out = out_dir.display(),
+            config = config_path.display(),
+            site = site.display(),
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(site) = &summary.site {
         println!(
             "static site written to {} (serve that folder with any web server)",
@@ -1027,17 +1107,26 @@ fn closing_line(summary: &arena::server::ServerSummary) -> String {
 }
 
 /// What a person sees of the server's events on stdout (the server sends progress events only
-/// with `progress` on).
-fn print_server_event(event: arena::server::ServerEvent) {
+/// with `progress` on): on a terminal, a status line per running tournament with its latest
+/// game; elsewhere a line per game.
+fn print_server_event(
+    board: &std::sync::Mutex<arena::console::StatusBoard<io::Stdout>>,
+    event: arena::server::ServerEvent,
+) {
     use arena::server::ServerEvent;
-    match event {
+    let Ok(mut board) = board.lock() else {
+        return;
+    };
+    // A closed stdout leaves the server running; there is nobody to tell.
+    let _ = match event {
         ServerEvent::Ready { address, web } => {
-            println!("arena listening on {address}");
+            let mut text = format!("arena listening on {address}");
             if let Some(web) = web {
-                println!("web view: http://{web}/");
+                text.push_str(&format!("\nweb view: http://{web}/"));
             }
+            board.print(&text)
         }
-        ServerEvent::Resumed(report) => println!(
+        ServerEvent::Resumed(report) => board.print(&format!(
             "resuming from the journal: {} games already played, {} continue from their last journaled move{}{}",
             report.finished,
             report.resumed,
@@ -1051,30 +1140,32 @@ fn print_server_event(event: arena::server::ServerEvent) {
             } else {
                 ""
             }
-        ),
-        ServerEvent::GameFinished(line) => println!("{line}"),
+        )),
+        ServerEvent::GameFinished { tournament, line } => board.set(&tournament, &line),
         ServerEvent::RoundPaired {
             tournament,
             round,
             rounds,
-        } => println!("{tournament}: round {round} of {rounds} paired"),
-        ServerEvent::TournamentFinished(table) => println!("\n{table}"),
-        ServerEvent::OutputBehind(fault) => println!(
+        } => board.print(&format!("{tournament}: round {round} of {rounds} paired")),
+        ServerEvent::TournamentFinished { tournament, table } => board
+            .remove(&tournament)
+            .and_then(|()| board.print(&format!("\n{table}"))),
+        ServerEvent::OutputBehind(fault) => board.print(&format!(
             "OUTPUT BEHIND: cannot write the {} ({}); {} waiting, kept in memory and retried until it works",
             fault.what,
             fault.why,
             waiting_text(&fault)
-        ),
+        )),
         ServerEvent::OutputCaughtUp(what) => {
-            println!("output caught up: writing the {what} works again")
+            board.print(&format!("output caught up: writing the {what} works again"))
         }
-        ServerEvent::OutputLeftBehind(fault) => println!(
+        ServerEvent::OutputLeftBehind(fault) => board.print(&format!(
             "stopped with the {} not written ({}; {} waiting): the next start writes them from the journal",
             fault.what,
             fault.why,
             waiting_text(&fault)
-        ),
-    }
+        )),
+    };
 }
 
 /// What waits for a failing output, in words.
@@ -1123,7 +1214,7 @@ fn main() -> ExitCode {
 /// glibc otherwise raises that limit to the size of each such buffer freed, after which the
 /// web view's event batch (some hundred KB a second with a thousand games) and big standings
 /// texts come from the heap and leave it fragmented, which showed as several KiB of resident
-/// memory per match in `arena bench` beyond the live data (docs/benchmarks.md, "Third
+/// memory per match in `arena bench` beyond the live data (docs/history/benchmarks-runs.md, "Third
 /// sitting").
 fn keep_large_buffers_out_of_the_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -162,7 +162,7 @@ mod tests {
     }
 
     /// The balanced Connect6 set kept in the repository (`docs/openings/connect6-balanced.txt`, see
-    /// docs/engines.md for how it was chosen) loads, and every opening is Black's centre stone
+    /// docs/history/engines-connect6-runs.md for how it was chosen) loads, and every opening is Black's centre stone
     /// plus one White pair within three points of it, distinct, legal under the default rules.
     #[test]
     fn the_balanced_connect6_file_loads() {

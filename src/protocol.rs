@@ -34,6 +34,9 @@ pub enum ErrorCode {
     /// A newer login of the same bot took its place: this connection is closed, and the bot's
     /// matches go on on the newer one (the newest login wins).
     Replaced,
+    /// Every tournament of the league is finished: nothing more to play here; the connection
+    /// is closed (sent to every bot when the league ends, and in answer to a later `hello`).
+    LeagueOver,
 }
 
 impl ErrorCode {
@@ -52,6 +55,7 @@ impl ErrorCode {
             ErrorCode::Suspended => "suspended",
             ErrorCode::TooManyFailedLogins => "too_many_failed_logins",
             ErrorCode::Replaced => "replaced",
+            ErrorCode::LeagueOver => "league_over",
         }
     }
 }

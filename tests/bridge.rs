@@ -912,6 +912,18 @@ async fn conformance_check_passes_a_good_engine_and_names_a_broken_ones_faults()
         report.contains("FAIL start: the engine refused \"name\""),
         "{report}"
     );
+
+    // An engine slower than the move limit fails, and the report says the limit may be all
+    // that is wrong; --move-limit gives it the time.
+    let slow = python("gtp_engine.py", &[&dir_arg(&gtp_dir), "slow"]);
+    let (ok, report) = conformance("gtp", &["--move-limit", "100"], &slow).await;
+    assert!(!ok, "{report}");
+    assert!(
+        report.contains("no move within 0.10 s (the move limit of this check; an engine that thinks longer by default may only need a larger --move-limit)"),
+        "{report}"
+    );
+    let (ok, report) = conformance("gtp", &["--move-limit", "3000"], &slow).await;
+    assert!(ok, "{report}");
 }
 
 /// The example Python bot (`bots/python/arena_random_bot.py`) against itself through a fake

@@ -759,10 +759,14 @@ async fn a_league_killed_mid_game_resumes_from_the_journal_and_plays_every_game_
     assert_standings_match_games(&out, "t");
     assert_eq!(standings(&out)["tournaments"][0]["finished"], true);
 
-    // A second restart on the finished league plays nothing and changes nothing.
-    let server = spawn_server(&config_path).await;
-    let (status, _) = server.exited(Duration::from_secs(30)).await;
-    assert!(status.success());
+    // A second restart on the finished league plays nothing, changes nothing, and says why.
+    let again = serve_output(&config_path).await;
+    assert!(again.status.success());
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert!(
+        stdout.starts_with("this league is already finished (2 games"),
+        "{stdout}"
+    );
     assert_eq!(read_games(&out).len(), 2);
 
     // A changed config is refused, naming what differs.

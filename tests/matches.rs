@@ -281,6 +281,22 @@ fn per_engine_settings_must_follow_an_engine() {
             "match",
             "hex",
             "--engine",
+            "builtin:jiu",
+            "--engine",
+            "builtin:greedy",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--engine builtin:jiu does not play hex"),
+        "{stderr}"
+    );
+    let output = arena()
+        .args([
+            "match",
+            "hex",
+            "--engine",
             "uci:./x",
             "--engine",
             "builtin:random",
@@ -506,4 +522,34 @@ fn a_built_in_engine_on_stdio_plays_as_a_json_program() {
         );
         assert!(line["moves"].as_array().unwrap().len() > 4, "{line}");
     }
+}
+
+#[test]
+fn a_finished_match_folder_refuses_a_changed_command() {
+    let out = tempfile::tempdir().unwrap();
+    let run = |opponent: &str, clock: &str| {
+        arena()
+            .args(["match", "hex", "--engine", "builtin:greedy", "--engine"])
+            .args([opponent, "--games", "2", "--clock", clock, "--out"])
+            .arg(out.path())
+            .output()
+            .unwrap()
+    };
+    let first = run("builtin:random", "5+0");
+    assert!(first.status.success(), "{first:?}");
+    let played = games_jsonl(out.path());
+    assert_eq!(played.len(), 2);
+    let changed = run("builtin:greedy", "60+1");
+    let stderr = String::from_utf8_lossy(&changed.stderr);
+    assert!(!changed.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--engine builtin:greedy but this --out was started with builtin:random"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("--clock 60+1 but this --out was started with 5+0"),
+        "{stderr}"
+    );
+    assert!(changed.stdout.is_empty(), "no table for a refused command");
+    assert_eq!(games_jsonl(out.path()), played, "the folder is untouched");
 }

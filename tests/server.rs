@@ -367,10 +367,14 @@ async fn a_reconnect_after_the_grace_finds_the_match_lost() {
     drop(b);
     assert_eq!(a.expect("end").await["reason"], "disconnect");
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
-    b.send(json!({"type":"move","match":MATCH,"move":"A1"}))
-        .await;
-    b.expect_error("unknown_match").await;
+    // The lost game was this league's only one: b is not given it back, it hears that the
+    // league is over.
+    let mut b = Client::hello(server.addr, 1, "b", "tb", &["hex"]).await;
+    b.expect_error("league_over").await;
+    assert!(
+        b.until_closed().await.is_empty(),
+        "no start: the match is lost"
+    );
     let (summary, _, _dir) = server.stop().await;
     assert_eq!(summary.games.len(), 1);
 }
@@ -1100,4 +1104,57 @@ async fn failed_logins_are_limited_per_address() {
     assert!(c.until_closed().await.is_empty());
     tokio::time::sleep(Duration::from_secs(61)).await;
     let _a = Client::login(server.addr, "a", "ta", &["hex"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_league_is_over_bots_are_told_and_stop() {
+    let config = support::config(
+        "exit_when_done = false",
+        &["a", "b"],
+        "hex",
+        "games_per_pairing = 1\nclock = { initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }",
+    );
+    let server = TestServer::start(&config).await;
+    let (mut a, mut b) = two_players(&server, "hex").await;
+    play_alternately(&mut a, &mut b, &hex_red_wins()).await;
+    // Both are told, then the connection closes.
+    for client in [&mut a, &mut b] {
+        let told = client.until_closed().await;
+        let last = told.last().expect("a last message");
+        assert_eq!(last["code"], "league_over", "{told:?}");
+        assert!(last["message"].as_str().unwrap().contains("league is over"));
+    }
+    // A bot that comes later hears the same instead of `welcome`.
+    let mut late = Client::hello(server.addr, 1, "a", "ta", &["hex"]).await;
+    late.expect_error("league_over").await;
+    assert!(late.until_closed().await.is_empty());
+
+    // `arena bot` and the example Python bot say so and stop at once, with success.
+    let addr = server.addr.to_string();
+    let bot = tokio::process::Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(["bot", "--server", &addr, "--name", "a", "--token", "ta"])
+        .args(["--engine", "random", "--games", "hex"])
+        .output();
+    let bot = tokio::time::timeout(Duration::from_secs(20), bot)
+        .await
+        .expect("arena bot stops")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&bot.stderr);
+    assert!(bot.status.success(), "{stderr}");
+    assert!(stderr.contains("the league is over"), "{stderr}");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bots/python/arena_random_bot.py");
+    let python = tokio::process::Command::new("python3")
+        .arg(script)
+        .args(["--port", &server.addr.port().to_string()])
+        .args(["--name", "b", "--token", "tb", "--games", "hex"])
+        .output();
+    let python = tokio::time::timeout(Duration::from_secs(20), python)
+        .await
+        .expect("the example bot stops")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&python.stderr);
+    assert!(python.status.success(), "{stderr}");
+    assert!(stderr.contains("the league is over"), "{stderr}");
+    server.shutdown.cancel();
 }

@@ -271,6 +271,8 @@ async fn a_game_is_followed_through_every_route() {
         assert_eq!(data["move"], moves[ply - 1].as_str());
         assert_eq!(data["position"], expected[ply].as_str());
         assert!(data["clocks"]["first_ms"].is_u64());
+        // The think time as the game's detail has it, so a live page shows it at once.
+        assert_eq!(data["think_ms"], detail["think_ms"][ply - 1], "{data}");
     }
     let (kind, data) = game_events.next().await.expect("end event");
     assert_eq!(kind, "end");
@@ -335,9 +337,27 @@ async fn a_game_is_followed_through_every_route() {
             .starts_with("text/html"));
         assert!(page.text().contains("/assets/board.js"));
     }
-    for asset in ["style.css", "board.js", "app.js"] {
+    for asset in ["style.css", "board.js", "app.js", "icon.svg"] {
         assert_eq!(server.get(&format!("/assets/{asset}")).await.status, 200);
     }
+    // Browsers ask for /favicon.ico by themselves.
+    let icon = server.get("/favicon.ico").await;
+    assert_eq!(icon.status, 200);
+    assert_eq!(icon.header("content-type"), Some("image/svg+xml"));
+    // An unknown game's page is a 404 page that says so (the name escaped).
+    let missing = server.get("/games/no-such-%3Cgame%3E").await;
+    assert_eq!(missing.status, 404);
+    assert!(missing
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/html"));
+    assert!(
+        missing
+            .text()
+            .contains("No game no-such-&lt;game&gt; is known here"),
+        "{}",
+        missing.text()
+    );
 
     // Every bad request: a 4xx with a JSON error, and the server carries on.
     for (path, status) in [
@@ -575,6 +595,31 @@ fn serve_prints_the_web_address_and_writes_the_site_when_done() {
         stdout.contains("static site written to out/site"),
         "{stdout}"
     );
+    // The console is a person's view: progress lines and tables, no log lines; the whole log
+    // is in out/arena.log.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains(" INFO "), "{stderr}");
+    assert!(stdout.contains("sur 1/1"), "{stdout}");
+    let log = std::fs::read_to_string(dir.path().join("out/arena.log")).unwrap();
+    assert!(log.contains(" INFO "), "{log}");
+
+    // Started again, the finished league says so and how to serve its site, and exits.
+    let again = arena()
+        .current_dir(dir.path())
+        .args(["serve", "--web", "127.0.0.1:0"])
+        .output()
+        .expect("run arena serve again");
+    let text = String::from_utf8_lossy(&again.stdout);
+    assert!(again.status.success(), "{text}");
+    assert!(
+        text.starts_with("this league is already finished (1 game,"),
+        "{text}"
+    );
+    assert!(
+        text.contains("`arena site --config arena.toml` writes its web site to out/site"),
+        "{text}"
+    );
+    assert!(!text.contains("web view:"), "{text}");
     let site = dir.path().join("out/site");
     for file in [
         "index.html",
@@ -614,6 +659,79 @@ fn serve_prints_the_web_address_and_writes_the_site_when_done() {
         std::fs::read(elsewhere.join(format!("api/games/{id}.json"))).unwrap(),
         std::fs::read(site.join(format!("api/games/{id}.json"))).unwrap()
     );
+
+    // From another folder, the config's `out_dir = "out"` is its own folder's `out`.
+    let other = tempfile::tempdir().unwrap();
+    let output = arena()
+        .current_dir(other.path())
+        .args(["site", "--config"])
+        .arg(dir.path().join("arena.toml"))
+        .args(["--out", "copy"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        std::fs::read(other.path().join(format!("copy/api/games/{id}.json"))).unwrap(),
+        std::fs::read(site.join(format!("api/games/{id}.json"))).unwrap()
+    );
+}
+
+#[test]
+fn a_site_of_a_league_with_no_outputs_is_refused_saying_where_it_looked() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("arena.toml"), LEAGUE).unwrap();
+    let output = arena()
+        .current_dir(dir.path())
+        .arg("site")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("no games.jsonl or journal.jsonl in out"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("out/site").exists());
+}
+
+#[test]
+fn a_config_syntax_error_names_the_file_line_and_column_with_a_caret() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("broken.toml");
+    std::fs::write(
+        &path,
+        "[server]\nlisten = \"127.0.0.1:0\"\n[[bot]\nname = \"a\"\n",
+    )
+    .unwrap();
+    for command in ["serve", "site"] {
+        let output = arena()
+            .args([command, "--config"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.starts_with(&format!("arena: {}:3:", path.display())),
+            "{stderr}"
+        );
+        assert!(stderr.contains("\n3 | [[bot]\n  | "), "{stderr}");
+        assert!(stderr.trim_end().ends_with('^'), "{stderr}");
+    }
+    // A key's error names the file and the key, with the place of the value.
+    std::fs::write(&path, "[server]\nlisten = 7\n").unwrap();
+    let output = arena()
+        .args(["serve", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with(&format!("arena: {}:2:", path.display())),
+        "{stderr}"
+    );
+    assert!(stderr.contains(": server.listen: "), "{stderr}");
+    assert!(stderr.contains("\n2 | listen = 7\n"), "{stderr}");
 }
 
 #[test]
@@ -633,4 +751,67 @@ fn a_bad_web_address_is_refused_naming_the_key() {
         .unwrap_err()
         .to_string()
         .starts_with("server.web:"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bot_pointed_at_the_web_port_is_told_so_and_stops() {
+    let server = WebServer::start(HEX_LEAGUE).await;
+    let web = server.web.to_string();
+    let bot = tokio::process::Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args([
+            "bot", "--server", &web, "--name", "alice", "--token", "a-token",
+        ])
+        .args(["--engine", "random"])
+        .output();
+    let bot = tokio::time::timeout(std::time::Duration::from_secs(20), bot)
+        .await
+        .expect("arena bot stops at once")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&bot.stderr);
+    assert!(!bot.status.success(), "{stderr}");
+    assert!(stderr.contains("is a web server"), "{stderr}");
+    assert!(stderr.contains("web view's port"), "{stderr}");
+
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bots/python/arena_random_bot.py");
+    let python = tokio::process::Command::new("python3")
+        .arg(script)
+        .args(["--port", &server.web.port().to_string()])
+        .args(["--name", "alice", "--token", "a-token"])
+        .output();
+    let python = tokio::time::timeout(std::time::Duration::from_secs(20), python)
+        .await
+        .expect("the example bot stops at once")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&python.stderr);
+    assert_eq!(python.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("is a web server"), "{stderr}");
+    server.shutdown.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bot_waiting_for_the_opponent_it_is_playing_is_told_so() {
+    let two_tournaments = format!(
+        "{HEX_LEAGUE}\n[[tournament]]\nname = \"u\"\ngame = \"hex\"\nbots = [\"alice\", \"bob\"]\n\
+         games_per_pairing = 1\nclock = {{ initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }}\n"
+    );
+    let server = WebServer::start(&two_tournaments).await;
+    let mut alice = Client::login_with(server.addr, "alice", "a-token", &["hex"], 2).await;
+    let mut bob = Client::login(server.addr, "bob", "b-token", &["hex"]).await;
+    alice.expect("start").await;
+    bob.expect("start").await;
+    let bots = server
+        .wait_for("/api/bots", |v| {
+            v["bots"][0]["waiting"]
+                .as_array()
+                .is_some_and(|w| !w.is_empty())
+        })
+        .await;
+    let waiting = bots["bots"][0]["waiting"].to_string();
+    assert!(
+        waiting.contains("the next game with bob waits for the one they are playing now"),
+        "{bots}"
+    );
+    assert!(!waiting.contains("is busy"), "{bots}");
+    server.shutdown.cancel();
 }

@@ -660,6 +660,16 @@ async fn a_person_logs_in_on_play_and_plays_by_clicking() {
             if !wait_for_turn_or_end(&browser, &server, &match_id).await {
                 break;
             }
+            if my_moves == 0 {
+                // The person's own clock runs on this page, and their side is marked to move.
+                let clock = "var r = document.querySelector('.players div.to-move'); \
+                             return r ? r.querySelector('.clock').textContent : null;";
+                let before = browser.js(clock).await;
+                assert!(before.is_string(), "no side marked to move: {before}");
+                tokio::time::sleep(Duration::from_millis(1200)).await;
+                let after = browser.js(clock).await;
+                assert_ne!(before, after, "the clock of the side to move does not run");
+            }
             play_by_clicks(&browser, &server, &match_id).await;
             my_moves += 1;
             if my_moves == 1 && game != "hex" {
@@ -676,10 +686,26 @@ async fn a_person_logs_in_on_play_and_plays_by_clicking() {
                     )
                     .await;
                 watcher.screenshot(&format!("{game}-league")).await;
-                // Give up this one with the resign button.
+                // Give up this one with the resign button, which asks first.
                 browser
                     .client
                     .find(Locator::Css("#resign"))
+                    .await
+                    .unwrap()
+                    .click()
+                    .await
+                    .unwrap();
+                let asked = browser
+                    .js("return [document.getElementById('resign-confirm').hidden, document.getElementById('resign-question').textContent];")
+                    .await;
+                assert_eq!(asked[0], false, "{asked}");
+                assert!(asked[1].as_str().unwrap().contains(&match_id), "{asked}");
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let still = server.get_json(&format!("/api/games/{match_id}")).await;
+                assert_eq!(still["status"], "playing", "nothing sent before yes");
+                browser
+                    .client
+                    .find(Locator::Css("#resign-yes"))
                     .await
                     .unwrap()
                     .click()
@@ -715,8 +741,66 @@ async fn a_person_logs_in_on_play_and_plays_by_clicking() {
         } else {
             assert_eq!(detail["reason"], "resign", "{detail}");
         }
+        // The result is shown, and stays in the list of the person's games.
+        browser
+            .wait_until(
+                &format!("return document.querySelector('#my-games li[data-match=\"{match_id}\"]') !== null;"),
+                "the finished game in the list of the person's games",
+            )
+            .await;
+        let banner = browser
+            .js("return document.getElementById('last-result').hidden ? '' : document.getElementById('last-result-text').textContent;")
+            .await;
+        assert!(
+            banner.as_str().unwrap_or("").contains(&match_id),
+            "the result banner shows the game until the person moves on: {banner}"
+        );
     }
     assert!(finished_by_play);
+    let listed = browser
+        .js("return document.querySelectorAll('#my-games li').length;")
+        .await;
+    assert_eq!(listed, json!(4), "every game's result is kept");
+    let text = browser
+        .js("return document.getElementById('my-games').textContent;")
+        .await;
+    assert!(text.as_str().unwrap().contains("by resign"), "{text}");
+    // Every game is played: the page says the league is over instead of waiting.
+    browser
+        .wait_until(
+            "return document.getElementById('status').textContent.indexOf('the league is over') === 0;",
+            "the page saying the league is over",
+        )
+        .await;
+
+    // The league page at 400 px: nothing overflows sideways (tables scroll in their cards),
+    // and the header says the page is connected.
+    watcher.client.set_window_size(400, 800).await.unwrap();
+    watcher
+        .client
+        .goto(&format!("http://{}/", server.web))
+        .await
+        .unwrap();
+    watcher
+        .wait_until(
+            "return document.querySelectorAll('#standings table.standings').length === 4 \
+             && document.getElementById('conn').className === 'conn on';",
+            "the standings and the connection indicator",
+        )
+        .await;
+    let widths = watcher
+        .js("return [document.documentElement.scrollWidth, document.documentElement.clientWidth];")
+        .await;
+    assert!(
+        widths[0].as_u64() <= widths[1].as_u64(),
+        "overflows sideways: {widths}"
+    );
+    assert_eq!(
+        watcher
+            .js("return document.getElementById('conn').textContent;")
+            .await,
+        json!("live: connected")
+    );
     browser.close().await;
     watcher.close().await;
     server.shutdown.cancel();

@@ -25,7 +25,8 @@ followed by "+P" for every enemy stone removed by a square.
 If the referee goes away (a server restart), the bot connects again, waiting 0.25 s, then
 0.5 s, 1 s, ... up to 5 s between attempts, for --reconnect-for-ms (default 60 s) after it lost
 the referee; the referee then sends `start` again with the moves so far. A refused hello
-(wrong name or token) is not retried.
+(wrong name or token) is not retried, and when the referee says the league is over (`error`
+with code `league_over`) the bot says so and stops.
 
 Changed the Jiu move generator? Check it against the referee's rules (see `selftest`):
     python3 arena_random_bot.py --selftest 20 | arena replay jiu
@@ -366,6 +367,8 @@ def main():
         except OSError as error:  # cannot connect, or the connection broke
             print("connection to the referee failed: %s" % error, file=sys.stderr)
             welcomed, refused = False, False
+        if refused == "league over":
+            return
         if refused:
             sys.exit(1)
         if welcomed:
@@ -383,7 +386,8 @@ def main():
 
 def play(args):
     """One connection: hello, then play until the referee closes it. Returns (welcomed,
-    refused): whether the referee accepted us, and whether it refused our hello for good."""
+    refused): whether the referee accepted us, and whether it refused our hello for good
+    ("league over" when it said the league is over)."""
     sock = socket.create_connection((args.host, args.port))
     # Send each small message at once (no Nagle delay): our clock runs until the move arrives.
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -405,6 +409,13 @@ def play(args):
     welcomed = False
     boards = {}  # match id -> Board
     for line in reader:
+        if line.startswith("HTTP/"):
+            print("%s:%s is a web server (it answered %r), not the referee: probably the web "
+                  "view's port. Connect to the referee's address, server.listen in the arena's "
+                  "config (port 7878 by default)" % (args.host, args.port, line.strip()),
+                  file=sys.stderr)
+            sock.close()
+            return False, True
         try:
             message = json.loads(line)
         except ValueError:
@@ -444,6 +455,10 @@ def play(args):
             boards.pop(message["match"], None)
             print("match %s: %s by %s" % (message["match"], message["result"],
                                           message["reason"]), file=sys.stderr)
+        elif kind == "error" and message.get("code") == "league_over":
+            print("the league is over: %s; stopping" % message.get("message"), file=sys.stderr)
+            sock.close()
+            return welcomed, "league over"
         elif kind == "error":
             print("referee error %s: %s" % (message.get("code"), message.get("message")),
                   file=sys.stderr)

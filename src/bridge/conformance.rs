@@ -17,7 +17,7 @@ use crate::protocol::{BotMessage, ClockSpec, RefereeMessage, TurnClock};
 
 /// Plies after which a check game stops if it has not ended: the game is short by design.
 pub const CHECK_PLIES: usize = 30;
-/// The per-move limit the engine gets in a check game.
+/// The per-move limit the engine gets in a check game unless told otherwise (`--move-limit`).
 pub const CHECK_MOVE_MS: u64 = 10_000;
 /// The name the engine's opponent goes by (and the "server" a json engine is welcomed by).
 const OPPONENT: &str = "random (arena connect --check)";
@@ -30,9 +30,11 @@ struct Tally {
     chatter: u64,
 }
 
-/// Runs the check and writes its report to `out`. `Ok(true)` if the engine did nothing wrong.
+/// Runs the check, each engine move limited to `move_limit_ms`, and writes its report to `out`.
+/// `Ok(true)` if the engine did nothing wrong.
 pub async fn run_check(
     options: &ConnectOptions,
+    move_limit_ms: u64,
     out: &mut (dyn Write + Send),
 ) -> Result<bool, BridgeError> {
     let command = options.command.join(" ");
@@ -92,7 +94,13 @@ pub async fn run_check(
     };
     let mut tally = Tally::default();
     for (number, side) in [(1u64, Side::First), (2, Side::Second)] {
-        play_check_game(options, game_id, side, number, &mut tally, out).await?;
+        let game = CheckGame {
+            game_id,
+            side,
+            number,
+            move_limit_ms,
+        };
+        play_check_game(options, &game, &mut tally, out).await?;
     }
     if tally.chatter > 0 {
         say(
@@ -128,16 +136,29 @@ fn say(out: &mut (dyn Write + Send), line: impl AsRef<str>) -> Result<(), Bridge
     out.flush().map_err(BridgeError::Report)
 }
 
+/// Which check game to play.
+struct CheckGame {
+    game_id: GameId,
+    /// The engine's side.
+    side: Side,
+    number: u64,
+    move_limit_ms: u64,
+}
+
 /// One check game: the engine plays `side`, the random engine the other; every engine move is
 /// reported. A problem ends the game.
 async fn play_check_game(
     options: &ConnectOptions,
-    game_id: GameId,
-    side: Side,
-    number: u64,
+    check: &CheckGame,
     tally: &mut Tally,
     out: &mut (dyn Write + Send),
 ) -> Result<(), BridgeError> {
+    let CheckGame {
+        game_id,
+        side,
+        number,
+        move_limit_ms,
+    } = *check;
     let rules = serde_json::json!({});
     let Ok(mut game) = new_game(game_id, &rules) else {
         return Ok(());
@@ -168,9 +189,9 @@ async fn play_check_game(
         }
     };
     let clock = ClockSpec {
-        initial_ms: CHECK_MOVE_MS * CHECK_PLIES as u64,
+        initial_ms: move_limit_ms.saturating_mul(CHECK_PLIES as u64),
         increment_ms: 0,
-        move_limit_ms: Some(CHECK_MOVE_MS),
+        move_limit_ms: Some(move_limit_ms),
     };
     let start = RefereeMessage::Start {
         match_id: match_id.clone(),
@@ -232,7 +253,7 @@ async fn play_check_game(
             break;
         }
         let asked = Instant::now();
-        match engine_answer(&mut engine, tally).await {
+        match engine_answer(&mut engine, move_limit_ms, tally).await {
             Answer::Move(mv) => {
                 let took = asked.elapsed();
                 tally.engine_moves += 1;
@@ -332,7 +353,7 @@ enum Answer {
 
 /// Waits for the engine's move (its adapter's deadline applies), reporting nothing but counting
 /// chatter; a chatter line that looks like a botched move is a problem.
-async fn engine_answer(engine: &mut Engine, tally: &mut Tally) -> Answer {
+async fn engine_answer(engine: &mut Engine, move_limit_ms: u64, tally: &mut Tally) -> Answer {
     loop {
         let mut actions = Vec::new();
         let deadline = engine.deadline();
@@ -342,8 +363,9 @@ async fn engine_answer(engine: &mut Engine, tally: &mut Tally) -> Answer {
                 return Answer::Problem(match engine.exited_at {
                     Some(_) => "the engine exited".to_string(),
                     None => format!(
-                        "no move within {} s (the move limit of this check)",
-                        Duration::from_millis(CHECK_MOVE_MS).as_secs()
+                        "no move within {} (the move limit of this check; an engine that thinks \
+                         longer by default may only need a larger --move-limit)",
+                        seconds(Duration::from_millis(move_limit_ms))
                     ),
                 });
             }

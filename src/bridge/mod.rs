@@ -1017,6 +1017,8 @@ pub async fn run(options: ConnectOptions) -> Result<u32, BridgeError> {
             HandshakeError::Refused(message) => BridgeError::Refused(message),
             HandshakeError::Closed => BridgeError::ClosedBeforeWelcome,
             HandshakeError::Protocol(message) => BridgeError::Refused(message),
+            web @ HandshakeError::WebServer(_) => BridgeError::Refused(web.to_string()),
+            HandshakeError::LeagueOver(message) => BridgeError::Refused(message),
             HandshakeError::Io(e) => BridgeError::Io(e),
         })?;
     tracing::info!("welcomed by {server_name} as {}", options.name);

@@ -55,7 +55,8 @@ use crate::hash::{splitmix64, zobrist_keys};
 
 /// Default maximum search depth, in two-stone turns: deep enough that the time budget, not
 /// the depth, usually ends the search. Against Cloudict (depth 4) over the balanced openings
-/// a depth of 6 scored 35%, 8 scored 53%, 10 scored 59% and 14 scored 65% (docs/engines.md).
+/// a depth of 6 scored 35%, 8 scored 53%, 10 scored 59% and 14 scored 65%
+/// (docs/history/engines-connect6-runs.md).
 const DEFAULT_DEPTH: u32 = 14;
 /// Default number of candidate single points a pair is built from.
 const DEFAULT_WIDTH: usize = 12;

@@ -6,6 +6,7 @@
 //! follows games.jsonl as games finish (the tally), stops early when the SPRT decides, and
 //! builds the report (`stats` does the arithmetic).
 
+pub mod settings;
 pub mod stats;
 
 use std::collections::{BTreeMap, HashMap};
@@ -39,6 +40,12 @@ pub enum MatchError {
     Engine { spec: String, message: String },
     #[error("{0}")]
     Plan(String),
+    #[error(
+        "{} holds a match started with another command: {}; run the command it was started with, or give another --out",
+        dir.display(),
+        changes.join("; ")
+    )]
+    Changed { dir: PathBuf, changes: Vec<String> },
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
     #[error(transparent)]
@@ -291,9 +298,29 @@ impl MatchPlan {
                 ..Default::default()
             },
         };
-        config.validate()?;
+        for entry in &self.engines {
+            if let EngineKind::Builtin { engine, .. } = &entry.kind {
+                let plays = crate::engine::catalogue()
+                    .into_iter()
+                    .find(|e| e.id == engine)
+                    .map(|e| e.games)
+                    .unwrap_or_default();
+                if !plays.contains(&self.game) {
+                    let plays: Vec<&str> = plays.iter().map(|g| g.as_str()).collect();
+                    return Err(MatchError::Plan(format!(
+                        "--engine {} does not play {} (it plays {}; `arena engines` lists each engine's games)",
+                        entry.kind,
+                        self.game,
+                        plays.join(", ")
+                    )));
+                }
+            }
+        }
+        config
+            .validate()
+            .map_err(|e| self.in_command_line_words(e))?;
         // Built-in options are checked now rather than by a client that would retry forever.
-        for (entry, name) in self.engines.iter().zip(&names) {
+        for entry in &self.engines {
             if let EngineKind::Builtin { engine, options } = &entry.kind {
                 crate::engine::new_engine(
                     engine,
@@ -302,10 +329,58 @@ impl MatchPlan {
                     options,
                     1,
                 )
-                .map_err(|e| MatchError::Plan(format!("engine {name:?}: {e}")))?;
+                .map_err(|e| MatchError::Plan(format!("--engine {}: {e}", entry.kind)))?;
             }
         }
         Ok(config)
+    }
+
+    /// A refusal of the league config this plan becomes, said with the option it came from
+    /// (`--clock`, `--engine builtin:hex:…`) instead of the config's key.
+    fn in_command_line_words(&self, error: crate::config::ConfigError) -> MatchError {
+        use crate::config::ConfigError;
+        let key = error.key().unwrap_or_default().to_string();
+        let message = match &error {
+            ConfigError::Invalid { message, .. } | ConfigError::Syntax { message, .. } => {
+                message.clone()
+            }
+            ConfigError::Read { .. } => error.to_string(),
+        };
+        let engine = |index: &str| {
+            index
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| self.engines.get(i))
+                .map(|e| e.kind.to_string())
+        };
+        let option = if let Some((index, field)) = key
+            .strip_prefix("bot[")
+            .and_then(|rest| rest.split_once("]."))
+        {
+            let spec = engine(index).unwrap_or_default();
+            match field {
+                "memory_mb" => "--memory-mb".to_string(),
+                "name" => format!("--name (of --engine {spec})"),
+                "dir" => format!("--dir (of --engine {spec})"),
+                "init" => format!("--init (of --engine {spec})"),
+                field => match field.strip_prefix("options.") {
+                    Some(option) => format!("--engine {spec}: option {option}"),
+                    None => format!("--engine {spec}"),
+                },
+            }
+        } else {
+            let field = key.strip_prefix("tournament[0].").unwrap_or(&key);
+            match field {
+                "clock.move_limit_ms" => "--move-limit".to_string(),
+                f if f.starts_with("clock") => "--clock".to_string(),
+                f if f.starts_with("rules") => "--rules".to_string(),
+                "openings" => "--openings".to_string(),
+                "games_per_pairing" => "--games".to_string(),
+                "concurrency" => "--concurrency".to_string(),
+                other => other.to_string(),
+            }
+        };
+        MatchError::Plan(format!("{option}: {message}"))
     }
 }
 
@@ -826,6 +901,7 @@ pub async fn run(
     observer: &mut impl MatchObserver,
 ) -> Result<MatchReport, MatchError> {
     let config = plan.config()?;
+    settings::check_and_record(plan, &config)?;
     let names = engine_names(&plan.engines)?;
     let listener = crate::server::bind(&config, None).await?;
     // Which opening each game was given (its moves are no engine's).
@@ -1155,5 +1231,53 @@ mod tests {
         let mut bad = plan.clone();
         bad.engines[0] = EngineEntry::new("builtin:hex:nonsense=1".parse().unwrap());
         assert!(bad.config().is_err());
+    }
+
+    #[test]
+    fn a_refused_plan_is_told_in_command_line_words() {
+        let plan = MatchPlan {
+            game: GameId::Hex,
+            engines: [
+                EngineEntry::new("builtin:jiu".parse().unwrap()),
+                EngineEntry::new("builtin:greedy".parse().unwrap()),
+            ],
+            games: 2,
+            concurrency: 1,
+            clock: ClockSpec {
+                initial_ms: 10_000,
+                increment_ms: 0,
+                move_limit_ms: None,
+            },
+            rules: Value::Null,
+            openings: Vec::new(),
+            sprt: None,
+            out_dir: PathBuf::from("out"),
+            memory_mb: None,
+        };
+        let err = plan.config().unwrap_err().to_string();
+        assert!(
+            err.starts_with("--engine builtin:jiu does not play hex (it plays jiu"),
+            "{err}"
+        );
+        let mut slow = plan.clone();
+        slow.engines[0] = EngineEntry::new("builtin:hex".parse().unwrap());
+        slow.clock.initial_ms = crate::config::MAX_DURATION_MS + 1;
+        let err = slow.config().unwrap_err().to_string();
+        assert!(err.starts_with("--clock: "), "{err}");
+        assert!(!err.contains("tournament"), "{err}");
+        slow.clock.initial_ms = 1000;
+        slow.clock.move_limit_ms = Some(crate::config::MAX_DURATION_MS + 1);
+        assert!(slow
+            .config()
+            .unwrap_err()
+            .to_string()
+            .starts_with("--move-limit: "));
+        let mut option = plan;
+        option.engines[0] = EngineEntry::new("builtin:hex:time_ms=-5".parse().unwrap());
+        let err = option.config().unwrap_err().to_string();
+        assert!(
+            err.starts_with("--engine builtin:hex:time_ms=-5: "),
+            "{err}"
+        );
     }
 }

@@ -239,7 +239,11 @@ impl std::str::FromStr for SprtSpec {
             }
         }
         if spec.elo1 <= spec.elo0 {
-            return Err(SprtSpecError("elo1 must be greater than elo0".into()));
+            return Err(SprtSpecError(format!(
+                "elo1 ({}) must be greater than elo0 ({}); a key left out takes its default \
+                 (elo0=0, elo1=5, alpha=0.05, beta=0.05)",
+                spec.elo1, spec.elo0
+            )));
         }
         for (name, p) in [("alpha", spec.alpha), ("beta", spec.beta)] {
             if !(p > 0.0 && p < 0.5) {
@@ -429,6 +433,16 @@ mod tests {
         assert_eq!(spec.result(&[0, 0, 0, 0, 1]).decision, None);
         assert_eq!(spec.result(&[0, 0, 0, 0, 6]).decision, Some(true));
         assert_eq!(spec.result(&[6, 0, 0, 0, 0]).decision, Some(false));
+    }
+
+    #[test]
+    fn an_elo0_alone_above_the_default_elo1_says_the_defaults() {
+        let err = "elo0=10".parse::<SprtSpec>().unwrap_err().to_string();
+        assert!(
+            err.contains("elo1 (5) must be greater than elo0 (10)"),
+            "{err}"
+        );
+        assert!(err.contains("elo1=5, alpha=0.05"), "{err}");
     }
 
     #[test]

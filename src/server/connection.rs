@@ -456,6 +456,16 @@ impl Connection {
         Next::Continue
     }
 
+    /// Tells a bot that logs in after the league ended that it is over, and closes.
+    fn league_over(&self) -> Next {
+        self.error(
+            ErrorCode::LeagueOver,
+            super::registry::LEAGUE_OVER_MESSAGE,
+            None,
+        );
+        Next::Close("the league is over".into())
+    }
+
     async fn hello(
         &mut self,
         protocol: u32,
@@ -539,6 +549,9 @@ impl Connection {
             self.error(ErrorCode::UnknownGame, message, None);
             return Next::Close(format!("{name:?} listed no game it is scheduled for"));
         }
+        if self.ctx.registry.league_is_over() {
+            return self.league_over();
+        }
         let max_games = max_games.clamp(1, self.ctx.config.server.max_games_cap);
         let session = Session {
             link: self.link.clone(),
@@ -555,6 +568,11 @@ impl Connection {
             tracing::info!(conn = self.link.conn_id, replaced = old, bot = %name, "a new login replaced the bot's older connection");
         }
         let resumed = registered.resumed;
+        // The league may have ended while this bot registered (after `end_league` told the
+        // others).
+        if self.ctx.registry.league_is_over() {
+            return self.league_over();
+        }
         tracing::info!(
             conn = self.link.conn_id,
             bot = %name,

@@ -126,6 +126,8 @@ pub const WRITE_FAILED: &str = "a write to it failed (the bot closed or reset it
 pub const SUSPENDED: &str = "its bot was suspended";
 /// Why a connection was dropped for a newer login of the same bot.
 pub const REPLACED: &str = "a newer login of its bot replaced it";
+/// Why every connection is dropped once the league is over.
+pub const LEAGUE_OVER: &str = "the league is over";
 
 /// A line for a connection's writer (with its `\n`), how much of it is already written, and the
 /// stamp to set once it is written.

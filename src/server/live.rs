@@ -466,14 +466,15 @@ impl Live {
         self.publish("start", None, summary);
     }
 
-    /// A referee accepted `text`, the game's move number `ply` (already in its move log);
-    /// `clocks` are both sides' time left, and `position` makes the position text after the
-    /// move, called only if a `move` event is published (see the module's note).
+    /// A referee accepted `text`, the game's move number `ply` (already in its move log), after
+    /// `think_ms`; `clocks` are both sides' time left, and `position` makes the position text
+    /// after the move, called only if a `move` event is published (see the module's note).
     pub fn move_played(
         &self,
         match_id: &str,
         ply: usize,
         text: &str,
+        think_ms: u64,
         position: impl FnOnce() -> String,
         clocks: [u64; 2],
     ) {
@@ -516,6 +517,7 @@ impl Live {
             ply: usize,
             #[serde(rename = "move")]
             text: &'a str,
+            think_ms: u64,
             position: &'a str,
             clocks: Clocks,
         }
@@ -524,6 +526,7 @@ impl Live {
             match_id,
             ply,
             text,
+            think_ms,
             position: &position,
             clocks: Clocks {
                 first_ms: clocks[0],
@@ -765,7 +768,7 @@ mod tests {
         position: impl FnOnce() -> String,
     ) {
         log.push(text, Side::First, 1, 0);
-        live.move_played(id, log.len(), text, position, [1, 1]);
+        live.move_played(id, log.len(), text, 1, position, [1, 1]);
     }
 
     /// Starts game `id` and returns its move log (the referee's).

@@ -164,6 +164,19 @@ pub async fn run_with_web(
         tournaments,
         events.clone(),
     );
+    if config.server.exit_when_done && scheduler.all_tournaments_finished() {
+        tracing::info!("every tournament was finished before this run: nothing to play");
+        let (league_games_finished, league_games_planned) = scheduler.league_progress();
+        return Ok(ServerSummary {
+            address,
+            games: Vec::new(),
+            league_games_finished,
+            league_games_planned,
+            tournaments_finished: true,
+            site: None,
+            already_finished: true,
+        });
+    }
 
     let mut tokens = HashMap::new();
     let mut builtins = Vec::new();
@@ -257,6 +270,7 @@ pub async fn run_with_web(
             games = scheduler.summary.len(),
             "every tournament is finished"
         );
+        registry.end_league();
         if config.server.exit_when_done {
             stop.cancel();
         }
@@ -296,6 +310,7 @@ pub async fn run_with_web(
         league_games_planned,
         tournaments_finished: finished,
         site,
+        already_finished: false,
     })
 }
 

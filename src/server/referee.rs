@@ -250,11 +250,12 @@ impl Referee {
     /// Tells the web view of the move just accepted.
     fn publish_last_move(&self, live: &super::live::Live) {
         let moves = self.moves.read();
-        if let Some((text, _, _)) = moves.last() {
+        if let Some((text, think_ms, _)) = moves.last() {
             live.move_played(
                 &self.spec.match_id,
                 moves.len(),
                 text,
+                think_ms,
                 || self.game.position_text(),
                 [ms(self.remaining[0]), ms(self.remaining[1])],
             );

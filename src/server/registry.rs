@@ -121,7 +121,13 @@ pub struct Registry {
     changed: Notify,
     /// What the web view reads (off unless it runs).
     live: Live,
+    /// Set once every tournament is finished (see [`Registry::end_league`]).
+    league_over: std::sync::atomic::AtomicBool,
 }
+
+/// What a bot is told when the league is over.
+pub const LEAGUE_OVER_MESSAGE: &str =
+    "the league is over: every tournament is finished, there is nothing more to play here";
 
 /// The matches a bot is part of: its side in each and the referee's inbox.
 pub type BotMatches = Vec<(Side, flume::Sender<RefereeInput>)>;
@@ -214,6 +220,27 @@ impl Registry {
         drop(state);
         self.changed.notify_one();
         Some((session.link.conn_id, left))
+    }
+
+    /// The league is over: every connected bot is told so (`error` `league_over`) and dropped,
+    /// and from now on [`Registry::league_is_over`] says so to each `hello`.
+    pub fn end_league(&self) {
+        let state = self.lock();
+        self.league_over
+            .store(true, std::sync::atomic::Ordering::Release);
+        for session in state.sessions.values() {
+            session.link.send(&RefereeMessage::Error {
+                code: crate::protocol::ErrorCode::LeagueOver,
+                message: LEAGUE_OVER_MESSAGE.to_string(),
+                match_id: None,
+            });
+            session.link.close_because(super::link::LEAGUE_OVER);
+        }
+    }
+
+    /// Whether [`Registry::end_league`] was called.
+    pub fn league_is_over(&self) -> bool {
+        self.league_over.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The match `match_id` if `name` plays in it: `name`'s side and the door to its referee.

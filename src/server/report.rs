@@ -92,8 +92,8 @@ pub enum ServerEvent {
         address: SocketAddr,
         web: Option<SocketAddr>,
     },
-    /// A game finished: its progress line (with `progress` on).
-    GameFinished(String),
+    /// A game finished: its tournament's progress line (with `progress` on).
+    GameFinished { tournament: String, line: String },
     /// A Swiss round was paired (with `progress` on).
     RoundPaired {
         tournament: String,
@@ -101,7 +101,7 @@ pub enum ServerEvent {
         rounds: u32,
     },
     /// A tournament finished: its final table, aligned for a terminal (with `progress` on).
-    TournamentFinished(String),
+    TournamentFinished { tournament: String, table: String },
     /// An output could not be written: the writes are kept and tried again (told once per run
     /// of failures).
     OutputBehind(OutputFault),
@@ -136,4 +136,6 @@ pub struct ServerSummary {
     /// Where the static site was written (with the web view on, when the league finished and
     /// the server exited by itself).
     pub site: Option<std::path::PathBuf>,
+    /// Every tournament was finished before this run: it played nothing and exited at once.
+    pub already_finished: bool,
 }

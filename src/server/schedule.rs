@@ -557,6 +557,11 @@ impl Scheduler {
     }
 
     /// Games of the whole league finished so far (this run's and earlier runs'), and planned.
+    /// Whether the league has tournaments and each is finished (nothing left to play).
+    pub fn all_tournaments_finished(&self) -> bool {
+        !self.tournaments.is_empty() && self.tournaments.iter().all(TournamentState::is_finished)
+    }
+
     pub fn league_progress(&self) -> (usize, usize) {
         self.tournaments
             .iter()
@@ -670,13 +675,10 @@ impl Scheduler {
         let (all_done, all_planned) = self.league_progress();
         let progress = self.config.server.progress;
         if let Some(t) = self.tournaments.get(tournament).filter(|_| progress) {
-            (self.events)(ServerEvent::GameFinished(progress_line(
-                t.done(),
-                t.planned(),
-                &game,
-                all_done,
-                all_planned,
-            )));
+            (self.events)(ServerEvent::GameFinished {
+                tournament: t.config.name.clone(),
+                line: progress_line(t.done(), t.planned(), &game, all_done, all_planned),
+            });
         }
         let entries = self
             .tournaments
@@ -840,9 +842,10 @@ impl Scheduler {
             if !t.announced && t.is_finished() {
                 t.announced = true;
                 if progress {
-                    (self.events)(ServerEvent::TournamentFinished(terminal_table(
-                        &t.standings(),
-                    )));
+                    (self.events)(ServerEvent::TournamentFinished {
+                        tournament: t.config.name.clone(),
+                        table: terminal_table(&t.standings()),
+                    });
                 }
             }
         }

@@ -155,6 +155,7 @@ pub fn bots(config: &Config, registry: &Registry, output_faults: &[OutputFault])
         let status = status_of(&bot.name);
         let session = status.session.as_ref();
         let busy = status.busy;
+        let playing = registry.live().playing(&bot.name);
         let mut hello_games: Vec<&str> = session
             .map(|(games, _)| games.iter().map(|g| g.as_str()).collect())
             .unwrap_or_default();
@@ -217,10 +218,19 @@ pub fn bots(config: &Config, registry: &Registry, output_faults: &[OutputFault])
                 match &them.session {
                     Some((games, max_games)) if games.contains(&t.game) => {
                         if them.busy >= *max_games {
-                            reasons.push(format!(
-                                "{}: opponent {opponent} is busy in other games",
-                                t.name
-                            ));
+                            let with_us = registry
+                                .live()
+                                .playing(opponent)
+                                .iter()
+                                .any(|id| playing.contains(id));
+                            reasons.push(if with_us {
+                                format!(
+                                    "{}: the next game with {opponent} waits for the one they are playing now",
+                                    t.name
+                                )
+                            } else {
+                                format!("{}: opponent {opponent} is busy in other games", t.name)
+                            });
                             blocked = true;
                         }
                     }
@@ -240,7 +250,6 @@ pub fn bots(config: &Config, registry: &Registry, output_faults: &[OutputFault])
         reasons.dedup();
         let mut seen = BTreeSet::new();
         reasons.retain(|r| seen.insert(r.clone()));
-        let playing = registry.live().playing(&bot.name);
         out.push(json!({
             "name": bot.name,
             "builtin": bot.builtin,

@@ -40,11 +40,15 @@ pub mod assets {
     pub const STYLE_CSS: &str = include_str!("assets/style.css");
     pub const BOARD_JS: &str = include_str!("assets/board.js");
     pub const APP_JS: &str = include_str!("assets/app.js");
+    /// The pages' icon (also served as `/favicon.ico`, which browsers ask for by themselves).
+    pub const ICON_SVG: &str = include_str!("assets/icon.svg");
+    pub const ICON_TYPE: &str = "image/svg+xml";
     /// Every asset: its file name under `/assets/`, its content type and its text.
-    pub const ALL: [(&str, &str, &str); 3] = [
+    pub const ALL: [(&str, &str, &str); 4] = [
         ("style.css", "text/css; charset=utf-8", STYLE_CSS),
         ("board.js", "text/javascript; charset=utf-8", BOARD_JS),
         ("app.js", "text/javascript; charset=utf-8", APP_JS),
+        ("icon.svg", ICON_TYPE, ICON_SVG),
     ];
 }
 
@@ -147,7 +151,8 @@ pub fn start(
 fn router(context: WebContext) -> Router {
     Router::new()
         .route("/", get(|| page(assets::INDEX_HTML)))
-        .route("/games/{match}", get(|| page(assets::GAME_HTML)))
+        .route("/games/{match}", get(game_page))
+        .route("/favicon.ico", get(favicon))
         .route("/play", get(|| page(assets::PLAY_HTML)))
         .route("/assets/{file}", get(asset))
         .route("/api/standings", get(standings))
@@ -167,6 +172,50 @@ fn router(context: WebContext) -> Router {
 
 async fn page(html: &'static str) -> Html<&'static str> {
     Html(html)
+}
+
+/// A game's page, or 404 with a page that says no such game is known.
+async fn game_page(State(context): State<WebContext>, Path(match_id): Path<String>) -> Response {
+    if context.live_view().game(&match_id).is_some() {
+        return Html(assets::GAME_HTML).into_response();
+    }
+    let shown: String = match_id.chars().take(120).collect();
+    let page = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>arena: no such game</title>\n<link rel=\"stylesheet\" href=\"/assets/style.css\">\n\
+         <link rel=\"icon\" href=\"/assets/icon.svg\" type=\"image/svg+xml\">\n</head>\n\
+         <body data-page=\"missing\">\n<header><h1>arena</h1><a href=\"/\">league</a></header>\n\
+         <main><section><h2 id=\"missing\">No game {} is known here</h2>\n<p>It has not started \
+         yet, or its name is misspelt. The <a href=\"/\">league page</a> lists the games.</p>\
+         </section></main>\n</body>\n</html>\n",
+        escape_html(&shown)
+    );
+    (StatusCode::NOT_FOUND, Html(page)).into_response()
+}
+
+/// Text made safe inside HTML.
+fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+async fn favicon() -> Response {
+    (
+        [(header::CONTENT_TYPE, assets::ICON_TYPE)],
+        assets::ICON_SVG,
+    )
+        .into_response()
 }
 
 async fn asset(Path(file): Path<String>) -> Result<Response, ApiError> {

@@ -16,6 +16,11 @@ use super::assets;
 /// Why the site could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum SiteError {
+    #[error(
+        "no games.jsonl or journal.jsonl in {} (the league's out_dir): nothing to publish; check `out_dir` in the config (a relative one is taken from the config's folder)",
+        .0.display()
+    )]
+    NoOutputs(PathBuf),
     #[error("cannot write {path}: {source}")]
     Write {
         path: PathBuf,
@@ -51,6 +56,12 @@ pub fn static_page(html: &str, root: &str) -> String {
 /// Writes the static site of `config`'s league into `dir`.
 pub fn write_site(config: &Config, dir: &Path) -> Result<(), SiteError> {
     let out_dir = &config.server.out_dir;
+    if !["games.jsonl", crate::journal::JOURNAL_FILE]
+        .iter()
+        .any(|file| out_dir.join(file).exists())
+    {
+        return Err(SiteError::NoOutputs(out_dir.clone()));
+    }
     let games = finished_games(out_dir);
     write(
         &dir.join("api/standings.json"),

@@ -758,7 +758,7 @@ const SPEED_POSITIONS: [&[&str]; 3] = [
 ];
 
 /// Playouts per second with one and with two threads from the same positions, for the figures
-/// in docs/engines.md: `cargo test --release --lib engine::hex::tests::thread_speed -- --ignored
+/// in docs/history/engines-hex-runs.md: `cargo test --release --lib engine::hex::tests::thread_speed -- --ignored
 /// --nocapture`. The ratio depends on what else the machine runs.
 #[test]
 #[ignore]

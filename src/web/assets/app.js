@@ -53,6 +53,36 @@ function fmtNum(x, digits) {
   return x == null ? "" : Number(x).toFixed(digits);
 }
 
+// The two clocks of a game as the server last told them (`clocks`: first_ms, second_ms, at the
+// moment `at`), the side to move's counting down, and that side's row marked.
+function ClockTicker() {
+  this.base = null;
+}
+ClockTicker.prototype.set = function (clocks, mover, running) {
+  this.base = { at: Date.now(), first_ms: clocks.first_ms, second_ms: clocks.second_ms, mover: mover, running: running };
+  this.tick();
+};
+ClockTicker.prototype.stop = function () {
+  if (!this.base) return;
+  var b = this.base, elapsed = b.running ? Date.now() - b.at : 0;
+  b[b.mover + "_ms"] -= elapsed;
+  b.running = false;
+  this.tick();
+};
+ClockTicker.prototype.tick = function () {
+  var b = this.base;
+  if (!b) return;
+  var elapsed = b.running ? Date.now() - b.at : 0;
+  ["first", "second"].forEach(function (side) {
+    var node = $(side + "-clock");
+    if (!node) return;
+    setText(node, fmtClock(b[side + "_ms"] - (side === b.mover ? elapsed : 0)));
+    var moving = b.running && side === b.mover;
+    node.className = "clock" + (moving ? " running" : "");
+    if (node.parentNode) node.parentNode.className = moving ? "to-move" : "";
+  });
+};
+
 function resultText(g) {
   if (!g.result) return "playing";
   var who = g.result === "first" ? g.first + " wins" : g.result === "second" ? g.second + " wins" : "draw";
@@ -71,9 +101,16 @@ function follow(handlers, match) {
       if (handlers[kind]) handlers[kind](JSON.parse(e.data));
     });
   });
-  source.onerror = function () { dropped = true; setText($("conn"), "reconnecting…"); };
+  function showConn(on) {
+    var node = $("conn");
+    if (!node) return;
+    node.className = "conn " + (on ? "on" : "off");
+    node.textContent = on ? "live: connected" : "reconnecting…";
+    node.title = on ? "following the server's events as they happen" : "the connection to the server dropped; trying again";
+  }
+  source.onerror = function () { dropped = true; showConn(false); };
   source.onopen = function () {
-    setText($("conn"), "live");
+    showConn(true);
     if (dropped && handlers.resync) handlers.resync();
     dropped = false;
   };
@@ -112,7 +149,10 @@ function leaguePage() {
         var half = (r.elo_high - r.elo_low) / 2;
         cell(row, fmtNum(r.elo, 0) + " ± " + fmtNum(half, 0));
       });
-      section.appendChild(table);
+      var scroller = document.createElement("div");
+      scroller.className = "table-scroll";
+      scroller.appendChild(table);
+      section.appendChild(scroller);
       box.appendChild(section);
     });
   }
@@ -218,7 +258,7 @@ function gamePage() {
   var id = decodeURIComponent(parts[parts.length - 1]).replace(/\.html$/, "");
   var detail = null;
   var shown = 0;
-  var clockBase = null; // {at: ms timestamp, first_ms, second_ms}
+  var clocks = new ClockTicker();
 
   function show(index) {
     if (!detail) return;
@@ -228,7 +268,17 @@ function gamePage() {
     setText($("ply"), "move " + shown + " of " + detail.moves.length);
     Array.prototype.forEach.call($("moves").children, function (li, i) {
       li.className = i === shown - 1 ? "current" : "";
+      if (i === shown - 1) scrollIntoList(li);
     });
+  }
+
+  // Keeps the current move in view inside the list (not the page).
+  function scrollIntoList(li) {
+    var list = $("moves");
+    if (li.offsetTop < list.scrollTop) list.scrollTop = li.offsetTop;
+    else if (li.offsetTop + li.offsetHeight > list.scrollTop + list.clientHeight) {
+      list.scrollTop = li.offsetTop + li.offsetHeight - list.clientHeight;
+    }
   }
 
   function renderMoves() {
@@ -260,28 +310,18 @@ function gamePage() {
     }
   }
 
-  function tick() {
-    if (!detail || !clockBase) return;
-    var playing = detail.status === "playing";
-    var mover = Board.parse(detail.positions[detail.positions.length - 1]).side;
-    var elapsed = playing ? Date.now() - clockBase.at : 0;
-    ["first", "second"].forEach(function (side) {
-      var ms = clockBase[side + "_ms"] - (side === mover ? elapsed : 0);
-      var node = $(side + "-clock");
-      setText(node, fmtClock(ms));
-      node.className = "clock" + (playing && side === mover ? " running" : "");
-    });
+  function setClocks(c) {
+    clocks.set(c, Board.parse(detail.positions[detail.positions.length - 1]).side, detail.status === "playing");
   }
 
   function load() {
     return getJSON("games/" + encodeURIComponent(id)).then(function (d) {
       var atEnd = !detail || shown === detail.positions.length - 1;
       detail = d;
-      clockBase = { at: Date.now(), first_ms: d.clocks.first_ms, second_ms: d.clocks.second_ms };
       renderHeader();
       renderMoves();
       show(atEnd ? d.positions.length - 1 : shown);
-      tick();
+      setClocks(d.clocks);
     }).catch(function (e) { setText($("result"), String(e.message || e)); });
   }
 
@@ -303,17 +343,17 @@ function gamePage() {
       if (m.ply !== detail.moves.length + 1) { load(); return; }
       var atEnd = shown === detail.positions.length - 1;
       detail.moves.push(m.move);
-      detail.think_ms.push(null);
+      detail.think_ms.push(m.think_ms == null ? null : m.think_ms);
       detail.positions.push(m.position);
-      appendMove(m.move, null, detail.moves.length - 1);
-      clockBase = { at: Date.now(), first_ms: m.clocks.first_ms, second_ms: m.clocks.second_ms };
+      appendMove(m.move, m.think_ms, detail.moves.length - 1);
+      setClocks(m.clocks);
       if (atEnd) show(detail.positions.length - 1);
     },
     end: function (e) { if (e.match === id) load(); },
     start: function (g) { if (g.match === id) load(); },
     resync: load,
   }, id);
-  if (!STATIC) setInterval(tick, 100);
+  if (!STATIC) setInterval(function () { clocks.tick(); }, 100);
 }
 
 /* ---------- the human seat ---------- */
@@ -323,6 +363,8 @@ function playPage() {
   var me = null;
   var current = null; // {match, game, side, rules, first, second, position, moves, legal, myTurn}
   var clicks = [];
+  var clocks = new ClockTicker();
+  var leagueOver = false;
 
   function status(text) { setText($("status"), text); }
   function error(text) { setText($("error"), text || ""); }
@@ -400,6 +442,7 @@ function playPage() {
     clicks = [];
     send({ type: "move", match: current.match, move: move });
     status("move " + move + " sent; waiting for " + opponentName());
+    dismissResult();
     redraw();
   }
 
@@ -439,6 +482,7 @@ function playPage() {
       current.moves = d.moves;
       current.first = d.first;
       current.second = d.second;
+      clocks.set(d.clocks, current.myTurn ? current.side : Board.parse(current.position).side, d.status === "playing");
       setText($("first-name"), d.first + " (" + Board.colourLetter(d.game, "first") + ")");
       setText($("second-name"), d.second + " (" + Board.colourLetter(d.game, "second") + ")");
       var list = $("moves");
@@ -462,14 +506,18 @@ function playPage() {
       current = { match: msg.match, game: msg.game, side: msg.side, rules: msg.rules, first: "", second: "",
         position: "", moves: msg.moves || [], legal: null, myTurn: false };
       clicks = [];
+      askResign(false);
       status("game " + msg.match + " against " + msg.opponent + ": you are " + msg.side + " (" + msg.colour + "); " + msg.opponent + " to move");
       refresh();
     } else if (msg.type === "turn") {
       if (!current || current.match !== msg.match) return;
       current.myTurn = true;
       clicks = [];
-      setText($(current.side + "-clock"), fmtClock(msg.clock.you_ms));
-      setText($((current.side === "first" ? "second" : "first") + "-clock"), fmtClock(msg.clock.opponent_ms));
+      var other = current.side === "first" ? "second" : "first";
+      var told = {};
+      told[current.side + "_ms"] = msg.clock.you_ms;
+      told[other + "_ms"] = msg.clock.opponent_ms;
+      clocks.set(told, current.side, true);
       status("loading your turn in " + msg.match + "…");
       // "your turn" once the legal moves are in (clicks need them).
       var asked = refreshes + 1;
@@ -479,10 +527,16 @@ function playPage() {
         }
       });
     } else if (msg.type === "end") {
-      if (current && current.match === msg.match) { current.myTurn = false; current.legal = null; }
-      status("game over: " + msg.match + ": you " + (msg.result === "win" ? "won" : msg.result === "loss" ? "lost" : "drew") +
-        " by " + String(msg.reason).replace(/_/g, " ") + "; waiting for the next game");
-      if (current) refresh();
+      if (current && current.match === msg.match) { current.myTurn = false; current.legal = null; clocks.stop(); }
+      var outcome = "you " + (msg.result === "win" ? "won" : msg.result === "loss" ? "lost" : "drew") +
+        " by " + String(msg.reason).replace(/_/g, " ");
+      status("game over: " + msg.match + ": " + outcome + "; waiting for the next game");
+      showResult(msg.match, outcome);
+      if (current && current.match === msg.match) refresh();
+    } else if (msg.type === "error" && msg.code === "league_over") {
+      leagueOver = true;
+      if (current) { current.myTurn = false; current.legal = null; clocks.stop(); redraw(); }
+      status("the league is over: every tournament is finished; there is nothing more to play here");
     } else if (msg.type === "error") {
       error(msg.code + ": " + msg.message);
       if (current && msg.match === current.match && msg.code !== "illegal_move") { current.myTurn = true; refresh(); }
@@ -504,12 +558,43 @@ function playPage() {
     socket.onmessage = function (e) {
       try { onMessage(JSON.parse(e.data)); } catch (err) { error(String(err)); }
     };
-    socket.onclose = function () { status("disconnected" + (current ? " (log in again within the reconnect grace to resume)" : "")); };
+    socket.onclose = function () {
+      if (!leagueOver) status("disconnected" + (current ? " (log in again within the reconnect grace to resume)" : ""));
+    };
+  }
+
+  // A finished game's result stays in view (the banner until the person dismisses it or moves
+  // in the next game; the list for the whole visit), whatever game starts next.
+  function showResult(match, outcome) {
+    var banner = $("last-result");
+    setText($("last-result-text"), "game " + match + ": " + outcome);
+    banner.hidden = false;
+    var li = document.createElement("li");
+    li.setAttribute("data-match", match);
+    li.appendChild(link(gameUrl(match), match));
+    li.appendChild(document.createTextNode(": " + outcome));
+    $("my-games").appendChild(li);
+    $("my-games-section").hidden = false;
+  }
+  function dismissResult() { $("last-result").hidden = true; }
+
+  // Resigning asks first.
+  function askResign(ask) {
+    $("resign-confirm").hidden = !ask;
+    $("resign").hidden = ask;
+    if (ask && current) setText($("resign-question"), "Resign " + current.match + " against " + opponentName() + "?");
   }
 
   $("login").onclick = login;
   $("clear").onclick = function () { clicks = []; error(""); redraw(); };
-  $("resign").onclick = function () { if (current) send({ type: "resign", match: current.match }); };
+  $("resign").onclick = function () { if (current) askResign(true); };
+  $("resign-no").onclick = function () { askResign(false); };
+  $("resign-yes").onclick = function () {
+    askResign(false);
+    if (current) send({ type: "resign", match: current.match });
+  };
+  $("last-result-close").onclick = dismissResult;
+  setInterval(function () { clocks.tick(); }, 100);
 }
 
 (function () {
