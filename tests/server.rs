@@ -1131,30 +1131,16 @@ async fn when_the_league_is_over_bots_are_told_and_stop() {
 
     // `arena bot` and the example Python bot say so and stop at once, with success.
     let addr = server.addr.to_string();
-    let bot = tokio::process::Command::new(env!("CARGO_BIN_EXE_arena"))
-        .args(["bot", "--server", &addr, "--name", "a", "--token", "ta"])
-        .args(["--engine", "random", "--games", "hex"])
-        .output();
-    let bot = tokio::time::timeout(Duration::from_secs(20), bot)
-        .await
-        .expect("arena bot stops")
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&bot.stderr);
-    assert!(bot.status.success(), "{stderr}");
-    assert!(stderr.contains("the league is over"), "{stderr}");
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bots/python/arena_random_bot.py");
-    let python = tokio::process::Command::new("python3")
-        .arg(script)
-        .args(["--port", &server.addr.port().to_string()])
-        .args(["--name", "b", "--token", "tb", "--games", "hex"])
-        .output();
-    let python = tokio::time::timeout(Duration::from_secs(20), python)
-        .await
-        .expect("the example bot stops")
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&python.stderr);
-    assert!(python.status.success(), "{stderr}");
-    assert!(stderr.contains("the league is over"), "{stderr}");
+    let port = server.addr.port().to_string();
+    let mut bot = tokio::process::Command::new(env!("CARGO_BIN_EXE_arena"));
+    bot.args(["bot", "--server", &addr, "--name", "a", "--token", "ta"])
+        .args(["--engine", "random", "--games", "hex"]);
+    let python = support::python_bot(&["--port", &port, "--name", "b", "--token", "tb"]);
+    for (mut command, what) in [(bot, "arena bot"), (python, "the example bot")] {
+        let output = support::output_within(&mut command, Duration::from_secs(20), what).await;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{what}: {stderr}");
+        assert!(stderr.contains("the league is over"), "{what}: {stderr}");
+    }
     server.shutdown.cancel();
 }

@@ -570,11 +570,14 @@ fn arena() -> std::process::Command {
 fn serve_prints_the_web_address_and_writes_the_site_when_done() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("arena.toml"), LEAGUE).unwrap();
-    let output = arena()
-        .current_dir(dir.path())
-        .args(["serve", "--web", "127.0.0.1:0"])
-        .output()
-        .expect("run arena serve");
+    let serve = || {
+        arena()
+            .current_dir(dir.path())
+            .args(["serve", "--web", "127.0.0.1:0"])
+            .output()
+            .expect("run arena serve")
+    };
+    let output = serve();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
@@ -604,11 +607,7 @@ fn serve_prints_the_web_address_and_writes_the_site_when_done() {
     assert!(log.contains(" INFO "), "{log}");
 
     // Started again, the finished league says so and how to serve its site, and exits.
-    let again = arena()
-        .current_dir(dir.path())
-        .args(["serve", "--web", "127.0.0.1:0"])
-        .output()
-        .expect("run arena serve again");
+    let again = serve();
     let text = String::from_utf8_lossy(&again.stdout);
     assert!(again.status.success(), "{text}");
     assert!(
@@ -757,35 +756,21 @@ fn a_bad_web_address_is_refused_naming_the_key() {
 async fn a_bot_pointed_at_the_web_port_is_told_so_and_stops() {
     let server = WebServer::start(HEX_LEAGUE).await;
     let web = server.web.to_string();
-    let bot = tokio::process::Command::new(env!("CARGO_BIN_EXE_arena"))
-        .args([
-            "bot", "--server", &web, "--name", "alice", "--token", "a-token",
-        ])
-        .args(["--engine", "random"])
-        .output();
-    let bot = tokio::time::timeout(std::time::Duration::from_secs(20), bot)
-        .await
-        .expect("arena bot stops at once")
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&bot.stderr);
-    assert!(!bot.status.success(), "{stderr}");
-    assert!(stderr.contains("is a web server"), "{stderr}");
-    assert!(stderr.contains("web view's port"), "{stderr}");
-
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bots/python/arena_random_bot.py");
-    let python = tokio::process::Command::new("python3")
-        .arg(script)
-        .args(["--port", &server.web.port().to_string()])
-        .args(["--name", "alice", "--token", "a-token"])
-        .output();
-    let python = tokio::time::timeout(std::time::Duration::from_secs(20), python)
-        .await
-        .expect("the example bot stops at once")
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&python.stderr);
-    assert_eq!(python.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("is a web server"), "{stderr}");
+    let port = server.web.port().to_string();
+    let mut bot = tokio::process::Command::new(env!("CARGO_BIN_EXE_arena"));
+    bot.args([
+        "bot", "--server", &web, "--name", "alice", "--token", "a-token",
+    ])
+    .args(["--engine", "random"]);
+    let python = support::python_bot(&["--port", &port, "--name", "alice", "--token", "a-token"]);
+    for (mut command, what, status) in [(bot, "arena bot", 2), (python, "the example bot", 1)] {
+        let limit = std::time::Duration::from_secs(20);
+        let output = support::output_within(&mut command, limit, what).await;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(status), "{what}: {stderr}");
+        assert!(stderr.contains("is a web server"), "{what}: {stderr}");
+        assert!(stderr.contains("web view's port"), "{what}: {stderr}");
+    }
     server.shutdown.cancel();
 }
 

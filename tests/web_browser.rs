@@ -120,6 +120,16 @@ impl Browser {
             .unwrap_or_else(|e| panic!("script failed: {e}: {script}"))
     }
 
+    /// Clicks the element `css` selects.
+    async fn click(&self, css: &str) {
+        let element = self.client.find(Locator::Css(css)).await;
+        let element = element.unwrap_or_else(|e| panic!("no {css}: {e}"));
+        element
+            .click()
+            .await
+            .unwrap_or_else(|e| panic!("click {css}: {e}"));
+    }
+
     /// Waits until `script` returns true.
     async fn wait_until(&self, script: &str, what: &str) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
@@ -687,14 +697,7 @@ async fn a_person_logs_in_on_play_and_plays_by_clicking() {
                     .await;
                 watcher.screenshot(&format!("{game}-league")).await;
                 // Give up this one with the resign button, which asks first.
-                browser
-                    .client
-                    .find(Locator::Css("#resign"))
-                    .await
-                    .unwrap()
-                    .click()
-                    .await
-                    .unwrap();
+                browser.click("#resign").await;
                 let asked = browser
                     .js("return [document.getElementById('resign-confirm').hidden, document.getElementById('resign-question').textContent];")
                     .await;
@@ -703,14 +706,7 @@ async fn a_person_logs_in_on_play_and_plays_by_clicking() {
                 tokio::time::sleep(Duration::from_millis(300)).await;
                 let still = server.get_json(&format!("/api/games/{match_id}")).await;
                 assert_eq!(still["status"], "playing", "nothing sent before yes");
-                browser
-                    .client
-                    .find(Locator::Css("#resign-yes"))
-                    .await
-                    .unwrap()
-                    .click()
-                    .await
-                    .unwrap();
+                browser.click("#resign-yes").await;
                 break;
             }
             if game == "hex" && my_moves == 5 {

@@ -1199,14 +1199,11 @@ mod tests {
         assert_eq!(MoveTimes::of(&BTreeMap::new()), None);
     }
 
-    #[test]
-    fn the_plan_becomes_a_valid_league_with_openings() {
-        let plan = MatchPlan {
+    /// A Hex match of `engines` (specs), 4 games at 10+0.1, openings A1 and B2, into `out_dir`.
+    pub(super) fn hex_plan(engines: [&str; 2], out_dir: &Path) -> MatchPlan {
+        MatchPlan {
             game: GameId::Hex,
-            engines: [
-                EngineEntry::new("builtin:hex:time_ms=50".parse().unwrap()),
-                EngineEntry::new("builtin:greedy".parse().unwrap()),
-            ],
+            engines: engines.map(|spec| EngineEntry::new(spec.parse().unwrap())),
             games: 4,
             concurrency: 2,
             clock: ClockSpec {
@@ -1217,9 +1214,17 @@ mod tests {
             rules: Value::Null,
             openings: vec![vec!["A1".into()], vec!["B2".into()]],
             sprt: None,
-            out_dir: PathBuf::from("out"),
+            out_dir: out_dir.to_path_buf(),
             memory_mb: None,
-        };
+        }
+    }
+
+    #[test]
+    fn the_plan_becomes_a_valid_league_with_openings() {
+        let plan = hex_plan(
+            ["builtin:hex:time_ms=50", "builtin:greedy"],
+            Path::new("out"),
+        );
         let config = plan.config().unwrap();
         let t = &config.tournaments[0];
         assert_eq!(t.bots, ["hex", "greedy"]);
@@ -1235,25 +1240,7 @@ mod tests {
 
     #[test]
     fn a_refused_plan_is_told_in_command_line_words() {
-        let plan = MatchPlan {
-            game: GameId::Hex,
-            engines: [
-                EngineEntry::new("builtin:jiu".parse().unwrap()),
-                EngineEntry::new("builtin:greedy".parse().unwrap()),
-            ],
-            games: 2,
-            concurrency: 1,
-            clock: ClockSpec {
-                initial_ms: 10_000,
-                increment_ms: 0,
-                move_limit_ms: None,
-            },
-            rules: Value::Null,
-            openings: Vec::new(),
-            sprt: None,
-            out_dir: PathBuf::from("out"),
-            memory_mb: None,
-        };
+        let plan = hex_plan(["builtin:jiu", "builtin:greedy"], Path::new("out"));
         let err = plan.config().unwrap_err().to_string();
         assert!(
             err.starts_with("--engine builtin:jiu does not play hex (it plays jiu"),

@@ -251,25 +251,11 @@ mod tests {
     use crate::matches::EngineEntry;
 
     fn plan(out_dir: &Path) -> MatchPlan {
-        MatchPlan {
-            game: crate::game::GameId::Hex,
-            engines: [
-                EngineEntry::new("builtin:hex:time_ms=50".parse().unwrap()),
-                EngineEntry::new("builtin:greedy".parse().unwrap()),
-            ],
-            games: 4,
-            concurrency: 1,
-            clock: ClockSpec {
-                initial_ms: 10_000,
-                increment_ms: 100,
-                move_limit_ms: None,
-            },
-            rules: Value::Null,
-            openings: vec![vec!["A1".into()]],
-            sprt: None,
-            out_dir: out_dir.to_path_buf(),
-            memory_mb: None,
-        }
+        let mut plan =
+            super::super::tests::hex_plan(["builtin:hex:time_ms=50", "builtin:greedy"], out_dir);
+        plan.concurrency = 1;
+        plan.openings.truncate(1);
+        plan
     }
 
     fn check(plan: &MatchPlan) -> Result<(), MatchError> {

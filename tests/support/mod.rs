@@ -352,3 +352,20 @@ pub fn processes_mentioning(needle: &str) -> Vec<String> {
     }
     found
 }
+
+/// Runs `command` to its end, which must come within `limit` (`what` names it if not).
+pub async fn output_within(command: &mut Command, limit: Duration, what: &str) -> Output {
+    tokio::time::timeout(limit, command.output())
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not stop within {limit:?}"))
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"))
+}
+
+/// The example Python bot (`bots/python/arena_random_bot.py`) with `args`.
+pub fn python_bot(args: &[&str]) -> Command {
+    let mut command = Command::new("python3");
+    command
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("bots/python/arena_random_bot.py"))
+        .args(args);
+    command
+}
