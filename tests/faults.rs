@@ -189,6 +189,22 @@ fn assert_nothing_lost(out: &Path, expected: usize, log: &str) {
     );
 }
 
+/// The console said that output fell behind after the fault began (mid-league), and that it
+/// caught up.
+fn assert_fault_told_and_ended(log: &str) {
+    let behind = log
+        .find("OUTPUT BEHIND")
+        .unwrap_or_else(|| panic!("the console says so: {log}"));
+    assert!(
+        log[..behind].contains("FAULT ON"),
+        "the fault came mid-league: {log}"
+    );
+    assert!(
+        log[behind..].contains("output caught up"),
+        "and says when it caught up: {log}"
+    );
+}
+
 #[tokio::test]
 async fn a_read_only_records_folder_for_a_second_loses_nothing() {
     if !namespaces_available().await {
@@ -214,16 +230,7 @@ wait $pid
     );
     let (ok, log) = run_in_namespace(&script, dir.path()).await;
     assert!(ok, "{log}");
-    assert!(log.contains("OUTPUT BEHIND"), "the console says so: {log}");
-    assert!(
-        log.contains("output caught up"),
-        "and says when it caught up: {log}"
-    );
-    let behind = log.find("OUTPUT BEHIND").unwrap();
-    assert!(
-        log[..behind].contains("FAULT ON"),
-        "the fault came mid-league: {log}"
-    );
+    assert_fault_told_and_ended(&log);
     assert_nothing_lost(&out, LEAGUE_GAMES, &log);
 }
 
@@ -255,8 +262,7 @@ cp -a "$OUT/." "$OUT.kept/"
     );
     let (ok, log) = run_in_namespace(&script, dir.path()).await;
     assert!(ok, "{log}");
-    assert!(log.contains("OUTPUT BEHIND"), "the console says so: {log}");
-    assert!(log.contains("output caught up"), "{log}");
+    assert_fault_told_and_ended(&log);
     let kept = dir.path().join("out.kept");
     assert_nothing_lost(&kept, LEAGUE_GAMES, &log);
     // The journal reads back whole: no half line a failed write left behind.

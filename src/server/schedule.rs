@@ -1021,13 +1021,20 @@ mod tests {
         config
     }
 
-    fn output(out_dir: &Path) -> Output {
-        Output::new(
+    fn output(out_dir: &Path) -> Arc<Output> {
+        Arc::new(Output::new(
             out_dir.to_path_buf(),
             RecordEncoding::Utf8,
             "ev".into(),
             "pl".into(),
-        )
+        ))
+    }
+
+    /// Lets `out`'s writer write what the repair queued.
+    fn write_queued(out: &Arc<Output>) {
+        let writer = out.start_writer().unwrap();
+        out.stop_writing();
+        assert_eq!(writer.join().unwrap(), None, "everything written");
     }
 
     /// A games.jsonl object in which the first side wins without a move.
@@ -1076,12 +1083,14 @@ mod tests {
         .unwrap();
         drop((journal, tournaments));
 
+        let out = output(dir.path());
         let (journal, tournaments_after, report) = prepare_league(&config, &out).unwrap();
         assert_eq!(report.finished, 2);
         assert_eq!(
             report.repaired, 3,
             "game 1's record file and games.jsonl line, game 2's record file"
         );
+        write_queued(&out);
         let ids: Vec<String> = out
             .read_games()
             .iter()
