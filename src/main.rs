@@ -67,6 +67,10 @@ enum Command {
         game: GameId,
         #[arg(long, default_value = "{}")]
         rules: String,
+        /// Print a Jiu square capture once per choice of removed stones instead of once with
+        /// `+?` (a position with more than 100000 such moves gets an error line).
+        #[arg(long)]
+        expand: bool,
     },
     /// For each move list on stdin (one game per line), print how the game stands.
     Replay {
@@ -456,8 +460,23 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
         Command::Perft { game, depth, rules } => {
             arena::tools::perft(game, &parse_rules(&rules)?, depth, &mut out)?;
         }
-        Command::Moves { game, rules } => {
-            arena::tools::moves(game, &parse_rules(&rules)?, io::stdin().lock(), &mut out)?;
+        Command::Moves {
+            game,
+            rules,
+            expand,
+        } => {
+            let listing = if expand {
+                arena::tools::Listing::Expanded
+            } else {
+                arena::tools::Listing::Once
+            };
+            arena::tools::moves(
+                game,
+                &parse_rules(&rules)?,
+                listing,
+                io::stdin().lock(),
+                &mut out,
+            )?;
         }
         Command::Replay { game, rules } => {
             arena::tools::replay(game, &parse_rules(&rules)?, io::stdin().lock(), &mut out)?;

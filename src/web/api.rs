@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use axum::http::StatusCode;
 use serde_json::{json, Value};
 
 use crate::config::Config;
@@ -125,12 +126,31 @@ pub fn game_detail(game: &LiveGame) -> Value {
     })
 }
 
-/// The legal move texts of `position` (as `arena moves` prints them, except that Jiu square
-/// captures are listed in full: one entry per choice of removed stones).
-pub fn legal_moves(game: GameId, position: &str, rules: &Value) -> Result<Vec<String>, String> {
-    let position =
-        game_from_position_text(game, position, rules).map_err(|e| format!("bad position: {e}"))?;
-    Ok(position.move_choices())
+/// Most entries plus removable stones one `/api/moves` answer lists (a crafted Jiu position
+/// could otherwise ask for hundreds of millions of moves).
+pub const MAX_LISTED_MOVES: usize = 50_000;
+
+/// The `/api/moves` list of `position`: each legal move once, as `arena moves` prints it, except
+/// that a move removing stones of the mover's choosing (Jiu squares) is an object
+/// `{"move", "remove", "removable"}` the client completes with `+POINT` per removed stone.
+/// Past `MAX_LISTED_MOVES` the answer is an error (422), never a longer list.
+pub fn legal_moves(game: GameId, position: &str, rules: &Value) -> Result<Vec<Value>, ApiError> {
+    let position = game_from_position_text(game, position, rules)
+        .map_err(|e| ApiError::bad_request(format!("bad position: {e}")))?;
+    let choices = position
+        .move_choices(MAX_LISTED_MOVES)
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
+    Ok(choices
+        .into_iter()
+        .map(|choice| match choice.remove {
+            0 => Value::String(choice.text),
+            remove => json!({
+                "move": choice.text,
+                "remove": remove,
+                "removable": choice.removable.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+            }),
+        })
+        .collect())
 }
 
 /// `standings.json` as last written to `out_dir` (or an empty table before the first game).
@@ -351,7 +371,7 @@ mod tests {
     }
 
     #[test]
-    fn jiu_square_captures_are_listed_in_full_and_other_games_as_the_tool_prints() {
+    fn moves_are_listed_as_the_tool_prints_them_and_bad_positions_refused() {
         let start = new_game(GameId::Connect6, &json!({}))
             .unwrap()
             .position_text();

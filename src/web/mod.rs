@@ -59,6 +59,8 @@ pub struct WebContext {
     stop: CancellationToken,
     /// The league's event batches, made once for every `/api/events` stream.
     feed: feed::EventFeed,
+    /// Slots for the requests whose work may take more than a millisecond.
+    work: BlockingWork,
 }
 
 impl WebContext {
@@ -71,6 +73,7 @@ impl WebContext {
             socket_slots: Arc::new(Semaphore::new(config.server.web_max_sockets)),
             stop: connections.shutdown.clone(),
             feed: feed::EventFeed::default(),
+            work: BlockingWork::new(WORK_SLOTS),
             config,
             connections,
         }
@@ -82,6 +85,7 @@ impl WebContext {
 }
 
 /// A JSON error answer: `{"error": message}` with `status`.
+#[derive(Debug)]
 pub struct ApiError {
     status: StatusCode,
     message: String,
@@ -107,6 +111,63 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         (self.status, Json(json!({ "error": self.message }))).into_response()
+    }
+}
+
+/// Requests whose work runs on the blocking pool at once; the rest wait for a slot.
+const WORK_SLOTS: usize = 2;
+/// How long a request waits for a work slot before it is answered 503.
+const WORK_QUEUE_WAIT: Duration = Duration::from_secs(2);
+/// How long a request's work may take before it is answered 503 (the work itself is bounded
+/// in size and ends on its own; its slot stays taken until then).
+const WORK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Runs the web view's heavier work (move lists, game replays) off the runtime's threads, a
+/// few at a time, under a time limit: the referees never wait behind a web request.
+#[derive(Clone)]
+struct BlockingWork {
+    slots: Arc<Semaphore>,
+}
+
+impl BlockingWork {
+    fn new(slots: usize) -> BlockingWork {
+        BlockingWork {
+            slots: Arc::new(Semaphore::new(slots)),
+        }
+    }
+
+    /// `work`'s result, or 503 when no slot frees within `WORK_QUEUE_WAIT` or the work takes
+    /// longer than `WORK_TIMEOUT`.
+    async fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let busy = || {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the server is busy; try again",
+            )
+        };
+        let slot = tokio::time::timeout(WORK_QUEUE_WAIT, self.slots.clone().acquire_owned())
+            .await
+            .map_err(|_| busy())?
+            .map_err(|_| busy())?;
+        let task = tokio::task::spawn_blocking(move || {
+            let answer = work();
+            drop(slot);
+            answer
+        });
+        match tokio::time::timeout(WORK_TIMEOUT, task).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(e)) => Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                e.to_string(),
+            )),
+            Err(_) => Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the answer took too long to compute",
+            )),
+        }
     }
 }
 
@@ -200,39 +261,62 @@ async fn game(
     let out_dir = context.config.server.out_dir.clone();
     // Replaying a long game (or reading an older one back from games.jsonl) takes a moment:
     // off the runtime's threads.
-    let detail = tokio::task::spawn_blocking(move || match held {
-        HeldGame::InMemory(game) => Some(api::game_detail(&game)),
-        HeldGame::Finished => api::finished_game(&out_dir, &match_id).map(|g| api::game_detail(&g)),
-    })
-    .await
-    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-    .ok_or_else(|| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the game is finished but its games.jsonl line cannot be read",
-        )
-    })?;
+    let detail = context
+        .work
+        .run(move || match held {
+            HeldGame::InMemory(game) => Some(api::game_detail(&game)),
+            HeldGame::Finished => {
+                api::finished_game(&out_dir, &match_id).map(|g| api::game_detail(&g))
+            }
+        })
+        .await?
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the game is finished but its games.jsonl line cannot be read",
+            )
+        })?;
     Ok(Json(detail))
 }
 
-async fn moves(Query(query): Query<HashMap<String, String>>) -> Result<Json<Value>, ApiError> {
+/// Longest `position` (and `rules`) parameter `/api/moves` reads: a Jiu position text is
+/// under 300 bytes.
+const MAX_POSITION_BYTES: usize = 4096;
+
+async fn moves(
+    State(context): State<WebContext>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
     let game = query
         .get("game")
         .ok_or_else(|| ApiError::bad_request("missing query parameter `game`"))?;
     let game: GameId = game
         .parse()
-        .map_err(|_| ApiError::bad_request(format!("unknown game {game:?}")))?;
+        .map_err(|_| ApiError::bad_request("unknown game"))?;
     let position = query
         .get("position")
         .ok_or_else(|| ApiError::bad_request("missing query parameter `position`"))?;
+    let too_long = |what: &str| {
+        ApiError::bad_request(format!(
+            "`{what}` is longer than {MAX_POSITION_BYTES} bytes"
+        ))
+    };
+    if position.len() > MAX_POSITION_BYTES {
+        return Err(too_long("position"));
+    }
     let rules = match query.get("rules") {
         None => json!({}),
+        Some(text) if text.len() > MAX_POSITION_BYTES => return Err(too_long("rules")),
         Some(text) => serde_json::from_str::<Value>(text)
             .ok()
             .filter(Value::is_object)
             .ok_or_else(|| ApiError::bad_request("`rules` must be a JSON object"))?,
     };
-    let moves = api::legal_moves(game, position, &rules).map_err(ApiError::bad_request)?;
+    let position = position.clone();
+    let moves = context
+        .work
+        .run(move || api::legal_moves(game, &position, &rules))
+        .await??;
     Ok(Json(json!({ "moves": moves })))
 }
 
