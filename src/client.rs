@@ -104,9 +104,9 @@ impl From<HandshakeError> for ClientError {
             HandshakeError::Timeout(limit) => ClientError::Timeout(limit),
             HandshakeError::Refused(message) => ClientError::Refused { message },
             HandshakeError::Io(e) => ClientError::Io(e),
-            other @ (HandshakeError::Closed | HandshakeError::Protocol(_)) => {
-                ClientError::Protocol(other.to_string())
-            }
+            other @ (HandshakeError::Closed
+            | HandshakeError::Protocol(_)
+            | HandshakeError::Throttled(_)) => ClientError::Protocol(other.to_string()),
         }
     }
 }

@@ -31,6 +31,9 @@ pub enum ErrorCode {
     Suspended,
     /// Too many failed logins from this address: refused for a while.
     TooManyFailedLogins,
+    /// The bot name's token checks are used up for a moment (someone is guessing): try again
+    /// in a second.
+    LoginThrottled,
 }
 
 impl ErrorCode {
@@ -48,6 +51,7 @@ impl ErrorCode {
             ErrorCode::UnknownGame => "unknown_game",
             ErrorCode::Suspended => "suspended",
             ErrorCode::TooManyFailedLogins => "too_many_failed_logins",
+            ErrorCode::LoginThrottled => "login_throttled",
         }
     }
 }

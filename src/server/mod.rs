@@ -7,12 +7,14 @@
 //! scheduler (`schedule`) that decides what starts when. They share the `registry`. What happens
 //! is told to the caller through `report`'s events: the library never prints.
 
+pub mod address;
 mod arrival;
 mod builtin;
 pub mod connection;
 mod journaling;
 mod link;
 pub mod live;
+pub mod log_summary;
 mod login_guard;
 mod match_spec;
 mod match_task;
@@ -173,6 +175,7 @@ pub async fn run_with_web(
             config.server.max_failed_logins_per_minute,
             Duration::from_millis(config.server.failed_login_block_ms),
         ),
+        refusals: Arc::new(log_summary::LogSummary::new()),
         tokens,
         shutdown: stop.clone(),
     });
@@ -250,6 +253,8 @@ pub async fn run_with_web(
 /// listen queue), each served by its own task; on `stop`, waits for them to close.
 async fn accept_loop(listener: TcpListener, ctx: Arc<ConnectionContext>, stop: CancellationToken) {
     let slots = Arc::new(Semaphore::new(ctx.config.server.max_connections));
+    let unauthenticated =
+        address::AddressShares::new(ctx.config.server.max_unauthenticated_per_address);
     let mut connections = JoinSet::new();
     let mut next_id: u64 = 0;
     loop {
@@ -266,11 +271,18 @@ async fn accept_loop(listener: TcpListener, ctx: Arc<ConnectionContext>, stop: C
         };
         match accepted {
             Ok((socket, peer)) => {
+                let Some(share) = unauthenticated.try_take(peer.ip()) else {
+                    ctx.refusals.note(
+                        peer.ip(),
+                        "connection refused: the address holds its share of connections that have not said hello",
+                    );
+                    continue;
+                };
                 next_id += 1;
                 let ctx = ctx.clone();
                 let conn_id = next_id;
                 connections.spawn(async move {
-                    serve_connection(ctx, socket, peer, conn_id).await;
+                    serve_connection(ctx, socket, peer, conn_id, share).await;
                     drop(permit);
                 });
             }
