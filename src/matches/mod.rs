@@ -236,6 +236,7 @@ impl MatchPlan {
                     dir: None,
                     init: Vec::new(),
                     memory_mb: None,
+                    weak_token: false,
                 };
                 match &entry.kind {
                     EngineKind::Builtin { engine, options } => {
