@@ -105,7 +105,11 @@ pub struct Client {
 
 impl Client {
     pub async fn connect(addr: SocketAddr) -> Client {
-        let stream = TcpStream::connect(addr).await.expect("connect");
+        Client::from_stream(TcpStream::connect(addr).await.expect("connect"))
+    }
+
+    /// A client on a connected stream (e.g. one bound to another loopback address).
+    pub fn from_stream(stream: TcpStream) -> Client {
         // Without this, Nagle's algorithm holds a small line back until the previous one is
         // acknowledged, which under paused time lets the clock jump ahead meanwhile.
         stream.set_nodelay(true).expect("nodelay");
