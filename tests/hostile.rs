@@ -110,12 +110,12 @@ impl Probe {
     async fn play(&mut self, moves: usize) -> Duration {
         let mut slowest = Duration::ZERO;
         for _ in 0..moves {
-            let (mover, other) = if self.ply % 2 == 0 {
+            let (mover, other) = if self.ply.is_multiple_of(2) {
                 (&mut self.first, &mut self.second)
             } else {
                 (&mut self.second, &mut self.first)
             };
-            let column = if self.ply % 2 == 0 { "C" } else { "E" };
+            let column = if self.ply.is_multiple_of(2) { "C" } else { "E" };
             let text = format!("{column}{}", self.ply / 2 + 1);
             let sent = Instant::now();
             mover.play(&self.match_id, &text).await;
