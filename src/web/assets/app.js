@@ -538,6 +538,8 @@ function playPage() {
     socket.onclose = function () { status("disconnected" + (current ? " (log in again within the reconnect grace to resume)" : "")); };
   }
 
+  // The form never submits (no inline handler: the pages' CSP forbids them).
+  $("login-form").onsubmit = function (e) { e.preventDefault(); return false; };
   $("login").onclick = login;
   $("clear").onclick = function () { clicks = []; removing = null; picked = []; error(""); redraw(); };
   $("resign").onclick = function () { if (current) send({ type: "resign", match: current.match }); };
