@@ -16,7 +16,7 @@ use tokio::net::{TcpSocket, TcpStream};
 use tokio::time::Instant;
 
 use support::Client;
-use web_support::WebServer;
+use web_support::{percent_encode, WebServer};
 
 const ALICE: &str = "alice-token-0123456789";
 const BOB: &str = "bob-token-9876543210ab";
@@ -139,18 +139,6 @@ fn crafted_jiu_position() -> String {
         line.replace_range(3..6, block);
     }
     format!("{} x phase=battle quiet=0", rows.join("/"))
-}
-
-fn percent_encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                char::from(b).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,7 +12,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use arena::game::{new_game, GameId};
 use support::Client;
-use web_support::{request, Events, WebServer};
+use web_support::{percent_encode, request, Events, WebServer};
 
 const HEX_LEAGUE: &str = r#"
 [server]
@@ -39,18 +39,6 @@ games_per_pairing = 1
 clock = { initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }
 rules = { swap = false }
 "#;
-
-fn percent_encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                char::from(b).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
 
 /// The moves of a quick Hex game the first side wins: it fills column A (rows 1 to 11, joined
 /// bottom to top) while the second side fills column B.

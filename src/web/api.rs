@@ -386,21 +386,24 @@ pub fn content_disposition(name: &str) -> String {
 mod tests {
     use super::*;
 
+    /// A games.jsonl line of a two-move Hex game `id` the first side won by resignation.
+    fn hex_line(id: &str, moves: &[&str]) -> String {
+        GameLine::from_json(&json!({
+            "match": id, "tournament": "t", "game": "hex", "first": "a", "second": "b",
+            "result": "first", "reason": "resign", "moves": moves, "think_ms": [5, 6],
+            "lag_ms": [0, 0], "rules": {"swap": false},
+            "clock": {"initial_ms": 1000, "increment_ms": 0, "move_limit_ms": null},
+            "started": "2026-11-22T21:00:00+00:00", "finished": "2026-11-22T21:01:00+00:00",
+            "record": format!("{id}.txt"),
+        }))
+        .unwrap()
+        .to_text()
+    }
+
     #[test]
     fn a_finished_game_is_read_back_from_games_jsonl_by_its_match_id() {
         let dir = tempfile::tempdir().unwrap();
-        let line = |id: &str, moves: &[&str]| {
-            GameLine::from_json(&json!({
-                "match": id, "tournament": "t", "game": "hex", "first": "a", "second": "b",
-                "result": "first", "reason": "resign", "moves": moves, "think_ms": [5, 6],
-                "lag_ms": [0, 0], "rules": {"swap": false},
-                "clock": {"initial_ms": 1000, "increment_ms": 0, "move_limit_ms": null},
-                "started": "2026-11-22T21:00:00+00:00", "finished": "2026-11-22T21:01:00+00:00",
-                "record": format!("{id}.txt"),
-            }))
-            .unwrap()
-            .to_text()
-        };
+        let line = hex_line;
         // A match id that is a prefix of another must not match it.
         let text = format!(
             "{}\n{}\n{{\"torn",
@@ -448,18 +451,7 @@ mod tests {
     #[test]
     fn the_index_reads_one_line_and_scans_only_what_was_added() {
         let dir = tempfile::tempdir().unwrap();
-        let line = |id: &str| {
-            GameLine::from_json(&json!({
-                "match": id, "tournament": "t", "game": "hex", "first": "a", "second": "b",
-                "result": "first", "reason": "resign", "moves": ["F6", "E7"], "think_ms": [5, 6],
-                "lag_ms": [0, 0], "rules": {"swap": false},
-                "clock": {"initial_ms": 1000, "increment_ms": 0, "move_limit_ms": null},
-                "started": "2026-11-22T21:00:00+00:00", "finished": "2026-11-22T21:01:00+00:00",
-                "record": format!("{id}.txt"),
-            }))
-            .unwrap()
-            .to_text()
-        };
+        let line = |id: &str| hex_line(id, &["F6", "E7"]);
         let path = dir.path().join("games.jsonl");
         std::fs::write(&path, format!("{}\n{}\n{{\"torn", line("g1"), line("g2"))).unwrap();
         let index = FinishedIndex::new(dir.path());
