@@ -10,8 +10,8 @@ use tokio::net::TcpStream;
 use tokio_util::codec::Framed;
 
 use crate::protocol::{
-    parse_referee_line, BotMessage, CappedLineCodec, Frame, RefereeMessage, MAX_LINE_BYTES,
-    PROTOCOL_VERSION,
+    parse_referee_line, BotMessage, CappedLineCodec, ErrorCode, Frame, RefereeMessage,
+    MAX_LINE_BYTES, PROTOCOL_VERSION,
 };
 
 /// A bot's connection to the referee: lines of at most 64 KiB both ways.
@@ -30,6 +30,9 @@ pub enum HandshakeError {
     /// The referee answered `hello` with `error` (code and message).
     #[error("the referee refused the bot: {0}")]
     Refused(String),
+    /// The referee is rate-limiting logins to this bot name: worth trying again in a second.
+    #[error("the referee asks to try again: {0}")]
+    Throttled(String),
     #[error("the referee closed the connection before answering hello")]
     Closed,
     /// The address answered `hello` with an HTTP status line: a web server (most likely the
@@ -139,10 +142,15 @@ async fn wait_for_welcome<L: LineLink>(link: &mut L) -> Result<String, Handshake
                 return Ok(server);
             }
             Ok(RefereeMessage::Error {
-                code: crate::protocol::ErrorCode::LeagueOver,
+                code: ErrorCode::LeagueOver,
                 message,
                 ..
             }) => return Err(HandshakeError::LeagueOver(message)),
+            Ok(RefereeMessage::Error {
+                code: ErrorCode::LoginThrottled,
+                message,
+                ..
+            }) => return Err(HandshakeError::Throttled(message)),
             Ok(RefereeMessage::Error { code, message, .. }) => {
                 return Err(HandshakeError::Refused(format!(
                     "{}: {message}",

@@ -110,9 +110,9 @@ impl From<HandshakeError> for ClientError {
             // The wrong address: retrying would not help.
             web @ HandshakeError::WebServer(_) => ClientError::Config(web.to_string()),
             HandshakeError::LeagueOver(message) => ClientError::LeagueOver(message),
-            other @ (HandshakeError::Closed | HandshakeError::Protocol(_)) => {
-                ClientError::Protocol(other.to_string())
-            }
+            other @ (HandshakeError::Closed
+            | HandshakeError::Protocol(_)
+            | HandshakeError::Throttled(_)) => ClientError::Protocol(other.to_string()),
         }
     }
 }

@@ -169,6 +169,31 @@ pub struct ServerConfig {
     pub max_failed_logins_per_minute: u32,
     /// Our addition: how long an address that made too many failed logins is refused.
     pub failed_login_block_ms: u64,
+    // Limits against hostile visitors and bots (docs/security.md). "Per address": an IPv6
+    // address counts as its /64.
+    /// Our addition: web connections open at once (more wait in the accept queue).
+    pub web_max_connections: usize,
+    /// Our addition: web connections one address may hold open.
+    pub web_max_connections_per_address: usize,
+    /// Our addition: time a web client has to send a request's headers; also how long a
+    /// keep-alive connection may sit idle between requests.
+    pub web_header_timeout_ms: u64,
+    /// Our addition: a web connection whose socket takes no bytes for this long is dropped
+    /// (event streams and WebSockets whose reader stopped).
+    pub web_write_timeout_ms: u64,
+    /// Our addition: largest request head (request line and headers), in bytes.
+    pub web_max_request_bytes: usize,
+    /// Our addition: `/api/events` streams one address may hold open.
+    pub web_max_event_streams_per_address: usize,
+    /// Our addition: `/ws` WebSockets one address may hold open.
+    pub web_max_sockets_per_address: usize,
+    /// Our addition: bot-port connections one address may hold open before they say `hello`.
+    pub max_unauthenticated_per_address: usize,
+    /// Our addition: page origins (`https://league.example.org`) besides the web view's own
+    /// that may open `/ws`.
+    pub web_allowed_origins: Vec<String>,
+    /// Our addition: reverse proxies whose `X-Forwarded-For` names the client.
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 impl Default for ServerConfig {
@@ -198,6 +223,16 @@ impl Default for ServerConfig {
             suspend_after_faults: 3,
             max_failed_logins_per_minute: 5,
             failed_login_block_ms: 60_000,
+            web_max_connections: 512,
+            web_max_connections_per_address: 64,
+            web_header_timeout_ms: 10_000,
+            web_write_timeout_ms: 20_000,
+            web_max_request_bytes: 16 * 1024,
+            web_max_event_streams_per_address: 8,
+            web_max_sockets_per_address: 4,
+            max_unauthenticated_per_address: 16,
+            web_allowed_origins: Vec::new(),
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -244,6 +279,10 @@ pub struct BotConfig {
     /// the folder is read-only).
     #[serde(default)]
     pub scratch_mb: Option<u64>,
+    /// Our addition: lets `arena serve` start with this bot's token shorter than 16
+    /// characters (classroom demos); otherwise such a token is refused.
+    #[serde(default)]
+    pub weak_token: bool,
 }
 
 impl std::fmt::Debug for BotConfig {
@@ -263,6 +302,7 @@ impl std::fmt::Debug for BotConfig {
             .field("open_files", &self.open_files)
             .field("output_mb", &self.output_mb)
             .field("scratch_mb", &self.scratch_mb)
+            .field("weak_token", &self.weak_token)
             .finish()
     }
 }
@@ -613,6 +653,29 @@ impl Config {
                 "server.max_failed_logins_per_minute",
                 u64::from(s.max_failed_logins_per_minute),
             ),
+            ("server.web_max_connections", s.web_max_connections as u64),
+            (
+                "server.web_max_connections_per_address",
+                s.web_max_connections_per_address as u64,
+            ),
+            ("server.web_header_timeout_ms", s.web_header_timeout_ms),
+            ("server.web_write_timeout_ms", s.web_write_timeout_ms),
+            (
+                "server.web_max_request_bytes",
+                s.web_max_request_bytes as u64,
+            ),
+            (
+                "server.web_max_event_streams_per_address",
+                s.web_max_event_streams_per_address as u64,
+            ),
+            (
+                "server.web_max_sockets_per_address",
+                s.web_max_sockets_per_address as u64,
+            ),
+            (
+                "server.max_unauthenticated_per_address",
+                s.max_unauthenticated_per_address as u64,
+            ),
         ] {
             if value == 0 {
                 return Err(ConfigError::invalid(key, "must be at least 1"));
@@ -625,6 +688,8 @@ impl Config {
             ("server.ping_interval_ms", s.ping_interval_ms),
             ("server.pong_timeout_ms", s.pong_timeout_ms),
             ("server.failed_login_block_ms", s.failed_login_block_ms),
+            ("server.web_header_timeout_ms", s.web_header_timeout_ms),
+            ("server.web_write_timeout_ms", s.web_write_timeout_ms),
         ] {
             check_duration_ms(key, value)?;
         }

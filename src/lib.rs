@@ -18,6 +18,7 @@ pub mod game_line;
 pub mod hash;
 pub mod journal;
 pub mod league;
+pub mod log_text;
 pub mod matches;
 pub mod openings;
 pub mod program;

@@ -75,6 +75,10 @@ enum Command {
         game: GameId,
         #[arg(long, default_value = "{}")]
         rules: String,
+        /// Print a Jiu square capture once per choice of removed stones instead of once with
+        /// `+?` (a position with more than 100000 such moves gets an error line).
+        #[arg(long)]
+        expand: bool,
     },
     /// For each move list on stdin (one game per line), print how the game stands.
     Replay {
@@ -177,14 +181,14 @@ enum Command {
     /// Connect a built-in engine to a referee as a bot (until ctrl-c, or the referee has been
     /// gone longer than --reconnect-for-ms).
     Bot {
-        /// --server, --name and --token (not needed with --stdio).
+        /// --server, --name and the token (not needed with --stdio).
         #[command(flatten)]
         login: Option<Login>,
         /// Speak the protocol on stdin/stdout instead of connecting: the engine becomes a
         /// `json:` program for `arena match`, a league's `program` bots or `arena connect`
         /// (e.g. a build of an older version, to measure a newer one against it). Logs go to
         /// stderr; it ends when stdin does.
-        #[arg(long, conflicts_with_all = ["server", "name", "token"])]
+        #[arg(long, conflicts_with_all = ["server", "name", "token", "token_file"])]
         stdio: bool,
         /// Engine id (see `arena engines`).
         #[arg(long)]
@@ -252,7 +256,7 @@ enum Command {
     /// --check, no server: play one short game as each side against the random engine and
     /// report what the engine does wrong.
     Connect {
-        /// --server, --name and --token (not needed with --check).
+        /// --server, --name and the token (not needed with --check).
         #[command(flatten)]
         login: Option<Login>,
         /// Check the engine's protocol without a server (see docs/bots.md).
@@ -385,9 +389,40 @@ struct Login {
     /// The bot's name in the arena's config.
     #[arg(long)]
     name: String,
-    /// The bot's token in the arena's config.
+    /// The bot's token in the arena's config (visible to other users in `ps`: prefer
+    /// --token-file or the ARENA_TOKEN environment variable).
     #[arg(long)]
-    token: String,
+    token: Option<String>,
+    /// A file whose first line is the bot's token.
+    #[arg(long, value_name = "FILE", conflicts_with = "token")]
+    token_file: Option<std::path::PathBuf>,
+}
+
+impl Login {
+    /// The token: --token, else the first line of --token-file, else $ARENA_TOKEN.
+    fn token(&self) -> anyhow::Result<String> {
+        if let Some(token) = &self.token {
+            return Ok(token.clone());
+        }
+        if let Some(path) = &self.token_file {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the token file {}", path.display()))?;
+            let token = text.lines().next().unwrap_or("").trim();
+            anyhow::ensure!(
+                !token.is_empty(),
+                "the token file {} is empty",
+                path.display()
+            );
+            return Ok(token.to_string());
+        }
+        match std::env::var("ARENA_TOKEN") {
+            Ok(token) if !token.is_empty() => Ok(token),
+            _ => anyhow::bail!(
+                "no token: give --token-file FILE or set ARENA_TOKEN (or --token TOKEN, which \
+                 other users can see in `ps`)"
+            ),
+        }
+    }
 }
 
 /// The log file `arena serve` keeps in its out_dir: the whole log, whatever the console shows.
@@ -559,8 +594,23 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
         Command::Perft { game, depth, rules } => {
             arena::tools::perft(game, &parse_rules(&rules)?, depth, &mut out)?;
         }
-        Command::Moves { game, rules } => {
-            arena::tools::moves(game, &parse_rules(&rules)?, io::stdin().lock(), &mut out)?;
+        Command::Moves {
+            game,
+            rules,
+            expand,
+        } => {
+            let listing = if expand {
+                arena::tools::Listing::Expanded
+            } else {
+                arena::tools::Listing::Once
+            };
+            arena::tools::moves(
+                game,
+                &parse_rules(&rules)?,
+                listing,
+                io::stdin().lock(),
+                &mut out,
+            )?;
         }
         Command::Replay { game, rules } => {
             arena::tools::replay(game, &parse_rules(&rules)?, io::stdin().lock(), &mut out)?;
@@ -580,17 +630,19 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                 (None, true) => Login {
                     server: String::new(),
                     name: engine.clone(),
-                    token: String::new(),
+                    token: Some(String::new()),
+                    token_file: None,
                 },
                 (None, false) => anyhow::bail!(
-                    "arena bot needs --server, --name and --token (or --stdio to speak the \
-                     protocol on stdin/stdout)"
+                    "arena bot needs --server, --name and a token (--token-file, ARENA_TOKEN or \
+                     --token), or --stdio to speak the protocol on stdin/stdout"
                 ),
             };
+            let token = login.token()?;
             let config = arena::client::BotClientConfig {
                 server: login.server,
                 name: login.name,
-                token: login.token,
+                token,
                 engine,
                 engine_options,
                 games,
@@ -671,17 +723,19 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                 (None, true) => Login {
                     server: String::new(),
                     name: "checked-engine".to_string(),
-                    token: String::new(),
+                    token: Some(String::new()),
+                    token_file: None,
                 },
                 (None, false) => anyhow::bail!(
-                    "arena connect needs --server, --name and --token (or --check to test the \
-                     engine without a server)"
+                    "arena connect needs --server, --name and a token (--token-file, ARENA_TOKEN \
+                     or --token), or --check to test the engine without a server"
                 ),
             };
+            let token = login.token()?;
             let options = arena::bridge::ConnectOptions {
                 server: login.server,
                 name: login.name,
-                token: login.token,
+                token,
                 protocol,
                 games,
                 init,
@@ -1027,9 +1081,17 @@ fn serve(
         "warn",
         Some(open_log_file(&config.server.out_dir)?),
     );
-    for name in arena::server::bots_with_short_tokens(&config) {
+    let (refused, weak) = arena::server::bots_with_short_tokens(&config);
+    if !refused.is_empty() {
+        anyhow::bail!(
+            "bot(s) {} have a token shorter than {} characters, which can be guessed by trying: give each a strong one (`arena token` prints one), or set `weak_token = true` on the bot for a classroom demo",
+            refused.join(", "),
+            arena::server::MIN_TOKEN_CHARS
+        );
+    }
+    for name in weak {
         eprintln!(
-            "warning: bot {name:?} has a token shorter than {} characters, which can be guessed; `arena token` prints a strong one",
+            "warning: bot {name:?} has a token shorter than {} characters (weak_token = true), which can be guessed; `arena token` prints a strong one",
             arena::server::MIN_TOKEN_CHARS
         );
     }
@@ -1182,13 +1244,11 @@ fn waiting_text(fault: &arena::server::OutputFault) -> String {
 /// (the login group is shared with `arena bot`, where it is always required).
 fn parse_cli() -> (Cli, ArgMatches) {
     let command = Cli::command().mut_subcommand("connect", |connect| {
-        ["server", "name", "token"]
-            .into_iter()
-            .fold(connect, |cmd, id| {
-                cmd.mut_arg(id, |arg| {
-                    arg.required(false).required_unless_present("check")
-                })
+        ["server", "name"].into_iter().fold(connect, |cmd, id| {
+            cmd.mut_arg(id, |arg| {
+                arg.required(false).required_unless_present("check")
             })
+        })
     });
     let matches = command.get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());

@@ -37,6 +37,9 @@ pub enum ErrorCode {
     /// Every tournament of the league is finished: nothing more to play here; the connection
     /// is closed (sent to every bot when the league ends, and in answer to a later `hello`).
     LeagueOver,
+    /// The bot name's token checks are used up for a moment (someone is guessing): try again
+    /// in a second.
+    LoginThrottled,
 }
 
 impl ErrorCode {
@@ -56,6 +59,7 @@ impl ErrorCode {
             ErrorCode::TooManyFailedLogins => "too_many_failed_logins",
             ErrorCode::Replaced => "replaced",
             ErrorCode::LeagueOver => "league_over",
+            ErrorCode::LoginThrottled => "login_throttled",
         }
     }
 }

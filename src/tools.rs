@@ -23,12 +23,27 @@ pub fn perft(
     Ok(())
 }
 
+/// Most complete moves `arena moves --expand` prints for one position; a position with more
+/// gets an error line instead (the count is worked out first, without listing them).
+pub const MAX_EXPANDED_MOVES: u64 = 100_000;
+
+/// How `arena moves` writes a move that removes stones of the mover's choosing (Jiu squares).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Listing {
+    /// Once, with `+?` per stone to name (`F7-F6+?+?`).
+    #[default]
+    Once,
+    /// Once per choice of stones (`F7-F6+A1+B1`, …), up to `MAX_EXPANDED_MOVES` per position.
+    Expanded,
+}
+
 /// `arena moves GAME`: for each position text read, one line listing the legal moves
 /// (space separated), `-` for a position with none (the game is over), or `error WHY` for a
-/// line that is not a position.
+/// line that is not a position (or, expanded, whose moves are too many to print).
 pub fn moves(
     game: GameId,
     rules: &serde_json::Value,
+    listing: Listing,
     input: impl BufRead,
     out: &mut impl Write,
 ) -> io::Result<()> {
@@ -37,16 +52,40 @@ pub fn moves(
         out,
         |line, out| match game::game_from_position_text(game, line, rules) {
             Ok(position) => {
-                let listing = position.move_listing();
-                if listing.is_empty() || position.outcome().is_some() {
-                    writeln!(out, "-")
-                } else {
-                    writeln!(out, "{}", listing.join(" "))
+                let listed = match listing {
+                    Listing::Once => Ok(position.move_listing()),
+                    Listing::Expanded => expanded_moves(&*position),
+                };
+                match listed {
+                    Err(why) => writeln!(out, "error {why}"),
+                    Ok(moves) if moves.is_empty() || position.outcome().is_some() => {
+                        writeln!(out, "-")
+                    }
+                    Ok(moves) => writeln!(out, "{}", moves.join(" ")),
                 }
             }
             Err(e) => writeln!(out, "error {e}"),
         },
     )
+}
+
+/// Every complete legal move of `position`, once its count (worked out from the bounded
+/// listing) is known to be at most `MAX_EXPANDED_MOVES`.
+fn expanded_moves(position: &dyn game::AnyGame) -> Result<Vec<String>, String> {
+    // Each listed entry stands for at least one move: a longer listing is too many already.
+    let budget = usize::try_from(MAX_EXPANDED_MOVES)
+        .unwrap_or(usize::MAX)
+        .saturating_mul(200);
+    let choices = position.move_choices(budget).map_err(|e| e.to_string())?;
+    let count = choices
+        .iter()
+        .fold(0u64, |sum, c| sum.saturating_add(c.complete_moves()));
+    if count > MAX_EXPANDED_MOVES {
+        return Err(format!(
+            "the position has {count} complete moves, more than the {MAX_EXPANDED_MOVES} --expand prints"
+        ));
+    }
+    Ok(position.legal_move_texts())
 }
 
 /// `arena replay GAME`: for each game (moves separated by spaces), one line:
@@ -162,5 +201,72 @@ mod tests {
         assert!(lines[1].starts_with("error line longer"));
         assert_eq!(lines[2], "ok");
         assert_eq!(seen, vec![String::new()]);
+    }
+
+    /// A Jiu battle: `x` on rows 14 and 12 and on `extra`, `o` on rows 1 and 3, x to move.
+    fn jiu_battle(extra: &[&str]) -> String {
+        let mut rows = vec![String::from(".............."); 14];
+        rows[0] = "x".repeat(14);
+        rows[2] = "x".repeat(14);
+        rows[11] = "o".repeat(14);
+        rows[13] = "o".repeat(14);
+        for point in extra {
+            let col = usize::from(point.as_bytes()[0] - b'A');
+            let row: usize = point[1..].parse().unwrap();
+            rows[14 - row].replace_range(col..col + 1, "x");
+        }
+        format!("{} x phase=battle quiet=0\n", rows.join("/"))
+    }
+
+    fn moves_out(listing: Listing, input: &str) -> String {
+        let mut out = Vec::new();
+        moves(
+            GameId::Jiu,
+            &serde_json::json!({}),
+            listing,
+            input.as_bytes(),
+            &mut out,
+        )
+        .unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn moves_lists_a_capture_once_and_expand_prints_each_choice() {
+        let input = jiu_battle(&["E5", "F5", "E6", "F7"]);
+        let once = moves_out(Listing::Once, &input);
+        assert!(once.split(' ').any(|m| m.trim() == "F7-F6+?"), "{once}");
+        let expanded = moves_out(Listing::Expanded, &input);
+        let captures = expanded
+            .split_whitespace()
+            .filter(|m| m.starts_with("F7-F6+"))
+            .count();
+        assert_eq!(captures, 28, "one per o stone");
+    }
+
+    #[test]
+    fn expand_refuses_a_position_with_too_many_moves_without_listing_them() {
+        // x has 11 stones (it flies) and a 3×3 block with a hole: flying into it removes four
+        // of o's 42 stones, C(42, 4) = 111930 ways for each stone outside the block.
+        let mut rows = vec![String::from(".............."); 14];
+        for row in &mut rows[11..14] {
+            *row = "o".repeat(14);
+        }
+        rows[0] = "xxx...........".to_string();
+        for row in [4, 5, 6] {
+            rows[14 - row] = if row == 5 {
+                "...x.x........"
+            } else {
+                "...xxx........"
+            }
+            .to_string();
+        }
+        let input = format!("{} x phase=battle quiet=0\n", rows.join("/"));
+        let expanded = moves_out(Listing::Expanded, &input);
+        let head: String = expanded.chars().take(200).collect();
+        assert!(expanded.starts_with("error the position has "), "{head}");
+        assert!(expanded.contains("100000"), "{head}");
+        let once = moves_out(Listing::Once, &input);
+        assert!(once.contains("A14-E5+?+?+?+?"), "{once}");
     }
 }

@@ -1215,8 +1215,9 @@ async fn served_tournaments_with_the_example_bots_and_a_bridged_engine() {
     let mut config = format!(
         "[server]\nlisten = \"127.0.0.1:0\"\nout_dir = {:?}\nevent = \"bridge e2e\"\nplace = \"test\"\n\
          reconnect_grace_ms = 2000\nexit_when_done = true\n\n\
-         [[bot]]\nname = \"alpha\"\ntoken = \"ta\"\n\n[[bot]]\nname = \"beta\"\ntoken = \"tb\"\n\n\
-         [[bot]]\nname = \"sau\"\ntoken = \"ts\"\n",
+         [[bot]]\nname = \"alpha\"\ntoken = \"ta\"\nweak_token = true\n\n\
+         [[bot]]\nname = \"beta\"\ntoken = \"tb\"\nweak_token = true\n\n\
+         [[bot]]\nname = \"sau\"\ntoken = \"ts\"\nweak_token = true\n",
         out_dir.to_string_lossy()
     );
     let clock = "clock = { initial_ms = 600000, increment_ms = 0, move_limit_ms = 0 }";

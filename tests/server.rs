@@ -917,13 +917,33 @@ fn arena_token_prints_a_strong_random_token() {
 }
 
 #[test]
-fn short_tokens_are_found_for_the_start_warning() {
-    let config = arena::config::Config::from_toml(&two_bot_config("hex", "", "")).expect("config");
-    // The test config's tokens ("ta", "tb") are far too short.
+fn short_tokens_are_refused_unless_the_bot_says_weak_token() {
+    let text = two_bot_config("hex", "", "");
+    let config = arena::config::Config::from_toml(&text).expect("config");
+    // The test config's tokens ("ta", "tb") are far too short; it allows them for `a` and `b`.
     assert_eq!(
         arena::server::bots_with_short_tokens(&config),
-        vec!["a".to_string(), "b".to_string()]
+        (vec![], vec!["a".to_string(), "b".to_string()])
     );
+    let strict = text.replace("weak_token = true\n", "");
+    let config = arena::config::Config::from_toml(&strict).expect("config");
+    assert_eq!(
+        arena::server::bots_with_short_tokens(&config),
+        (vec!["a".to_string(), "b".to_string()], vec![])
+    );
+    // `arena serve` does not start with them.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("arena.toml");
+    std::fs::write(&path, strict).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(["serve", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("weak_token = true"), "{stderr}");
+    assert!(stderr.contains("a, b"), "{stderr}");
 }
 
 #[test]
@@ -1085,6 +1105,8 @@ async fn failed_logins_are_limited_per_address() {
     let server =
         TestServer::start_virtual_clock(&two_bot_config("hex", "", "absent_forfeit_ms = 0")).await;
     for attempt in 1..=5 {
+        // A second apart: faster guesses at one name meet the name's own limit first.
+        tokio::time::sleep(Duration::from_secs(1)).await;
         let mut c = Client::hello(server.addr, 1, "a", &format!("guess-{attempt}"), &["hex"]).await;
         let e = c.expect_error("auth_failed").await;
         let message = e["message"].as_str().unwrap();

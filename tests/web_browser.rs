@@ -17,7 +17,7 @@ use std::time::Duration;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
 
-use web_support::WebServer;
+use web_support::{percent_encode as encode, WebServer};
 
 /// A headless Chromium session and the chromedriver serving it.
 struct Browser {
@@ -485,18 +485,6 @@ async fn a_legal_move(server: &WebServer, match_id: &str) -> String {
             .to_string()
     };
     pick
-}
-
-fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                char::from(b).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }
 
 /// The points a move text names, in order (`B2xE5` -> B2, E5).

@@ -5,8 +5,11 @@ Tibetan Jiu), speaking the arena's wire protocol v1 over TCP. Python 3 standard 
 This is the starting point for your own bot: the networking and the board bookkeeping are done;
 replace `choose_move` with something clever.
 
-    python3 arena_random_bot.py --host 127.0.0.1 --port 7000 --name mybot --token s3cret \
-        --games connect6,hex,surakarta,jiu
+    python3 arena_random_bot.py --host 127.0.0.1 --port 7000 --name mybot \
+        --token-file mybot.token --games connect6,hex,surakarta,jiu
+
+The token is read from --token-file (its first line), else from the ARENA_TOKEN environment
+variable; --token TOKEN also works but shows in `ps` to everyone on the machine.
 
 How the protocol works (see docs/protocol.md): every message is one JSON object on one line.
   we send     {"type":"hello","protocol":1,"name":...,"token":...,"games":[...]}
@@ -34,6 +37,7 @@ Changed the Jiu move generator? Check it against the referee's rules (see `selft
 
 import argparse
 import json
+import os
 import random
 import socket
 import sys
@@ -338,7 +342,8 @@ def main():
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int)
     parser.add_argument("--name")
-    parser.add_argument("--token")
+    parser.add_argument("--token", help="visible in `ps`: prefer --token-file or ARENA_TOKEN")
+    parser.add_argument("--token-file", help="a file whose first line is the token")
     parser.add_argument("--games", default="connect6,hex,surakarta,jiu",
                         help="comma-separated game ids")
     parser.add_argument("--max-games", type=int, default=1,
@@ -356,8 +361,17 @@ def main():
     if args.selftest is not None:
         selftest(args.selftest, json.loads(args.rules))
         return
-    if args.port is None or args.name is None or args.token is None:
-        parser.error("--port, --name and --token are required to play")
+    if args.token is None and args.token_file is not None:
+        try:
+            with open(args.token_file, encoding="utf-8") as f:
+                args.token = (f.readline() or "").strip()
+        except OSError as e:
+            parser.error("cannot read the token file: %s" % e)
+    if args.token is None:
+        args.token = os.environ.get("ARENA_TOKEN") or None
+    if args.port is None or args.name is None or not args.token:
+        parser.error("--port, --name and a token (--token-file FILE or ARENA_TOKEN) are "
+                     "required to play")
 
     gone_since = None
     backoff = 0.25
@@ -468,8 +482,10 @@ def play(args):
                 sock.close()
                 return welcomed, True
             # Refused before the welcome: retrying the same hello would not help (except
-            # when our previous connection is not gone yet).
-            if not welcomed and message.get("code") != "already_connected":
+            # when our previous connection is not gone yet, or the referee asks us to retry
+            # because someone is guessing our token).
+            if not welcomed and message.get("code") not in ("already_connected",
+                                                             "login_throttled"):
                 sock.close()
                 return False, True
     sock.close()

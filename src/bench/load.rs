@@ -183,6 +183,8 @@ pub fn bench_config(plan: &LoadPlan, out_dir: &Path) -> Result<Config, BenchErro
             event: "arena bench".into(),
             exit_when_done: false,
             max_connections: bots + 100,
+            // Every bot connects from this machine at once.
+            max_unauthenticated_per_address: bots + 100,
             progress: false,
             ..ServerConfig::default()
         },
@@ -202,6 +204,7 @@ pub fn bench_config(plan: &LoadPlan, out_dir: &Path) -> Result<Config, BenchErro
                 open_files: None,
                 output_mb: None,
                 scratch_mb: None,
+                weak_token: false,
             })
             .collect(),
         tournaments: (0..plan.matches)

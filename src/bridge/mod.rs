@@ -1014,7 +1014,9 @@ pub async fn run(options: ConnectOptions) -> Result<u32, BridgeError> {
                 source: error,
             },
             HandshakeError::Timeout(limit) => BridgeError::NoWelcome(limit),
-            HandshakeError::Refused(message) => BridgeError::Refused(message),
+            HandshakeError::Refused(message) | HandshakeError::Throttled(message) => {
+                BridgeError::Refused(message)
+            }
             HandshakeError::Closed => BridgeError::ClosedBeforeWelcome,
             HandshakeError::Protocol(message) => BridgeError::Refused(message),
             web @ HandshakeError::WebServer(_) => BridgeError::Refused(web.to_string()),

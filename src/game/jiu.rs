@@ -14,7 +14,10 @@ use std::ops::ControlFlow;
 
 use serde::{Deserialize, Serialize};
 
-use super::{EndReason, GameId, Outcome, ParseMoveError, ParsePositionError, Point, Rules, Side};
+use super::{
+    EndReason, GameId, ListingTooLarge, MoveChoice, Outcome, ParseMoveError, ParsePositionError,
+    Point, Rules, Side,
+};
 
 /// Points per side of the board (columns A–N, rows 1–14).
 pub const SIZE: u8 = 14;
@@ -977,9 +980,44 @@ impl Rules for Jiu {
         }
     }
 
-    /// Every legal move in full: a capture once per choice of removed stones, so that the web
-    /// view offers each as something to click.
-    fn move_choices(&self) -> Vec<String> {
-        self.legal_move_texts()
+    /// One entry per action, as `move_listing`: a move forming squares carries how many
+    /// victims it must name and the enemy stones left after it (any of them may be named).
+    /// The victim sets are never enumerated.
+    fn move_choices(&self, budget: usize) -> Result<Vec<MoveChoice>, ListingTooLarge> {
+        if self.outcome.is_some() {
+            return Ok(Vec::new());
+        }
+        if self.phase == Phase::Placement {
+            return Ok(self
+                .placements()
+                .iter()
+                .map(|p| MoveChoice::plain(p.to_string()))
+                .collect());
+        }
+        let enemy = self.to_move.opponent();
+        let mut choices = Vec::new();
+        let mut spent = 0usize;
+        let flow = self.for_each_action(&mut |action, board, need| {
+            let text = action.with_victims(Victims::none()).to_string();
+            let removable = if need == 0 {
+                Vec::new()
+            } else {
+                stones_of(board, enemy)
+            };
+            spent = spent.saturating_add(1 + removable.len());
+            if spent > budget {
+                return ControlFlow::Break(());
+            }
+            choices.push(MoveChoice {
+                text,
+                remove: need,
+                removable,
+            });
+            ControlFlow::Continue(())
+        });
+        if flow.is_break() {
+            return Err(ListingTooLarge { budget });
+        }
+        Ok(choices)
     }
 }

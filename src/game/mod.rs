@@ -531,11 +531,17 @@ pub trait Rules: Clone + Send + Sync + fmt::Debug + 'static {
         moves.iter().map(|m| m.to_string()).collect()
     }
 
-    /// The move texts a person picks among in the web view (it builds a move from them by
-    /// clicking): `move_listing` by default; Jiu lists every square capture in full, one entry
-    /// per choice of removed stones.
-    fn move_choices(&self) -> Vec<String> {
-        self.move_listing()
+    /// The moves a person picks among in the web view (it builds a move from them by
+    /// clicking), each listed once: `move_listing` by default; Jiu lists a move that forms
+    /// squares once, with how many enemy stones it removes and which may be chosen. Stops with
+    /// an error once the entries plus their removable stones pass `budget`, so that the work is
+    /// bounded whatever the position.
+    fn move_choices(&self, budget: usize) -> Result<Vec<MoveChoice>, ListingTooLarge> {
+        let listing = self.move_listing();
+        if listing.len() > budget {
+            return Err(ListingTooLarge { budget });
+        }
+        Ok(listing.into_iter().map(MoveChoice::plain).collect())
     }
 
     /// A rough static score of this position for `side` (higher is better) from material,
@@ -594,6 +600,51 @@ pub fn parse_options<R: Rules>(value: &serde_json::Value) -> Result<R::Options, 
     })
 }
 
+/// One entry of the web view's move list (`Rules::move_choices`): a move, and for a move that
+/// removes stones of the mover's choosing (Jiu's square victims), how many and among which.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoveChoice {
+    /// The move text, without the stones it removes.
+    pub text: String,
+    /// How many stones the mover names after `text` (`+B3` each); 0 for most moves.
+    pub remove: usize,
+    /// The stones it may name, in canonical order (empty when `remove` is 0).
+    pub removable: Vec<Point>,
+}
+
+impl MoveChoice {
+    /// A move with nothing left to choose.
+    pub fn plain(text: String) -> MoveChoice {
+        MoveChoice {
+            text,
+            remove: 0,
+            removable: Vec::new(),
+        }
+    }
+
+    /// How many complete moves this entry stands for: one per choice of `remove` stones among
+    /// `removable` (saturating).
+    pub fn complete_moves(&self) -> u64 {
+        let n = self.removable.len() as u128;
+        let k = self.remove.min(self.removable.len()) as u128;
+        let mut count: u128 = 1;
+        for i in 0..k {
+            count = count * (n - i) / (i + 1);
+            if count > u128::from(u64::MAX) {
+                return u64::MAX;
+            }
+        }
+        u64::try_from(count).unwrap_or(u64::MAX)
+    }
+}
+
+/// A move listing that would pass its budget (`Rules::move_choices`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the position has more moves to list than the limit of {budget} entries and stones")]
+pub struct ListingTooLarge {
+    pub budget: usize,
+}
+
 /// Why a move text cannot be played: it does not parse, or it is not legal here.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlayError {
@@ -620,7 +671,7 @@ pub trait AnyGame: Send + Sync + fmt::Debug {
     /// What `arena moves` prints for this position.
     fn move_listing(&self) -> Vec<String>;
     /// `Rules::move_choices`: what the web view offers a person to click.
-    fn move_choices(&self) -> Vec<String>;
+    fn move_choices(&self, budget: usize) -> Result<Vec<MoveChoice>, ListingTooLarge>;
     /// The text of every legal move, in `Rules::legal_moves` order.
     fn legal_move_texts(&self) -> Vec<String>;
     fn perft(&self, depth: u32) -> u64;
@@ -670,8 +721,8 @@ impl<R: Rules> AnyGame for R {
     fn move_listing(&self) -> Vec<String> {
         Rules::move_listing(self)
     }
-    fn move_choices(&self) -> Vec<String> {
-        Rules::move_choices(self)
+    fn move_choices(&self, budget: usize) -> Result<Vec<MoveChoice>, ListingTooLarge> {
+        Rules::move_choices(self, budget)
     }
     fn legal_move_texts(&self) -> Vec<String> {
         Rules::legal_move_texts(self)

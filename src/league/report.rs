@@ -114,11 +114,21 @@ pub fn standings_json<T: Borrow<TournamentStandings>>(tournaments: &[T]) -> Stri
     text
 }
 
+/// A CSV cell: quoted when it needs to be, and, when a spreadsheet would run it as a formula
+/// (text starting with `=`, `+`, `-`, `@`, a tab or a carriage return), prefixed with `'`
+/// (OWASP's guard against CSV injection). Numbers such as `-12.5` stay numbers.
 fn csv_field(text: &str) -> String {
+    let formula =
+        text.starts_with(['=', '+', '-', '@', '\t', '\r']) && text.parse::<f64>().is_err();
+    let text = if formula {
+        format!("'{text}")
+    } else {
+        text.to_string()
+    };
     if text.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", text.replace('"', "\"\""))
     } else {
-        text.to_string()
+        text
     }
 }
 
@@ -144,10 +154,25 @@ pub fn standings_csv<T: Borrow<TournamentStandings>>(tournaments: &[T]) -> Strin
     out
 }
 
+/// A Markdown table cell that shows `text` as written: HTML characters as entities (a name
+/// cannot add markup to a rendered page), Markdown's inline punctuation escaped (no links,
+/// images or emphasis), line breaks as spaces.
 fn markdown_cell(text: &str) -> String {
-    text.replace('\\', "\\\\")
-        .replace('|', "\\|")
-        .replace(['\n', '\r'], " ")
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\\' | '|' | '`' | '*' | '_' | '[' | ']' | '!' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `standings.md`: a title, then per tournament a heading and a Markdown table.
@@ -514,5 +539,32 @@ mod tests {
         names.sort();
         assert_eq!(names, ["standings.csv", "standings.json", "standings.md"]);
         assert!(write_standings(&dir.path().join("missing"), &tournaments).is_err());
+    }
+
+    #[test]
+    fn csv_cells_a_spreadsheet_would_run_are_guarded_and_numbers_are_not() {
+        assert_eq!(
+            csv_field("=HYPERLINK(\"http://x\")"),
+            "\"'=HYPERLINK(\"\"http://x\"\")\""
+        );
+        assert_eq!(csv_field("+1+1"), "'+1+1");
+        assert_eq!(csv_field("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(csv_field("-bot"), "'-bot");
+        assert_eq!(csv_field("\tx"), "'\tx");
+        assert_eq!(csv_field("-12.5"), "-12.5");
+        assert_eq!(csv_field("alice"), "alice");
+    }
+
+    #[test]
+    fn markdown_cells_show_html_and_markdown_as_text() {
+        assert_eq!(
+            markdown_cell("<img src=x onerror=alert(1)>"),
+            "&lt;img src=x onerror=alert(1)&gt;"
+        );
+        assert_eq!(
+            markdown_cell("![t](http://evil/t.png) *b* a|b"),
+            "\\!\\[t\\](http://evil/t.png) \\*b\\* a\\|b"
+        );
+        assert_eq!(markdown_cell("Tom & Jerry\nx"), "Tom &amp; Jerry x");
     }
 }

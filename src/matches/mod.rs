@@ -248,6 +248,7 @@ impl MatchPlan {
                     open_files: None,
                     output_mb: None,
                     scratch_mb: None,
+                    weak_token: false,
                 };
                 match &entry.kind {
                     EngineKind::Builtin { engine, options } => {

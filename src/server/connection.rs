@@ -16,15 +16,18 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::game::GameId;
+use crate::log_text::client_text;
 use crate::protocol::{
     parse_bot_line, BotMessage, CappedLineCodec, ErrorCode, Frame, RefereeMessage, MAX_LINE_BYTES,
     PROTOCOL_VERSION,
 };
 
+use super::address::AddressShare;
 use super::arrival::{ArrivalStampedRead, ReadProgress};
 use super::link::{
     outbox, write_lines, BotLink, LineSink, LinkClose, RefereeInput, StreamSink, TcpSink,
 };
+use super::log_summary::LogSummary;
 use super::login_guard::LoginGuard;
 use super::registry::{Registry, Session};
 
@@ -41,6 +44,8 @@ pub struct ConnectionContext {
     pub registry: Arc<Registry>,
     /// Failed logins per client address (TCP and the web view's WebSocket alike).
     pub logins: LoginGuard,
+    /// Refused connections and failed logins, summarised per address and minute in the log.
+    pub refusals: Arc<LogSummary>,
     /// Bot name → token (third-party tokens from the config, generated ones for built-ins).
     pub tokens: HashMap<String, String>,
     /// The league's output writer (the web view shows its faults and the finished games that
@@ -117,8 +122,9 @@ pub async fn serve_connection(
     socket: TcpStream,
     peer: SocketAddr,
     conn_id: u64,
+    unauthenticated: AddressShare,
 ) {
-    tracing::info!(conn = conn_id, %peer, "connection accepted");
+    tracing::debug!(conn = conn_id, %peer, "connection accepted");
     let _ = socket.set_nodelay(true);
     // A bot whose network went away without a FIN (Wi-Fi, a NAT's timeout) is found by the
     // kernel's probes within about a minute, whatever its process does.
@@ -130,7 +136,15 @@ pub async fn serve_connection(
     // halves (not `Framed::split`) let the reader and the writer run without sharing a lock.
     let (read_half, write_half) = socket.into_split();
     let reader = ArrivalStampedRead::new(read_half, ctx.config.server.receive_timestamps);
-    serve_lines(ctx, reader, TcpSink::new(write_half), peer, conn_id).await;
+    serve_lines(
+        ctx,
+        reader,
+        TcpSink::new(write_half),
+        peer,
+        conn_id,
+        Some(unauthenticated),
+    )
+    .await;
 }
 
 /// TCP keepalive of bot connections: first probe after 20 s of silence, then every 10 s; four
@@ -156,7 +170,7 @@ pub async fn serve_stream<
     peer: SocketAddr,
     conn_id: u64,
 ) {
-    serve_lines(ctx, reader, StreamSink(write_half), peer, conn_id).await;
+    serve_lines(ctx, reader, StreamSink(write_half), peer, conn_id, None).await;
 }
 
 /// Serves one bot whose lines go out through `sink` (see `serve_stream`).
@@ -166,6 +180,7 @@ async fn serve_lines<R: BotRead + 'static, S: LineSink>(
     sink: S,
     peer: SocketAddr,
     conn_id: u64,
+    unauthenticated: Option<AddressShare>,
 ) {
     let progress = reader.read_progress();
     let lines = FramedRead::with_capacity(
@@ -184,6 +199,7 @@ async fn serve_lines<R: BotRead + 'static, S: LineSink>(
         link,
         name: None,
         bad_lines: 0,
+        unauthenticated,
     };
     let why = connection.read_loop(lines).await;
     if let Some(name) = &connection.name {
@@ -196,17 +212,21 @@ async fn serve_lines<R: BotRead + 'static, S: LineSink>(
     close.cancel();
     drop(connection);
     let _ = writer.await;
-    tracing::info!(
-        conn = conn_id,
-        %peer,
-        bot = connection_name(&why),
-        why = %why.reason,
-        "connection closed"
-    );
-}
-
-fn connection_name(why: &Closed) -> &str {
-    why.name.as_deref().unwrap_or("-")
+    match &why.name {
+        Some(name) => tracing::info!(
+            conn = conn_id,
+            %peer,
+            bot = %name,
+            why = %why.reason,
+            "connection closed"
+        ),
+        None => {
+            // Never logged in: one line per address and minute, whatever the number.
+            tracing::debug!(conn = conn_id, %peer, why = %why.reason, "connection closed");
+            ctx.refusals
+                .note(peer.ip(), "connection closed without a successful hello");
+        }
+    }
 }
 
 /// Why a connection ended.
@@ -223,6 +243,8 @@ struct Connection {
     /// The bot's name once authenticated (shared: each message borrows it).
     name: Option<Arc<str>>,
     bad_lines: u32,
+    /// The address's share of connections that have not said `hello`, given back on login.
+    unauthenticated: Option<AddressShare>,
 }
 
 /// What the reader does after handling a line.
@@ -325,6 +347,15 @@ impl Connection {
                 Some(Ok(Frame::Line(line))) if line.trim().is_empty() => Next::Continue,
                 Some(Ok(Frame::Line(line))) => match parse_bot_line(&line) {
                     Err(e) => self.refuse(e.code, e.message, e.match_id),
+                    Ok(BotMessage::Pong { .. }) if self.name.is_none() => {
+                        // As any other first line that is not `hello`.
+                        self.error(
+                            ErrorCode::AuthFailed,
+                            "the first message must be hello",
+                            None,
+                        );
+                        Next::Close("spoke before hello".into())
+                    }
                     Ok(BotMessage::Pong { id }) => {
                         // Only a liveness signal: lag credit never comes from how fast the
                         // bot's process answers (it could answer late on purpose).
@@ -342,7 +373,11 @@ impl Connection {
                             Some(rtt) => self.link.set_rtt(rtt),
                             None => self.link.clear_rtt(),
                         }
-                        self.handle(message, received, now).await
+                        let next = self.handle(message, received, now).await;
+                        if self.name.is_some() {
+                            self.unauthenticated = None;
+                        }
+                        next
                     }
                 },
             };
@@ -485,7 +520,10 @@ impl Connection {
         }
         if let Err(blocked) = self.ctx.logins.check(self.peer.ip(), Instant::now()) {
             let seconds = blocked.seconds_left(Instant::now());
-            tracing::warn!(conn = self.link.conn_id, peer = %self.peer, bot = %name, "login refused: too many failed logins from this address");
+            self.ctx.refusals.note(
+                self.peer.ip(),
+                "login refused: too many failed logins from this address",
+            );
             self.error(
                 ErrorCode::TooManyFailedLogins,
                 format!(
@@ -495,6 +533,27 @@ impl Connection {
                 None,
             );
             return Next::Close("refused: too many failed logins from its address".into());
+        }
+        let configured = self.ctx.tokens.contains_key(&name).then_some(name.as_str());
+        if let Err(throttled) =
+            self.ctx
+                .logins
+                .check_name(configured, self.peer.ip(), Instant::now())
+        {
+            let wait = throttled.until.saturating_duration_since(Instant::now());
+            self.ctx.refusals.note(
+                self.peer.ip(),
+                "login refused: the bot name's token checks are used up for now",
+            );
+            self.error(
+                ErrorCode::LoginThrottled,
+                format!(
+                    "logins to this bot name are being tried from elsewhere; try again in {} ms",
+                    wait.as_millis().max(1)
+                ),
+                None,
+            );
+            return Next::Close("refused: the bot name's token checks are used up".into());
         }
         let token_ok = match self.ctx.tokens.get(&name) {
             Some(expected) => bool::from(expected.as_bytes().ct_eq(token.as_bytes())),
@@ -506,8 +565,11 @@ impl Connection {
         };
         if !token_ok {
             let blocked = self.ctx.logins.failed(self.peer.ip(), Instant::now());
-            // The address and the name tried are logged; the token never is.
-            tracing::warn!(conn = self.link.conn_id, peer = %self.peer, bot = %name, "failed login: unknown name or wrong token");
+            // Summarised per address; the name tried is escaped and cut; the token never shows.
+            self.ctx
+                .refusals
+                .note(self.peer.ip(), "failed login: unknown name or wrong token");
+            tracing::debug!(conn = self.link.conn_id, peer = %self.peer, bot = %client_text(&name), "failed login");
             let message = match blocked {
                 Some(blocked) => format!(
                     "unknown name or wrong token; too many failed logins from {}: refused for {} s",
@@ -517,8 +579,14 @@ impl Connection {
                 None => "unknown name or wrong token".to_string(),
             };
             self.error(ErrorCode::AuthFailed, message, None);
-            return Next::Close(format!("authentication failed for {name:?}"));
+            return Next::Close(format!(
+                "authentication failed for \"{}\"",
+                client_text(&name)
+            ));
         }
+        self.ctx
+            .logins
+            .succeeded(&name, self.peer.ip(), Instant::now());
         let mut played = std::collections::HashSet::new();
         for g in &games {
             match g.parse::<GameId>() {
@@ -526,7 +594,7 @@ impl Connection {
                     played.insert(id);
                 }
                 Err(_) => {
-                    tracing::debug!(bot = %name, game = %g, "ignoring unknown game id in hello")
+                    tracing::debug!(bot = %name, game = %client_text(g), "ignoring unknown game id in hello")
                 }
             }
         }
@@ -545,7 +613,7 @@ impl Connection {
                 "none of your games {games:?} is played by your tournaments here; you could play: {}",
                 could_play.join(", ")
             );
-            tracing::warn!(conn = self.link.conn_id, bot = %name, games = ?games, could_play = ?could_play, "hello lists no game of the bot's tournaments");
+            tracing::warn!(conn = self.link.conn_id, bot = %name, games = %client_text(&games.join(" ")), could_play = ?could_play, "hello lists no game of the bot's tournaments");
             self.error(ErrorCode::UnknownGame, message, None);
             return Next::Close(format!("{name:?} listed no game it is scheduled for"));
         }
@@ -576,7 +644,7 @@ impl Connection {
         tracing::info!(
             conn = self.link.conn_id,
             bot = %name,
-            engine = engine.as_deref().unwrap_or("-"),
+            engine = %client_text(engine.as_deref().unwrap_or("-")),
             max_games,
             games = ?played,
             "authenticated"

@@ -1,7 +1,11 @@
-//! Failed-login limits per client address: after `max_failed_logins_per_minute` failed
-//! `hello`s (wrong name or token) within a minute, an address is refused for
-//! `failed_login_block_ms`, so that tokens cannot be guessed by trying. Shared by every way a
-//! bot logs in (TCP and the web view's WebSocket).
+//! Login limits, so that tokens cannot be guessed by trying. Per client address (IPv6: its
+//! /64): after `max_failed_logins_per_minute` failed `hello`s (wrong name or token) within a
+//! minute, the address is refused for `failed_login_block_ms`. Per bot name, across every
+//! address: tokens are checked at most `NAME_CHECKS_PER_SECOND` a second (a burst of
+//! `NAME_CHECK_BURST`), except from the addresses the bot last logged in from, which a guesser
+//! rotating through addresses does not share; so the right token from the bot's usual address
+//! gets in at once during an attack, and from a new address within a second or two of retrying.
+//! Shared by every way a bot logs in (TCP and the web view's WebSocket).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -10,12 +14,55 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::address::address_group;
+
 /// The window failed logins are counted in.
 const WINDOW: Duration = Duration::from_secs(60);
 
 /// Most addresses remembered at once; beyond it, the entries that no longer matter are dropped
 /// first, so a flood of addresses cannot grow memory without bound.
 const MAX_ADDRESSES: usize = 10_000;
+
+/// Token checks per second for one bot name from addresses it has not logged in from.
+pub const NAME_CHECKS_PER_SECOND: u32 = 1;
+/// Checks one bot name may take at once before the rate applies.
+const NAME_CHECK_BURST: u32 = 2;
+/// Addresses remembered per bot name as ones it logged in from (the latest ones).
+const KNOWN_ADDRESSES_PER_NAME: usize = 4;
+/// Most bot names tracked (configured names; every unknown name shares one entry).
+const MAX_NAMES: usize = 10_000;
+
+/// A bot name whose token checks are used up for now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Throttled {
+    pub until: Instant,
+}
+
+/// One bot name's token bucket and the addresses it logged in from.
+#[derive(Debug)]
+struct NameRecord {
+    /// Checks available (fractional refill), at most `NAME_CHECK_BURST`.
+    checks: f64,
+    refilled: Instant,
+    known: Vec<IpAddr>,
+}
+
+impl NameRecord {
+    fn new(now: Instant) -> NameRecord {
+        NameRecord {
+            checks: f64::from(NAME_CHECK_BURST),
+            refilled: now,
+            known: Vec::new(),
+        }
+    }
+
+    fn refill(&mut self, now: Instant) {
+        let gained = now.saturating_duration_since(self.refilled).as_secs_f64()
+            * f64::from(NAME_CHECKS_PER_SECOND);
+        self.checks = (self.checks + gained).min(f64::from(NAME_CHECK_BURST));
+        self.refilled = now;
+    }
+}
 
 /// An address refused until `until`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +106,7 @@ pub struct LoginGuard {
     max_failures: usize,
     block: Duration,
     addresses: Mutex<HashMap<IpAddr, AddressRecord>>,
+    names: Mutex<HashMap<String, NameRecord>>,
 }
 
 impl LoginGuard {
@@ -68,6 +116,60 @@ impl LoginGuard {
             max_failures: usize::try_from(max_failures_per_minute.max(1)).unwrap_or(usize::MAX),
             block,
             addresses: Mutex::new(HashMap::new()),
+            names: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn names(&self) -> std::sync::MutexGuard<'_, HashMap<String, NameRecord>> {
+        self.names.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes one token check for bot `name` (`None`: a name no bot has) tried from `ip`, or
+    /// says until when the name's checks are used up. Addresses the bot logged in from lately
+    /// check without taking one.
+    pub fn check_name(
+        &self,
+        name: Option<&str>,
+        ip: IpAddr,
+        now: Instant,
+    ) -> Result<(), Throttled> {
+        let group = address_group(ip);
+        let mut names = self.names();
+        let key = name.unwrap_or("");
+        if !names.contains_key(key) && names.len() >= MAX_NAMES {
+            names.retain(|_, record| !record.known.is_empty());
+        }
+        let record = names
+            .entry(key.to_string())
+            .or_insert_with(|| NameRecord::new(now));
+        if name.is_some() && record.known.contains(&group) {
+            return Ok(());
+        }
+        record.refill(now);
+        if record.checks >= 1.0 {
+            record.checks -= 1.0;
+            return Ok(());
+        }
+        let wait = (1.0 - record.checks) / f64::from(NAME_CHECKS_PER_SECOND);
+        Err(Throttled {
+            until: now + Duration::from_secs_f64(wait),
+        })
+    }
+
+    /// Remembers that bot `name` logged in from `ip` (its checks from there skip the rate).
+    pub fn succeeded(&self, name: &str, ip: IpAddr, now: Instant) {
+        let group = address_group(ip);
+        let mut names = self.names();
+        if !names.contains_key(name) && names.len() >= MAX_NAMES {
+            return;
+        }
+        let record = names
+            .entry(name.to_string())
+            .or_insert_with(|| NameRecord::new(now));
+        record.known.retain(|&known| known != group);
+        record.known.push(group);
+        if record.known.len() > KNOWN_ADDRESSES_PER_NAME {
+            record.known.remove(0);
         }
     }
 
@@ -77,6 +179,7 @@ impl LoginGuard {
 
     /// `Err` while `ip` is refused: no login from it is even checked.
     pub fn check(&self, ip: IpAddr, now: Instant) -> Result<(), Blocked> {
+        let ip = address_group(ip);
         let mut table = self.table();
         let Some(record) = table.get_mut(&ip) else {
             return Ok(());
@@ -91,6 +194,7 @@ impl LoginGuard {
     /// Counts a failed login from `ip`; returns the block it brought about, if this failure
     /// reached the limit.
     pub fn failed(&self, ip: IpAddr, now: Instant) -> Option<Blocked> {
+        let ip = address_group(ip);
         let mut table = self.table();
         if table.len() >= MAX_ADDRESSES && !table.contains_key(&ip) {
             table.retain(|_, record| {
@@ -175,5 +279,66 @@ mod tests {
             "{}",
             guard.remembered()
         );
+    }
+
+    #[test]
+    fn an_ipv6_attacker_rotating_through_its_slash_64_is_blocked_as_one_address() {
+        let guard = LoginGuard::new(5, Duration::from_secs(60));
+        let t0 = Instant::now();
+        let v6 = |last: u16| IpAddr::from([0x2001, 0xdb8, 0, 7, 0, 0, 0, last]);
+        for i in 0..4 {
+            assert_eq!(guard.failed(v6(i), t0), None);
+        }
+        assert!(guard.failed(v6(99), t0).is_some());
+        assert!(guard.check(v6(1234), t0).is_err());
+        assert!(guard
+            .check(IpAddr::from([0x2001, 0xdb8, 0, 8, 0, 0, 0, 1]), t0)
+            .is_ok());
+    }
+
+    #[test]
+    fn one_name_is_checked_about_once_a_second_across_all_addresses() {
+        let guard = LoginGuard::new(5, Duration::from_secs(60));
+        let t0 = Instant::now();
+        let mut checked = 0;
+        // Ten seconds of guesses from 10 000 addresses, 100 a second.
+        for i in 0..1000u32 {
+            let at = t0 + Duration::from_millis(u64::from(i) * 10);
+            if guard
+                .check_name(Some("alice"), IpAddr::from((i + 1).to_be_bytes()), at)
+                .is_ok()
+            {
+                checked += 1;
+            }
+        }
+        assert!(
+            (10..=12).contains(&checked),
+            "{checked} checks in 10 s (burst 2, then 1 a second)"
+        );
+        // Another name has its own checks.
+        assert!(guard.check_name(Some("bob"), ip(1), t0).is_ok());
+    }
+
+    #[test]
+    fn the_bots_usual_address_is_checked_at_once_during_an_attack_and_a_new_one_soon() {
+        let guard = LoginGuard::new(5, Duration::from_secs(60));
+        let t0 = Instant::now();
+        guard.succeeded("alice", ip(7), t0);
+        let attacker = |i: u32| IpAddr::from((1000 + i).to_be_bytes());
+        for i in 0..100 {
+            let _ = guard.check_name(Some("alice"), attacker(i), t0);
+        }
+        assert!(guard.check_name(Some("alice"), attacker(100), t0).is_err());
+        // From where it logged in before: no wait at all.
+        assert!(guard.check_name(Some("alice"), ip(7), t0).is_ok());
+        // From a new address: refused with a wait of at most a second, then checked when the
+        // attacker happens not to have taken that second's check.
+        let throttled = guard
+            .check_name(Some("alice"), ip(8), t0)
+            .expect_err("used up");
+        assert!(throttled.until <= t0 + Duration::from_secs(1));
+        assert!(guard
+            .check_name(Some("alice"), ip(8), throttled.until)
+            .is_ok());
     }
 }

@@ -7,12 +7,14 @@
 //! scheduler (`schedule`) that decides what starts when. They share the `registry`. What happens
 //! is told to the caller through `report`'s events: the library never prints.
 
+pub mod address;
 mod arrival;
 mod builtin;
 pub mod connection;
 mod journaling;
 mod link;
 pub mod live;
+pub mod log_summary;
 mod login_guard;
 mod match_spec;
 mod match_task;
@@ -60,8 +62,9 @@ pub async fn bind(config: &Config, listen: Option<&str>) -> Result<TcpListener, 
         .map_err(|source| ServerError::Bind { addr, source })
 }
 
-/// A token shorter than this can be guessed by trying: `arena serve` warns about it.
-pub const MIN_TOKEN_CHARS: usize = 12;
+/// A token shorter than this can be guessed by trying: `arena serve` refuses it unless the bot
+/// says `weak_token = true`.
+pub const MIN_TOKEN_CHARS: usize = 16;
 
 /// A strong random token: 32 hex digits (128 bits) from the operating system's seeded CSPRNG.
 /// Built-in bots get one that never leaves the process; `arena token` prints one for the config.
@@ -73,9 +76,10 @@ pub fn random_token() -> String {
         .collect()
 }
 
-/// The names of the configured bots whose token is shorter than [`MIN_TOKEN_CHARS`].
-pub fn bots_with_short_tokens(config: &Config) -> Vec<String> {
-    config
+/// The configured bots whose token is shorter than [`MIN_TOKEN_CHARS`]: those `arena serve`
+/// refuses to start with, and those it only warns about (`weak_token = true`).
+pub fn bots_with_short_tokens(config: &Config) -> (Vec<String>, Vec<String>) {
+    let (refused, allowed): (Vec<_>, Vec<_>) = config
         .bots
         .iter()
         .filter(|b| {
@@ -83,8 +87,10 @@ pub fn bots_with_short_tokens(config: &Config) -> Vec<String> {
                 .as_ref()
                 .is_some_and(|t| t.chars().count() < MIN_TOKEN_CHARS)
         })
-        .map(|b| b.name.clone())
-        .collect()
+        .partition(|b| !b.weak_token);
+    let names =
+        |bots: Vec<&crate::config::BotConfig>| bots.iter().map(|b| b.name.clone()).collect();
+    (names(refused), names(allowed))
 }
 
 /// The sandbox the config's `program` bots run in, probed before anything else starts: the
@@ -129,6 +135,8 @@ pub async fn run_with_web(
         Some(web) => Some(web.local_addr().map_err(ServerError::Listener)?),
         None => None,
     };
+    let mut config = config;
+    let budget = fit_connections_under_open_files_limit(&mut config);
     let config = Arc::new(config);
     let sandbox = program_sandbox(&config).await?;
     let out_dir = config.server.out_dir.clone();
@@ -211,6 +219,7 @@ pub async fn run_with_web(
             config.server.max_failed_logins_per_minute,
             Duration::from_millis(config.server.failed_login_block_ms),
         ),
+        refusals: Arc::new(log_summary::LogSummary::new()),
         tokens,
         output: output.clone(),
         shutdown: stop.clone(),
@@ -224,20 +233,7 @@ pub async fn run_with_web(
         )
     });
     probe::server_ready();
-    let budget = open_files::OpenFilesBudget::fit(
-        open_files::raise_open_files_limit(),
-        config.server.max_connections,
-        config.server.web_max_event_streams + config.server.web_max_sockets + WEB_PAGE_CONNECTIONS,
-    );
-    tracing::info!(%address, open_files_limit = ?budget.limit, bot_connections = budget.bot_connections, "arena server listening");
-    if budget.bot_connections < config.server.max_connections {
-        tracing::warn!(
-            open_files_limit = ?budget.limit,
-            max_connections = config.server.max_connections,
-            held = budget.bot_connections,
-            "the open-files limit is too low for server.max_connections: the bot port holds fewer connections at once (raise the hard limit, e.g. `ulimit -Hn`, LimitNOFILE= in a systemd unit)"
-        );
-    }
+    tracing::info!(%address, open_files_limit = ?budget.limit, bot_connections = budget.bot_connections, web_connections = budget.web_connections, "arena server listening");
     events(ServerEvent::Ready {
         address,
         web: web_address,
@@ -246,12 +242,7 @@ pub async fn run_with_web(
     {
         events(ServerEvent::Resumed(report));
     }
-    let accept = tokio::spawn(accept_loop(
-        listener,
-        ctx,
-        budget.bot_connections,
-        stop.clone(),
-    ));
+    let accept = tokio::spawn(accept_loop(listener, ctx, stop.clone()));
     let mut engines = builtin::start_builtins(&config, address, builtins, stop.clone());
     builtin::start_programs(
         &config,
@@ -349,20 +340,40 @@ async fn finish_output(
     }
 }
 
-/// Connections the web view's pages and API calls are expected to hold at once, besides its
-/// event streams and WebSockets (for sharing the open-files limit).
-const WEB_PAGE_CONNECTIONS: usize = 64;
+/// Raises the open-files limit and holds both ports' connection caps (`max_connections`,
+/// `web_max_connections`) under it, with room kept for the league's own files; warns when that
+/// lowers a configured cap.
+fn fit_connections_under_open_files_limit(config: &mut Config) -> open_files::OpenFilesBudget {
+    let server = &mut config.server;
+    let budget = open_files::OpenFilesBudget::fit(
+        open_files::raise_open_files_limit(),
+        server.max_connections,
+        server.web_max_connections,
+    );
+    if budget.bot_connections < server.max_connections
+        || budget.web_connections < server.web_max_connections
+    {
+        tracing::warn!(
+            open_files_limit = ?budget.limit,
+            max_connections = server.max_connections,
+            web_max_connections = server.web_max_connections,
+            bot_port_holds = budget.bot_connections,
+            web_port_holds = budget.web_connections,
+            "the open-files limit is too low for the configured connection caps: the ports hold fewer connections at once (raise the hard limit, e.g. `ulimit -Hn`, LimitNOFILE= in a systemd unit)"
+        );
+    }
+    server.max_connections = budget.bot_connections;
+    server.web_max_connections = budget.web_connections;
+    budget
+}
 
 /// Accepts connections while fewer than `max_connections` are open (the rest wait in the
 /// listen queue), each served by its own task; on `stop`, waits for them to close. When
 /// `accept` fails (out of file descriptors) it pauses and goes on serving.
-async fn accept_loop(
-    listener: TcpListener,
-    ctx: Arc<ConnectionContext>,
-    max_connections: usize,
-    stop: CancellationToken,
-) {
-    let slots = Arc::new(Semaphore::new(max_connections));
+async fn accept_loop(listener: TcpListener, ctx: Arc<ConnectionContext>, stop: CancellationToken) {
+    let slots = Arc::new(Semaphore::new(ctx.config.server.max_connections));
+    let unauthenticated =
+        address::AddressShares::new(ctx.config.server.max_unauthenticated_per_address);
     let mut connections = JoinSet::new();
     let mut next_id: u64 = 0;
     loop {
@@ -379,11 +390,18 @@ async fn accept_loop(
         };
         match accepted {
             Ok((socket, peer)) => {
+                let Some(share) = unauthenticated.try_take(peer.ip()) else {
+                    ctx.refusals.note(
+                        peer.ip(),
+                        "connection refused: the address holds its share of connections that have not said hello",
+                    );
+                    continue;
+                };
                 next_id += 1;
                 let ctx = ctx.clone();
                 let conn_id = next_id;
                 connections.spawn(async move {
-                    serve_connection(ctx, socket, peer, conn_id).await;
+                    serve_connection(ctx, socket, peer, conn_id, share).await;
                     drop(permit);
                 });
             }

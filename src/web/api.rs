@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use axum::http::StatusCode;
 use serde_json::{json, Value};
 
 use crate::config::Config;
@@ -28,11 +29,75 @@ pub fn finished_games(out_dir: &Path) -> Vec<LiveGame> {
         .collect()
 }
 
-/// The finished game `match_id` from `out_dir/games.jsonl` (its first line), if there.
-pub fn finished_game(out_dir: &Path, match_id: &str) -> Option<LiveGame> {
-    GameLine::read_file(&out_dir.join("games.jsonl"))
-        .find(|line| line.match_id == match_id)
-        .map(|line| game_of_line(&line))
+/// Where each game's line is in a games.jsonl that only grows: match id → (offset, length).
+/// A lookup reads one line; the file is scanned once overall, each new part when a game not
+/// yet indexed is asked for. So a web request never re-reads the whole file.
+#[derive(Debug)]
+pub struct FinishedIndex {
+    path: PathBuf,
+    state: std::sync::Mutex<IndexState>,
+}
+
+#[derive(Debug, Default)]
+struct IndexState {
+    lines: std::collections::HashMap<String, (u64, usize)>,
+    /// Bytes of the file indexed so far (up to the end of its last whole line).
+    scanned: u64,
+}
+
+impl FinishedIndex {
+    pub fn new(out_dir: &Path) -> FinishedIndex {
+        FinishedIndex {
+            path: out_dir.join("games.jsonl"),
+            state: std::sync::Mutex::new(IndexState::default()),
+        }
+    }
+
+    /// The finished game `match_id` (its first line), if the file has it. Blocking file I/O.
+    pub fn game(&self, match_id: &str) -> Option<LiveGame> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if !state.lines.contains_key(match_id) {
+            self.scan_new_lines(&mut state);
+        }
+        let (offset, len) = *state.lines.get(match_id)?;
+        drop(state);
+        let mut file = std::fs::File::open(&self.path).ok()?;
+        file.seek(SeekFrom::Start(offset)).ok()?;
+        let mut text = vec![0; len];
+        file.read_exact(&mut text).ok()?;
+        let line = GameLine::from_text(std::str::from_utf8(&text).ok()?).ok()?;
+        (line.match_id == match_id).then(|| game_of_line(&line))
+    }
+
+    /// Indexes the whole lines added since the last scan.
+    fn scan_new_lines(&self, state: &mut IndexState) {
+        use std::io::{BufRead, Seek, SeekFrom};
+        let Ok(mut file) = std::fs::File::open(&self.path) else {
+            return;
+        };
+        if file.seek(SeekFrom::Start(state.scanned)).is_err() {
+            return;
+        }
+        let mut reader = std::io::BufReader::new(file);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let Ok(n) = reader.read_until(b'\n', &mut line) else {
+                return;
+            };
+            if n == 0 || line.last() != Some(&b'\n') {
+                // The end, or a line still being written: scanned again next time.
+                return;
+            }
+            let offset = state.scanned;
+            state.scanned += n as u64;
+            let text = String::from_utf8_lossy(&line[..n - 1]);
+            if let Ok(game) = GameLine::from_text(&text) {
+                state.lines.entry(game.match_id).or_insert((offset, n - 1));
+            }
+        }
+    }
 }
 
 /// A finished game from its games.jsonl line.
@@ -126,12 +191,31 @@ pub fn game_detail(game: &LiveGame) -> Value {
     })
 }
 
-/// The legal move texts of `position` (as `arena moves` prints them, except that Jiu square
-/// captures are listed in full: one entry per choice of removed stones).
-pub fn legal_moves(game: GameId, position: &str, rules: &Value) -> Result<Vec<String>, String> {
-    let position =
-        game_from_position_text(game, position, rules).map_err(|e| format!("bad position: {e}"))?;
-    Ok(position.move_choices())
+/// Most entries plus removable stones one `/api/moves` answer lists (a crafted Jiu position
+/// could otherwise ask for hundreds of millions of moves).
+pub const MAX_LISTED_MOVES: usize = 50_000;
+
+/// The `/api/moves` list of `position`: each legal move once, as `arena moves` prints it, except
+/// that a move removing stones of the mover's choosing (Jiu squares) is an object
+/// `{"move", "remove", "removable"}` the client completes with `+POINT` per removed stone.
+/// Past `MAX_LISTED_MOVES` the answer is an error (422), never a longer list.
+pub fn legal_moves(game: GameId, position: &str, rules: &Value) -> Result<Vec<Value>, ApiError> {
+    let position = game_from_position_text(game, position, rules)
+        .map_err(|e| ApiError::bad_request(format!("bad position: {e}")))?;
+    let choices = position
+        .move_choices(MAX_LISTED_MOVES)
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
+    Ok(choices
+        .into_iter()
+        .map(|choice| match choice.remove {
+            0 => Value::String(choice.text),
+            remove => json!({
+                "move": choice.text,
+                "remove": remove,
+                "removable": choice.removable.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+            }),
+        })
+        .collect())
 }
 
 /// `standings.json` as last written to `out_dir` (or an empty table before the first game).
@@ -317,21 +401,24 @@ pub fn content_disposition(name: &str) -> String {
 mod tests {
     use super::*;
 
+    /// A games.jsonl line of a two-move Hex game `id` the first side won by resignation.
+    fn hex_line(id: &str, moves: &[&str]) -> String {
+        GameLine::from_json(&json!({
+            "match": id, "tournament": "t", "game": "hex", "first": "a", "second": "b",
+            "result": "first", "reason": "resign", "moves": moves, "think_ms": [5, 6],
+            "lag_ms": [0, 0], "rules": {"swap": false},
+            "clock": {"initial_ms": 1000, "increment_ms": 0, "move_limit_ms": null},
+            "started": "2026-11-22T21:00:00+00:00", "finished": "2026-11-22T21:01:00+00:00",
+            "record": format!("{id}.txt"),
+        }))
+        .unwrap()
+        .to_text()
+    }
+
     #[test]
     fn a_finished_game_is_read_back_from_games_jsonl_by_its_match_id() {
         let dir = tempfile::tempdir().unwrap();
-        let line = |id: &str, moves: &[&str]| {
-            GameLine::from_json(&json!({
-                "match": id, "tournament": "t", "game": "hex", "first": "a", "second": "b",
-                "result": "first", "reason": "resign", "moves": moves, "think_ms": [5, 6],
-                "lag_ms": [0, 0], "rules": {"swap": false},
-                "clock": {"initial_ms": 1000, "increment_ms": 0, "move_limit_ms": null},
-                "started": "2026-11-22T21:00:00+00:00", "finished": "2026-11-22T21:01:00+00:00",
-                "record": format!("{id}.txt"),
-            }))
-            .unwrap()
-            .to_text()
-        };
+        let line = hex_line;
         // A match id that is a prefix of another must not match it.
         let text = format!(
             "{}\n{}\n{{\"torn",
@@ -339,11 +426,12 @@ mod tests {
             line("t-g1", &["F6", "E7"])
         );
         std::fs::write(dir.path().join("games.jsonl"), text).unwrap();
-        let game = finished_game(dir.path(), "t-g1").unwrap();
+        let index = FinishedIndex::new(dir.path());
+        let game = index.game("t-g1").unwrap();
         assert_eq!(game.moves.read().texts_from(0), ["F6", "E7"]);
         assert_eq!(game.record.as_deref(), Some("t-g1.txt"));
         assert_eq!(game_detail(&game)["positions"].as_array().unwrap().len(), 3);
-        assert!(finished_game(dir.path(), "t-g2").is_none());
+        assert!(index.game("t-g2").is_none());
     }
 
     #[test]
@@ -366,12 +454,29 @@ mod tests {
     }
 
     #[test]
-    fn jiu_square_captures_are_listed_in_full_and_other_games_as_the_tool_prints() {
+    fn moves_are_listed_as_the_tool_prints_them_and_bad_positions_refused() {
         let start = new_game(GameId::Connect6, &json!({}))
             .unwrap()
             .position_text();
         let listed = legal_moves(GameId::Connect6, &start, &json!({})).unwrap();
         assert_eq!(listed.len(), 361);
         assert!(legal_moves(GameId::Hex, "junk", &json!({})).is_err());
+    }
+
+    #[test]
+    fn the_index_reads_one_line_and_scans_only_what_was_added() {
+        let dir = tempfile::tempdir().unwrap();
+        let line = |id: &str| hex_line(id, &["F6", "E7"]);
+        let path = dir.path().join("games.jsonl");
+        std::fs::write(&path, format!("{}\n{}\n{{\"torn", line("g1"), line("g2"))).unwrap();
+        let index = FinishedIndex::new(dir.path());
+        assert_eq!(index.game("g2").unwrap().spec.match_id, "g2");
+        assert!(index.game("g3").is_none());
+        // The torn line is completed and another game added: found on the next miss.
+        let before = std::fs::read_to_string(&path).unwrap();
+        let fixed = before.trim_end_matches("{\"torn").to_string();
+        std::fs::write(&path, format!("{fixed}{}\n", line("g3"))).unwrap();
+        assert_eq!(index.game("g3").unwrap().record.as_deref(), Some("g3.txt"));
+        assert_eq!(index.game("g1").unwrap().spec.match_id, "g1");
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod feed;
+mod http;
 pub mod site;
 mod ws;
 
@@ -28,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::game::GameId;
+use crate::server::address::AddressShares;
 use crate::server::connection::ConnectionContext;
 use crate::server::live::{HeldGame, Live};
 use crate::server::registry::Registry;
@@ -60,9 +62,17 @@ pub struct WebContext {
     connections: Arc<ConnectionContext>,
     event_slots: Arc<Semaphore>,
     socket_slots: Arc<Semaphore>,
+    /// Each address's share of the event streams and of the WebSockets.
+    event_shares: Arc<AddressShares>,
+    socket_shares: Arc<AddressShares>,
     stop: CancellationToken,
     /// The league's event batches, made once for every `/api/events` stream.
     feed: feed::EventFeed,
+    /// Slots for the requests whose work may take more than a millisecond.
+    work: BlockingWork,
+    /// Where each finished game's line is in games.jsonl.
+    finished_index: Arc<api::FinishedIndex>,
+    finished_answers: Arc<FinishedAnswers>,
 }
 
 impl WebContext {
@@ -73,8 +83,13 @@ impl WebContext {
             registry: connections.registry.clone(),
             event_slots: Arc::new(Semaphore::new(config.server.web_max_event_streams)),
             socket_slots: Arc::new(Semaphore::new(config.server.web_max_sockets)),
+            event_shares: AddressShares::new(config.server.web_max_event_streams_per_address),
+            socket_shares: AddressShares::new(config.server.web_max_sockets_per_address),
             stop: connections.shutdown.clone(),
             feed: feed::EventFeed::default(),
+            work: BlockingWork::new(WORK_SLOTS),
+            finished_index: Arc::new(api::FinishedIndex::new(&config.server.out_dir)),
+            finished_answers: Arc::default(),
             config,
             connections,
         }
@@ -86,6 +101,7 @@ impl WebContext {
 }
 
 /// A JSON error answer: `{"error": message}` with `status`.
+#[derive(Debug)]
 pub struct ApiError {
     status: StatusCode,
     message: String,
@@ -114,6 +130,63 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// Requests whose work runs on the blocking pool at once; the rest wait for a slot.
+const WORK_SLOTS: usize = 2;
+/// How long a request waits for a work slot before it is answered 503.
+const WORK_QUEUE_WAIT: Duration = Duration::from_secs(2);
+/// How long a request's work may take before it is answered 503 (the work itself is bounded
+/// in size and ends on its own; its slot stays taken until then).
+const WORK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Runs the web view's heavier work (move lists, game replays) off the runtime's threads, a
+/// few at a time, under a time limit: the referees never wait behind a web request.
+#[derive(Clone)]
+struct BlockingWork {
+    slots: Arc<Semaphore>,
+}
+
+impl BlockingWork {
+    fn new(slots: usize) -> BlockingWork {
+        BlockingWork {
+            slots: Arc::new(Semaphore::new(slots)),
+        }
+    }
+
+    /// `work`'s result, or 503 when no slot frees within `WORK_QUEUE_WAIT` or the work takes
+    /// longer than `WORK_TIMEOUT`.
+    async fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let busy = || {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the server is busy; try again",
+            )
+        };
+        let slot = tokio::time::timeout(WORK_QUEUE_WAIT, self.slots.clone().acquire_owned())
+            .await
+            .map_err(|_| busy())?
+            .map_err(|_| busy())?;
+        let task = tokio::task::spawn_blocking(move || {
+            let answer = work();
+            drop(slot);
+            answer
+        });
+        match tokio::time::timeout(WORK_TIMEOUT, task).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(e)) => Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                e.to_string(),
+            )),
+            Err(_) => Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the answer took too long to compute",
+            )),
+        }
+    }
+}
+
 /// Loads the games finished before this run into the live view, then serves the web view on
 /// `listener` until `stop`. Returns the serving task (it ends soon after `stop`).
 pub fn start(
@@ -132,20 +205,94 @@ pub fn start(
         .feed
         .clone()
         .run(context.live_view().clone(), stop.clone());
+    let limits = http::HttpLimits::of(&context.config.server);
+    let refusals = context.connections.refusals.clone();
     let app = router(context);
     tokio::spawn(async move {
         let feed = tokio::spawn(feed);
-        let served = axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(stop.cancelled_owned())
-        .await;
-        if let Err(e) = served {
-            tracing::error!(error = %e, "the web view stopped");
-        }
+        http::serve(listener, app, limits, refusals, stop).await;
         feed.abort();
     })
+}
+
+/// The Content-Security-Policy of every answer: the pages load only their own scripts, styles
+/// and data, and no other site may frame them.
+const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
+     img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; \
+     form-action 'self'";
+
+/// Adds the security headers to every answer.
+async fn security_headers(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    response
+}
+
+/// The client's address as the limits count it: the TCP peer's, or, when the peer is one of
+/// `server.trusted_proxies`, the last address of `X-Forwarded-For` that is not a trusted proxy
+/// (proxies append the address they heard from, so that one cannot be forged by the client).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddr(pub SocketAddr);
+
+impl axum::extract::FromRequestParts<WebContext> for ClientAddr {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        context: &WebContext,
+    ) -> Result<ClientAddr, ApiError> {
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|info| info.0)
+            .ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the connection's address is unknown",
+                )
+            })?;
+        let trusted = &context.config.server.trusted_proxies;
+        Ok(ClientAddr(client_address(peer, &parts.headers, trusted)))
+    }
+}
+
+/// See [`ClientAddr`].
+fn client_address(
+    peer: SocketAddr,
+    headers: &axum::http::HeaderMap,
+    trusted: &[std::net::IpAddr],
+) -> SocketAddr {
+    if !trusted.contains(&peer.ip()) {
+        return peer;
+    }
+    let forwarded = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(str::trim)
+        .collect::<Vec<_>>();
+    for hop in forwarded.iter().rev() {
+        match hop.parse::<std::net::IpAddr>() {
+            Ok(ip) if trusted.contains(&ip) => continue,
+            Ok(ip) => return SocketAddr::new(ip, 0),
+            // An unreadable hop: nothing before it can be trusted.
+            Err(_) => return peer,
+        }
+    }
+    peer
 }
 
 fn router(context: WebContext) -> Router {
@@ -167,6 +314,7 @@ fn router(context: WebContext) -> Router {
         .method_not_allowed_fallback(|| async {
             ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "only GET is served here")
         })
+        .layer(axum::middleware::map_response(security_headers))
         .with_state(context)
 }
 
@@ -238,56 +386,159 @@ async fn games(State(context): State<WebContext>) -> Json<Value> {
     Json(json!({ "games": context.live_view().games() }))
 }
 
+/// Finished games' `/api/games/{match}` answers kept ready (the most asked-for are the latest).
+const CACHED_ANSWERS: usize = 256;
+
+/// Rendered answers of finished games (they never change).
+#[derive(Default)]
+struct FinishedAnswers(std::sync::Mutex<HashMap<String, Bytes>>);
+
+impl FinishedAnswers {
+    fn get(&self, match_id: &str) -> Option<Bytes> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(match_id)
+            .cloned()
+    }
+
+    fn keep(&self, match_id: String, body: Bytes) {
+        let mut answers = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if answers.len() >= CACHED_ANSWERS {
+            answers.clear();
+        }
+        answers.insert(match_id, body);
+    }
+}
+
 async fn game(
     State(context): State<WebContext>,
     Path(match_id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+    request_headers: axum::http::HeaderMap,
+) -> Result<Response, ApiError> {
     let held = context
         .live_view()
         .game(&match_id)
-        .ok_or_else(|| ApiError::not_found(format!("no game {match_id:?} has started")))?;
-    let out_dir = context.config.server.out_dir.clone();
-    let output = context.connections.output.clone();
-    // Replaying a long game (or reading an older one back from games.jsonl) takes a moment:
-    // off the runtime's threads. A finished game whose line waits to be written (a failing
-    // disk) is served from the output writer's queue.
-    let detail = tokio::task::spawn_blocking(move || match held {
-        HeldGame::InMemory(game) => Some(api::game_detail(&game)),
-        HeldGame::Finished => output
-            .waiting_line(&match_id)
-            .map(|line| api::game_of_line(&line))
-            .or_else(|| api::finished_game(&out_dir, &match_id))
-            .map(|g| api::game_detail(&g)),
-    })
-    .await
-    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-    .ok_or_else(|| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the game is finished but its games.jsonl line cannot be read",
-        )
-    })?;
-    Ok(Json(detail))
+        .ok_or_else(|| ApiError::not_found("no game of that id has started"))?;
+    let finished = match &held {
+        HeldGame::InMemory(game) => game.result.is_some(),
+        HeldGame::Finished => true,
+    };
+    let cached = finished
+        .then(|| context.finished_answers.get(&match_id))
+        .flatten();
+    let body = match cached {
+        Some(body) => body,
+        None => {
+            // Replaying a long game (or reading an older one back from games.jsonl) takes a
+            // moment: off the runtime's threads.
+            let index = context.finished_index.clone();
+            let output = context.connections.output.clone();
+            let id = match_id.clone();
+            let detail = context
+                .work
+                .run(move || match held {
+                    HeldGame::InMemory(game) => Some(api::game_detail(&game)),
+                    // A finished game whose line waits to be written (a failing disk) is
+                    // served from the output writer's queue.
+                    HeldGame::Finished => output
+                        .waiting_line(&id)
+                        .map(|line| api::game_of_line(&line))
+                        .or_else(|| index.game(&id))
+                        .map(|g| api::game_detail(&g)),
+                })
+                .await?
+                .ok_or_else(|| {
+                    ApiError::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "the game is finished but its games.jsonl line cannot be read",
+                    )
+                })?;
+            let body = Bytes::from(detail.to_string());
+            if finished {
+                context.finished_answers.keep(match_id, body.clone());
+            }
+            body
+        }
+    };
+    Ok(cacheable_json(body, finished, &request_headers))
 }
 
-async fn moves(Query(query): Query<HashMap<String, String>>) -> Result<Json<Value>, ApiError> {
+/// A JSON answer with an `ETag` (its content's hash), `304 Not Modified` when the client holds
+/// it already; cached for good by browsers and proxies when `immutable`.
+fn cacheable_json(body: Bytes, immutable: bool, request: &axum::http::HeaderMap) -> Response {
+    let etag = format!("\"{:016x}\"", crate::hash::fnv1a64(&body));
+    let cache_control = if immutable {
+        "public, max-age=31536000, immutable"
+    } else {
+        "no-cache"
+    };
+    let etag_value = HeaderValue::from_str(&etag).unwrap_or(HeaderValue::from_static("\"\""));
+    let known = request
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|tag| tag.trim() == etag || tag.trim() == "*");
+    let headers = [
+        (header::ETAG, etag_value),
+        (
+            header::CACHE_CONTROL,
+            HeaderValue::from_static(cache_control),
+        ),
+    ];
+    if known {
+        return (StatusCode::NOT_MODIFIED, headers).into_response();
+    }
+    (
+        headers,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
+}
+
+/// Longest `position` (and `rules`) parameter `/api/moves` reads: a Jiu position text is
+/// under 300 bytes.
+const MAX_POSITION_BYTES: usize = 4096;
+
+async fn moves(
+    State(context): State<WebContext>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
     let game = query
         .get("game")
         .ok_or_else(|| ApiError::bad_request("missing query parameter `game`"))?;
     let game: GameId = game
         .parse()
-        .map_err(|_| ApiError::bad_request(format!("unknown game {game:?}")))?;
+        .map_err(|_| ApiError::bad_request("unknown game"))?;
     let position = query
         .get("position")
         .ok_or_else(|| ApiError::bad_request("missing query parameter `position`"))?;
+    let too_long = |what: &str| {
+        ApiError::bad_request(format!(
+            "`{what}` is longer than {MAX_POSITION_BYTES} bytes"
+        ))
+    };
+    if position.len() > MAX_POSITION_BYTES {
+        return Err(too_long("position"));
+    }
     let rules = match query.get("rules") {
         None => json!({}),
+        Some(text) if text.len() > MAX_POSITION_BYTES => return Err(too_long("rules")),
         Some(text) => serde_json::from_str::<Value>(text)
             .ok()
             .filter(Value::is_object)
             .ok_or_else(|| ApiError::bad_request("`rules` must be a JSON object"))?,
     };
-    let moves = api::legal_moves(game, position, &rules).map_err(ApiError::bad_request)?;
+    let position = position.clone();
+    let moves = context
+        .work
+        .run(move || api::legal_moves(game, &position, &rules))
+        .await??;
     Ok(Json(json!({ "moves": moves })))
 }
 
@@ -336,8 +587,15 @@ impl EventSource {
 /// game that moved (`?match=ID`: every event of that game as it happens).
 async fn events(
     State(context): State<WebContext>,
+    ClientAddr(client): ClientAddr,
     Query(query): Query<EventsQuery>,
 ) -> Result<Response, ApiError> {
+    let share = context.event_shares.try_take(client.ip()).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "this address has too many event streams open (server.web_max_event_streams_per_address)",
+        )
+    })?;
     let slot = context
         .event_slots
         .clone()
@@ -348,6 +606,7 @@ async fn events(
                 "too many event streams open (server.web_max_event_streams)",
             )
         })?;
+    let slot = (slot, share);
     let source = match query.match_id {
         Some(id) => {
             let following = context.live_view().follow(&id);
@@ -408,7 +667,34 @@ async fn record(
         .into_response())
 }
 
-/// The address a WebSocket bot is logged with.
-fn peer_of(info: &ConnectInfo<SocketAddr>) -> SocketAddr {
-    info.0
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forwarded_for_is_believed_only_from_trusted_proxies() {
+        let proxy: SocketAddr = "10.0.0.1:5000".parse().unwrap();
+        let trusted = vec![proxy.ip()];
+        let mut headers = axum::http::HeaderMap::new();
+        headers.insert(
+            "x-forwarded-for",
+            HeaderValue::from_static("6.6.6.6, 203.0.113.9"),
+        );
+        // The proxy appended the address it heard from: the last one counts, not what the
+        // client wrote before it.
+        assert_eq!(
+            client_address(proxy, &headers, &trusted).ip().to_string(),
+            "203.0.113.9"
+        );
+        // From anyone else the header is ignored.
+        let stranger: SocketAddr = "198.51.100.7:4000".parse().unwrap();
+        assert_eq!(client_address(stranger, &headers, &trusted), stranger);
+        // Garbage: the proxy's own address.
+        headers.insert("x-forwarded-for", HeaderValue::from_static("not-an-ip"));
+        assert_eq!(client_address(proxy, &headers, &trusted), proxy);
+        assert_eq!(
+            client_address(proxy, &axum::http::HeaderMap::new(), &trusted),
+            proxy
+        );
+    }
 }

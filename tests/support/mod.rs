@@ -105,7 +105,11 @@ pub struct Client {
 
 impl Client {
     pub async fn connect(addr: SocketAddr) -> Client {
-        let stream = TcpStream::connect(addr).await.expect("connect");
+        Client::from_stream(TcpStream::connect(addr).await.expect("connect"))
+    }
+
+    /// A client on a connected stream (e.g. one bound to another loopback address).
+    pub fn from_stream(stream: TcpStream) -> Client {
         // Without this, Nagle's algorithm holds a small line back until the previous one is
         // acknowledged, which under paused time lets the clock jump ahead meanwhile.
         stream.set_nodelay(true).expect("nodelay");
@@ -230,7 +234,8 @@ impl Client {
 
 /// Config text: a `[server]` table with `ping_interval_ms = 1000` and the `server` lines, a
 /// `[[bot]]` for each of `bots`, and one tournament `t` of `game` among all of them with the
-/// `tournament` lines. A bot is third-party with token `t` + its name (`a` has `ta`), or a
+/// `tournament` lines. A bot is third-party with token `t` + its name (`a` has `ta`, allowed
+/// by `weak_token = true`), or a
 /// built-in engine when written `name:builtin` (`engine:random`).
 pub fn config(server: &str, bots: &[&str], game: &str, tournament: &str) -> String {
     let mut text = format!("\n[server]\nping_interval_ms = 1000\n{server}\n");
@@ -238,7 +243,8 @@ pub fn config(server: &str, bots: &[&str], game: &str, tournament: &str) -> Stri
     for bot in bots {
         let (name, how) = match bot.split_once(':') {
             Some((name, builtin)) => (name, format!("builtin = \"{builtin}\"")),
-            None => (*bot, format!("token = \"t{bot}\"")),
+            // Short tokens, so `weak_token` for `arena serve` to take them.
+            None => (*bot, format!("token = \"t{bot}\"\nweak_token = true")),
         };
         text.push_str(&format!("\n[[bot]]\nname = \"{name}\"\n{how}\n"));
         names.push(format!("{name:?}"));

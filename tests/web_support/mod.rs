@@ -249,3 +249,16 @@ impl Events {
         }
     }
 }
+
+/// `text` percent-encoded for a query parameter (every byte but unreserved ones).
+pub fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}

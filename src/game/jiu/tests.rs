@@ -1084,3 +1084,81 @@ fn random_playouts_end_and_every_move_checks() {
     assert!(reasons.contains(&EndReason::MoveLimit), "{reasons:?}");
     assert!(reasons.contains(&EndReason::FewStones), "{reasons:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The web view's listing: each move once, victims to choose, bounded work
+
+#[test]
+fn move_choices_list_a_square_capture_once_with_its_count_and_the_removable_stones() {
+    let hole = battle("D4:D6 E4 E6 F4:F6 A14:C14", O_FILL, 'x');
+    let choices = hole.move_choices(100_000).unwrap();
+    let capture: Vec<_> = choices.iter().filter(|c| c.text == "A14-E5").collect();
+    assert_eq!(capture.len(), 1, "listed once");
+    assert_eq!(capture[0].remove, 4);
+    assert_eq!(capture[0].removable, stones_of(&hole.board, Side::Second));
+    assert_eq!(capture[0].removable.len(), 28);
+    assert_eq!(capture[0].complete_moves(), binomial(28, 4));
+    // One entry per `move_listing` line, and together they stand for every legal move.
+    assert_eq!(choices.len(), hole.move_listing().len());
+    let total: u64 = choices.iter().map(|c| c.complete_moves()).sum();
+    assert_eq!(total, legal(&hole).len() as u64);
+    for c in choices.iter().filter(|c| c.remove == 0) {
+        assert!(c.removable.is_empty(), "{c:?}");
+    }
+}
+
+#[test]
+fn move_choices_of_a_jump_leave_out_the_stones_it_jumped() {
+    // x jumps A7xC7xE7 over B7 and D7 and completes the square E7 F7 E8 F8.
+    let p = battle(
+        &format!("{X_FILL} A7 E8 F8 F7"),
+        &format!("{O_FILL} B7 D7"),
+        'x',
+    );
+    let choices = p.move_choices(100_000).unwrap();
+    let jump = choices.iter().find(|c| c.text == "A7xC7xE7").unwrap();
+    assert_eq!(jump.remove, 1);
+    assert_eq!(jump.removable.len(), 28);
+    assert!(!jump.removable.contains(&pt("B7")) && !jump.removable.contains(&pt("D7")));
+    assert_eq!(check(&p, "A7xC7xE7+A1"), Ok(()));
+    assert!(check(&p, "A7xC7xE7+B7").is_err());
+}
+
+#[test]
+fn move_choices_stop_at_their_budget_on_a_position_with_hundreds_of_millions_of_moves() {
+    // x may fly (12 stones) into the hole of a 3×3 block (four squares), o has 180 stones:
+    // C(180, 4) ≈ 43 million complete moves for that one fly, times every x stone.
+    let x = "D4:D6 E4 E6 F4:F6 A14:D14";
+    // x's block and four stones on row 14, o everywhere else but the hole and the top right.
+    let x_points = points(x);
+    let mut cells = [['o'; SIZE as usize]; SIZE as usize];
+    for p in &x_points {
+        cells[p.row as usize][p.col as usize] = 'x';
+    }
+    cells[pt("E5").row as usize][pt("E5").col as usize] = '.';
+    for spec in ["E14:N14", "H13:N13"] {
+        for p in points(spec) {
+            cells[p.row as usize][p.col as usize] = '.';
+        }
+    }
+    let rows: Vec<String> = cells.iter().rev().map(|r| r.iter().collect()).collect();
+    let text = format!("{} x phase=battle quiet=0", rows.join("/"));
+    let p = Jiu::from_position_text(&text, &Options::default()).unwrap();
+    assert!(p.can_fly(Side::First));
+    assert!(p.stone_count(Side::Second) > 160);
+    let full = p.move_choices(1_000_000).unwrap();
+    let fly = full.iter().find(|c| c.text == "A14-E5").unwrap();
+    assert_eq!(fly.remove, 4);
+    assert!(
+        fly.complete_moves() > 10_000_000,
+        "{}",
+        fly.complete_moves()
+    );
+    assert_eq!(
+        p.move_choices(1_000).unwrap_err(),
+        crate::game::ListingTooLarge { budget: 1_000 }
+    );
+    // The referee's checks never enumerate: a full move validates directly.
+    let victims: Vec<String> = fly.removable[..4].iter().map(|v| v.to_string()).collect();
+    assert_eq!(check(&p, &format!("A14-E5+{}", victims.join("+"))), Ok(()));
+}

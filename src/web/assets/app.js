@@ -365,6 +365,8 @@ function playPage() {
   var clicks = [];
   var clocks = new ClockTicker();
   var leagueOver = false;
+  var removing = null; // the chosen move that still needs its removed stones
+  var picked = []; // the stones clicked for it so far
 
   function status(text) { setText($("status"), text); }
   function error(text) { setText($("error"), text || ""); }
@@ -373,10 +375,18 @@ function playPage() {
     if (socket && socket.readyState === 1) socket.send(JSON.stringify(message));
   }
 
+  // Each legal move is {text, remove, removable}: a Jiu move that forms squares is listed
+  // once; after its points are clicked the player clicks the `remove` enemy stones to take
+  // among `removable`, and the move is sent as text + "+" + each stone.
+  function choiceOf(entry) {
+    if (typeof entry === "string") return { text: entry, remove: 0, removable: [] };
+    return { text: String(entry.move), remove: Number(entry.remove) || 0, removable: entry.removable || [] };
+  }
+
   function candidates() {
     if (!current || !current.legal) return [];
     return current.legal.filter(function (m) {
-      var pts = Board.movePoints(m);
+      var pts = Board.movePoints(m.text);
       for (var i = 0; i < clicks.length; i++) if (pts[i] !== clicks[i]) return false;
       return pts.length >= clicks.length;
     });
@@ -392,18 +402,18 @@ function playPage() {
     if (!current) return;
     var targets = [];
     if (current.myTurn && current.legal) {
-      if (current.game === "connect6") {
-        targets = [];
-      } else {
+      if (removing) {
+        targets = removing.removable.filter(function (p) { return picked.indexOf(p) < 0; });
+      } else if (current.game !== "connect6") {
         candidates().forEach(function (m) {
-          var p = Board.movePoints(m)[clicks.length];
+          var p = Board.movePoints(m.text)[clicks.length];
           if (p && targets.indexOf(p) < 0) targets.push(p);
         });
       }
     }
     Board.draw($("board"), current.game, current.position, {
       last: current.moves.length ? Board.movePoints(current.moves[current.moves.length - 1]) : [],
-      selected: clicks,
+      selected: clicks.concat(picked),
       targets: clicks.length ? targets : [],
       onPoint: onPoint,
     });
@@ -415,31 +425,49 @@ function playPage() {
     var box = $("choice");
     box.innerHTML = "";
     if (!current || !current.myTurn || !current.legal) return;
+    if (removing) {
+      var left = removing.remove - picked.length;
+      var note = document.createElement("span");
+      note.className = "remove-note";
+      note.textContent = removing.text + " forms squares: click " + left + " more of the opponent's stones to remove";
+      box.appendChild(note);
+      return;
+    }
     var options = [];
     if (current.game === "connect6") {
-      if (clicks.length && clicks.length === stonesThisTurn()) options.push(clicks.join(","));
+      if (clicks.length && clicks.length === stonesThisTurn()) options.push({ text: clicks.join(","), remove: 0, removable: [] });
     } else {
       candidates().forEach(function (m) {
-        var pts = Board.movePoints(m);
+        var pts = Board.movePoints(m.text);
         if (pts.length === clicks.length && clicks.length) options.push(m);
       });
-      current.legal.forEach(function (m) { if (!Board.movePoints(m).length) options.push(m); });
+      current.legal.forEach(function (m) { if (!Board.movePoints(m.text).length) options.push(m); });
     }
     options.forEach(function (m) {
       var b = document.createElement("button");
       b.type = "button";
       b.className = "play-move";
-      b.setAttribute("data-move", m);
-      b.textContent = "play " + m;
-      b.onclick = function () { play(m); };
+      b.setAttribute("data-move", m.text);
+      b.textContent = m.remove ? "play " + m.text + " and remove " + m.remove : "play " + m.text;
+      b.onclick = function () { choose(m); };
       box.appendChild(b);
     });
+  }
+
+  // Plays a move, or first asks for the stones it removes.
+  function choose(m) {
+    if (!m.remove) { play(m.text); return; }
+    removing = m;
+    picked = [];
+    redraw();
   }
 
   function play(move) {
     if (!current || !current.myTurn) return;
     current.myTurn = false;
     clicks = [];
+    removing = null;
+    picked = [];
     send({ type: "move", match: current.match, move: move });
     status("move " + move + " sent; waiting for " + opponentName());
     dismissResult();
@@ -451,9 +479,17 @@ function playPage() {
   function onPoint(name) {
     if (!current || !current.myTurn || !current.legal) return;
     error("");
+    if (removing) {
+      if (picked.indexOf(name) >= 0) { picked.splice(picked.indexOf(name), 1); redraw(); return; }
+      if (removing.removable.indexOf(name) < 0) { error(name + " holds no opponent stone this move can remove"); return; }
+      picked.push(name);
+      if (picked.length === removing.remove) { play(removing.text + "+" + picked.join("+")); return; }
+      redraw();
+      return;
+    }
     if (current.game === "connect6") {
       if (clicks.indexOf(name) >= 0) { clicks.splice(clicks.indexOf(name), 1); redraw(); return; }
-      if (current.legal.indexOf(name) < 0) { error(name + " is not empty"); return; }
+      if (!current.legal.some(function (m) { return m.text === name; })) { error(name + " is not empty"); return; }
       clicks.push(name);
       if (clicks.length === stonesThisTurn()) { play(clicks.join(",")); return; }
       redraw();
@@ -466,8 +502,8 @@ function playPage() {
       error("no legal move goes through " + clicks.concat([name]).join(" → "));
       return;
     }
-    var exact = left.filter(function (m) { return Board.movePoints(m).length === clicks.length; });
-    if (exact.length === 1 && left.length === 1) { play(exact[0]); return; }
+    var exact = left.filter(function (m) { return Board.movePoints(m.text).length === clicks.length; });
+    if (exact.length === 1 && left.length === 1) { choose(exact[0]); return; }
     redraw();
   }
 
@@ -493,7 +529,7 @@ function playPage() {
         "&rules=" + encodeURIComponent(JSON.stringify(current.rules || {}));
       return fetch("/api/" + q).then(function (r) { return r.json(); }).then(function (m) {
         if (mine !== refreshes) return;
-        current.legal = m.moves || [];
+        if (m.error) { current.legal = []; error(m.error); } else { current.legal = (m.moves || []).map(choiceOf); }
         redraw();
       });
     }).catch(function (e) { error(String(e.message || e)); });
@@ -505,14 +541,14 @@ function playPage() {
     } else if (msg.type === "start") {
       current = { match: msg.match, game: msg.game, side: msg.side, rules: msg.rules, first: "", second: "",
         position: "", moves: msg.moves || [], legal: null, myTurn: false };
-      clicks = [];
+      clicks = []; removing = null; picked = [];
       askResign(false);
       status("game " + msg.match + " against " + msg.opponent + ": you are " + msg.side + " (" + msg.colour + "); " + msg.opponent + " to move");
       refresh();
     } else if (msg.type === "turn") {
       if (!current || current.match !== msg.match) return;
       current.myTurn = true;
-      clicks = [];
+      clicks = []; removing = null; picked = [];
       var other = current.side === "first" ? "second" : "first";
       var told = {};
       told[current.side + "_ms"] = msg.clock.you_ms;
@@ -585,8 +621,10 @@ function playPage() {
     if (ask && current) setText($("resign-question"), "Resign " + current.match + " against " + opponentName() + "?");
   }
 
+  // The form never submits (no inline handler: the pages' CSP forbids them).
+  $("login-form").onsubmit = function (e) { e.preventDefault(); return false; };
   $("login").onclick = login;
-  $("clear").onclick = function () { clicks = []; error(""); redraw(); };
+  $("clear").onclick = function () { clicks = []; removing = null; picked = []; error(""); redraw(); };
   $("resign").onclick = function () { if (current) askResign(true); };
   $("resign-no").onclick = function () { askResign(false); };
   $("resign-yes").onclick = function () {
