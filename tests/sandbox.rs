@@ -2,7 +2,8 @@
 //! (tests/fixtures/sandbox) are contained and the league still finishes with standings that
 //! are exactly its games'; honest engines (the shipped C sau engine, a Python json engine, a
 //! GTP engine, an engine reading data files from its own folder) play whole games sandboxed;
-//! a program that cannot start forfeits its games at once; a machine without bubblewrap is
+//! the shipped demo's Python program bot plays its Hex games sandboxed; a program that cannot
+//! start forfeits its games at once; a machine without bubblewrap is
 //! refused with a message saying what to install; `arena sandbox-check` reports what an
 //! engine could not do. Tests that need bubblewrap skip, saying so, when it is missing,
 //! except under CI (`CI=true`), where they fail.
@@ -115,6 +116,18 @@ fn serve(root: &Path, config: &str, limit: Duration) -> (Output, Duration) {
 fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The log of a league that finished and ran its program bots in the sandbox.
+fn finished_sandboxed(output: &Output) -> String {
+    let log = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{}", tail(&log, 40));
+    assert!(
+        log.contains("program bots run in a sandbox"),
+        "{}",
+        tail(&log, 40)
+    );
+    log
 }
 
 /// Waits up to 3 s for every process mentioning `needle` to be gone.
@@ -391,13 +404,7 @@ clock = {{ initial_ms = 30000 }}
         hex = hex.display(),
     );
     let (output, _) = serve(root.path(), &config, Duration::from_secs(50));
-    let log = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{}", tail(&log, 40));
-    assert!(
-        log.contains("program bots run in a sandbox"),
-        "{}",
-        tail(&log, 40)
-    );
+    let log = finished_sandboxed(&output);
     let lines = games(&out);
     assert_eq!(lines.len(), 4, "{lines:?}");
     for line in &lines {
@@ -667,4 +674,56 @@ async fn the_sandbox_start_overhead_per_game_is_measured() {
     );
     // A game start must stay cheap next to any clock (bounded generously for busy machines).
     assert!(median(&boxed) < 1000.0, "sandboxed start {boxed:?} ms");
+}
+
+/// The shipped demo league (`arena.toml`) with only its `tournament` (every bot kept), on
+/// free ports, its out folder relative to the copy.
+fn shipped_demo_with_only(tournament: &str) -> String {
+    let shipped =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("arena.toml")).unwrap();
+    let mut config: toml::Table = shipped.parse().unwrap();
+    let server = config["server"].as_table_mut().unwrap();
+    server.insert("listen".into(), "127.0.0.1:0".into());
+    server.insert("web".into(), "127.0.0.1:0".into());
+    let tournaments = config["tournament"].as_array_mut().unwrap();
+    tournaments.retain(|t| t["name"].as_str() == Some(tournament));
+    assert_eq!(tournaments.len(), 1, "the demo has no {tournament}");
+    toml::to_string(&config).unwrap()
+}
+
+#[test]
+fn the_shipped_demo_runs_its_python_program_bot_sandboxed() {
+    if !bwrap_or_skip("the_shipped_demo_runs_its_python_program_bot_sandboxed") {
+        return;
+    }
+    // The demo's layout: the config, and the bot's folder (readable by all) beside it.
+    let root = tempfile::tempdir().unwrap();
+    let bot_dir = open_dir(&open_dir(root.path(), "bots"), "python");
+    copy_into(
+        &bot_dir,
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("bots/python/arena_random_bot.py"),
+        "arena_random_bot.py",
+    );
+    let config = shipped_demo_with_only("hex-demo");
+    assert!(config.contains("python-random"), "{config}");
+    let (output, _) = serve(root.path(), &config, Duration::from_secs(120));
+    let log = finished_sandboxed(&output);
+    let lines = games(&root.path().join("out"));
+    let python: Vec<&Value> = lines
+        .iter()
+        .filter(|g| g["first"] == "python-random" || g["second"] == "python-random")
+        .collect();
+    // A double round-robin of three bots: python-random meets each of the others once a leg.
+    assert_eq!(python.len(), 4, "{lines:?}\n{}", tail(&log, 40));
+    for game in python {
+        assert_eq!(
+            game["reason"],
+            "connection",
+            "the program bot did not play its game out in the sandbox: {game}\n{}",
+            tail(&log, 40)
+        );
+        assert!(game["moves"].as_array().unwrap().len() > 10, "{game}");
+    }
+    let left = none_left("arena_random_bot.py --stdio");
+    assert!(left.is_empty(), "processes left behind: {left:?}");
 }

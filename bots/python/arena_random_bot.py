@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """arena_random_bot.py - a random player for all four arena games (Connect6, Hex, Surakarta,
-Tibetan Jiu), speaking the arena's wire protocol v1 over TCP. Python 3 standard library only.
+Tibetan Jiu), speaking the arena's wire protocol v1 over TCP, or on stdin/stdout (--stdio).
+Python 3 standard library only.
 
 This is the starting point for your own bot: the networking and the board bookkeeping are done;
 replace `choose_move` with something clever.
@@ -31,11 +32,17 @@ the referee; the referee then sends `start` again with the moves so far. A refus
 (wrong name or token) is not retried, and when the referee says the league is over (`error`
 with code `league_over`) the bot says so and stops.
 
+Run by the arena server itself, as a `program` bot, it plays the same messages on stdin and
+stdout instead (the server logs in for it, so no --port, --name or --token; see docs/bots.md):
+
+    python3 arena_random_bot.py --stdio --games hex
+
 Changed the Jiu move generator? Check it against the referee's rules (see `selftest`):
     python3 arena_random_bot.py --selftest 20 | arena replay jiu
 """
 
 import argparse
+import io
 import json
 import os
 import random
@@ -351,6 +358,10 @@ def main():
     parser.add_argument("--seed", type=int, default=None, help="random seed (reproducible play)")
     parser.add_argument("--reconnect-for-ms", type=int, default=60000,
                         help="after losing the referee, keep reconnecting this long (0: stop)")
+    parser.add_argument("--stdio", action="store_true",
+                        help="play on stdin/stdout instead of connecting: run as a program bot "
+                             "(`program = \"json:...\"` in the arena's config) or through "
+                             "`arena connect --protocol json`")
     parser.add_argument("--selftest", type=int, metavar="N",
                         help="play N games of Jiu against itself, print their moves and exit")
     parser.add_argument("--rules", default="{}",
@@ -360,6 +371,9 @@ def main():
     random.seed(args.seed)
     if args.selftest is not None:
         selftest(args.selftest, json.loads(args.rules))
+        return
+    if args.stdio:
+        play_stdio(args)
         return
     if args.token is None and args.token_file is not None:
         try:
@@ -371,13 +385,13 @@ def main():
         args.token = os.environ.get("ARENA_TOKEN") or None
     if args.port is None or args.name is None or not args.token:
         parser.error("--port, --name and a token (--token-file FILE or ARENA_TOKEN) are "
-                     "required to play")
+                     "required to play over TCP (or --stdio)")
 
     gone_since = None
     backoff = 0.25
     while True:
         try:
-            welcomed, refused = play(args)
+            welcomed, refused = connect_and_play(args)
         except OSError as error:  # cannot connect, or the connection broke
             print("connection to the referee failed: %s" % error, file=sys.stderr)
             welcomed, refused = False, False
@@ -398,10 +412,9 @@ def main():
         backoff = min(backoff * 2, 5.0)
 
 
-def play(args):
-    """One connection: hello, then play until the referee closes it. Returns (welcomed,
-    refused): whether the referee accepted us, and whether it refused our hello for good
-    ("league over" when it said the league is over)."""
+def connect_and_play(args):
+    """One TCP connection to the referee: hello, then play until the referee closes it.
+    Returns what `play` returns."""
     sock = socket.create_connection((args.host, args.port))
     # Send each small message at once (no Nagle delay): our clock runs until the move arrives.
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -410,11 +423,36 @@ def play(args):
     def send(message):
         sock.sendall((json.dumps(message) + "\n").encode("utf-8"))
 
+    try:
+        return play(args, reader, send, "%s:%s" % (args.host, args.port))
+    finally:
+        sock.close()
+
+
+def play_stdio(args):
+    """Plays as a program engine: the same messages on stdin and stdout, one JSON object per
+    line. The arena server (or `arena connect`) starts us and logs in for us, so our name and
+    token are not checked. Everything else we print goes to stderr."""
+    reader = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", newline="\n")
+    out = sys.stdout
+
+    def send(message):
+        out.write(json.dumps(message) + "\n")
+        out.flush()  # our clock runs until the move arrives
+
+    play(args, reader, send, "stdin")
+
+
+def play(args, reader, send, peer):
+    """Says hello with `send`, then plays the referee's messages read from `reader` (lines)
+    until it ends. `peer` names where they come from, for messages. Returns (welcomed,
+    refused): whether the referee accepted us, and whether it refused our hello for good
+    ("league over" when it said the league is over)."""
     send({
         "type": "hello",
         "protocol": 1,
-        "name": args.name,
-        "token": args.token,
+        "name": args.name or "arena_random_bot",
+        "token": args.token or "",
         "games": args.games.split(","),
         "max_games": args.max_games,
         "engine": "arena_random_bot.py",
@@ -424,11 +462,10 @@ def play(args):
     boards = {}  # match id -> Board
     for line in reader:
         if line.startswith("HTTP/"):
-            print("%s:%s is a web server (it answered %r), not the referee: probably the web "
+            print("%s is a web server (it answered %r), not the referee: probably the web "
                   "view's port. Connect to the referee's address, server.listen in the arena's "
-                  "config (port 7878 by default)" % (args.host, args.port, line.strip()),
+                  "config (port 7878 by default)" % (peer, line.strip()),
                   file=sys.stderr)
-            sock.close()
             return False, True
         try:
             message = json.loads(line)
@@ -471,7 +508,6 @@ def play(args):
                                           message["reason"]), file=sys.stderr)
         elif kind == "error" and message.get("code") == "league_over":
             print("the league is over: %s; stopping" % message.get("message"), file=sys.stderr)
-            sock.close()
             return welcomed, "league over"
         elif kind == "error":
             print("referee error %s: %s" % (message.get("code"), message.get("message")),
@@ -479,16 +515,13 @@ def play(args):
             # Another copy of this bot logged in and took its seat (the newest login wins):
             # logging in again would only take it back, so this copy stops.
             if message.get("code") == "replaced":
-                sock.close()
                 return welcomed, True
             # Refused before the welcome: retrying the same hello would not help (except
             # when our previous connection is not gone yet, or the referee asks us to retry
             # because someone is guessing our token).
             if not welcomed and message.get("code") not in ("already_connected",
                                                              "login_throttled"):
-                sock.close()
                 return False, True
-    sock.close()
     return welcomed, False
 
 
