@@ -240,7 +240,7 @@ impl Default for ServerConfig {
 /// One `[[bot]]`: a third-party bot (with `token`), a built-in engine (with `builtin`) or a
 /// program the server runs itself through the bridge (with `program`). Its `Debug` form hides
 /// the token, so that no log line can show it.
-#[derive(Clone, PartialEq, Deserialize)]
+#[derive(Clone, PartialEq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BotConfig {
     pub name: String,

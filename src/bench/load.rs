@@ -195,16 +195,7 @@ pub fn bench_config(plan: &LoadPlan, out_dir: &Path) -> Result<Config, BenchErro
                 builtin: None,
                 options: serde_json::Value::Null,
                 max_games: 1,
-                program: None,
-                dir: None,
-                init: Vec::new(),
-                memory_mb: None,
-                processes: None,
-                file_size_mb: None,
-                open_files: None,
-                output_mb: None,
-                scratch_mb: None,
-                weak_token: false,
+                ..BotConfig::default()
             })
             .collect(),
         tournaments: (0..plan.matches)

@@ -239,16 +239,7 @@ impl MatchPlan {
                     builtin: None,
                     options: Value::Null,
                     max_games: 1,
-                    program: None,
-                    dir: None,
-                    init: Vec::new(),
-                    memory_mb: None,
-                    processes: None,
-                    file_size_mb: None,
-                    open_files: None,
-                    output_mb: None,
-                    scratch_mb: None,
-                    weak_token: false,
+                    ..BotConfig::default()
                 };
                 match &entry.kind {
                     EngineKind::Builtin { engine, options } => {
