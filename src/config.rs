@@ -1077,7 +1077,14 @@ mod tests {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("arena.toml");
         let config = Config::load(&path).unwrap();
         assert_eq!(config.tournaments.len(), 4);
-        assert!(config.bots.iter().all(|b| b.builtin.is_some()));
+        // Built-in engines, and one student-style program the server runs in its sandbox: the
+        // demo needs no bot of anyone's to connect.
+        assert!(config
+            .bots
+            .iter()
+            .all(|b| b.builtin.is_some() || b.program.is_some()));
+        assert!(config.bots.iter().any(|b| b.program.is_some()));
+        assert_eq!(config.programs.sandbox, crate::sandbox::SandboxKind::Auto);
     }
 
     #[test]
