@@ -220,8 +220,8 @@ mount --bind "$OUT/records" "$OUT/records"
 "$ARENA" serve --config "$CONF" &
 pid=$!
 wait_for_games 10
-mount -o remount,bind,ro "$OUT/records"
 echo "FAULT ON"
+mount -o remount,bind,ro "$OUT/records"
 sleep 1
 mount -o remount,bind,rw "$OUT/records"
 echo "FAULT OFF"
@@ -249,8 +249,8 @@ mkdir -p "$OUT/records"
 "$ARENA" serve --config "$CONF" &
 pid=$!
 wait_for_games 10
-dd if=/dev/zero of="$OUT/filler" bs=64k 2>/dev/null || true
 echo "FAULT ON"
+dd if=/dev/zero of="$OUT/filler" bs=64k 2>/dev/null || true
 sleep 1
 rm -f "$OUT/filler"
 echo "FAULT OFF"
