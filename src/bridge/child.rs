@@ -390,7 +390,7 @@ async fn read_stderr<R: AsyncRead + Unpin>(
                 return;
             }
         };
-        tracing::debug!("engine stderr: {line}");
+        tracing::debug!("engine stderr: {}", crate::log_text::client_text(&line));
         let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
         if tail.len() == STDERR_TAIL_LINES {
             tail.pop_front();

@@ -319,7 +319,10 @@ impl ChatterLog {
         }
         let shown = cut(line, CHATTER_LINE_CHARS);
         self.logged_bytes += shown.len();
-        tracing::debug!("engine chatter (ignored): {shown}");
+        tracing::debug!(
+            "engine chatter (ignored): {}",
+            crate::log_text::client_text(&shown)
+        );
         if self.logged_bytes >= CHATTER_LOG_BYTES {
             tracing::debug!(
                 "{CHATTER_LOG_BYTES} bytes of engine chatter logged; further lines are only counted"

@@ -492,7 +492,8 @@ impl Referee {
                 match self.game.play_text(&text) {
                     Err(e) => {
                         self.send_error(side, ErrorCode::IllegalMove, e.to_string());
-                        tracing::info!(match_id = %self.spec.match_id, bot = %self.spec.players[side.index()], error = %e, "illegal move");
+                        // The error quotes the bot's move text: escaped and cut for the log.
+                        tracing::info!(match_id = %self.spec.match_id, bot = %self.spec.players[side.index()], error = %crate::log_text::client_text(&e.to_string()), "illegal move");
                         Handled::Ended(Outcome::win(side.opponent(), EndReason::IllegalMove))
                     }
                     Ok(recorded) => {
