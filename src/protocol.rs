@@ -77,6 +77,11 @@ pub enum BotMessage {
         max_games: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         engine: Option<String>,
+        /// The `ticket` of an earlier `welcome` to this bot name (optional): a login that
+        /// carries it is never held back by the per-name limit on token checks, so a bot that
+        /// reconnects during a guessing attack on its name gets in at once.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ticket: Option<String>,
     },
     Move {
         #[serde(rename = "match")]
@@ -124,6 +129,10 @@ pub enum RefereeMessage {
         protocol: u32,
         name: String,
         server: String,
+        /// A login ticket for this bot name while this server runs: sent back in a later
+        /// `hello`, it skips the per-name limit on token checks (the token is still checked).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ticket: Option<String>,
     },
     Start {
         #[serde(rename = "match")]
@@ -576,7 +585,8 @@ mod tests {
                 token: "t".into(),
                 games: vec!["hex".into()],
                 max_games: 1,
-                engine: None
+                engine: None,
+                ticket: None,
             }
         );
     }
@@ -588,6 +598,7 @@ mod tests {
                 protocol: 1,
                 name: "a".into(),
                 server: "arena".into(),
+                ticket: Some("0123".into()),
             },
             RefereeMessage::Turn {
                 match_id: "m".into(),

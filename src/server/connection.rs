@@ -394,17 +394,10 @@ impl Connection {
     async fn handle(&mut self, message: BotMessage, received: Instant, read: Instant) -> Next {
         let Some(name) = self.name.clone() else {
             return match message {
-                BotMessage::Hello {
-                    protocol,
-                    name,
-                    token,
-                    games,
-                    max_games,
-                    engine,
-                } => {
+                hello @ BotMessage::Hello { .. } => {
                     // Boxed: said once per connection, it would otherwise make every
                     // connection's reader task as large as its state for good.
-                    Box::pin(self.hello(protocol, name, token, games, max_games, engine)).await
+                    Box::pin(self.hello(hello)).await
                 }
                 _ => {
                     self.error(
@@ -501,15 +494,19 @@ impl Connection {
         Next::Close("the league is over".into())
     }
 
-    async fn hello(
-        &mut self,
-        protocol: u32,
-        name: String,
-        token: String,
-        games: Vec<String>,
-        max_games: u32,
-        engine: Option<String>,
-    ) -> Next {
+    async fn hello(&mut self, hello: BotMessage) -> Next {
+        let BotMessage::Hello {
+            protocol,
+            name,
+            token,
+            games,
+            max_games,
+            engine,
+            ticket,
+        } = hello
+        else {
+            return Next::Continue;
+        };
         if protocol != PROTOCOL_VERSION {
             self.error(
                 ErrorCode::AuthFailed,
@@ -538,7 +535,7 @@ impl Connection {
         if let Err(throttled) =
             self.ctx
                 .logins
-                .check_name(configured, self.peer.ip(), Instant::now())
+                .check_name(configured, self.peer.ip(), ticket.as_deref(), Instant::now())
         {
             let wait = throttled.until.saturating_duration_since(Instant::now());
             self.ctx.refusals.note(
@@ -584,7 +581,8 @@ impl Connection {
                 client_text(&name)
             ));
         }
-        self.ctx
+        let ticket = self
+            .ctx
             .logins
             .succeeded(&name, self.peer.ip(), Instant::now());
         let mut played = std::collections::HashSet::new();
@@ -630,6 +628,7 @@ impl Connection {
             protocol: PROTOCOL_VERSION,
             name: name.clone(),
             server: SERVER_NAME.to_string(),
+            ticket,
         };
         let registered = self.ctx.registry.register(&name, session, &welcome);
         if let Some(old) = registered.replaced {
