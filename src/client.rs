@@ -339,11 +339,7 @@ async fn play<L: LineLink>(
 }
 
 /// The bot's `hello`, with the login ticket of an earlier `welcome` if it has one.
-fn hello_message(
-    config: &BotClientConfig,
-    games: &[GameId],
-    ticket: Option<String>,
-) -> BotMessage {
+fn hello_message(config: &BotClientConfig, games: &[GameId], ticket: Option<String>) -> BotMessage {
     BotMessage::Hello {
         protocol: protocol::PROTOCOL_VERSION,
         name: config.name.clone(),

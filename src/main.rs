@@ -225,6 +225,20 @@ enum Command {
         /// on a busy contest server would (docs/benchmarks.md).
         #[arg(long)]
         hog: bool,
+        /// Instead of the usual run: measure how much web clients hammering every endpoint
+        /// slow a live game (windows without and with them, three of each; about 2 minutes).
+        #[arg(long)]
+        web_load: bool,
+        /// With --web-load: how many hammering clients.
+        #[arg(long, default_value_t = 8)]
+        hammer_clients: usize,
+        /// Internal: run only the hammering web clients against --hammer-web.
+        #[arg(long, hide = true)]
+        hammer_only: bool,
+        #[arg(long, hide = true)]
+        hammer_web: Option<std::net::SocketAddr>,
+        #[arg(long, hide = true, default_value_t = 10.0)]
+        hammer_seconds: f64,
         /// Internal: run only the load generator's bots against --server.
         #[arg(long, hide = true)]
         bots_only: bool,
@@ -656,6 +670,11 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             quick,
             web_clients,
             hog,
+            web_load,
+            hammer_clients,
+            hammer_only,
+            hammer_web,
+            hammer_seconds,
             bots_only,
             hog_only,
             server,
@@ -667,7 +686,32 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             if hog_only {
                 arena::bench::spin_forever();
             }
-            if bots_only {
+            if hammer_only {
+                let web = hammer_web.context("--hammer-only needs --hammer-web ADDR")?;
+                arena::bench::web_load::run_hammer(
+                    &arena::bench::web_load::HammerOptions {
+                        web,
+                        clients: hammer_clients,
+                        seconds: hammer_seconds,
+                    },
+                    &mut out,
+                )?;
+            } else if web_load {
+                let options = arena::bench::BenchOptions {
+                    quick,
+                    exe: std::env::current_exe().context("cannot find this executable")?,
+                    web_clients,
+                    hog,
+                };
+                let report =
+                    arena::bench::web_load::run(&options, hammer_clients, &mut io::stderr())?;
+                if json {
+                    serde_json::to_writer(&mut out, &report)?;
+                    writeln!(out)?;
+                } else {
+                    report.write_text(&mut out)?;
+                }
+            } else if bots_only {
                 arena::bench::run_bots(
                     arena::bench::BotsOptions {
                         server,

@@ -1,6 +1,7 @@
 //! `arena bench --quick --json` through the real binary: it runs to the end (the load generator
 //! re-executed as a child process included) and prints one JSON object with every figure, each
-//! of a sane type; with `--web-clients`, the load generator's event streams read the web view.
+//! of a sane type; with `--web-clients`, the load generator's event streams read the web view;
+//! with `--web-load`, web clients hammer every endpoint beside a live game.
 //! Speed is never asserted here: figures are read by people, not tests.
 
 use std::io::Read;
@@ -188,4 +189,48 @@ fn quick_bench_with_the_web_view_on_follows_its_event_streams() {
     if cfg!(all(target_os = "linux", target_env = "gnu")) {
         assert!(number(&report, "web_streams_heap_kib") > 0.0, "{report}");
     }
+}
+
+#[test]
+fn quick_web_load_hammers_every_endpoint_beside_a_live_game() {
+    let report = quick_bench(&["--web-load", "--hammer-clients", "3"]);
+    let windows = report["windows"].as_array().expect("windows");
+    // Three rounds, each a window without the clients and one with them.
+    assert_eq!(windows.len(), 6, "{report}");
+    for (i, window) in windows.iter().enumerate() {
+        let hammered = i % 2 == 1;
+        assert_eq!(window["hammer_clients"], if hammered { 3 } else { 0 });
+        // The live game moved, and its relays were timed.
+        assert!(number(window, "moves") > 0.0, "{window}");
+        assert!(number(window, "relay_samples") > 0.0, "{window}");
+        assert!(
+            window["relay_us_p50"].as_u64() <= window["relay_us_p99"].as_u64(),
+            "{window}"
+        );
+        let answered: u64 = window["statuses"]
+            .as_object()
+            .expect("statuses")
+            .values()
+            .filter_map(Value::as_u64)
+            .sum();
+        if hammered {
+            // The clients were answered, most of them with 200.
+            assert!(number(window, "requests_per_s") > 0.0, "{window}");
+            assert!(
+                window["statuses"]["200"].as_u64().unwrap_or(0) * 2 > answered,
+                "{window}"
+            );
+        } else {
+            assert_eq!(answered, 0, "{window}");
+        }
+    }
+    assert_eq!(
+        report["p99_increase_us"].as_i64(),
+        Some(
+            report["p99_with_us"].as_i64().unwrap_or(0)
+                - report["p99_without_us"].as_i64().unwrap_or(0)
+        ),
+        "{report}"
+    );
+    assert!(report["goal_met"].is_boolean(), "{report}");
 }

@@ -346,7 +346,10 @@ async fn guesses_from_rotating_addresses_are_throttled_per_name_and_the_right_to
         .send(serde_json::json!({"type":"hello","protocol":1,"name":"alice","token":ALICE,"games":["hex"]}))
         .await;
     let welcome = first.expect("welcome").await;
-    let ticket = welcome["ticket"].as_str().expect("a login ticket").to_string();
+    let ticket = welcome["ticket"]
+        .as_str()
+        .expect("a login ticket")
+        .to_string();
     drop(first);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let addr = server.addr;
@@ -529,9 +532,15 @@ async fn a_flood_from_many_addresses_grows_the_real_servers_log_by_a_bounded_amo
         let ip = format!("127.0.{}.{}", 30 + n / 200, 1 + n % 200);
         let mut stream = connect_from(&ip, web).await;
         let request = if n % 2 == 0 {
-            format!("GET /no/such/{}\x1b[31m HTTP/1.1\r\nHost: x\r\n\r\n", "p".repeat(2000))
+            format!(
+                "GET /no/such/{}\x1b[31m HTTP/1.1\r\nHost: x\r\n\r\n",
+                "p".repeat(2000)
+            )
         } else {
-            format!("GET / HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n", "h".repeat(200_000))
+            format!(
+                "GET / HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+                "h".repeat(200_000)
+            )
         };
         let _ = stream.write_all(request.as_bytes()).await;
         let _ = closed_within(&mut stream, Duration::from_secs(5)).await;
@@ -545,9 +554,15 @@ async fn a_flood_from_many_addresses_grows_the_real_servers_log_by_a_bounded_amo
     let added = String::from_utf8_lossy(&text[before as usize..]).to_string();
     // About 125 MB of hostile input; the log grows by lines for the minute's first 50
     // addresses and a few more, never by a line per attempt or the names tried.
-    assert!(grown <= 24 * 1024, "the log grew by {grown} bytes:\n{added}");
+    assert!(
+        grown <= 24 * 1024,
+        "the log grew by {grown} bytes:\n{added}"
+    );
     assert!(!added.contains('\x1b'), "an escape code reached the log");
-    assert!(!added.contains("FORGED"), "a name reached the log:\n{added}");
+    assert!(
+        !added.contains("FORGED"),
+        "a name reached the log:\n{added}"
+    );
     assert!(!added.contains("nnnnnnnnnn"), "a name reached the log");
     drop(server);
 }

@@ -35,6 +35,9 @@ pub struct LoadPlan {
     pub seed: u64,
     /// With the web view on: this many clients following `/api/events` (0: no web view).
     pub web_clients: usize,
+    /// With the web view on: this many clients hammering every endpoint from another process
+    /// (`arena bench --hammer-only`) from the matches' start to the window's end (0: none).
+    pub web_hammer: usize,
 }
 
 /// What one phase measured.
@@ -72,6 +75,8 @@ pub struct LoadResult {
     /// Moves the referees ended on time, with when their `turn` was written.
     pub referee_timeouts: Vec<TimeoutSample>,
     pub bots: BotsReport,
+    /// What the hammering web clients did (`plan.web_hammer` > 0).
+    pub hammer: Option<super::web_load::HammerReport>,
 }
 
 /// How often the window's memory is looked at. Each look at the heap walks the allocator's free
@@ -434,6 +439,15 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
             }
             sleep(Duration::from_millis(50)).await;
         }
+        let hammer = match web_addr {
+            Some(web) if plan.web_hammer > 0 => Some(spawn_hammer(
+                exe,
+                web,
+                plan.web_hammer,
+                plan.warmup + plan.window,
+            )?),
+            _ => None,
+        };
         sleep(plan.warmup).await;
         let before = probe::snapshot();
         let started = Instant::now();
@@ -451,7 +465,19 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
             own_cpu_us().saturating_sub(cpu_before.0),
             process_cpu_us(child.id()).saturating_sub(cpu_before.1),
         );
+        let hammer = match hammer {
+            Some((mut hammer, reader)) => {
+                let text = finish_child(&mut hammer, reader).await;
+                Some(
+                    serde_json::from_str::<super::web_load::HammerReport>(text.trim()).map_err(
+                        |e| BenchError::Setup(format!("cannot read the web clients' report: {e}")),
+                    )?,
+                )
+            }
+            None => None,
+        };
         Ok((
+            hammer,
             before,
             after,
             window_s,
@@ -468,6 +494,7 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
     let referee_timeouts = probe::take_timeout_samples();
     let bots_text = finish_child(&mut child, reader).await;
     let (
+        hammer,
         before,
         after,
         window_s,
@@ -502,7 +529,32 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         think,
         referee_timeouts,
         bots,
+        hammer,
     })
+}
+
+/// Starts the hammering web clients: this same executable as `arena bench --hammer-only`, for
+/// `length`; returns the child and the reader of its report.
+fn spawn_hammer(
+    exe: &Path,
+    web: std::net::SocketAddr,
+    clients: usize,
+    length: Duration,
+) -> Result<(Child, std::thread::JoinHandle<String>), BenchError> {
+    let mut child = Command::new(exe)
+        .args(["bench", "--hammer-only", "--hammer-web"])
+        .arg(web.to_string())
+        .arg("--hammer-clients")
+        .arg(clients.to_string())
+        .arg("--hammer-seconds")
+        .arg(format!("{:.3}", length.as_secs_f64()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| BenchError::Setup(format!("cannot start the web clients: {e}")))?;
+    let reader = read_child_output(child.stdout.take(), None);
+    Ok((child, reader))
 }
 
 /// Reads the load generator's output on a thread of its own: sends `()` on `streams_open` when

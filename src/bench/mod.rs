@@ -9,6 +9,7 @@ pub mod bots;
 pub mod load;
 pub mod perft;
 mod relay;
+pub mod web_load;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
@@ -474,6 +475,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         keep_think: false,
         seed: 1,
         web_clients: options.web_clients,
+        web_hammer: 0,
     };
     let instant = run_phase(&scratch.phase_dir("instant"), &instant_plan, &options.exe)?;
     say(&format!(
@@ -508,6 +510,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         keep_think: true,
         seed: 2,
         web_clients: options.web_clients,
+        web_hammer: 0,
     };
     say(&format!(
         "clocks: {matches} matches of bots sleeping 0-{} ms under a {} ms move limit",

@@ -532,11 +532,12 @@ impl Connection {
             return Next::Close("refused: too many failed logins from its address".into());
         }
         let configured = self.ctx.tokens.contains_key(&name).then_some(name.as_str());
-        if let Err(throttled) =
-            self.ctx
-                .logins
-                .check_name(configured, self.peer.ip(), ticket.as_deref(), Instant::now())
-        {
+        if let Err(throttled) = self.ctx.logins.check_name(
+            configured,
+            self.peer.ip(),
+            ticket.as_deref(),
+            Instant::now(),
+        ) {
             let wait = throttled.until.saturating_duration_since(Instant::now());
             self.ctx.refusals.note(
                 self.peer.ip(),

@@ -63,7 +63,10 @@ enum Line {
     More(IpAddr, &'static str, u64),
     Unattributed(u64),
     /// Events from this many addresses beyond those logged one by one.
-    Crowd { events: u64, addresses: u64 },
+    Crowd {
+        events: u64,
+        addresses: u64,
+    },
 }
 
 impl LogSummary {

@@ -354,7 +354,9 @@ mod tests {
         for i in 0..100 {
             let _ = guard.check_name(Some("alice"), attacker(i), None, t0);
         }
-        assert!(guard.check_name(Some("alice"), attacker(100), None, t0).is_err());
+        assert!(guard
+            .check_name(Some("alice"), attacker(100), None, t0)
+            .is_err());
         // From where it logged in before: no wait at all.
         assert!(guard.check_name(Some("alice"), ip(7), None, t0).is_ok());
         // From a new address: refused with a wait of at most a second, then checked when the
@@ -384,7 +386,12 @@ mod tests {
         }
         // A guessed or another name's ticket does not help.
         assert!(guard
-            .check_name(Some("alice"), ip(8), Some("0123456789abcdef0123456789abcdef"), t0)
+            .check_name(
+                Some("alice"),
+                ip(8),
+                Some("0123456789abcdef0123456789abcdef"),
+                t0
+            )
             .is_err());
         assert!(guard
             .check_name(Some("alice"), ip(8), Some(&bobs), t0)
