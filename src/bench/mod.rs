@@ -995,6 +995,7 @@ mod tests {
                 think: bots,
                 ..Default::default()
             },
+            hammer: None,
         }
     }
 
