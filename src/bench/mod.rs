@@ -1118,6 +1118,15 @@ mod tests {
     }
 
     #[test]
+    fn rounds_are_summed_up_by_their_median_and_spread() {
+        assert_eq!(median([0.52, 0.44, 0.61]), 0.52);
+        assert_eq!(median([0.4, 0.6]), 0.5);
+        assert_eq!(median(Vec::new()), 0.0);
+        assert_eq!(spread([0.52, 0.44, 0.61]), (0.44, 0.61));
+        assert_eq!(spread(Vec::new()), (0.0, 0.0));
+    }
+
+    #[test]
     fn a_quick_run_never_waits_for_the_disk() {
         let (state, waits, probed) = settle_with(&[900.0], Duration::ZERO);
         assert_eq!((probed, waits.len()), (1, 0));
@@ -1139,6 +1148,7 @@ mod tests {
             matches_running_mean: 0.0,
             server_cpu_us: 0,
             bots_cpu_us: 0,
+            memory_looks_cpu_us: 0,
             timeouts: 0,
             games_finished: 0,
             think,
