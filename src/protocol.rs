@@ -355,7 +355,8 @@ pub fn parse_bot_line(line: &str) -> Result<BotMessage, LineError> {
     // every field that a tagged enum needs. Anything else, or a move line this cannot take
     // whole, is read as below, which decides what it is.
     if let Ok(fields) = serde_json::from_str::<MoveFields>(line) {
-        if let (true, Some(match_id), Some(mv)) = (fields.kind == "move", fields.match_id, fields.mv)
+        if let (true, Some(match_id), Some(mv)) =
+            (fields.kind == "move", fields.match_id, fields.mv)
         {
             return Ok(BotMessage::Move {
                 match_id: match_id.into_owned(),
@@ -659,7 +660,11 @@ mod tests {
     #[test]
     fn a_turn_written_from_borrowed_parts_is_the_turn_message_byte_for_byte() {
         let mut line = b"left over".to_vec();
-        for moves in [vec![], vec!["E7"], vec!["J10", "K11", "a \"quoted\" \u{e9}"]] {
+        for moves in [
+            vec![],
+            vec!["E7"],
+            vec!["J10", "K11", "a \"quoted\" \u{e9}"],
+        ] {
             let clock = TurnClock {
                 you_ms: 599_000,
                 opponent_ms: 7,
@@ -671,7 +676,10 @@ mod tests {
                 ply: 41,
                 clock,
             };
-            assert_eq!(String::from_utf8(line.clone()).unwrap(), message.to_wire_line());
+            assert_eq!(
+                String::from_utf8(line.clone()).unwrap(),
+                message.to_wire_line()
+            );
         }
     }
 
@@ -690,9 +698,18 @@ mod tests {
         // Lines the fast path cannot take whole are refused as before, naming what is wrong.
         for (line, code) in [
             (r#"{"type":"move","match":"m1"}"#, ErrorCode::MissingField),
-            (r#"{"type":"move","match":"m1","move":"J10","ply":-1}"#, ErrorCode::MissingField),
-            (r#"{"type":"move","match":"a","match":"b","move":"J10"}"#, ErrorCode::BadJson),
-            (r#"{"type":"moves","match":"m1","move":"J10"}"#, ErrorCode::UnknownType),
+            (
+                r#"{"type":"move","match":"m1","move":"J10","ply":-1}"#,
+                ErrorCode::MissingField,
+            ),
+            (
+                r#"{"type":"move","match":"a","match":"b","move":"J10"}"#,
+                ErrorCode::BadJson,
+            ),
+            (
+                r#"{"type":"moves","match":"m1","move":"J10"}"#,
+                ErrorCode::UnknownType,
+            ),
         ] {
             let refused = parse_bot_line(line).map(|_| ()).unwrap_err();
             assert_eq!(refused.code, code, "{line}: {refused}");

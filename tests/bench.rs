@@ -108,10 +108,17 @@ fn quick_bench_prints_every_figure_as_json() {
         ] {
             assert!(number(round, key) > 0.0, "{key} in {round}");
         }
-        let cpu_ratio = number(round, "relay_cpu_us_per_move") / number(round, "server_cpu_us_per_move");
-        assert!((number(round, "cpu_ratio") - cpu_ratio).abs() < 0.01, "{round}");
+        let cpu_ratio =
+            number(round, "relay_cpu_us_per_move") / number(round, "server_cpu_us_per_move");
+        assert!(
+            (number(round, "cpu_ratio") - cpu_ratio).abs() < 0.01,
+            "{round}"
+        );
         let ratio = number(round, "referee_moves_per_s") / number(round, "relay_moves_per_s");
-        assert!((number(round, "throughput_ratio") - ratio).abs() < 0.01, "{round}");
+        assert!(
+            (number(round, "throughput_ratio") - ratio).abs() < 0.01,
+            "{round}"
+        );
         assert!(round["load_average"].is_string(), "{round}");
     }
     for (median, low, high) in [
@@ -132,11 +139,23 @@ fn quick_bench_prints_every_figure_as_json() {
     // Every goal is printed with its figure and a verdict.
     let goals = report["goals"].as_array().expect("goals is a list");
     let names: Vec<&str> = goals.iter().filter_map(|g| g["name"].as_str()).collect();
-    for wanted in ["cpu_ratio", "throughput ratio", "clock error", "false timeouts", "memory per match"] {
-        assert!(names.iter().any(|n| n.contains(wanted)), "{wanted} in {names:?}");
+    for wanted in [
+        "cpu_ratio",
+        "throughput ratio",
+        "clock error",
+        "false timeouts",
+        "memory per match",
+    ] {
+        assert!(
+            names.iter().any(|n| n.contains(wanted)),
+            "{wanted} in {names:?}"
+        );
     }
     for goal in goals {
-        assert!(goal["met"].is_boolean() && goal["figure"].is_string(), "{goal}");
+        assert!(
+            goal["met"].is_boolean() && goal["figure"].is_string(),
+            "{goal}"
+        );
     }
     assert_eq!(report["hog"], false);
     assert_eq!(

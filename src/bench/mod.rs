@@ -481,8 +481,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
     let mut matches = options
         .matches
         .unwrap_or(if options.quick { 100 } else { 1000 });
-    let open_files_limit =
-        raise_open_files_limit(open_files_wanted(matches, options.web_clients));
+    let open_files_limit = raise_open_files_limit(open_files_wanted(matches, options.web_clients));
     // Each process holds two sockets per match plus a few files.
     let needed = u64::try_from(2 * matches + 200).unwrap_or(u64::MAX);
     if open_files_limit < needed {
@@ -657,7 +656,8 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         .collect();
     // Every other throughput figure is the median of the referee windows'.
     let referees: Vec<&LoadResult> = windows.iter().map(|(referee, _, _)| referee).collect();
-    let median_of = |figure: &dyn Fn(&LoadResult) -> f64| median(referees.iter().map(|r| figure(r)));
+    let median_of =
+        |figure: &dyn Fn(&LoadResult) -> f64| median(referees.iter().map(|r| figure(r)));
     let per_match = |r: &LoadResult, loaded: u64, idle: u64| {
         if r.matches_running_mean > 0.0 {
             loaded.saturating_sub(idle) as f64 / r.matches_running_mean

@@ -439,11 +439,8 @@ impl Connection {
             }
             BotMessage::Resign { match_id } => {
                 let conn_id = self.link.conn_id;
-                self.forward_to_referee(match_id, |side| RefereeInput::Resign {
-                    side,
-                    conn_id,
-                })
-                .await
+                self.forward_to_referee(match_id, |side| RefereeInput::Resign { side, conn_id })
+                    .await
             }
             BotMessage::Pong { .. } => Next::Continue,
         }
