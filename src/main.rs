@@ -217,10 +217,14 @@ enum Command {
         /// Smaller counts (100 matches, short windows): a smoke test, not a measurement.
         #[arg(long)]
         quick: bool,
-        /// Serve the web view with this many clients following its live events, to compare
-        /// with a run without it (docs/benchmarks.md).
-        #[arg(long, default_value_t = 0)]
+        /// Serve the web view with this many clients following its live events
+        /// (`/api/events`), to compare with a run without it (docs/benchmarks.md).
+        #[arg(long, visible_alias = "web-streams", default_value_t = 0)]
         web_clients: usize,
+        /// Run this many matches at once instead of 1,000 (100 with --quick), for the scaling
+        /// table; the open-files limit is raised to fit where the system allows.
+        #[arg(long)]
+        matches: Option<usize>,
         /// Keep one core busy with a spinning process during the load phases, as other work
         /// on a busy contest server would (docs/benchmarks.md).
         #[arg(long)]
@@ -669,6 +673,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             json,
             quick,
             web_clients,
+            matches,
             hog,
             web_load,
             hammer_clients,
@@ -728,6 +733,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                     quick,
                     exe: std::env::current_exe().context("cannot find this executable")?,
                     web_clients,
+                    matches,
                     hog,
                 };
                 let report = arena::bench::run(&options, &mut io::stderr())?;

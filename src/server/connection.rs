@@ -288,15 +288,15 @@ impl Connection {
         // Only a bot that has answered a ping can be closed for leaving one unanswered: the
         // protocol does not oblige a bot to answer (TCP keepalive finds a dead network anyway).
         let mut answers_pings = false;
-        let close = self.ctx.shutdown.clone();
-        // Created once, not per line (see `write_lines`).
-        let shutting_down = close.cancelled();
+        // Created once, not per line (see `write_lines`). The link's token is a child of the
+        // server's shutdown token, so this one wait also ends the loop at shutdown. Waiting on
+        // the shutdown token itself as well would lock that token (shared by every
+        // connection of the server) twice at every line read.
         let dropped = self.link.dropped();
-        tokio::pin!(shutting_down, dropped, hello_deadline);
+        tokio::pin!(dropped, hello_deadline);
         let reason = loop {
             let authed = self.name.is_some();
             let frame = tokio::select! {
-                _ = &mut shutting_down => break "server shutting down".to_string(),
                 _ = &mut dropped => break match self.link.closed_because() {
                     Some(why) => format!("dropped by the server: {why}"),
                     // Its token is the shutdown's child: cancelled with it, without a reason.
@@ -392,7 +392,7 @@ impl Connection {
     }
 
     async fn handle(&mut self, message: BotMessage, received: Instant, read: Instant) -> Next {
-        let Some(name) = self.name.clone() else {
+        if self.name.is_none() {
             return match message {
                 hello @ BotMessage::Hello { .. } => {
                     // Boxed: said once per connection, it would otherwise make every
@@ -408,7 +408,7 @@ impl Connection {
                     Next::Close("spoke before hello".into())
                 }
             };
-        };
+        }
         match message {
             BotMessage::Hello { .. } => {
                 self.error(
@@ -420,7 +420,7 @@ impl Connection {
             }
             BotMessage::Move { match_id, mv, ply } => {
                 let conn_id = self.link.conn_id;
-                self.forward_to_referee(&name, match_id, |side| RefereeInput::Move {
+                self.forward_to_referee(match_id, |side| RefereeInput::Move {
                     side,
                     conn_id,
                     text: mv,
@@ -432,23 +432,24 @@ impl Connection {
             }
             BotMessage::Resign { match_id } => {
                 let conn_id = self.link.conn_id;
-                self.forward_to_referee(&name, match_id, |side| RefereeInput::Resign {
-                    side,
-                    conn_id,
-                })
-                .await
+                self.forward_to_referee(match_id, |side| RefereeInput::Resign { side, conn_id })
+                    .await
             }
             BotMessage::Pong { .. } => Next::Continue,
         }
     }
 
+    /// Hands a logged-in bot's input to the referee of its match `match_id`.
     async fn forward_to_referee(
         &mut self,
-        name: &str,
         match_id: String,
         input: impl FnOnce(crate::game::Side) -> RefereeInput,
     ) -> Next {
-        match self.ctx.registry.match_for(&match_id, name) {
+        let found = self
+            .name
+            .as_deref()
+            .and_then(|name| self.ctx.registry.match_for(&match_id, name));
+        match found {
             Some((side, door)) => {
                 // Most moves are played right here, under the referee's lock (no hand-over
                 // to its task); what the referee gives back goes through its inbox.

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::game::{new_game, AnyGame, EndReason, Outcome, Side};
 use crate::journal::JournalMove;
-use crate::protocol::{ErrorCode, RefereeMessage, TurnClock};
+use crate::protocol::{write_turn_line, ErrorCode, RefereeMessage, TurnClock};
 
 use super::journaling::MoveJournal;
 use super::link::{BotLink, DirectMoves, RefereeDoor, RefereeInput, WriteStamp};
@@ -214,6 +214,8 @@ struct Referee {
     direct_open: bool,
     /// How the game ended, when a move played directly ended it: the task finishes it.
     ended: Option<Outcome>,
+    /// The `turn` line being sent, kept between moves (one is encoded at every move).
+    turn_line: Vec<u8>,
 }
 
 impl Referee {
@@ -325,25 +327,25 @@ impl Referee {
     fn send_turn(&mut self, side: Side, stamped: bool) {
         let elapsed = Instant::now().saturating_duration_since(self.turn_started);
         let you = self.remaining[side.index()].saturating_sub(elapsed);
-        let (moves, ply) = {
+        let clock = TurnClock {
+            you_ms: ms(you),
+            opponent_ms: ms(self.remaining[side.opponent().index()]),
+        };
+        let ply = {
             let log = self.moves.read();
             let from = self.reported[side.index()].min(log.len());
-            (log.texts_from(from), log.len())
-        };
-        let message = RefereeMessage::Turn {
-            match_id: self.spec.match_id.clone(),
-            moves,
-            ply: u32::try_from(ply).unwrap_or(u32::MAX),
-            clock: TurnClock {
-                you_ms: ms(you),
-                opponent_ms: ms(self.remaining[side.opponent().index()]),
-            },
+            let ply = u32::try_from(log.len()).unwrap_or(u32::MAX);
+            let texts = (from..log.len()).filter_map(|i| log.text(i));
+            write_turn_line(&mut self.turn_line, &self.spec.match_id, texts, ply, clock);
+            log.len()
         };
         if let Some(link) = &self.links[side.index()] {
+            // JSON is UTF-8: this never falls back.
+            let line = std::str::from_utf8(&self.turn_line).unwrap_or("{}\n");
             if stamped {
-                link.send_stamped(&message, &self.turn_written[side.index()]);
+                link.send_line_stamped(line, &self.turn_written[side.index()]);
             } else {
-                link.send(&message);
+                link.send_line(line);
             }
         }
         self.reported[side.index()] = ply;
@@ -746,6 +748,7 @@ pub async fn run_journaled_match(
         moves: replayed.moves,
         recheck_at: None,
         direct_open: false,
+        turn_line: Vec::new(),
         ended: None,
     };
     let desk = Arc::new(Desk {

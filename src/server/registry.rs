@@ -54,6 +54,34 @@ struct RegistryState {
     /// `program` bots whose program failed to start several times in a row and that have not
     /// connected since: absent, their due games forfeited at once.
     cannot_start: HashSet<String>,
+    /// Bots whose availability changed since the scheduler last asked (see
+    /// [`Registry::take_changes`]).
+    changes: Changes,
+}
+
+/// Most bots remembered as changed between two looks of the scheduler; past it the scheduler
+/// is told that anyone may have changed.
+const MAX_CHANGED_BOTS: usize = 4096;
+
+/// What changed since the scheduler last looked: these bots, or (`all`) possibly anyone.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Changes {
+    pub all: bool,
+    pub bots: Vec<String>,
+}
+
+impl Changes {
+    fn bot(&mut self, name: &str) {
+        if self.all {
+            return;
+        }
+        if self.bots.len() >= MAX_CHANGED_BOTS {
+            self.all = true;
+            self.bots = Vec::new();
+        } else {
+            self.bots.push(name.to_string());
+        }
+    }
 }
 
 impl RegistryState {
@@ -166,6 +194,7 @@ impl Registry {
         state.sessions.insert(name.to_string(), session);
         state.suspended.remove(name);
         state.cannot_start.remove(name);
+        state.changes.bot(name);
         let resumed = state
             .matches
             .values()
@@ -188,6 +217,7 @@ impl Registry {
             return Vec::new();
         }
         state.sessions.remove(name);
+        state.changes.bot(name);
         let left = state
             .matches
             .values()
@@ -206,6 +236,7 @@ impl Registry {
         let mut state = self.lock();
         state.suspended.insert(name.to_string(), why.to_string());
         let session = state.sessions.remove(name)?;
+        state.changes.bot(name);
         session.link.send(&RefereeMessage::Error {
             code: crate::protocol::ErrorCode::Suspended,
             message: why.to_string(),
@@ -253,6 +284,13 @@ impl Registry {
     /// Rings when a bot connects or leaves or a match ends: the scheduler waits on it.
     pub fn changed(&self) -> &Notify {
         &self.changed
+    }
+
+    /// The bots whose availability changed (connected, left, suspended, marked as unable to
+    /// start, or freed from a match) since the last call: the scheduler looks again only at
+    /// their tournaments.
+    pub fn take_changes(&self) -> Changes {
+        std::mem::take(&mut self.lock().changes)
     }
 
     /// What the web view reads (off unless it runs).
@@ -311,7 +349,10 @@ impl Registry {
     /// Marks the `program` bot `name` as one whose program cannot start: until it connects,
     /// its due games are forfeited at once rather than after `absent_forfeit_ms`.
     pub fn mark_cannot_start(&self, name: &str) {
-        self.lock().cannot_start.insert(name.to_string());
+        let mut state = self.lock();
+        state.cannot_start.insert(name.to_string());
+        state.changes.bot(name);
+        drop(state);
         self.changed.notify_one();
     }
 
@@ -346,6 +387,7 @@ impl Registry {
                 if let Some(n) = state.busy.get_mut(&name) {
                     *n = n.saturating_sub(1);
                 }
+                state.changes.bot(&name);
             }
         }
         drop(state);

@@ -517,6 +517,31 @@ pub struct Scheduler {
     events: EventSink,
     /// Each bot's current run of losses by timeout or illegal move (what and where).
     faults: HashMap<String, Vec<String>>,
+    /// The tournaments each bot plays in: when a bot's availability changes, only these are
+    /// looked at again for games to start.
+    bot_tournaments: HashMap<String, Vec<usize>>,
+    /// Tournaments to look at for games to start, beyond those of the bots that changed: one
+    /// whose game has just ended (a slot of its own concurrency is free).
+    to_look_at: std::collections::BTreeSet<usize>,
+    /// Look at every tournament next time (at the start, and when a forfeit falls due).
+    look_at_all: bool,
+    /// The soonest moment a game waiting for an absent bot is forfeited, as far as the looks
+    /// so far found (a look at every tournament finds it afresh).
+    forfeit_due: Option<Instant>,
+}
+
+/// The tournaments each bot of `tournaments` plays in.
+fn tournaments_of_bots(tournaments: &[TournamentState]) -> HashMap<String, Vec<usize>> {
+    let mut of_bot: HashMap<String, Vec<usize>> = HashMap::new();
+    for (index, t) in tournaments.iter().enumerate() {
+        for bot in &t.config.bots {
+            let indices = of_bot.entry(bot.clone()).or_default();
+            if indices.last() != Some(&index) {
+                indices.push(index);
+            }
+        }
+    }
+    of_bot
 }
 
 /// Every tournament's and bot's name in `config`, one shared copy each.
@@ -539,6 +564,10 @@ impl Scheduler {
             events,
             faults: HashMap::new(),
             live_names: tournaments_and_bots(&config),
+            bot_tournaments: tournaments_of_bots(&tournaments),
+            to_look_at: std::collections::BTreeSet::new(),
+            look_at_all: true,
+            forfeit_due: None,
             config,
             registry,
             output,
@@ -617,7 +646,9 @@ impl Scheduler {
                 }
                 _ = self.registry.changed().notified() => {}
                 Some(done) = self.running.join_next_with_id() => self.collect(done).await,
-                _ = async { if let Some(at) = next_forfeit { sleep_until(at).await } }, if next_forfeit.is_some() => {}
+                _ = async { if let Some(at) = next_forfeit { sleep_until(at).await } }, if next_forfeit.is_some() => {
+                    self.look_at_all = true;
+                }
             }
         }
     }
@@ -634,6 +665,8 @@ impl Scheduler {
         if let Some(t) = tournament.and_then(|index| self.tournaments.get_mut(index)) {
             t.running = t.running.saturating_sub(1);
         }
+        // A slot of its concurrency is free (and its next Swiss round may be paired).
+        self.to_look_at.extend(tournament);
         match done {
             Ok((
                 _,
@@ -672,9 +705,10 @@ impl Scheduler {
             return;
         };
         t.mark_finished(id, &line);
-        let (all_done, all_planned) = self.league_progress();
         let progress = self.config.server.progress;
         if let Some(t) = self.tournaments.get(tournament).filter(|_| progress) {
+            // A pass over every tournament: only when the progress line is told.
+            let (all_done, all_planned) = self.league_progress();
             (self.events)(ServerEvent::GameFinished {
                 tournament: t.config.name.clone(),
                 line: progress_line(t.done(), t.planned(), &game, all_done, all_planned),
@@ -860,10 +894,32 @@ impl Scheduler {
             reconnect_grace: Duration::from_millis(self.config.server.reconnect_grace_ms),
             timeout_settle: Duration::from_millis(self.config.server.timeout_settle_ms),
         };
-        let mut next_forfeit: Option<Instant> = None;
+        // Only tournaments where something changed can have a game to start that the last look
+        // did not start: one whose own game ended, or one of a bot that connected, left or was
+        // freed from a match elsewhere. Looking at all of them at every change cost each game
+        // end a pass over every tournament (a thousand and more in a big league).
+        let changes = self.registry.take_changes();
+        let look_at: Vec<usize> = if self.look_at_all || changes.all {
+            self.look_at_all = false;
+            self.to_look_at.clear();
+            self.forfeit_due = None;
+            (0..self.tournaments.len()).collect()
+        } else {
+            let mut look_at = std::mem::take(&mut self.to_look_at);
+            for bot in &changes.bots {
+                if let Some(indices) = self.bot_tournaments.get(bot) {
+                    look_at.extend(indices.iter().copied());
+                }
+            }
+            look_at.into_iter().collect()
+        };
+        let mut next_forfeit: Option<Instant> = self.forfeit_due;
         let mut forfeits: Vec<(usize, String, FinishedGame)> = Vec::new();
         let suspending = self.config.server.suspend_after_faults > 0;
-        for (index, t) in self.tournaments.iter_mut().enumerate() {
+        for index in look_at {
+            let Some(t) = self.tournaments.get_mut(index) else {
+                continue;
+            };
             let mut i = 0;
             while i < t.pending.len() && t.running < t.config.concurrency {
                 let Some(pending) = t.pending.get(i) else {
@@ -966,8 +1022,10 @@ impl Scheduler {
         }
         if any_forfeit {
             // A forfeit may have completed a Swiss round: its next games can start now.
+            self.look_at_all = true;
             return Some(Instant::now());
         }
+        self.forfeit_due = next_forfeit;
         next_forfeit
     }
 }
