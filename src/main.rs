@@ -706,6 +706,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                     quick,
                     exe: std::env::current_exe().context("cannot find this executable")?,
                     web_clients,
+                    matches: None,
                     hog,
                 };
                 let report =
