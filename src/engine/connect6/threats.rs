@@ -342,37 +342,14 @@ mod tests {
     }
 
     #[test]
-    #[ignore]
-    fn explore() {
+    fn proves_a_threat_win_and_names_the_points_it_depends_on() {
+        // From a game lost to Cloudict, with White to move: White wins by threats.
         let abort = AtomicBool::new(false);
-        for moves in [
-            &["M9", "H7,L13", "N8,L10"][..],
-            &["M9", "H7,L13", "N8,L10", "G8,I6"][..],
-            &["M9", "H7,L13", "N8,L10", "H6,H8"][..],
-            &["K7", "I10,G13", "J8,L8"][..],
-            &["K7", "I10,H13", "J6,L6"][..],
-            &["I13", "J8,M10", "H13,G13", "J9,J13", "E13,J12", "F13,H14"][..],
-            &["I13", "J8,M10", "H13,G13", "J9,J13"][..],
-            &["I13", "J8,M10", "H13,G13"][..],
-        ] {
-            for flip in [false, true] {
-                let mut s = search_after(moves, &abort);
-                if flip {
-                    s.to_move = 1 - s.to_move;
-                }
-                let t0 = Instant::now();
-                let t2 = s.shortest_threat_win(5);
-                let t1 = t0.elapsed();
-                let n1 = s.nodes;
-                let proof = s.shortest_threat_proof(3);
-                eprintln!(
-                    "{moves:?} flip={flip}: t2={t2:?} ({t1:?}, {n1} nodes) proof={:?} ({:?}, {} nodes) zone={}",
-                    proof.map(|p| p.0),
-                    t0.elapsed() - t1,
-                    s.nodes - n1,
-                    proof.map_or(0, |p| p.1.points().len())
-                );
-            }
-        }
+        let mut search = search_after(&["I13", "J8,M10", "H13,G13", "J9,J13"], &abort);
+        search.to_move = 1 - search.to_move;
+        let (pair, zone) = search.shortest_threat_proof(3).unwrap();
+        assert!(!search.stopped);
+        assert!(zone.contains(pair.a) && zone.contains(pair.b));
+        assert!(zone.points().len() > 2, "{:?}", zone.points());
     }
 }
