@@ -978,14 +978,26 @@ impl Search<'_> {
     /// The first of `candidates` after which the opponent has no threat win within `depth`
     /// turns (`None` if all have one or time runs out).
     fn first_unrefuted(&mut self, candidates: &[Pair], depth: u32) -> Option<Pair> {
+        self.first_passing(candidates, |search| {
+            search.shortest_threat_win(depth).is_some()
+        })
+    }
+
+    /// The first of `candidates` after which `refuted` (asked with the pair played) is
+    /// false; `None` if it holds for all or time runs out.
+    fn first_passing(
+        &mut self,
+        candidates: &[Pair],
+        mut refuted: impl FnMut(&mut Self) -> bool,
+    ) -> Option<Pair> {
         for &pair in candidates {
             let boxes = self.play_pair(pair);
-            let refuted = self.shortest_threat_win(depth).is_some();
+            let lost = refuted(self);
             self.undo_pair(pair, boxes);
             if self.stopped {
                 return None;
             }
-            if !refuted {
+            if !lost {
                 return Some(pair);
             }
         }

@@ -17,7 +17,7 @@ use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::level::{level_option, Level, Noise, FULL_STRENGTH};
+use super::level::{level_option, Level, Noise, PLY_LEVELS};
 use super::tt::{Bound, Replacement, TranspositionTable};
 use super::{
     check_option_names, integer_option, Engine, EngineError, EngineInfo, EngineOption,
@@ -79,29 +79,7 @@ pub const INFO: EngineInfo = EngineInfo {
 
 /// The `level` option's rows, weakest first (measured against each other in docs/engines.md,
 /// "Levels").
-pub const LEVELS: &[Level] = &[
-    Level {
-        time_ms: Some(20),
-        depth: Some(1),
-        noise_pct: 70,
-    },
-    Level {
-        time_ms: Some(20),
-        depth: Some(1),
-        noise_pct: 30,
-    },
-    Level {
-        time_ms: Some(50),
-        depth: Some(2),
-        noise_pct: 0,
-    },
-    Level {
-        time_ms: Some(200),
-        depth: Some(4),
-        noise_pct: 0,
-    },
-    FULL_STRENGTH,
-];
+pub const LEVELS: &[Level] = PLY_LEVELS;
 
 /// Score of a won game (less the plies to reach it).
 const WIN: i32 = 30_000;

@@ -297,18 +297,9 @@ impl Search<'_> {
     /// The first of `candidates` after which the opponent has no threat win (single threats
     /// included) within `depth` turns; `None` if all have one or time runs out.
     pub(super) fn first_unproven(&mut self, candidates: &[Pair], depth: u32) -> Option<Pair> {
-        for &pair in candidates {
-            let boxes = self.play_pair(pair);
-            let proven = self.shortest_threat_proof(depth).is_some();
-            self.undo_pair(pair, boxes);
-            if self.stopped {
-                return None;
-            }
-            if !proven {
-                return Some(pair);
-            }
-        }
-        None
+        self.first_passing(candidates, |search| {
+            search.shortest_threat_proof(depth).is_some()
+        })
     }
 }
 
