@@ -847,13 +847,26 @@ impl Search<'_> {
     /// The first pair of the shortest threat-sequence win of at most `depth` attacker turns,
     /// deepening one turn at a time.
     fn shortest_threat_win(&mut self, depth: u32) -> Option<Pair> {
-        (1..=depth)
-            .map_while(|d| {
-                let found = self.threat_win(d);
-                (!self.stopped).then_some(found)
-            })
-            .flatten()
-            .next()
+        self.deepening(depth, Search::threat_win)
+    }
+
+    /// The first result of `search` at depths 1 to `depth` in turn, stopping when time runs
+    /// out.
+    fn deepening<T>(
+        &mut self,
+        depth: u32,
+        mut search: impl FnMut(&mut Self, u32) -> Option<T>,
+    ) -> Option<T> {
+        for d in 1..=depth {
+            let found = search(self, d);
+            if self.stopped {
+                return None;
+            }
+            if found.is_some() {
+                return found;
+            }
+        }
+        None
     }
 
     /// The winning first pair of a threat sequence of at most `depth` attacker turns, if any.

@@ -68,13 +68,7 @@ impl Search<'_> {
     /// `depth` attacker turns for the side to move, with the proof's relevance zone,
     /// deepening one turn at a time; `None` if there is none within the depth or time.
     pub(super) fn shortest_threat_proof(&mut self, depth: u32) -> Option<(Pair, Zone)> {
-        (1..=depth)
-            .map_while(|d| {
-                let found = self.threat_proof(d);
-                (!self.stopped).then_some(found)
-            })
-            .flatten()
-            .next()
+        self.deepening(depth, Search::threat_proof)
     }
 
     /// A winning first pair of a threat sequence of at most `depth` attacker turns for the
