@@ -12,6 +12,8 @@
 //!    must take both of the opponent's stones to block, every blocking reply is tried) looks
 //!    for a forced win, in the first quarter of the time budget. When one stone alone makes
 //!    such a threat, the other is free: pairs with the best building points are tried too.
+//!    Then a proof search with single threats too (`threats`: the defender's free stone is
+//!    tried only in the proof's relevance zone) looks for a win in the same share.
 //! 4. Iterative-deepening alpha-beta (negamax) where one ply is one two-stone turn, until three
 //!    quarters of the budget. Pairs come from the best `width` single points of the search
 //!    window (the bounding box of all stones grown by 2, clipped to the board, as in the paper)
@@ -22,7 +24,9 @@
 //!    best pair first, before the pairs are generated.
 //! 5. In the rest of the budget, candidates (the alpha-beta order, then pairs on the points of
 //!    the opponent's own threat win if it had the move) are screened with the threat-space
-//!    search from the opponent's side; the first one that leaves it no threat win is played.
+//!    search from the opponent's side; the first one that leaves it no threat win is played,
+//!    then checked against the opponent's proofs with single threats (candidates after it,
+//!    then pairs in the relevance zone of the opponent's proof, until 7/8 of the budget).
 //! 6. If time is left, the chosen pair is checked by an alpha-beta of depth `CHECK_DEPTH` from
 //!    the opponent's side in which turns spent blocking threats do not count (up to
 //!    `MAX_EXTENSIONS` on a path); if the opponent wins by force, the next candidate (in
