@@ -13,7 +13,6 @@ use crate::game::{GameId, Side};
 use crate::protocol::RefereeMessage;
 
 use super::link::{BotLink, RefereeDoor, RefereeInput};
-use super::live::Live;
 
 /// An authenticated connection.
 #[derive(Debug, Clone)]
@@ -119,8 +118,6 @@ impl Drop for MatchSlot {
 pub struct Registry {
     state: Mutex<RegistryState>,
     changed: Notify,
-    /// What the web view reads (off unless it runs).
-    live: Live,
     /// Set once every tournament is finished (see [`Registry::end_league`]).
     league_over: std::sync::atomic::AtomicBool,
 }
@@ -253,11 +250,6 @@ impl Registry {
     /// Rings when a bot connects or leaves or a match ends: the scheduler waits on it.
     pub fn changed(&self) -> &Notify {
         &self.changed
-    }
-
-    /// What the web view reads (off unless it runs).
-    pub fn live(&self) -> &Live {
-        &self.live
     }
 
     /// Claims match `match_id` of `game` for `players` if both are connected, play `game` and
