@@ -401,12 +401,12 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         ),
         None => None,
     };
-    let server = tokio::spawn(crate::server::run_with_web(
+    let server = tokio::spawn(crate::server::run_with(
         config,
         listener,
-        web,
         shutdown.clone(),
-        crate::server::no_events(),
+        Vec::new(),
+        web.map(crate::web::companion),
     ));
     // The idle footprint includes the built schedule: wait until the server has built it (on
     // a busy machine that can take seconds), then a moment for its first standings write.

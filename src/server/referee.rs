@@ -129,8 +129,8 @@ pub struct MatchJournaling {
     /// Moves played before the first turn (an opening, `arena match`): journaled and recorded
     /// as ordinary moves with no think time. On a resume, those already journaled are skipped.
     pub opening: Vec<String>,
-    /// Where the web view hears of the game's start and moves (`None`: no web view).
-    pub live: Option<super::live::Live>,
+    /// Where the game's start and moves are told.
+    pub events: super::events::Events,
 }
 
 /// What an input that reaches the referee after the mover's deadline does.
@@ -236,31 +236,34 @@ impl Referee {
         );
     }
 
-    /// The game as the web view shows it at its start (or resumption): its moves are this
-    /// referee's log, shared.
-    fn live_game(&self) -> super::live::LiveGame {
-        super::live::LiveGame {
+    /// The game at its start (or resumption): its moves are this referee's log, shared.
+    fn started_event(&self) -> super::events::GameStarted {
+        super::events::GameStarted {
             spec: self.spec.clone(),
             moves: self.moves.clone(),
             clocks: [ms(self.remaining[0]), ms(self.remaining[1])],
-            result: None,
-            reason: None,
-            record: None,
         }
     }
 
-    /// Tells the web view of the move just accepted.
-    fn publish_last_move(&self, live: &super::live::Live) {
+    /// Tells `events` of the move just accepted (only when someone takes moves: otherwise no
+    /// event is made).
+    fn publish_last_move(&self, events: &super::events::Events) {
+        if !events.is_followed_live() {
+            return;
+        }
         let moves = self.moves.read();
         if let Some((text, think_ms, _)) = moves.last() {
-            live.move_played(
-                &self.spec.match_id,
-                moves.len(),
-                text,
-                think_ms,
-                || self.game.position_text(),
-                [ms(self.remaining[0]), ms(self.remaining[1])],
-            );
+            let position = || self.game.position_text();
+            events.publish(&super::events::ServerEvent::MovePlayed(
+                super::events::MovePlayed::new(
+                    &self.spec.match_id,
+                    moves.len(),
+                    text,
+                    think_ms,
+                    [ms(self.remaining[0]), ms(self.remaining[1])],
+                    &position,
+                ),
+            ));
         }
     }
 
@@ -412,13 +415,11 @@ impl Referee {
         }
     }
 
-    /// After an accepted move is journaled: tells the web view, and starts the next turn or
+    /// After an accepted move is journaled: tells `events`, and starts the next turn or
     /// returns how the game ended.
-    fn go_on(&mut self, times: MoveTimes, live: Option<&super::live::Live>) -> Option<Outcome> {
+    fn go_on(&mut self, times: MoveTimes, events: &super::events::Events) -> Option<Outcome> {
         self.recheck_at = None;
-        if let Some(live) = live {
-            self.publish_last_move(live);
-        }
+        self.publish_last_move(events);
         let ply = self.moves.len().saturating_sub(1);
         let game_over = self.game.outcome();
         if game_over.is_none() {
@@ -589,7 +590,7 @@ struct Desk {
     /// Rung when a move played directly ended the game.
     ended: Notify,
     journal: Option<MoveJournal>,
-    live: Option<super::live::Live>,
+    events: super::events::Events,
 }
 
 impl Desk {
@@ -603,7 +604,7 @@ impl Desk {
         if let Some(journal) = &self.journal {
             journal.record_last_move_behind(&referee.moves, referee.remaining);
         }
-        referee.go_on(times, self.live.as_ref())
+        referee.go_on(times, &self.events)
     }
 }
 
@@ -755,7 +756,7 @@ pub async fn run_journaled_match(
         referee: Mutex::new(referee),
         ended: Notify::new(),
         journal: journaling.journal,
-        live: journaling.live,
+        events: journaling.events,
     });
     let _shut = DirectShut(desk.clone());
     {
@@ -769,8 +770,11 @@ pub async fn run_journaled_match(
         );
         referee.send_start(Side::First);
         referee.send_start(Side::Second);
-        if let Some(live) = &desk.live {
-            live.game_started(referee.live_game());
+        if desk.events.is_followed() {
+            desk.events
+                .publish(&super::events::ServerEvent::GameStarted(
+                    referee.started_event(),
+                ));
         }
     }
 
@@ -833,7 +837,7 @@ pub async fn run_journaled_match(
                             if let Some(journal) = &desk.journal {
                                 journal.record_last_move(&moves, remaining).await;
                             }
-                            desk.lock().go_on(times, desk.live.as_ref())
+                            desk.lock().go_on(times, &desk.events)
                         }
                     };
                     if let Some(outcome) = game_over {
@@ -901,8 +905,8 @@ pub async fn run_journaled_match(
         moves = referee.moves.len(),
         "match ended"
     );
-    if desk.live.is_some() {
-        // The web view keeps the latest finished games' logs for a while.
+    if desk.events.is_followed_live() {
+        // A live view (the web's) keeps the latest finished games' logs for a while.
         referee.moves.read().shrink_to_fit();
     }
     // Who made each move follows from the game (`GameId::mover_of_ply`): not kept.

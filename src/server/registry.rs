@@ -13,7 +13,6 @@ use crate::game::{GameId, Side};
 use crate::protocol::RefereeMessage;
 
 use super::link::{BotLink, RefereeDoor, RefereeInput};
-use super::live::Live;
 
 /// An authenticated connection.
 #[derive(Debug, Clone)]
@@ -147,8 +146,6 @@ impl Drop for MatchSlot {
 pub struct Registry {
     state: Mutex<RegistryState>,
     changed: Notify,
-    /// What the web view reads (off unless it runs).
-    live: Live,
     /// Set once every tournament is finished (see [`Registry::end_league`]).
     league_over: std::sync::atomic::AtomicBool,
 }
@@ -291,11 +288,6 @@ impl Registry {
     /// their tournaments.
     pub fn take_changes(&self) -> Changes {
         std::mem::take(&mut self.lock().changes)
-    }
-
-    /// What the web view reads (off unless it runs).
-    pub fn live(&self) -> &Live {
-        &self.live
     }
 
     /// Claims match `match_id` of `game` for `players` if both are connected, play `game` and
