@@ -277,7 +277,7 @@ fn hundredths(v: f64) -> f64 {
 }
 
 /// /proc/loadavg's three averages.
-fn load_average_now() -> String {
+pub(crate) fn load_average_now() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_default()

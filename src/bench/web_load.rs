@@ -325,9 +325,7 @@ pub fn run(
         let _ = progress.flush();
     };
     let date = chrono::Local::now().to_rfc3339();
-    let load_average = std::fs::read_to_string("/proc/loadavg")
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default();
+    let load_average = super::load_average_now();
     let window = if options.quick {
         Duration::from_secs(2)
     } else {
