@@ -79,46 +79,41 @@ struct Seen {
     turn: usize,
 }
 
-impl Seen {
-    /// The next of `items`, round robin.
-    fn pick<'a>(&mut self, items: &'a [String]) -> Option<&'a String> {
-        self.turn = self.turn.wrapping_add(1);
-        items.get(self.turn % items.len().max(1))
-    }
+/// The next of `items` after `turn` (advanced), round robin.
+fn pick<'a, T>(items: &'a [T], turn: &mut usize) -> Option<&'a T> {
+    *turn = turn.wrapping_add(1);
+    items.get(*turn % items.len().max(1))
+}
 
+impl Seen {
     fn path(&mut self, endpoint: &str) -> String {
         let encode = |text: &str| utf8_percent_encode(text, NON_ALPHANUMERIC).to_string();
-        let finished = self.finished.clone();
-        let live = self.live.clone();
-        let records = self.records.clone();
+        let turn = &mut self.turn;
         match endpoint {
-            "finished_game" => match self.pick(&finished) {
+            "finished_game" => match pick(&self.finished, turn) {
                 Some(id) => format!("/api/games/{}", encode(id)),
                 None => "/api/games".into(),
             },
-            "live_game" => match self.pick(&live) {
+            "live_game" => match pick(&self.live, turn) {
                 Some(id) => format!("/api/games/{}", encode(id)),
                 None => "/api/games".into(),
             },
-            "game_page" => match self.pick(&finished) {
+            "game_page" => match pick(&self.finished, turn) {
                 Some(id) => format!("/games/{}", encode(id)),
                 None => "/".into(),
             },
-            "record" => match self.pick(&records) {
+            "record" => match pick(&self.records, turn) {
                 Some(file) => format!("/records/{}", encode(file)),
                 None => "/api/standings".into(),
             },
-            "moves" => {
-                self.turn = self.turn.wrapping_add(1);
-                match self.positions.get(self.turn % self.positions.len().max(1)) {
-                    Some((game, position)) => format!(
-                        "/api/moves?game={}&position={}",
-                        encode(game),
-                        encode(position)
-                    ),
-                    None => "/api/moves?game=hex&position=".into(),
-                }
-            }
+            "moves" => match pick(&self.positions, turn) {
+                Some((game, position)) => format!(
+                    "/api/moves?game={}&position={}",
+                    encode(game),
+                    encode(position)
+                ),
+                None => "/api/moves?game=hex&position=".into(),
+            },
             "standings" => "/api/standings".into(),
             "bots" => "/api/bots".into(),
             "index" => "/".into(),
