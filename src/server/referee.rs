@@ -32,6 +32,12 @@ use crate::clock_settings::whole_ms as ms;
 const READER_WAIT_MAX: Duration = Duration::from_secs(1);
 /// How often the referee looks again while it waits for that reader.
 const READER_RECHECK: Duration = Duration::from_millis(5);
+/// How much earlier than the start of its `turn`'s writing a move may seem to have arrived and
+/// still answer it. A kernel receive stamp is a wall-clock time turned into a monotonic
+/// instant (`arrival`), which can be off by some microseconds; without this slack a bot that
+/// answers at once could have its move refused as sent ahead of its turn, and lose on time.
+/// A move sent ahead by less than this gains nothing a clock in whole milliseconds shows.
+const ANSWER_ORDER_SLACK: Duration = Duration::from_micros(100);
 
 /// Arena-wide settings a referee applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -567,7 +573,7 @@ impl Referee {
         }
         let writing_began = self.turn_written[self.game.turn().index()].begun();
         match writing_began {
-            Some(began) if received >= began => None,
+            Some(began) if received + ANSWER_ORDER_SLACK >= began => None,
             _ => Some(format!(
                 "this move arrived before the turn for ply {current} was sent; a move must answer its turn"
             )),
@@ -1170,6 +1176,28 @@ mod tests {
         let game = h.finished().await;
         assert_eq!(game.moves, vec!["F6".to_string()]);
         assert_eq!(game.think_ms, vec![0]);
+    }
+
+    /// A receive stamp turned into an instant can be some microseconds off (see
+    /// `ANSWER_ORDER_SLACK`): a move that seems to have arrived just before its turn's writing
+    /// began still answers it, and one that seems to by more than the slack does not.
+    #[tokio::test(start_paused = true)]
+    async fn a_move_stamped_a_few_microseconds_before_its_turn_still_answers_it() {
+        let mut h = Harness::start();
+        h.next_queued(Side::First).await;
+        let (_, first_turn) = h.next_queued(Side::First).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let began = Instant::now();
+        first_turn.written.expect("stamp").set(began);
+        h.first_move("F6", began - ANSWER_ORDER_SLACK - Duration::from_micros(1))
+            .await;
+        let error = h.expect(Side::First, "error").await;
+        assert_eq!(error["code"], "not_your_turn", "{error}");
+        h.first_move("F6", began - ANSWER_ORDER_SLACK).await;
+        let turn = h.expect(Side::Second, "turn").await;
+        assert_eq!(turn["moves"], serde_json::json!(["F6"]));
+        h.resign(Side::Second).await;
+        assert_eq!(h.finished().await.moves, vec!["F6".to_string()]);
     }
 
     #[tokio::test(start_paused = true)]
