@@ -11,13 +11,41 @@ use serde_json::{json, Value};
 
 use super::live::{Live, LiveGame, MatchSpec, SharedMoveLog};
 use crate::config::Config;
-use crate::game::{game_from_position_text, new_game, GameId};
+use crate::game::{game_from_position_text, new_game, GameId, Side};
 use crate::game_line::GameLine;
 use crate::protocol::ClockSpec;
 use crate::server::registry::{BotStatus, Registry};
 use crate::server::OutputFault;
 
 use super::ApiError;
+
+/// `/api/games/meta`: what the pages must know of each game to draw its board and build a move
+/// from clicks (board size and drawing, each side's letter and stone colour, stones per turn,
+/// marked points), all from the game's `Rules`, so the pages keep no per-game tables. (No match
+/// id can be `meta`: every id has a `-`.)
+pub fn games_meta() -> Value {
+    let games: Vec<Value> = GameId::ALL
+        .iter()
+        .map(|&game| {
+            let sides = [Side::First, Side::Second].map(|side| {
+                json!({
+                    "letter": game.colour_letter(side).to_string(),
+                    "colour": game.stone_colour(side),
+                })
+            });
+            json!({
+                "id": game,
+                "record_code": game.record_code(),
+                "board_size": game.board_size(),
+                "board": game.board_drawing(),
+                "sides": sides,
+                "stones_per_turn": game.stones_per_turn(),
+                "star_points": game.star_points(),
+            })
+        })
+        .collect();
+    json!({ "games": games })
+}
 
 /// Every finished game of `out_dir/games.jsonl`, in file order (lines that are not a whole game
 /// are skipped, as the server's own reader skips them).

@@ -323,6 +323,7 @@ fn router(context: WebContext) -> Router {
         .route("/assets/{file}", get(asset))
         .route("/api/standings", get(standings))
         .route("/api/games", get(games))
+        .route("/api/games/meta", get(|| async { Json(api::games_meta()) }))
         .route("/api/games/{match}", get(game))
         .route("/api/moves", get(moves))
         .route("/api/bots", get(bots))
@@ -694,6 +695,17 @@ async fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fifth game must not need edits across the pages: they take every per-game fact from
+    /// `/api/games/meta`, so no game id appears in their scripts.
+    #[test]
+    fn the_pages_scripts_name_no_game() {
+        for game in crate::game::GameId::ALL {
+            let quoted = format!("\"{game}\"");
+            assert!(!assets::BOARD_JS.contains(&quoted), "board.js names {game}");
+            assert!(!assets::APP_JS.contains(&quoted), "app.js names {game}");
+        }
+    }
 
     #[test]
     fn forwarded_for_is_believed_only_from_trusted_proxies() {
