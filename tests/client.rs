@@ -1,5 +1,7 @@
 //! The bot client against a scripted fake referee over real TCP, and the `arena engines` listing.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
