@@ -739,6 +739,46 @@ async fn a_full_jiu_game_tells_white_both_of_blacks_moves_when_the_battle_begins
     assert_eq!(g["game"], "jiu");
 }
 
+/// Who is connected is news the server tells its subscribers (the web view's bot list follows
+/// it): a login, a bot leaving, and not a connection a newer login of the bot replaced.
+#[tokio::test]
+async fn bots_logging_in_and_leaving_are_told_to_subscribers() {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let subscriber = arena::server::Subscriber::news(std::sync::Arc::new(
+        move |event: &arena::server::ServerEvent<'_>| {
+            use arena::server::ServerEvent;
+            let told = match event {
+                ServerEvent::BotConnected { bot, games } => format!("{bot} in {games:?}"),
+                ServerEvent::BotDisconnected { bot } => format!("{bot} out"),
+                _ => return,
+            };
+            let _ = tx.send(told);
+        },
+    ));
+    let config = two_bot_config("hex", "", "").replace("exit_when_done = true", "");
+    let server = TestServer::start_subscribed(&config, subscriber).await;
+    async fn told(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> String {
+        tokio::time::timeout(Duration::from_secs(20), rx.recv())
+            .await
+            .expect("an event in time")
+            .expect("the server runs")
+    }
+    let a = Client::login(server.addr, "a", "ta", &["hex", "chess"]).await;
+    assert_eq!(told(&mut rx).await, "a in [Hex]");
+    // A newer login of `a` replaces the first connection: `a` never left.
+    let mut again = Client::login(server.addr, "a", "ta", &["hex"]).await;
+    assert_eq!(told(&mut rx).await, "a in [Hex]");
+    drop(a);
+    let b = Client::login(server.addr, "b", "tb", &["hex"]).await;
+    assert_eq!(told(&mut rx).await, "b in [Hex]");
+    again.expect("start").await;
+    drop(again);
+    assert_eq!(told(&mut rx).await, "a out");
+    drop(b);
+    assert_eq!(told(&mut rx).await, "b out");
+    server.shutdown.cancel();
+}
+
 /// Issue: a bot that answered each ping late had its think time credited back as lag (up to
 /// max_lag_ms) and never lost on time.
 #[tokio::test(start_paused = true)]

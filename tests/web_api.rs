@@ -268,9 +268,18 @@ async fn a_game_is_followed_through_every_route() {
     assert_eq!(kind, "end");
     assert_eq!(data["record"], record.as_str());
 
-    // The league's stream, in batches: start, the game's latest moves (each with the position
-    // after it, the last one included), end, standings.
-    let (kind, data) = events.next().await.expect("start event");
+    // The league's stream, in batches: both bots logging in, start, the game's latest moves
+    // (each with the position after it, the last one included), end, standings.
+    let mut logged_in = Vec::new();
+    let (kind, data) = loop {
+        let (kind, data) = events.next().await.expect("an event");
+        if kind != "bots" {
+            break (kind, data);
+        }
+        logged_in.push(data["bot"].as_str().unwrap().to_string());
+    };
+    logged_in.sort();
+    assert_eq!(logged_in, ["alice", "bob"]);
     assert_eq!(
         (kind.as_str(), data["match"].as_str()),
         ("start", Some(match_id.as_str()))

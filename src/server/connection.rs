@@ -14,6 +14,7 @@ use tokio::time::{interval_at, sleep_until, Instant, MissedTickBehavior};
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
+use super::events::ServerEvent;
 use crate::config::Config;
 use crate::game::GameId;
 use crate::log_text::client_text;
@@ -51,6 +52,8 @@ pub struct ConnectionContext {
     /// The league's output writer (the web view shows its faults and the finished games that
     /// wait for it).
     pub(crate) output: Arc<super::output::Output>,
+    /// Where bots logging in and leaving are told.
+    pub events: super::events::Events,
     pub shutdown: CancellationToken,
 }
 
@@ -203,10 +206,15 @@ async fn serve_lines<R: BotRead + 'static, S: LineSink>(
     };
     let why = connection.read_loop(lines).await;
     if let Some(name) = &connection.name {
-        for (side, inbox) in ctx.registry.unregister(name, conn_id) {
-            let _ = inbox
-                .send_async(RefereeInput::Disconnected { side, conn_id })
-                .await;
+        if let Some(matches) = ctx.registry.unregister(name, conn_id) {
+            ctx.events.publish(&ServerEvent::BotDisconnected {
+                bot: name.to_string(),
+            });
+            for (side, inbox) in matches {
+                let _ = inbox
+                    .send_async(RefereeInput::Disconnected { side, conn_id })
+                    .await;
+            }
         }
     }
     close.cancel();
@@ -650,6 +658,12 @@ impl Connection {
             games = ?played,
             "authenticated"
         );
+        let mut games: Vec<GameId> = played.iter().copied().collect();
+        games.sort_unstable();
+        self.ctx.events.publish(&ServerEvent::BotConnected {
+            bot: name.clone(),
+            games,
+        });
         self.name = Some(Arc::from(name));
         for (side, inbox) in resumed {
             let _ = inbox

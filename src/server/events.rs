@@ -57,6 +57,11 @@ pub enum ServerEvent<'a> {
     /// The games waiting to start and each tournament's progress, as the scheduler sees them
     /// now (only to [`Subscriber::live`] subscribers, at most every `SCHEDULE_EVERY`).
     Schedule(Arc<ScheduleSeen>),
+    /// A bot logged in; `games` are those of its `hello` that this server plays, in order.
+    BotConnected { bot: String, games: Vec<GameId> },
+    /// A logged-in bot's connection closed (not when a newer login of the bot replaced it:
+    /// the bot is still there).
+    BotDisconnected { bot: String },
     /// A bot was suspended after losses in a row by a fault (`why` says which).
     BotSuspended { bot: String, why: String },
     /// An output could not be written: the writes are kept and tried again (told once per run

@@ -244,6 +244,7 @@ pub async fn run_with(
         refusals: Arc::new(log_summary::LogSummary::new()),
         tokens,
         output: output.clone(),
+        events: events.clone(),
         shutdown: stop.clone(),
     });
     let companion = companion.map(|start| start(ctx.clone(), stop.clone()));

@@ -202,16 +202,17 @@ impl Registry {
         Registered { resumed, replaced }
     }
 
-    /// Removes the session of connection `conn_id` (if it is still the registered one) and
-    /// returns the matches it was part of.
-    pub fn unregister(&self, name: &str, conn_id: u64) -> BotMatches {
+    /// Removes the session of connection `conn_id` and returns the matches it was part of;
+    /// `None` if that connection is no longer the bot's registered one (a newer login
+    /// replaced it, or the bot was suspended).
+    pub fn unregister(&self, name: &str, conn_id: u64) -> Option<BotMatches> {
         let mut state = self.lock();
         let ours = state
             .sessions
             .get(name)
             .is_some_and(|s| s.link.conn_id == conn_id);
         if !ours {
-            return Vec::new();
+            return None;
         }
         state.sessions.remove(name);
         state.changes.bot(name);
@@ -222,7 +223,7 @@ impl Registry {
             .collect();
         drop(state);
         self.changed.notify_one();
-        left
+        Some(left)
     }
 
     /// Suspends `name`: queues `error` (code `suspended`, saying `why`) on its connection,

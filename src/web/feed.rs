@@ -64,7 +64,7 @@ struct Batch {
     /// Index in `entries` of the latest `move` of each match, while nothing else of that match
     /// came after it (a `start` or `end` keeps the order of what happened).
     pending_move: HashMap<String, usize>,
-    /// Index of the latest `standings` of each tournament.
+    /// Index of the latest `standings` of each tournament and `bots` of each bot.
     pending_standings: HashMap<String, usize>,
 }
 
@@ -79,7 +79,9 @@ impl Batch {
                 }
                 self.pending_move.insert(id, self.entries.len());
             }
-            ("standings", _) => {
+            // A tournament's table changed, or a bot came or went: only the latest of each
+            // tournament or bot in a batch matters.
+            ("standings" | "bots", _) => {
                 let tournament = event.data.clone();
                 if let Some(&at) = self.pending_standings.get(&tournament) {
                     self.entries[at] = event;

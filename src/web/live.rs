@@ -404,11 +404,15 @@ impl Live {
                 standings,
             } => self.standings_changed(tournament, standings.clone()),
             ServerEvent::Schedule(seen) => self.lock().schedule = seen.clone(),
+            ServerEvent::BotConnected { bot, .. }
+            | ServerEvent::BotDisconnected { bot }
+            | ServerEvent::BotSuspended { bot, .. } => {
+                self.publish("bots", None, json!({ "bot": bot }))
+            }
             ServerEvent::Resumed(_)
             | ServerEvent::Ready { .. }
             | ServerEvent::RoundPaired { .. }
             | ServerEvent::TournamentFinished(_)
-            | ServerEvent::BotSuspended { .. }
             | ServerEvent::OutputBehind(_)
             | ServerEvent::OutputCaughtUp(_)
             | ServerEvent::OutputLeftBehind(_) => {}

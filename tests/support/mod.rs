@@ -45,7 +45,23 @@ impl TestServer {
         TestServer::start_config(config).await
     }
 
-    async fn start_config(mut config: Config) -> TestServer {
+    /// Like `start`, with `subscriber` told the server's events.
+    pub async fn start_subscribed(
+        config_text: &str,
+        subscriber: arena::server::Subscriber,
+    ) -> TestServer {
+        let config = Config::from_toml(config_text).expect("test config is valid");
+        TestServer::start_with(config, vec![subscriber]).await
+    }
+
+    async fn start_config(config: Config) -> TestServer {
+        TestServer::start_with(config, Vec::new()).await
+    }
+
+    async fn start_with(
+        mut config: Config,
+        subscribers: Vec<arena::server::Subscriber>,
+    ) -> TestServer {
         let dir = tempfile::tempdir().expect("temp dir");
         config.server.out_dir = dir.path().join("out");
         let listener = arena::server::bind(&config, Some("127.0.0.1:0"))
@@ -53,7 +69,13 @@ impl TestServer {
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
         let shutdown = CancellationToken::new();
-        let handle = tokio::spawn(arena::server::run(config, listener, shutdown.clone()));
+        let handle = tokio::spawn(arena::server::run_with(
+            config,
+            listener,
+            shutdown.clone(),
+            subscribers,
+            None,
+        ));
         TestServer {
             addr,
             shutdown,

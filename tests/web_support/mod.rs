@@ -200,6 +200,8 @@ impl Events {
 
     /// The next event (name, data), skipping keep-alive comments; `None` when the stream ends.
     pub async fn next(&mut self) -> Option<(String, Value)> {
+        // Keep-alive comments do not count: an event must come within this time.
+        let give_up = tokio::time::Instant::now() + Duration::from_secs(60);
         loop {
             if let Some(end) = self.pending.find("\n\n") {
                 let block: String = self.pending.drain(..end + 2).collect();
@@ -220,7 +222,7 @@ impl Events {
                     serde_json::from_str(&data).expect("event data is JSON"),
                 ));
             }
-            let chunk = tokio::time::timeout(Duration::from_secs(60), self.body.next())
+            let chunk = tokio::time::timeout_at(give_up, self.body.next())
                 .await
                 .expect("an event in time")?
                 .ok()?;

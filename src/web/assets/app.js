@@ -96,7 +96,7 @@ function follow(handlers, match) {
   if (STATIC || !window.EventSource) return;
   var source = new EventSource(match ? "/api/events?match=" + encodeURIComponent(match) : "/api/events");
   var dropped = false;
-  ["start", "move", "end", "standings"].forEach(function (kind) {
+  ["start", "move", "end", "standings", "bots"].forEach(function (kind) {
     source.addEventListener(kind, function (e) {
       if (handlers[kind]) handlers[kind](JSON.parse(e.data));
     });
@@ -246,6 +246,7 @@ function leaguePage() {
     },
     end: function (e) { removeLiveBoard(e.match); loadGames(); botsSoon(); },
     standings: function () { loadStandings(); },
+    bots: function () { botsSoon(); },
     resync: function () { loadStandings(); loadGames(); loadBots(); },
   });
   if (!STATIC) setInterval(loadBots, 5000);
