@@ -285,7 +285,7 @@ enum Command {
         cwd: Option<std::path::PathBuf>,
         /// What the engine speaks: json (protocol v1), gtp (Hex) or sau (Connect6).
         #[arg(long)]
-        protocol: arena::bridge::EngineProtocol,
+        protocol: arena::program::EngineProtocol,
         /// Games to offer, comma separated (default: hex for gtp, connect6 for sau, the
         /// engine's own hello for json).
         #[arg(long, value_delimiter = ',')]
