@@ -27,7 +27,10 @@ use crate::game_line::GameLine;
 
 pub use plan::{MatchPlan, TOURNAMENT};
 pub use report::{MatchReport, MoveTimes, SprtReport};
-pub use spec::{engine_names, parse_clock, parse_rules, EngineEntry, EngineKind};
+pub use spec::{
+    engine_entries, engine_names, parse_clock, parse_rules, EngineEntry, EngineFlags, EngineKind,
+    MatchCommand,
+};
 pub use tally::{GameResult, ReasonCount, Tally};
 
 /// Why a match could not be set up or run.
@@ -43,6 +46,10 @@ pub enum MatchError {
         changes.join("; ")
     )]
     Changed { dir: PathBuf, changes: Vec<String> },
+    #[error(transparent)]
+    Openings(#[from] crate::openings::OpeningError),
+    #[error(transparent)]
+    Sprt(#[from] stats::SprtSpecError),
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
     #[error(transparent)]
