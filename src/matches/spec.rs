@@ -160,8 +160,11 @@ pub fn engine_names(engines: &[EngineEntry; 2]) -> Result<[String; 2], MatchErro
 pub struct EngineFlags {
     /// Where each `--engine` stands.
     pub engines_at: Vec<usize>,
+    /// Each `--name` (display name).
     pub names: Vec<(usize, String)>,
+    /// Each `--dir` (a program's working folder).
     pub dirs: Vec<(usize, PathBuf)>,
+    /// Each `--init` (a line sent to a program right after it starts).
     pub inits: Vec<(usize, String)>,
 }
 
@@ -204,9 +207,13 @@ pub fn engine_entries(
 /// settings and the other options as typed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MatchCommand {
+    /// The game.
     pub game: GameId,
+    /// The `--engine`s with their settings (a plan needs exactly two).
     pub engines: Vec<EngineEntry>,
+    /// `--games`: games to play.
     pub games: u32,
+    /// `--concurrency`: games played at once.
     pub concurrency: u32,
     /// `--clock`: INITIAL+INCREMENT in seconds.
     pub clock: String,
@@ -218,6 +225,7 @@ pub struct MatchCommand {
     pub openings: Option<PathBuf>,
     /// `--sprt`: elo0=…,elo1=…,alpha=…,beta=….
     pub sprt: Option<String>,
+    /// `--memory-mb`: the address-space limit of each program engine, in MiB.
     pub memory_mb: Option<u64>,
 }
 
