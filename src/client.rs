@@ -1,5 +1,5 @@
 //! The bot client: connects a built-in engine to a referee over the wire protocol (`arena bot`,
-//! and the server's `builtin` bots), plus the `arena engines` catalogue listing.
+//! and the server's `builtin` bots).
 //!
 //! One connection, several matches at once (up to `max_games`). The reader never waits for an
 //! engine: each search runs on a blocking thread with its own abort flag, which a timer sets at
@@ -22,13 +22,12 @@
 //!   match; lines from the referee that cannot be read are logged and skipped.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::codec::Framed;
 use tokio_util::sync::CancellationToken;
@@ -752,69 +751,6 @@ impl SearchJob {
     }
 }
 
-/// The catalogue as JSON (`arena engines --json`).
-pub fn engines_json() -> Value {
-    Value::Array(
-        catalogue()
-            .iter()
-            .map(|info| {
-                json!({
-                    "id": info.id,
-                    "games": info.games.iter().map(|g| g.as_str()).collect::<Vec<_>>(),
-                    "about": info.about,
-                    "options": info.options.iter().map(|o| json!({
-                        "name": o.name,
-                        "default": o.default,
-                        "about": o.about,
-                    })).collect::<Vec<_>>(),
-                })
-            })
-            .collect(),
-    )
-}
-
-/// Writes the catalogue as an aligned table (`arena engines`): id, games, description, then
-/// one indented line per option with its default.
-pub fn write_engine_table(out: &mut impl Write) -> std::io::Result<()> {
-    write_engine_table_of(&catalogue(), out)
-}
-
-/// [`write_engine_table`] for any list of engines.
-pub fn write_engine_table_of(engines: &[EngineInfo], out: &mut impl Write) -> std::io::Result<()> {
-    let rows: Vec<(String, String, String)> = engines
-        .iter()
-        .map(|info| {
-            let games: Vec<&str> = info.games.iter().map(|g| g.as_str()).collect();
-            (info.id.to_string(), games.join(","), info.about.to_string())
-        })
-        .collect();
-    let id_width = rows.iter().map(|r| r.0.len()).chain([6]).max().unwrap_or(6);
-    let games_width = rows.iter().map(|r| r.1.len()).chain([5]).max().unwrap_or(5);
-    writeln!(
-        out,
-        "{:id_width$}  {:games_width$}  DESCRIPTION",
-        "ENGINE", "GAMES"
-    )?;
-    for (info, (id, games, about)) in engines.iter().zip(&rows) {
-        writeln!(out, "{id:id_width$}  {games:games_width$}  {about}")?;
-        let name_width = info
-            .options
-            .iter()
-            .map(|o| o.name.len() + o.default.len() + 1)
-            .max()
-            .unwrap_or(0);
-        for option in info.options {
-            let setting = format!("{}={}", option.name, option.default);
-            writeln!(
-                out,
-                "{:id_width$}  {:games_width$}  --option {setting:name_width$}  {}",
-                "", "", option.about
-            )?;
-        }
-    }
-    Ok(())
-}
-
 /// Reads `--option KEY=VALUE` pairs into the engine options object: a value that is JSON
 /// (number, boolean, quoted string…) is taken as such, anything else as a plain string.
 pub fn parse_engine_options(pairs: &[String]) -> Result<Value, ClientError> {
@@ -841,6 +777,7 @@ pub fn parse_engine_options(pairs: &[String]) -> Result<Value, ClientError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn seeds_are_stable_and_differ_between_matches() {
@@ -916,56 +853,5 @@ mod tests {
             ..config
         };
         assert_eq!(offered_games(&random).unwrap(), GameId::ALL.to_vec());
-    }
-
-    #[test]
-    fn engine_table_aligns_columns_and_lists_options_with_defaults() {
-        use crate::engine::EngineOption;
-        let engines = [
-            EngineInfo {
-                id: "a",
-                games: &[GameId::Hex],
-                about: "first",
-                options: &[
-                    EngineOption {
-                        name: "depth",
-                        default: "3",
-                        about: "search depth",
-                    },
-                    EngineOption {
-                        name: "book",
-                        default: "true",
-                        about: "opening book",
-                    },
-                ],
-            },
-            EngineInfo {
-                id: "longer-id",
-                games: &[GameId::Connect6, GameId::Jiu],
-                about: "second",
-                options: &[],
-            },
-        ];
-        let mut out = Vec::new();
-        write_engine_table_of(&engines, &mut out).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        assert_eq!(
-            text,
-            "ENGINE     GAMES         DESCRIPTION\n\
-             a          hex           first\n\
-             \x20                        --option depth=3    search depth\n\
-             \x20                        --option book=true  opening book\n\
-             longer-id  connect6,jiu  second\n"
-        );
-    }
-
-    #[test]
-    fn engine_table_lists_every_engine() {
-        let mut out = Vec::new();
-        write_engine_table(&mut out).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        for info in catalogue() {
-            assert!(text.lines().any(|l| l.starts_with(info.id)), "{text}");
-        }
     }
 }

@@ -1,6 +1,8 @@
-//! `arena duel`: a reproducible in-process match between two built-in engines (no server, no
-//! TCP), used to measure engine strength. Colours alternate; each move runs on its own thread
-//! under a per-move limit enforced with the engine's abort flag.
+//! A reproducible in-process match between two built-in engines (no server, no TCP), used by
+//! the engines' strength tests. Colours alternate; each move runs on its own thread under a
+//! per-move limit enforced with the engine's abort flag. It prints nothing: `run` hands each
+//! finished game to its caller's callback and returns them all. (The `arena duel` command is an
+//! alias of `arena match` with two built-in engines and does not use this module.)
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};

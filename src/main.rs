@@ -1,4 +1,12 @@
-//! The `arena` binary: parses the command line and hands each subcommand to the library.
+//! The `arena` binary: parses the command line and hands each subcommand to the library, then
+//! decides what a person sees (the console lines for the server's news, the match's progress
+//! line and table, error texts, exit codes).
+//!
+//! Why it is longer than 800 lines: some 430 of them are the command line's definition (every
+//! subcommand and flag with the help text `arena --help` shows) and some 330 the dispatch that
+//! turns each subcommand's flags into the library's plain data (`matches::MatchCommand`,
+//! `bridge::ConnectOptions`, `client::BotClientConfig`…). Games, matches, engines and their
+//! listing live in the library; this file holds the command line, the wiring and the console.
 
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
@@ -285,7 +293,7 @@ enum Command {
         cwd: Option<std::path::PathBuf>,
         /// What the engine speaks: json (protocol v1), gtp (Hex) or sau (Connect6).
         #[arg(long)]
-        protocol: arena::bridge::EngineProtocol,
+        protocol: arena::program::EngineProtocol,
         /// Games to offer, comma separated (default: hex for gtp, connect6 for sau, the
         /// engine's own hello for json).
         #[arg(long, value_delimiter = ',')]
@@ -751,10 +759,10 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
         }
         Command::Engines { json } => {
             if json {
-                serde_json::to_writer_pretty(&mut out, &arena::client::engines_json())?;
+                serde_json::to_writer_pretty(&mut out, &arena::engine::listing::engines_json())?;
                 writeln!(out)?;
             } else {
-                arena::client::write_engine_table(&mut out)?;
+                arena::engine::listing::write_engine_table(&mut out)?;
             }
         }
         Command::Connect {
@@ -827,41 +835,34 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             a_options,
             b_options,
         } => {
-            let spec = |id: &str, options: &str| -> anyhow::Result<String> {
-                let options = parse_rules(options)?;
-                let pairs: Vec<String> = options
-                    .as_object()
-                    .map(|o| o.iter().map(|(k, v)| format!("{k}={v}")).collect())
-                    .unwrap_or_default();
-                Ok(if pairs.is_empty() {
-                    format!("builtin:{id}")
-                } else {
-                    format!("builtin:{id}:{}", pairs.join(","))
-                })
-            };
-            let args = MatchArgs {
+            let command = arena::matches::MatchCommand::duel(
                 game,
-                engines: vec![spec(&engine_a, &a_options)?, spec(&engine_b, &b_options)?],
-                names: Vec::new(),
-                dirs: Vec::new(),
-                inits: Vec::new(),
+                &engine_a,
+                &parse_rules(&a_options)?,
+                &engine_b,
+                &parse_rules(&b_options)?,
                 games,
-                concurrency: 1,
-                clock: "3600".into(),
-                move_limit: move_ms,
+                move_ms,
                 rules,
-                openings: None,
-                sprt: None,
-                out: None,
-                memory_mb: None,
-                web: None,
-                json: false,
-            };
-            return run_match(args, None, &mut out);
+            )?;
+            return run_match(command, None, None, false, &mut out);
         }
         Command::Match(args) => {
             let sub = matches.subcommand_matches("match");
-            return run_match(args, sub, &mut out);
+            let flags = sub.map(|sub| engine_flags(&args, sub));
+            let command = arena::matches::MatchCommand {
+                game: args.game,
+                engines: arena::matches::engine_entries(&args.engines, flags.as_ref())?,
+                games: args.games,
+                concurrency: args.concurrency,
+                clock: args.clock,
+                move_limit: args.move_limit,
+                rules: args.rules,
+                openings: args.openings,
+                sprt: args.sprt,
+                memory_mb: args.memory_mb,
+            };
+            return run_match(command, args.out, args.web, args.json, &mut out);
         }
         Command::SandboxCheck {
             config,
@@ -971,110 +972,42 @@ fn sandbox_check(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Attaches each `--name`, `--dir` and `--init` to the `--engine` before it on the command
-/// line (`sub`: the `match` subcommand's matches; `None`: no per-engine settings).
-fn engine_entries(
-    args: &MatchArgs,
-    sub: Option<&ArgMatches>,
-) -> anyhow::Result<Vec<arena::matches::EngineEntry>> {
-    let mut entries = args
-        .engines
-        .iter()
-        .map(|spec| Ok(arena::matches::EngineEntry::new(spec.parse()?)))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let Some(sub) = sub else {
-        return Ok(entries);
-    };
-    let engine_at: Vec<usize> = sub
-        .indices_of("engines")
-        .map(|i| i.collect())
-        .unwrap_or_default();
-    let owner = |index: usize, flag: &str| -> anyhow::Result<usize> {
-        engine_at
-            .iter()
-            .rposition(|&at| at < index)
-            .ok_or_else(|| anyhow::anyhow!("{flag} must follow the --engine it is for"))
-    };
-    for (name, index) in args
-        .names
-        .iter()
-        .zip(sub.indices_of("names").into_iter().flatten())
-    {
-        let e = owner(index, "--name")?;
-        entries[e].name = Some(name.clone());
+/// Where each `--engine`, `--name`, `--dir` and `--init` stands on the `match` subcommand's
+/// command line (`sub`), so the library attaches each setting to the `--engine` before it.
+fn engine_flags(args: &MatchArgs, sub: &ArgMatches) -> arena::matches::EngineFlags {
+    fn placed<T: Clone>(values: &[T], sub: &ArgMatches, id: &str) -> Vec<(usize, T)> {
+        sub.indices_of(id)
+            .into_iter()
+            .flatten()
+            .zip(values.iter().cloned())
+            .collect()
     }
-    for (dir, index) in args
-        .dirs
-        .iter()
-        .zip(sub.indices_of("dirs").into_iter().flatten())
-    {
-        let e = owner(index, "--dir")?;
-        entries[e].dir = Some(dir.clone());
+    arena::matches::EngineFlags {
+        engines_at: sub
+            .indices_of("engines")
+            .map(|i| i.collect())
+            .unwrap_or_default(),
+        names: placed(&args.names, sub, "names"),
+        dirs: placed(&args.dirs, sub, "dirs"),
+        inits: placed(&args.inits, sub, "inits"),
     }
-    for (line, index) in args
-        .inits
-        .iter()
-        .zip(sub.indices_of("inits").into_iter().flatten())
-    {
-        let e = owner(index, "--init")?;
-        entries[e].init.push(line.clone());
-    }
-    Ok(entries)
 }
 
 /// `arena match` (and its `duel` alias): plays the match with a live progress line on stderr,
 /// then prints the table (or the JSON object) on stdout.
 fn run_match(
-    args: MatchArgs,
-    sub: Option<&ArgMatches>,
+    command: arena::matches::MatchCommand,
+    out_dir: Option<std::path::PathBuf>,
+    web: Option<std::net::SocketAddr>,
+    json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<ExitCode> {
-    use arena::matches::{self, MatchPlan};
-    let entries = engine_entries(&args, sub)?;
-    let engines: [arena::matches::EngineEntry; 2] = entries
-        .try_into()
-        .map_err(|_| anyhow::anyhow!("give exactly two --engine"))?;
-    for entry in &engines {
-        if matches!(entry.kind, matches::EngineKind::Builtin { .. })
-            && (entry.dir.is_some() || !entry.init.is_empty())
-        {
-            anyhow::bail!("--dir and --init are for program engines, not built-in ones");
-        }
-    }
-    let rules = matches::parse_rules(&args.rules)?;
-    let (initial_ms, increment_ms) = matches::parse_clock(&args.clock)?;
-    let normalized = arena::game::normalize_rules(args.game, &rules)
-        .map_err(|e| anyhow::anyhow!("--rules: {}", e.message))?;
-    let openings = match &args.openings {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            arena::openings::parse_openings(args.game, &normalized, &text)
-                .with_context(|| path.display().to_string())?
-        }
-        None => arena::openings::builtin_openings(args.game, &normalized)?,
-    };
-    let sprt = args.sprt.as_deref().map(str::parse).transpose()?;
-    let temporary = args.out.is_none();
-    let out_dir = args.out.clone().unwrap_or_else(|| {
+    use arena::matches;
+    let temporary = out_dir.is_none();
+    let out_dir = out_dir.unwrap_or_else(|| {
         std::env::temp_dir().join(format!("arena-match-{}", std::process::id()))
     });
-    let plan = MatchPlan {
-        game: args.game,
-        engines,
-        games: args.games,
-        concurrency: args.concurrency,
-        clock: arena::protocol::ClockSpec {
-            initial_ms,
-            increment_ms,
-            move_limit_ms: (args.move_limit > 0).then_some(args.move_limit),
-        },
-        rules,
-        openings,
-        sprt,
-        out_dir: out_dir.clone(),
-        memory_mb: args.memory_mb,
-    };
+    let plan = command.plan(out_dir.clone())?;
     let mut board = arena::console::StatusBoard::new(
         io::stderr(),
         io::IsTerminal::is_terminal(&io::stderr()),
@@ -1085,7 +1018,7 @@ fn run_match(
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let report = runtime.block_on(async {
-        let web = match args.web {
+        let web = match web {
             Some(addr) => {
                 let web = tokio::net::TcpListener::bind(addr)
                     .await
@@ -1104,7 +1037,7 @@ fn run_match(
         let _ = std::fs::remove_dir_all(&out_dir);
     }
     let report = report?;
-    if args.json {
+    if json {
         serde_json::to_writer(&mut *out, &report)?;
         writeln!(out)?;
     } else {

@@ -1,16 +1,62 @@
-//! Program engines: the `PROTOCOL:COMMAND` specs (`sau:./team7/engine`, `gtp:./mohex --quiet`)
-//! that `arena match` and league `program` bots run through the bridge, and the limits a child
-//! engine runs under (its folder, an address-space cap, the cores it may use). The limits are
-//! applied by `arena engine-exec`, a hidden subcommand that sets them on itself and then
-//! executes the engine in place (same pid, same process group, so the bridge's group kill
-//! still reaches it). Inside the sandbox (`crate::sandbox`) the same subcommand also sets the
-//! process, file-size and open-file limits and makes the private copy of a writable folder.
+//! Program engines: the protocol an engine speaks on stdin/stdout (`EngineProtocol`), the
+//! `PROTOCOL:COMMAND` specs (`sau:./team7/engine`, `gtp:./mohex --quiet`) that `arena match`
+//! and league `program` bots run through the bridge, and the limits a child engine runs under
+//! (its folder, an address-space cap, the cores it may use). The limits are applied by
+//! `arena engine-exec`, a hidden subcommand that sets them on itself and then executes the
+//! engine in place (same pid, same process group, so the bridge's group kill still reaches it).
+//! Inside the sandbox (`crate::sandbox`) the same subcommand also sets the process, file-size
+//! and open-file limits and makes the private copy of a writable folder.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use crate::bridge::EngineProtocol;
+/// The protocol the engine speaks on its stdin/stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineProtocol {
+    Json,
+    Gtp,
+    Sau,
+}
+
+impl EngineProtocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineProtocol::Json => "json",
+            EngineProtocol::Gtp => "gtp",
+            EngineProtocol::Sau => "sau",
+        }
+    }
+
+    /// The games the bridge offers when `--games` is not given (json asks the engine).
+    pub fn default_games(self) -> Option<Vec<String>> {
+        match self {
+            EngineProtocol::Json => None,
+            EngineProtocol::Gtp => Some(vec!["hex".to_string()]),
+            EngineProtocol::Sau => Some(vec!["connect6".to_string()]),
+        }
+    }
+}
+
+impl fmt::Display for EngineProtocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for EngineProtocol {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "json" => Ok(EngineProtocol::Json),
+            "gtp" => Ok(EngineProtocol::Gtp),
+            "sau" => Ok(EngineProtocol::Sau),
+            _ => Err(format!(
+                "unknown engine protocol {s:?} (expected json, gtp or sau)"
+            )),
+        }
+    }
+}
 
 /// Why a program spec was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -348,5 +394,17 @@ mod tests {
     #[test]
     fn this_process_has_a_core() {
         assert!(!available_cores().is_empty());
+    }
+
+    #[test]
+    fn protocols_parse() {
+        for p in [
+            EngineProtocol::Json,
+            EngineProtocol::Gtp,
+            EngineProtocol::Sau,
+        ] {
+            assert_eq!(p.as_str().parse::<EngineProtocol>(), Ok(p));
+        }
+        assert!("uci".parse::<EngineProtocol>().is_err());
     }
 }

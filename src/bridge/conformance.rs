@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{check_engine, BridgeError, ConnectOptions, Engine, EngineNews, EngineProtocol};
+use super::{check_engine, BridgeError, ConnectOptions, Engine, EngineNews};
 use crate::engine::{new_engine, ClockView, SearchRequest};
 use crate::game::{new_game, GameId, Side};
+use crate::program::EngineProtocol;
 use crate::protocol::{BotMessage, ClockSpec, RefereeMessage, TurnClock};
 
 /// Plies after which a check game stops if it has not ended: the game is short by design.

@@ -1,5 +1,5 @@
 //! Built-in engines: the `Engine` trait every engine implements, the catalogue `arena engines`
-//! prints, and the one place that builds an engine from its id.
+//! prints (as `listing` writes it), and the one place that builds an engine from its id.
 //!
 //! Engines run on a blocking thread (never on the async runtime). They keep their own time
 //! budget from the `ClockView` and return their best move promptly once `abort` is set.
@@ -9,6 +9,7 @@ pub mod greedy;
 pub mod hex;
 pub mod jiu;
 pub mod level;
+pub mod listing;
 pub mod random;
 pub mod surakarta;
 mod tt;

@@ -251,8 +251,10 @@ mod tests {
     use crate::matches::EngineEntry;
 
     fn plan(out_dir: &Path) -> MatchPlan {
-        let mut plan =
-            super::super::tests::hex_plan(["builtin:hex:time_ms=50", "builtin:greedy"], out_dir);
+        let mut plan = super::super::plan::tests::hex_plan(
+            ["builtin:hex:time_ms=50", "builtin:greedy"],
+            out_dir,
+        );
         plan.concurrency = 1;
         plan.openings.truncate(1);
         plan

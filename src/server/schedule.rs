@@ -6,7 +6,8 @@
 //! a game as soon as both bots are connected and free (honouring each tournament's
 //! concurrency), forfeits games of bots that stay away, finishes every game through the
 //! journal, pairs the next Swiss round once a round is over, rewrites the standings after every
-//! game and prints progress.
+//! game and publishes the news (a game finished with the league's progress, a round paired, a
+//! tournament's final standings) as `ServerEvent`s to whoever follows them; it prints nothing.
 //!
 //! Match ids are the schedule's game ids, `TOURNAMENT-rROUND-pPAIR-gGAME` (all 1-based): the
 //! same configuration always gives the same ids, so they survive restarts.
@@ -73,7 +74,7 @@ pub struct TournamentState {
     round: u32,
     /// Set when no further Swiss round can be paired without a repeat.
     no_more_rounds: bool,
-    /// Whether the final table has been printed.
+    /// Whether the final standings have been announced (published once, as an event).
     announced: bool,
     /// Times each of its bots was suspended for repeated faults (league-wide counts).
     suspensions: HashMap<String, u32>,
@@ -696,10 +697,9 @@ impl Scheduler {
         }
     }
 
-    /// Everything that follows the end of a game: journal, record, games.jsonl, progress line,
-    /// the next Swiss round, standings, and the final table when the tournament is over.
     /// Takes a finished game whose output (journal entry, record, games.jsonl line `line`) is
-    /// already written: progress, standings, the next Swiss round.
+    /// already written: progress (published as an event when someone follows the news),
+    /// standings, the next Swiss round, and the final standings when the tournament is over.
     async fn finish(&mut self, tournament: usize, id: String, game: FinishedGame, line: GameLine) {
         self.summary.push(GameSummary::of(&game));
         let Some(t) = self.tournaments.get_mut(tournament) else {
