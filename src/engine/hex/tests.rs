@@ -415,8 +415,12 @@ fn dead_cells_are_recognised() {
     let red = ["G6", "F7", "E5"];
     let blue = ["G7", "E6", "F5"];
     assert!(!is_dead(&board_of(&red, &blue), f6));
-    // An empty neighbour, or an occupied cell: not dead.
-    assert!(!is_dead(&board_of(&ring[..5], &[]), f6));
+    // Five red neighbours and an empty one next to them: a red F6 joins nothing new, a blue
+    // one touches a single empty cell, so it is dead. Three red and one blue: a red F6 would
+    // join E5 (empty, touching no red stone) to the red group, so it is not. An occupied cell
+    // is never dead.
+    assert!(is_dead(&board_of(&ring[..5], &[]), f6));
+    assert!(!is_dead(&board_of(&ring[..3], &ring[3..4]), f6));
     assert!(!is_dead(&board_of(&["F6"], &[]), f6));
     // Edges count as their colour's stones: F1 under blue stones and Red's top edge is dead, and
     // so is the corner A1 between B1 (touching the top edge) and A2 (touching the left edge).
@@ -1854,6 +1858,9 @@ fn h_search_connections_near_an_edge_hold_against_any_defence() {
                 stone(rng.gen_range(0..2))
             };
         }
+        // H-search works on the board after fill-in (whose soundness the inferior-cell tests
+        // check): its connections are checked on that board.
+        let board = fill_in(&board, colour).board;
         let edges = [
             (0..CELLS)
                 .filter(|&c| on_source(colour, c))

@@ -123,6 +123,8 @@ pub(super) struct Connections {
     /// Per point: the two cells an own stone there would capture ([`Connections::find_captured`]);
     /// empty for stones, edges and most cells.
     captured: [CellSet; POINTS],
+    /// The empty cells the fill-in gave the colour (its captured pairs and the dead cells).
+    filled: CellSet,
 }
 
 fn pair(x: usize, y: usize) -> usize {
@@ -148,6 +150,7 @@ impl Connections {
             work: 0,
             joined: false,
             captured: [0; POINTS],
+            filled: 0,
         }
     }
 
@@ -159,8 +162,13 @@ impl Connections {
         vc
     }
 
-    /// H-search for `colour` on `cells`, replacing what the tables held.
+    /// H-search for `colour` on `cells` after fill-in (captured pairs to their owners, dead
+    /// cells to `colour`: the same winner, and fewer cells to search), replacing what the
+    /// tables held.
     pub(super) fn search(&mut self, cells: &Cells, colour: usize) {
+        let fill = fill_in(cells, colour);
+        self.filled = fill.dead | fill.captured[colour];
+        let cells = &fill.board;
         self.point = [NONE; CELLS];
         self.own = 0;
         self.full_count.fill(0);
@@ -461,6 +469,12 @@ impl Connections {
     /// Whether the colour holds its two edges together against any defence.
     pub(super) fn won(&self) -> bool {
         self.joined || self.full_count[pair(EDGE_FIRST, EDGE_LAST)] > 0
+    }
+
+    /// The empty cells the last search's fill-in gave the colour: when [`Self::won`] holds
+    /// with no full connection, the colour is joined through them.
+    pub(super) fn filled(&self) -> CellSet {
+        self.filled
     }
 
     /// The edge-to-edge full connections' carriers.
