@@ -52,13 +52,22 @@ pub enum HandshakeError {
     Io(#[from] std::io::Error),
 }
 
+/// What the referee's `welcome` said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Welcomed {
+    /// The server's name.
+    pub server: String,
+    /// The login ticket to send in later `hello`s of this bot name, if the referee gave one.
+    pub ticket: Option<String>,
+}
+
 /// Connects to `server`, says `hello` and waits for `welcome`, each step within `limit`.
-/// Returns the link and the server's name from `welcome`.
+/// Returns the link and what `welcome` said.
 pub async fn connect_and_hello(
     server: &str,
     hello: &BotMessage,
     limit: Duration,
-) -> Result<(RefereeLink, String), HandshakeError> {
+) -> Result<(RefereeLink, Welcomed), HandshakeError> {
     let stream = match tokio::time::timeout(limit, TcpStream::connect(server)).await {
         Err(_) => return Err(HandshakeError::Timeout(limit)),
         Ok(Err(error)) => {
@@ -74,17 +83,17 @@ pub async fn connect_and_hello(
         tracing::debug!("cannot set TCP_NODELAY: {e}");
     }
     let mut link = Framed::new(stream, CappedLineCodec::new(MAX_LINE_BYTES));
-    let server_name = hello_over(&mut link, hello, limit).await?;
-    Ok((link, server_name))
+    let welcomed = hello_over(&mut link, hello, limit).await?;
+    Ok((link, welcomed))
 }
 
 /// Says `hello` on an open line link (a TCP connection, or stdin/stdout when an engine is run
-/// by a bridge) and waits for `welcome`, each step within `limit`. Returns the server's name.
+/// by a bridge) and waits for `welcome`, each step within `limit`. Returns what it said.
 pub async fn hello_over<L>(
     link: &mut L,
     hello: &BotMessage,
     limit: Duration,
-) -> Result<String, HandshakeError>
+) -> Result<Welcomed, HandshakeError>
 where
     L: LineLink,
 {
@@ -111,9 +120,9 @@ impl<T> LineLink for T where
 {
 }
 
-/// Reads until `welcome` (returning the server's name); `error` means the hello was refused; a
+/// Reads until `welcome` (returning what it said); `error` means the hello was refused; a
 /// `ping` is answered; anything else is a protocol error.
-async fn wait_for_welcome<L: LineLink>(link: &mut L) -> Result<String, HandshakeError> {
+async fn wait_for_welcome<L: LineLink>(link: &mut L) -> Result<Welcomed, HandshakeError> {
     loop {
         let line = match link.next().await {
             None => return Err(HandshakeError::Closed),
@@ -132,14 +141,17 @@ async fn wait_for_welcome<L: LineLink>(link: &mut L) -> Result<String, Handshake
         }
         match parse_referee_line(&line) {
             Ok(RefereeMessage::Welcome {
-                protocol, server, ..
+                protocol,
+                server,
+                ticket,
+                ..
             }) => {
                 if protocol != PROTOCOL_VERSION {
                     return Err(HandshakeError::Protocol(format!(
                         "the referee speaks protocol {protocol}, this client {PROTOCOL_VERSION}"
                     )));
                 }
-                return Ok(server);
+                return Ok(Welcomed { server, ticket });
             }
             Ok(RefereeMessage::Error {
                 code: ErrorCode::LeagueOver,
@@ -189,6 +201,7 @@ mod tests {
             games: vec!["hex".into()],
             max_games: 1,
             engine: None,
+            ticket: None,
         }
     }
 
@@ -235,13 +248,14 @@ mod tests {
     async fn a_welcome_after_a_ping_completes_the_handshake() {
         let (addr, task) = referee(&[
             r#"{"type":"ping","id":4}"#,
-            r#"{"type":"welcome","protocol":1,"name":"a","server":"arena test"}"#,
+            r#"{"type":"welcome","protocol":1,"name":"a","server":"arena test","ticket":"t1"}"#,
         ])
         .await;
-        let (link, server) = connect_and_hello(&addr, &hello(), Duration::from_secs(5))
+        let (link, welcomed) = connect_and_hello(&addr, &hello(), Duration::from_secs(5))
             .await
             .unwrap();
-        assert_eq!(server, "arena test");
+        assert_eq!(welcomed.server, "arena test");
+        assert_eq!(welcomed.ticket.as_deref(), Some("t1"));
         drop(link);
         let seen = task.await.unwrap();
         assert!(seen[0].contains("\"hello\""), "{seen:?}");

@@ -158,9 +158,20 @@ pub async fn run_bot_with_factory(
     }
     let mut lost_since: Option<tokio::time::Instant> = None;
     let mut backoff = RECONNECT_BACKOFF_FIRST;
+    // The login ticket of the last `welcome`: sent in every later `hello`, so that a
+    // reconnect is never held back by a guessing attack on the bot's name.
+    let mut ticket: Option<String> = None;
     loop {
         let mut welcomed = false;
-        let result = one_session(&config, &games, factory.clone(), &shutdown, &mut welcomed).await;
+        let result = one_session(
+            &config,
+            &games,
+            factory.clone(),
+            &shutdown,
+            &mut welcomed,
+            &mut ticket,
+        )
+        .await;
         if let Err(ClientError::LeagueOver(why)) = &result {
             tracing::info!(server = %config.server, "{why}; stopping");
             return Ok(());
@@ -211,20 +222,28 @@ pub async fn run_bot_with_factory(
     }
 }
 
-/// One connection: connect, `hello`, play until the referee closes it or `shutdown`. Sets
-/// `welcomed` once the referee has accepted the hello.
+/// One connection: connect, `hello` (with `ticket`, if an earlier `welcome` gave one), play
+/// until the referee closes it or `shutdown`. Sets `welcomed` once the referee has accepted the
+/// hello, and `ticket` to the one its `welcome` gave.
 async fn one_session(
     config: &BotClientConfig,
     games: &[GameId],
     factory: EngineFactory,
     shutdown: &CancellationToken,
     welcomed: &mut bool,
+    ticket: &mut Option<String>,
 ) -> Result<(), ClientError> {
-    let hello = hello_message(config, games);
+    let hello = hello_message(config, games, ticket.clone());
     let handshake = connect_and_hello(&config.server, &hello, HANDSHAKE_TIMEOUT);
     tokio::pin!(handshake);
     let mut conn = tokio::select! {
-        linked = &mut handshake => linked?.0,
+        linked = &mut handshake => {
+            let (conn, said) = linked?;
+            if said.ticket.is_some() {
+                *ticket = said.ticket;
+            }
+            conn
+        }
         _ = shutdown.cancelled() => {
             // A handshake under way may finish for a moment, so that the connection closes
             // cleanly (an unread welcome would make the close a reset).
@@ -319,8 +338,8 @@ async fn play<L: LineLink>(
     result
 }
 
-/// The bot's `hello`.
-fn hello_message(config: &BotClientConfig, games: &[GameId]) -> BotMessage {
+/// The bot's `hello`, with the login ticket of an earlier `welcome` if it has one.
+fn hello_message(config: &BotClientConfig, games: &[GameId], ticket: Option<String>) -> BotMessage {
     BotMessage::Hello {
         protocol: protocol::PROTOCOL_VERSION,
         name: config.name.clone(),
@@ -328,6 +347,7 @@ fn hello_message(config: &BotClientConfig, games: &[GameId]) -> BotMessage {
         games: games.iter().map(|g| g.as_str().to_string()).collect(),
         max_games: config.max_games,
         engine: Some(format!("arena/{}", config.engine)),
+        ticket,
     }
 }
 
@@ -346,7 +366,7 @@ pub async fn run_stdio_bot(
     let mut link = Framed::new(stdio, CappedLineCodec::new(protocol::MAX_LINE_BYTES));
     match hello_over(
         &mut link,
-        &hello_message(&config, &games),
+        &hello_message(&config, &games, None),
         HANDSHAKE_TIMEOUT,
     )
     .await

@@ -1,5 +1,27 @@
 //! arena: the referee server and bot arena for Connect6, Hex, Surakarta and Tibetan Jiu.
 //! The library does the work; `src/main.rs` only wires the command line to it.
+//!
+//! # Layout
+//!
+//! Layers, lowest first; a module may import its own layer and those below, never one above:
+//!
+//! 1. **Rules and players**: `game` (pure: no I/O, clocks or randomness), `engine` (the
+//!    built-in players, on `game`), and the leaf helpers `hash`, `quantile`, `atomic_file`,
+//!    `fanout`, `console`, `log_text`.
+//! 2. **Formats**: `protocol`, `clock_settings`, `game_line`, `journal`, `record`, `openings`,
+//!    `league` (standings), `config`, `program`/`sandbox` (how a student's program is named
+//!    and fenced).
+//! 3. **A bot's side**: `bot_connection`, `client`, `bridge` (a program or engine behind the
+//!    protocol), `duel` (engines against each other in-process).
+//! 4. **`server`**: the referee server. What happens in it leaves only as typed
+//!    `server::ServerEvent`s to the subscribers its caller brings; it knows nothing of the web
+//!    view, `arena match` or the terminal.
+//! 5. **Users of a server**: `web` (the web view: a `server::Companion` whose read model is
+//!    built from events), `matches` (`arena match`: tallies from events), `bench`, `audit`,
+//!    `tools`. They import the server and the layers below, not each other (`main.rs` hands
+//!    `matches` the web view as a companion), except `bench`, which measures the web view.
+//! 6. **`main.rs`**: parses the command line, wires a server with its subscribers (the
+//!    console's lines are formatted there) and companions, and decides what a person sees.
 
 pub mod atomic_file;
 pub mod audit;

@@ -217,14 +217,32 @@ enum Command {
         /// Smaller counts (100 matches, short windows): a smoke test, not a measurement.
         #[arg(long)]
         quick: bool,
-        /// Serve the web view with this many clients following its live events, to compare
-        /// with a run without it (docs/benchmarks.md).
-        #[arg(long, default_value_t = 0)]
+        /// Serve the web view with this many clients following its live events
+        /// (`/api/events`), to compare with a run without it (docs/benchmarks.md).
+        #[arg(long, visible_alias = "web-streams", default_value_t = 0)]
         web_clients: usize,
+        /// Run this many matches at once instead of 1,000 (100 with --quick), for the scaling
+        /// table; the open-files limit is raised to fit where the system allows.
+        #[arg(long)]
+        matches: Option<usize>,
         /// Keep one core busy with a spinning process during the load phases, as other work
         /// on a busy contest server would (docs/benchmarks.md).
         #[arg(long)]
         hog: bool,
+        /// Instead of the usual run: measure how much web clients hammering every endpoint
+        /// slow a live game (windows without and with them, three of each; about 2 minutes).
+        #[arg(long)]
+        web_load: bool,
+        /// With --web-load: how many hammering clients.
+        #[arg(long, default_value_t = 8)]
+        hammer_clients: usize,
+        /// Internal: run only the hammering web clients against --hammer-web.
+        #[arg(long, hide = true)]
+        hammer_only: bool,
+        #[arg(long, hide = true)]
+        hammer_web: Option<std::net::SocketAddr>,
+        #[arg(long, hide = true, default_value_t = 10.0)]
+        hammer_seconds: f64,
         /// Internal: run only the load generator's bots against --server.
         #[arg(long, hide = true)]
         bots_only: bool,
@@ -655,7 +673,13 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             json,
             quick,
             web_clients,
+            matches,
             hog,
+            web_load,
+            hammer_clients,
+            hammer_only,
+            hammer_web,
+            hammer_seconds,
             bots_only,
             hog_only,
             server,
@@ -667,7 +691,33 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             if hog_only {
                 arena::bench::spin_forever();
             }
-            if bots_only {
+            if hammer_only {
+                let web = hammer_web.context("--hammer-only needs --hammer-web ADDR")?;
+                arena::bench::web_load::run_hammer(
+                    &arena::bench::web_load::HammerOptions {
+                        web,
+                        clients: hammer_clients,
+                        seconds: hammer_seconds,
+                    },
+                    &mut out,
+                )?;
+            } else if web_load {
+                let options = arena::bench::BenchOptions {
+                    quick,
+                    exe: std::env::current_exe().context("cannot find this executable")?,
+                    web_clients,
+                    matches: None,
+                    hog,
+                };
+                let report =
+                    arena::bench::web_load::run(&options, hammer_clients, &mut io::stderr())?;
+                if json {
+                    serde_json::to_writer(&mut out, &report)?;
+                    writeln!(out)?;
+                } else {
+                    report.write_text(&mut out)?;
+                }
+            } else if bots_only {
                 arena::bench::run_bots(
                     arena::bench::BotsOptions {
                         server,
@@ -684,6 +734,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                     quick,
                     exe: std::env::current_exe().context("cannot find this executable")?,
                     web_clients,
+                    matches,
                     hog,
                 };
                 let report = arena::bench::run(&options, &mut io::stderr())?;
@@ -1044,6 +1095,7 @@ fn run_match(
             }
             None => None,
         };
+        let web = web.map(arena::web::companion);
         anyhow::Ok(matches::run(&plan, web, shutdown_on_signals(), &mut observer).await?)
     });
     // Engines still winding down (a bridge killing its child) finish before the folder goes.
@@ -1096,6 +1148,7 @@ fn serve(
         );
     }
     let out_dir = config.server.out_dir.clone();
+    let league_config = config.clone();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let summary = runtime.block_on(async move {
         let listener = arena::server::bind(&config, listen).await?;
@@ -1112,11 +1165,19 @@ fn serve(
             io::IsTerminal::is_terminal(&io::stdout()),
             terminal_width(libc::STDOUT_FILENO),
         ));
-        let events: arena::server::EventSink =
-            std::sync::Arc::new(move |event| print_server_event(&board, event));
+        let progress = config.server.progress;
+        let console = arena::server::Subscriber::news(std::sync::Arc::new(move |event| {
+            print_server_event(&board, progress, event)
+        }));
         anyhow::Ok(
-            arena::server::run_with_web(config, listener, web, shutdown_on_signals(), events)
-                .await?,
+            arena::server::run_with(
+                config,
+                listener,
+                shutdown_on_signals(),
+                vec![console],
+                web.map(arena::web::companion),
+            )
+            .await?,
         )
     })?;
     if summary.already_finished {
@@ -1134,11 +1195,21 @@ fn serve(
         );
         return Ok(ExitCode::SUCCESS);
     }
-    if let Some(site) = &summary.site {
-        println!(
-            "static site written to {} (serve that folder with any web server)",
-            site.display()
-        );
+    // With the web view on, a league that finished (and the server that exited by itself)
+    // leaves its web site as static files.
+    let config = league_config;
+    if summary.tournaments_finished
+        && config.server.exit_when_done
+        && config.web_addr().ok().flatten().is_some()
+    {
+        let site = out_dir.join("site");
+        match arena::web::site::write_site(&config, &site) {
+            Ok(()) => println!(
+                "static site written to {} (serve that folder with any web server)",
+                site.display()
+            ),
+            Err(e) => eprintln!("cannot write the static site to {}: {e}", site.display()),
+        }
     }
     println!("{}", closing_line(&summary));
     Ok(ExitCode::SUCCESS)
@@ -1168,12 +1239,13 @@ fn closing_line(summary: &arena::server::ServerSummary) -> String {
     line
 }
 
-/// What a person sees of the server's events on stdout (the server sends progress events only
-/// with `progress` on): on a terminal, a status line per running tournament with its latest
-/// game; elsewhere a line per game.
+/// What a person sees of the server's events on stdout (the progress events only with
+/// `progress` on): on a terminal, a status line per running tournament with its latest game;
+/// elsewhere a line per game.
 fn print_server_event(
     board: &std::sync::Mutex<arena::console::StatusBoard<io::Stdout>>,
-    event: arena::server::ServerEvent,
+    progress: bool,
+    event: &arena::server::ServerEvent<'_>,
 ) {
     use arena::server::ServerEvent;
     let Ok(mut board) = board.lock() else {
@@ -1188,7 +1260,7 @@ fn print_server_event(
             }
             board.print(&text)
         }
-        ServerEvent::Resumed(report) => board.print(&format!(
+        ServerEvent::Resumed(report) if progress => board.print(&format!(
             "resuming from the journal: {} games already played, {} continue from their last journaled move{}{}",
             report.finished,
             report.resumed,
@@ -1203,20 +1275,27 @@ fn print_server_event(
                 ""
             }
         )),
-        ServerEvent::GameFinished { tournament, line } => board.set(&tournament, &line),
+        ServerEvent::GameFinished(game) if progress => {
+            board.set(&game.line.tournament, &progress_line(game))
+        }
         ServerEvent::RoundPaired {
             tournament,
             round,
             rounds,
-        } => board.print(&format!("{tournament}: round {round} of {rounds} paired")),
-        ServerEvent::TournamentFinished { tournament, table } => board
-            .remove(&tournament)
-            .and_then(|()| board.print(&format!("\n{table}"))),
+        } if progress => board.print(&format!("{tournament}: round {round} of {rounds} paired")),
+        ServerEvent::TournamentFinished(standings) if progress => board
+            .remove(&standings.name)
+            .and_then(|()| {
+                board.print(&format!(
+                    "\n{}",
+                    arena::league::report::terminal_table(standings)
+                ))
+            }),
         ServerEvent::OutputBehind(fault) => board.print(&format!(
             "OUTPUT BEHIND: cannot write the {} ({}); {} waiting, kept in memory and retried until it works",
             fault.what,
             fault.why,
-            waiting_text(&fault)
+            waiting_text(fault)
         )),
         ServerEvent::OutputCaughtUp(what) => {
             board.print(&format!("output caught up: writing the {what} works again"))
@@ -1225,9 +1304,34 @@ fn print_server_event(
             "stopped with the {} not written ({}; {} waiting): the next start writes them from the journal",
             fault.what,
             fault.why,
-            waiting_text(&fault)
+            waiting_text(fault)
         )),
+        _ => Ok(()),
     };
+}
+
+/// A finished game's progress line: its tournament's count, the players and the result, and
+/// the league's count.
+fn progress_line(game: &arena::server::events::GameFinished) -> String {
+    let line = &game.line;
+    let p = game.progress;
+    let result = match line.winner() {
+        Some(arena::game::Side::First) => format!("{} wins by {}", line.first, line.reason),
+        Some(arena::game::Side::Second) => format!("{} wins by {}", line.second, line.reason),
+        None => format!("draw by {}", line.reason),
+    };
+    format!(
+        "{} {}/{}  {}  {} vs {}: {result} after {} moves  [all: {}/{}]",
+        line.tournament,
+        p.tournament_done,
+        p.tournament_planned,
+        line.match_id,
+        line.first,
+        line.second,
+        line.moves.len(),
+        p.league_done,
+        p.league_planned,
+    )
 }
 
 /// What waits for a failing output, in words.
@@ -1307,4 +1411,48 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
             .downcast_ref::<io::Error>()
             .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_progress_line_names_the_tournament_count_players_and_result() {
+        let mut line = arena::game_line::GameLine {
+            match_id: "hex-demo-r2-p1-g1".into(),
+            tournament: "hex-demo".into(),
+            game: GameId::Hex,
+            first: "greedy".into(),
+            second: "hex-engine".into(),
+            result: arena::game_line::LineResult::Second,
+            reason: arena::game::EndReason::Forfeit,
+            moves: Vec::new(),
+            think_ms: Vec::new(),
+            lag_ms: Vec::new(),
+            rules: serde_json::json!({}),
+            clock: arena::protocol::ClockSpec::default(),
+            started: String::new(),
+            finished: String::new(),
+            record: String::new(),
+        };
+        let progress = arena::server::events::LeagueProgress {
+            tournament_done: 2,
+            tournament_planned: 2,
+            league_done: 7,
+            league_planned: 10,
+        };
+        let game = |line: &arena::game_line::GameLine| arena::server::events::GameFinished {
+            line: line.clone(),
+            progress,
+        };
+        assert_eq!(
+            progress_line(&game(&line)),
+            "hex-demo 2/2  hex-demo-r2-p1-g1  greedy vs hex-engine: hex-engine wins by forfeit \
+             after 0 moves  [all: 7/10]"
+        );
+        line.result = arena::game_line::LineResult::Draw;
+        line.moves = vec!["A1".into()];
+        assert!(progress_line(&game(&line)).contains(": draw by forfeit after 1 moves"));
+    }
 }

@@ -77,6 +77,11 @@ pub enum BotMessage {
         max_games: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         engine: Option<String>,
+        /// The `ticket` of an earlier `welcome` to this bot name (optional): a login that
+        /// carries it is never held back by the per-name limit on token checks, so a bot that
+        /// reconnects during a guessing attack on its name gets in at once.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ticket: Option<String>,
     },
     Move {
         #[serde(rename = "match")]
@@ -124,6 +129,10 @@ pub enum RefereeMessage {
         protocol: u32,
         name: String,
         server: String,
+        /// A login ticket for this bot name while this server runs: sent back in a later
+        /// `hello`, it skips the per-name limit on token checks (the token is still checked).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ticket: Option<String>,
     },
     Start {
         #[serde(rename = "match")]
@@ -184,6 +193,51 @@ impl RefereeMessage {
         line.push(b'\n');
         String::from_utf8(line).unwrap_or_else(|_| String::from("{}\n"))
     }
+}
+
+/// A `turn` built from borrowed parts: the same JSON as [`RefereeMessage::Turn`], which the
+/// referee would otherwise build at every move by copying the match id and the new moves' texts.
+#[derive(Serialize)]
+#[serde(tag = "type", rename = "turn")]
+struct TurnLine<'a, M> {
+    #[serde(rename = "match")]
+    match_id: &'a str,
+    moves: M,
+    ply: u32,
+    clock: TurnClock,
+}
+
+/// Move texts serialised as a JSON array straight from an iterator (no vector of them).
+struct TextsOf<I>(I);
+
+impl<'a, I: Iterator<Item = &'a str> + Clone> Serialize for TextsOf<I> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.clone())
+    }
+}
+
+/// Writes a `turn` line with its `\n` into `line` (emptied first): byte for byte what
+/// `RefereeMessage::Turn { .. }.to_wire_line()` gives for the same fields, without building the
+/// message (the referee sends one per move, into a buffer it keeps).
+pub fn write_turn_line<'a>(
+    line: &mut Vec<u8>,
+    match_id: &str,
+    moves: impl Iterator<Item = &'a str> + Clone,
+    ply: u32,
+    clock: TurnClock,
+) {
+    line.clear();
+    let turn = TurnLine {
+        match_id,
+        moves: TextsOf(moves),
+        ply,
+        clock,
+    };
+    if serde_json::to_writer(&mut *line, &turn).is_err() {
+        line.clear();
+        line.extend_from_slice(b"{}");
+    }
+    line.push(b'\n');
 }
 
 impl BotMessage {
@@ -277,6 +331,20 @@ fn fields_of(message_type: &str) -> &'static [(&'static str, FieldKind, bool)] {
     }
 }
 
+/// A `move` line's fields, borrowed from the line where no escape forces a copy; other fields
+/// are ignored, as [`BotMessage`] ignores them.
+#[derive(Deserialize)]
+struct MoveFields<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(rename = "match", borrow, default)]
+    match_id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(rename = "move", borrow, default)]
+    mv: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    ply: Option<u32>,
+}
+
 /// The `match` a line that is not valid JSON seems to name (`"match":"…"`), if any: a best
 /// effort, so that a bot whose JSON is broken still learns which match it was about.
 fn match_in_broken_json(line: &str) -> Option<String> {
@@ -292,6 +360,20 @@ fn match_in_broken_json(line: &str) -> Option<String> {
 /// message names the field). The error carries the line's `match` when it named one. Unknown
 /// extra fields are ignored.
 pub fn parse_bot_line(line: &str) -> Result<BotMessage, LineError> {
+    // Most lines are moves: read into borrowed fields in one pass, without the buffering of
+    // every field that a tagged enum needs. Anything else, or a move line this cannot take
+    // whole, is read as below, which decides what it is.
+    if let Ok(fields) = serde_json::from_str::<MoveFields>(line) {
+        if let (true, Some(match_id), Some(mv)) =
+            (fields.kind == "move", fields.match_id, fields.mv)
+        {
+            return Ok(BotMessage::Move {
+                match_id: match_id.into_owned(),
+                mv: mv.into_owned(),
+                ply: fields.ply,
+            });
+        }
+    }
     // A well-formed line (nearly every line) is read in one pass; only a refused one is read
     // again as a JSON value to say exactly what is wrong with it.
     if let Ok(message) = serde_json::from_str::<BotMessage>(line) {
@@ -417,15 +499,18 @@ mod bytes_codec {
                             buf.advance(end + 1);
                             return Ok(Some(Frame::TooLong));
                         }
-                        let line = buf.split_to(end + 1);
-                        let mut bytes = &line[..end];
+                        // Copied out, then skipped: splitting the line off would make the
+                        // buffer shared (an allocation) and keep it from being reused in place.
+                        let mut bytes = &buf[..end];
                         if bytes.last() == Some(&b'\r') {
                             bytes = &bytes[..bytes.len() - 1];
                         }
-                        return Ok(Some(match std::str::from_utf8(bytes) {
+                        let frame = match std::str::from_utf8(bytes) {
                             Ok(s) => Frame::Line(s.to_string()),
                             Err(_) => Frame::NotUtf8,
-                        }));
+                        };
+                        buf.advance(end + 1);
+                        return Ok(Some(frame));
                     }
                     (false, None) => {
                         if buf.len() > self.max {
@@ -576,7 +661,81 @@ mod tests {
                 token: "t".into(),
                 games: vec!["hex".into()],
                 max_games: 1,
-                engine: None
+                engine: None,
+                ticket: None,
+            }
+        );
+    }
+
+    #[test]
+    fn a_turn_written_from_borrowed_parts_is_the_turn_message_byte_for_byte() {
+        let mut line = b"left over".to_vec();
+        for moves in [
+            vec![],
+            vec!["E7"],
+            vec!["J10", "K11", "a \"quoted\" \u{e9}"],
+        ] {
+            let clock = TurnClock {
+                you_ms: 599_000,
+                opponent_ms: 7,
+            };
+            write_turn_line(&mut line, "t-r1-p2-g3", moves.iter().copied(), 41, clock);
+            let message = RefereeMessage::Turn {
+                match_id: "t-r1-p2-g3".into(),
+                moves: moves.iter().map(|m| m.to_string()).collect(),
+                ply: 41,
+                clock,
+            };
+            assert_eq!(
+                String::from_utf8(line.clone()).unwrap(),
+                message.to_wire_line()
+            );
+        }
+    }
+
+    #[test]
+    fn move_lines_read_on_the_fast_path_are_what_the_full_reading_gives() {
+        for line in [
+            r#"{"type":"move","match":"m1","move":"J10"}"#,
+            r#"{"move":"J10","ply":4,"match":"m1","type":"move","extra":[1,{"a":2}]}"#,
+            r#"{"type":"move","match":"m\"1","move":"J\u0031 0","ply":null}"#,
+            r#"{"type":"mo\u0076e","match":"m1","move":"J10"}"#,
+        ] {
+            let fast = parse_bot_line(line).unwrap();
+            let full = serde_json::from_str::<BotMessage>(line).unwrap();
+            assert_eq!(fast, full, "{line}");
+        }
+        // Lines the fast path cannot take whole are refused as before, naming what is wrong.
+        for (line, code) in [
+            (r#"{"type":"move","match":"m1"}"#, ErrorCode::MissingField),
+            (
+                r#"{"type":"move","match":"m1","move":"J10","ply":-1}"#,
+                ErrorCode::MissingField,
+            ),
+            (
+                r#"{"type":"moves","match":"m1","move":"J10"}"#,
+                ErrorCode::UnknownType,
+            ),
+        ] {
+            let refused = match parse_bot_line(line) {
+                Ok(message) => panic!("{line} was taken as {message:?}"),
+                Err(refused) => refused,
+            };
+            assert_eq!(refused.code, code, "{line}: {refused}");
+        }
+        // A repeated key is read as its last value, as a browser's JSON.parse reads it.
+        assert_eq!(
+            parse_bot_line(r#"{"type":"move","match":"a","match":"b","move":"J10"}"#).unwrap(),
+            BotMessage::Move {
+                match_id: "b".into(),
+                mv: "J10".into(),
+                ply: None
+            }
+        );
+        assert_eq!(
+            parse_bot_line(r#"{"type":"resign","match":"m1","move":"J10"}"#).unwrap(),
+            BotMessage::Resign {
+                match_id: "m1".into()
             }
         );
     }
@@ -588,6 +747,7 @@ mod tests {
                 protocol: 1,
                 name: "a".into(),
                 server: "arena".into(),
+                ticket: Some("0123".into()),
             },
             RefereeMessage::Turn {
                 match_id: "m".into(),

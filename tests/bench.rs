@@ -1,6 +1,7 @@
 //! `arena bench --quick --json` through the real binary: it runs to the end (the load generator
 //! re-executed as a child process included) and prints one JSON object with every figure, each
-//! of a sane type; with `--web-clients`, the load generator's event streams read the web view.
+//! of a sane type; with `--web-clients`, the load generator's event streams read the web view;
+//! with `--web-load`, web clients hammer every endpoint beside a live game.
 //! Speed is never asserted here: figures are read by people, not tests.
 
 use std::io::Read;
@@ -95,21 +96,68 @@ fn quick_bench_prints_every_figure_as_json() {
     assert!(number(&report, "referee_moves_per_s") > 0.0, "{report}");
     // The ceiling was measured with the same bots, so the ratio compares like with like.
     assert!(number(&report, "relay_moves_per_s") > 0.0, "{report}");
-    let ratio = number(&report, "referee_to_relay_ratio");
-    // The relay's window is compared with the mean of the referee's windows on either side.
-    assert!(
-        number(&report, "referee_moves_per_s_after_relay") > 0.0,
-        "{report}"
-    );
-    assert!(
-        number(&report, "server_cpu_us_per_move_after_relay") > 0.0,
-        "{report}"
-    );
-    let expected = (number(&report, "referee_moves_per_s")
-        + number(&report, "referee_moves_per_s_after_relay"))
-        / 2.0
-        / number(&report, "relay_moves_per_s");
-    assert!((ratio - expected).abs() < 0.01, "{ratio} vs {expected}");
+    // Three rounds of a referee window and a relay window, one after the other; the ratios
+    // are the medians of the rounds' and lie within their spread.
+    let rounds = report["rounds"].as_array().expect("rounds is a list");
+    assert_eq!(rounds.len(), 3, "{report}");
+    for round in rounds {
+        for key in [
+            "referee_moves_per_s",
+            "server_cpu_us_per_move",
+            "relay_moves_per_s",
+            "relay_cpu_us_per_move",
+        ] {
+            assert!(number(round, key) > 0.0, "{key} in {round}");
+        }
+        let cpu_ratio =
+            number(round, "relay_cpu_us_per_move") / number(round, "server_cpu_us_per_move");
+        assert!(
+            (number(round, "cpu_ratio") - cpu_ratio).abs() < 0.01,
+            "{round}"
+        );
+        let ratio = number(round, "referee_moves_per_s") / number(round, "relay_moves_per_s");
+        assert!(
+            (number(round, "throughput_ratio") - ratio).abs() < 0.01,
+            "{round}"
+        );
+        assert!(round["load_average"].is_string(), "{round}");
+    }
+    for (median, low, high) in [
+        ("cpu_ratio", "cpu_ratio_min", "cpu_ratio_max"),
+        (
+            "referee_to_relay_ratio",
+            "referee_to_relay_ratio_min",
+            "referee_to_relay_ratio_max",
+        ),
+    ] {
+        let (m, lo, hi) = (
+            number(&report, median),
+            number(&report, low),
+            number(&report, high),
+        );
+        assert!(lo <= m && m <= hi && lo > 0.0, "{median}: {lo} {m} {hi}");
+    }
+    // Every goal is printed with its figure and a verdict.
+    let goals = report["goals"].as_array().expect("goals is a list");
+    let names: Vec<&str> = goals.iter().filter_map(|g| g["name"].as_str()).collect();
+    for wanted in [
+        "cpu_ratio",
+        "throughput ratio",
+        "clock error",
+        "false timeouts",
+        "memory per match",
+    ] {
+        assert!(
+            names.iter().any(|n| n.contains(wanted)),
+            "{wanted} in {names:?}"
+        );
+    }
+    for goal in goals {
+        assert!(
+            goal["met"].is_boolean() && goal["figure"].is_string(),
+            "{goal}"
+        );
+    }
     assert_eq!(report["hog"], false);
     assert_eq!(
         number(&report, "web_event_bytes"),
@@ -188,4 +236,48 @@ fn quick_bench_with_the_web_view_on_follows_its_event_streams() {
     if cfg!(all(target_os = "linux", target_env = "gnu")) {
         assert!(number(&report, "web_streams_heap_kib") > 0.0, "{report}");
     }
+}
+
+#[test]
+fn quick_web_load_hammers_every_endpoint_beside_a_live_game() {
+    let report = quick_bench(&["--web-load", "--hammer-clients", "3"]);
+    let windows = report["windows"].as_array().expect("windows");
+    // Three rounds, each a window without the clients and one with them.
+    assert_eq!(windows.len(), 6, "{report}");
+    for (i, window) in windows.iter().enumerate() {
+        let hammered = i % 2 == 1;
+        assert_eq!(window["hammer_clients"], if hammered { 3 } else { 0 });
+        // The live game moved, and its relays were timed.
+        assert!(number(window, "moves") > 0.0, "{window}");
+        assert!(number(window, "relay_samples") > 0.0, "{window}");
+        assert!(
+            window["relay_us_p50"].as_u64() <= window["relay_us_p99"].as_u64(),
+            "{window}"
+        );
+        let answered: u64 = window["statuses"]
+            .as_object()
+            .expect("statuses")
+            .values()
+            .filter_map(Value::as_u64)
+            .sum();
+        if hammered {
+            // The clients were answered, most of them with 200.
+            assert!(number(window, "requests_per_s") > 0.0, "{window}");
+            assert!(
+                window["statuses"]["200"].as_u64().unwrap_or(0) * 2 > answered,
+                "{window}"
+            );
+        } else {
+            assert_eq!(answered, 0, "{window}");
+        }
+    }
+    assert_eq!(
+        report["p99_increase_us"].as_i64(),
+        Some(
+            report["p99_with_us"].as_i64().unwrap_or(0)
+                - report["p99_without_us"].as_i64().unwrap_or(0)
+        ),
+        "{report}"
+    );
+    assert!(report["goal_met"].is_boolean(), "{report}");
 }

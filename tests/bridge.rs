@@ -90,6 +90,7 @@ async fn accept_client(listener: &TcpListener, name: &str) -> Referee {
             protocol: 1,
             name: name.into(),
             server: "fake referee".into(),
+            ticket: None,
         })
         .await;
     referee

@@ -613,3 +613,30 @@ async fn the_same_match_id_replays_the_same_game() {
     let (_, again) = play_a_game_against_the_referee(GameId::Hex, "r1-hex-3", 1000).await;
     assert_eq!(first, again);
 }
+
+#[tokio::test]
+async fn a_reconnect_sends_back_the_login_ticket_of_the_last_welcome() {
+    let (listener, addr) = listener().await;
+    let mut settings = config(&addr, vec![GameId::Hex], 1);
+    settings.reconnect_for = Duration::from_secs(30);
+    let shutdown = CancellationToken::new();
+    let bot = tokio::spawn(run_bot(settings, shutdown.clone()));
+    // The first hello has no ticket; the welcome gives one.
+    let mut referee = FakeReferee::accept(&listener).await;
+    let hello = referee.recv().await;
+    assert_eq!(hello["type"], "hello");
+    assert!(hello.get("ticket").is_none(), "{hello}");
+    referee
+        .send(json!({"type": "welcome", "protocol": 1, "name": "tester", "server": "fake", "ticket": "0123abcd"}))
+        .await;
+    referee.send(json!({"type": "ping", "id": 1})).await;
+    assert_eq!(referee.recv().await["type"], "pong");
+    // The referee goes away; the bot comes back with the ticket.
+    drop(referee);
+    let mut again = FakeReferee::accept(&listener).await;
+    let hello = again.recv().await;
+    assert_eq!(hello["type"], "hello");
+    assert_eq!(hello["ticket"], "0123abcd", "{hello}");
+    shutdown.cancel();
+    let _ = finished(bot).await;
+}

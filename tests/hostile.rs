@@ -340,8 +340,17 @@ async fn silent_bot_connections_get_a_share_per_address_and_others_still_log_in(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn guesses_from_rotating_addresses_are_throttled_per_name_and_the_right_token_gets_in() {
     let server = WebServer::start(&league("max_failed_logins_per_minute = 1000")).await;
-    // alice has logged in from her machine before.
-    drop(Client::login(server.addr, "alice", ALICE, &["hex"]).await);
+    // alice has logged in from her machine before, and kept the welcome's login ticket.
+    let mut first = Client::connect(server.addr).await;
+    first
+        .send(serde_json::json!({"type":"hello","protocol":1,"name":"alice","token":ALICE,"games":["hex"]}))
+        .await;
+    let welcome = first.expect("welcome").await;
+    let ticket = welcome["ticket"]
+        .as_str()
+        .expect("a login ticket")
+        .to_string();
+    drop(first);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let addr = server.addr;
     let attack = tokio::spawn(async move {
@@ -373,6 +382,26 @@ async fn guesses_from_rotating_addresses_are_throttled_per_name_and_the_right_to
         "{:?}",
         started.elapsed()
     );
+    // Mid-attack, from a machine she never used, carrying her ticket: in at once too. (The
+    // attack's addresses are 127.0.1.x to 127.0.3.x.)
+    let started = Instant::now();
+    let mut moved = Client::from_stream(connect_from("127.0.200.7", server.addr).await);
+    moved
+        .send(serde_json::json!({"type":"hello","protocol":1,"name":"alice","token":ALICE,"games":["hex"],"ticket":ticket}))
+        .await;
+    let answer = moved.recv().await;
+    assert_eq!(answer["type"], "welcome", "{answer}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    // The same ticket with a wrong token is only a guess like any other.
+    let mut wrong = Client::from_stream(connect_from("127.0.200.8", server.addr).await);
+    wrong
+        .send(serde_json::json!({"type":"hello","protocol":1,"name":"alice","token":"not-alices-token-at-all","games":["hex"],"ticket":ticket}))
+        .await;
+    assert_eq!(wrong.recv().await["code"], "auth_failed");
     let (checked, throttled) = attack.await.unwrap();
     assert!(throttled > 20, "the attack ran: {throttled} throttled");
     // About one checked guess a second (a burst of 2, then 1 a second, over ~3 s).
@@ -412,4 +441,128 @@ async fn a_finished_game_is_cacheable_and_answers_304_to_its_etag() {
     s.read_to_string(&mut text).await.unwrap();
     assert!(text.starts_with("HTTP/1.1 304"), "{text}");
     server.shutdown.cancel();
+}
+
+/// A free loopback port, for a config that must name the web view's address.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// Connects from `ip` and sends a failed `hello` whose name is `name`; returns the error code.
+async fn failed_login_from(ip: &str, to: SocketAddr, name: &str) -> String {
+    let mut c = Client::from_stream(connect_from(ip, to).await);
+    c.send(serde_json::json!({"type":"hello","protocol":1,"name":name,"token":"not-the-token-at-all","games":["hex"]}))
+        .await;
+    c.recv().await["code"].as_str().unwrap_or("").to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_from_many_addresses_grows_the_real_servers_log_by_a_bounded_amount() {
+    let dir = tempfile::tempdir().unwrap();
+    let web_port = free_port();
+    let config = dir.path().join("arena.toml");
+    std::fs::write(
+        &config,
+        league(&format!(
+            "out_dir = \"out\"\nweb = \"127.0.0.1:{web_port}\"\n\
+             max_failed_logins_per_minute = 1000000"
+        )),
+    )
+    .unwrap();
+    let server = support::spawn_server(&config).await;
+    let web: SocketAddr = format!("127.0.0.1:{web_port}").parse().unwrap();
+    let log = dir.path().join("out").join("arena.log");
+    // The web view is up once it answers.
+    let started = Instant::now();
+    while TcpStream::connect(web).await.is_err() {
+        assert!(started.elapsed() < Duration::from_secs(10), "no web view");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let before = std::fs::metadata(&log).unwrap().len();
+
+    // 1. 1,200 failed logins from 600 addresses, each name 60 kB with a forged log line and
+    //    terminal escape codes in it.
+    let forged = format!(
+        "{}\n2026-01-01T00:00:00Z  INFO FORGED: alice resigned\x1b[2J\x1b[31m",
+        "n".repeat(60_000)
+    );
+    let addr = server.addr;
+    let mut tasks = Vec::new();
+    for worker in 0..8u32 {
+        let forged = forged.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut answers = std::collections::HashMap::<String, u32>::new();
+            for i in 0..150u32 {
+                let n = worker * 150 + i;
+                let ip = format!("127.0.{}.{}", 10 + n % 600 / 200, 1 + n % 200);
+                *answers
+                    .entry(failed_login_from(&ip, addr, &forged).await)
+                    .or_default() += 1;
+            }
+            answers
+        }));
+    }
+    let mut answers = std::collections::HashMap::<String, u32>::new();
+    for task in tasks {
+        for (code, n) in task.await.unwrap() {
+            *answers.entry(code).or_default() += n;
+        }
+    }
+    assert_eq!(answers.values().sum::<u32>(), 1200, "{answers:?}");
+    // Refused as a wrong token, or (the name being one no bot has) held back by the limit on
+    // token checks per name.
+    assert!(
+        answers
+            .keys()
+            .all(|code| code == "auth_failed" || code == "login_throttled"),
+        "{answers:?}"
+    );
+    // 2. 400 connections from 400 addresses that say nothing useful and go.
+    for n in 0..400u32 {
+        let ip = format!("127.0.{}.{}", 20 + n / 200, 1 + n % 200);
+        let mut stream = connect_from(&ip, addr).await;
+        stream.write_all(b"\x1b[2Jnot json\n").await.unwrap();
+        drop(stream);
+    }
+    // 3. 400 bad web requests from 400 addresses: unknown paths, oversized headers.
+    for n in 0..400u32 {
+        let ip = format!("127.0.{}.{}", 30 + n / 200, 1 + n % 200);
+        let mut stream = connect_from(&ip, web).await;
+        let request = if n % 2 == 0 {
+            format!(
+                "GET /no/such/{}\x1b[31m HTTP/1.1\r\nHost: x\r\n\r\n",
+                "p".repeat(2000)
+            )
+        } else {
+            format!(
+                "GET / HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+                "h".repeat(200_000)
+            )
+        };
+        let _ = stream.write_all(request.as_bytes()).await;
+        let _ = closed_within(&mut stream, Duration::from_secs(5)).await;
+    }
+    // The server is still up: the right token logs in.
+    let _alice = Client::login(server.addr, "alice", ALICE, &["hex"]).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let text = std::fs::read(&log).unwrap();
+    let grown = text.len() as u64 - before;
+    let added = String::from_utf8_lossy(&text[before as usize..]).to_string();
+    // About 125 MB of hostile input; the log grows by lines for the minute's first 50
+    // addresses and a few more, never by a line per attempt or the names tried.
+    assert!(
+        grown <= 24 * 1024,
+        "the log grew by {grown} bytes:\n{added}"
+    );
+    assert!(!added.contains('\x1b'), "an escape code reached the log");
+    assert!(
+        !added.contains("FORGED"),
+        "a name reached the log:\n{added}"
+    );
+    assert!(!added.contains("nnnnnnnnnn"), "a name reached the log");
+    drop(server);
 }

@@ -49,10 +49,19 @@ async fn play_sequence(
     mover: impl Fn(usize) -> usize,
 ) -> (Value, Value) {
     let mut seen = [0usize; 2];
+    // How long each turn took to come, so that a game lost on time says where the time went.
+    let mut waits: Vec<(usize, Duration)> = Vec::new();
     for (i, mv) in moves.iter().enumerate() {
         let side = mover(i);
         let client = if side == 0 { &mut *a } else { &mut *b };
-        let turn = client.expect("turn").await;
+        let asked = std::time::Instant::now();
+        let turn = client.recv().await;
+        waits.push((i, asked.elapsed()));
+        if turn["type"] != "turn" {
+            waits.sort_by_key(|(_, wait)| std::cmp::Reverse(*wait));
+            waits.truncate(8);
+            panic!("expected a turn at ply {i}, got {turn}; the slowest turns (ply, wait): {waits:?}");
+        }
         assert_eq!(turn["ply"], i, "{turn}");
         assert_eq!(
             turn["moves"],
@@ -1065,7 +1074,7 @@ async fn a_hung_bot_is_suspended_after_three_timeouts_and_may_come_back() {
     assert!(why.contains("connect again"), "{why}");
     // No fourth game was lost meanwhile: the next game waits for `b`.
     tokio::time::sleep(Duration::from_secs(5)).await;
-    assert_eq!(server.games_jsonl().len(), 3);
+    assert_eq!(server.games_jsonl_at_least(3).await.len(), 3);
     // Fixed, `b` comes back and plays: it resigns the two games left, which count normally.
     let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
     for _ in 4..=5 {

@@ -10,7 +10,7 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
-use arena::game::{new_game, GameId};
+use arena::game::{new_game, GameId, Side};
 use support::Client;
 use web_support::{percent_encode, request, Events, WebServer};
 
@@ -371,6 +371,49 @@ async fn a_game_is_followed_through_every_route() {
 
     server.shutdown.cancel();
     server.finished().await;
+}
+
+/// The pages draw every game from `/api/games/meta`: each game the server knows is there with
+/// every fact, and the facts agree with the rules (a position text has `board_size` rows of
+/// `board_size` points; the letters are the protocol's).
+#[tokio::test]
+async fn every_game_has_its_facts_in_the_meta_route() {
+    let server = WebServer::start(HEX_LEAGUE).await;
+    let meta = server.get_json("/api/games/meta").await;
+    let listed = meta["games"].as_array().expect("games");
+    assert_eq!(listed.len(), GameId::ALL.len(), "{meta}");
+    for game in GameId::ALL {
+        let facts = listed
+            .iter()
+            .find(|f| f["id"] == game.as_str())
+            .unwrap_or_else(|| panic!("{game} missing from {meta}"));
+        let size = facts["board_size"].as_u64().expect("board_size") as usize;
+        let start = new_game(game, &json!({})).unwrap().position_text();
+        let rows: Vec<&str> = start.split(' ').next().unwrap().split('/').collect();
+        assert_eq!(rows.len(), size, "{game}: {start}");
+        assert!(rows.iter().all(|r| r.chars().count() == size), "{game}: {start}");
+        assert!(
+            ["lines", "circuits", "hexagons"].contains(&facts["board"].as_str().unwrap_or("")),
+            "{facts}"
+        );
+        for (i, side) in [Side::First, Side::Second].into_iter().enumerate() {
+            let s = &facts["sides"][i];
+            assert_eq!(s["letter"], game.colour_letter(side).to_string(), "{facts}");
+            assert!(
+                ["black", "white", "red", "blue"].contains(&s["colour"].as_str().unwrap_or("")),
+                "{facts}"
+            );
+        }
+        assert_ne!(facts["sides"][0]["colour"], facts["sides"][1]["colour"], "{facts}");
+        assert_eq!(facts["stones_per_turn"], game.stones_per_turn(), "{facts}");
+        assert_eq!(facts["record_code"], game.record_code(), "{facts}");
+        for point in facts["star_points"].as_array().expect("star_points") {
+            let name = point.as_str().unwrap();
+            let col = (name.as_bytes()[0] - b'A') as usize;
+            let row: usize = name[1..].parse().unwrap();
+            assert!(col < size && (1..=size).contains(&row), "{game}: {name}");
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -448,7 +448,7 @@ def play(args, reader, send, peer):
     until it ends. `peer` names where they come from, for messages. Returns (welcomed,
     refused): whether the referee accepted us, and whether it refused our hello for good
     ("league over" when it said the league is over)."""
-    send({
+    hello = {
         "type": "hello",
         "protocol": 1,
         "name": args.name or "arena_random_bot",
@@ -456,7 +456,12 @@ def play(args, reader, send, peer):
         "games": args.games.split(","),
         "max_games": args.max_games,
         "engine": "arena_random_bot.py",
-    })
+    }
+    # The ticket of an earlier welcome: with it, a reconnect is never held back by someone
+    # trying to guess our token at the same time.
+    if getattr(args, "ticket", None):
+        hello["ticket"] = args.ticket
+    send(hello)
 
     welcomed = False
     boards = {}  # match id -> Board
@@ -475,6 +480,8 @@ def play(args, reader, send, peer):
         kind = message.get("type")
         if kind == "welcome":
             welcomed = True
+            if message.get("ticket"):
+                args.ticket = message["ticket"]
             print("welcomed by %s" % message.get("server"), file=sys.stderr)
         elif kind == "ping":
             send({"type": "pong", "id": message["id"]})

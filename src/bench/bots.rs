@@ -222,6 +222,7 @@ impl Bot {
             games: vec!["connect6".to_string()],
             max_games: 1,
             engine: Some("arena bench".to_string()),
+            ticket: None,
         };
         for _ in 0..50 {
             match connect_and_hello(&self.options.server, &hello, IDLE_LIMIT).await {

@@ -61,6 +61,7 @@ impl JsonAdapter {
             protocol: PROTOCOL_VERSION,
             name: self.bridge_name.clone(),
             server: server.clone(),
+            ticket: None,
         };
         out.push(Action::Engine(welcome.to_line()));
         self.welcomed = true;

@@ -1008,8 +1008,9 @@ pub async fn run(options: ConnectOptions) -> Result<u32, BridgeError> {
             options.protocol,
             options.command.first().map(String::as_str).unwrap_or("")
         )),
+        ticket: None,
     };
-    let (link, server_name) = connect_and_hello(&options.server, &hello, WELCOME_TIMEOUT)
+    let (link, welcomed) = connect_and_hello(&options.server, &hello, WELCOME_TIMEOUT)
         .await
         .map_err(|e| match e {
             HandshakeError::Connect { server, error } => BridgeError::Connect {
@@ -1026,6 +1027,7 @@ pub async fn run(options: ConnectOptions) -> Result<u32, BridgeError> {
             HandshakeError::LeagueOver(message) => BridgeError::Refused(message),
             HandshakeError::Io(e) => BridgeError::Io(e),
         })?;
+    let server_name = welcomed.server;
     tracing::info!("welcomed by {server_name} as {}", options.name);
     let (to_server, from_matches) = tokio::sync::mpsc::channel(TO_SERVER_QUEUE);
     let mut bridge = Bridge {

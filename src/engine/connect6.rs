@@ -12,6 +12,8 @@
 //!    must take both of the opponent's stones to block, every blocking reply is tried) looks
 //!    for a forced win, in the first quarter of the time budget. When one stone alone makes
 //!    such a threat, the other is free: pairs with the best building points are tried too.
+//!    Then a proof search with single threats too (`threats`: the defender's free stone is
+//!    tried only in the proof's relevance zone) looks for a win in the same share.
 //! 4. Iterative-deepening alpha-beta (negamax) where one ply is one two-stone turn, until three
 //!    quarters of the budget. Pairs come from the best `width` single points of the search
 //!    window (the bounding box of all stones grown by 2, clipped to the board, as in the paper)
@@ -22,7 +24,9 @@
 //!    best pair first, before the pairs are generated.
 //! 5. In the rest of the budget, candidates (the alpha-beta order, then pairs on the points of
 //!    the opponent's own threat win if it had the move) are screened with the threat-space
-//!    search from the opponent's side; the first one that leaves it no threat win is played.
+//!    search from the opponent's side; the first one that leaves it no threat win is played,
+//!    then checked against the opponent's proofs with single threats (candidates after it,
+//!    then pairs in the relevance zone of the opponent's proof, until 7/8 of the budget).
 //! 6. If time is left, the chosen pair is checked by an alpha-beta of depth `CHECK_DEPTH` from
 //!    the opponent's side in which turns spent blocking threats do not count (up to
 //!    `MAX_EXTENSIONS` on a path); if the opponent wins by force, the next candidate (in
@@ -44,6 +48,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use super::level::{level_option, Level, Noise, FULL_STRENGTH};
 use super::tt::{Bound, Replacement, TranspositionTable};
 use super::{
     check_option_names, integer_option, ClockView, Engine, EngineError, EngineInfo, EngineOption,
@@ -52,6 +57,8 @@ use super::{
 use crate::game::connect6::{Connect6, Move, Options, CELLS, SIZE};
 use crate::game::{parse_options, GameId, PlayError, Point, Rules};
 use crate::hash::{splitmix64, zobrist_keys};
+
+mod threats;
 
 /// Default maximum search depth, in two-stone turns: deep enough that the time budget, not
 /// the depth, usually ends the search. Against Cloudict (depth 4) over the balanced openings
@@ -72,10 +79,44 @@ const THREAT_WIDTH_FACTOR: usize = 3;
 const MAX_EXTENSIONS: u32 = 4;
 /// Depth, in turns, of the final check of the chosen move (the opponent moving first).
 const CHECK_DEPTH: u32 = 5;
+/// Default depth of the threat proof search with single threats, in attacker turns (0 turns
+/// it off; see `threats`).
+const DEFAULT_PROOF_DEPTH: u32 = 3;
 /// Default size of the transposition table, in MiB.
 const DEFAULT_TT_MB: u64 = 16;
 /// Default cap on think time per move, in milliseconds.
 const DEFAULT_TIME_MS: u64 = 10_000;
+
+/// The `level` option's rows, weakest first; a level's depth caps the alpha-beta and the
+/// threat-space search. Measured against each other in docs/engines.md ("Levels").
+pub const LEVELS: &[Level] = &[
+    Level {
+        time_ms: Some(20),
+        depth: Some(1),
+        noise_pct: 80,
+    },
+    Level {
+        time_ms: Some(20),
+        depth: Some(1),
+        noise_pct: 40,
+    },
+    Level {
+        time_ms: Some(50),
+        depth: Some(1),
+        noise_pct: 0,
+    },
+    Level {
+        time_ms: Some(150),
+        depth: Some(2),
+        noise_pct: 0,
+    },
+    Level {
+        time_ms: Some(500),
+        depth: Some(4),
+        noise_pct: 0,
+    },
+    FULL_STRENGTH,
+];
 
 pub const INFO: EngineInfo = EngineInfo {
     id: "connect6",
@@ -99,6 +140,11 @@ pub const INFO: EngineInfo = EngineInfo {
             about: "attacker turns of the threat-space search for continuous double threats, for us and against each candidate (0-20, 0 = off)",
         },
         EngineOption {
+            name: "proof_depth",
+            default: "3",
+            about: "attacker turns of the threat proof search with single threats and relevance zones, for us and against each candidate (0-8, 0 = off)",
+        },
+        EngineOption {
             name: "time_ms",
             default: "10000",
             about: "cap on think time per move in milliseconds (the clock budget may be lower)",
@@ -107,6 +153,15 @@ pub const INFO: EngineInfo = EngineInfo {
             name: "tt_mb",
             default: "16",
             about: "transposition table size in MiB (0-1024, 0 = no table)",
+        },
+        EngineOption {
+            name: "level",
+            default: "6",
+            about: "strength 1-6, each level's limits (depth in turns, also of the threat \
+                    search; time cap; share of random moves): 1: depth 1, 20 ms, 80% random \
+                    moves; 2: depth 1, 20 ms, 40% random moves; 3: depth 1, 50 ms; 4: depth 2, \
+                    150 ms; 5: depth 4, 500 ms; 6: full strength (the default); depth and \
+                    time_ms given beside it win",
         },
     ],
 };
@@ -796,13 +851,26 @@ impl Search<'_> {
     /// The first pair of the shortest threat-sequence win of at most `depth` attacker turns,
     /// deepening one turn at a time.
     fn shortest_threat_win(&mut self, depth: u32) -> Option<Pair> {
-        (1..=depth)
-            .map_while(|d| {
-                let found = self.threat_win(d);
-                (!self.stopped).then_some(found)
-            })
-            .flatten()
-            .next()
+        self.deepening(depth, Search::threat_win)
+    }
+
+    /// The first result of `search` at depths 1 to `depth` in turn, stopping when time runs
+    /// out.
+    fn deepening<T>(
+        &mut self,
+        depth: u32,
+        mut search: impl FnMut(&mut Self, u32) -> Option<T>,
+    ) -> Option<T> {
+        for d in 1..=depth {
+            let found = search(self, d);
+            if self.stopped {
+                return None;
+            }
+            if found.is_some() {
+                return found;
+            }
+        }
+        None
     }
 
     /// The winning first pair of a threat sequence of at most `depth` attacker turns, if any.
@@ -927,14 +995,26 @@ impl Search<'_> {
     /// The first of `candidates` after which the opponent has no threat win within `depth`
     /// turns (`None` if all have one or time runs out).
     fn first_unrefuted(&mut self, candidates: &[Pair], depth: u32) -> Option<Pair> {
+        self.first_passing(candidates, |search| {
+            search.shortest_threat_win(depth).is_some()
+        })
+    }
+
+    /// The first of `candidates` after which `refuted` (asked with the pair played) is
+    /// false; `None` if it holds for all or time runs out.
+    fn first_passing(
+        &mut self,
+        candidates: &[Pair],
+        mut refuted: impl FnMut(&mut Self) -> bool,
+    ) -> Option<Pair> {
         for &pair in candidates {
             let boxes = self.play_pair(pair);
-            let refuted = self.shortest_threat_win(depth).is_some();
+            let lost = refuted(self);
             self.undo_pair(pair, boxes);
             if self.stopped {
                 return None;
             }
-            if !refuted {
+            if !lost {
                 return Some(pair);
             }
         }
@@ -1174,8 +1254,12 @@ pub struct Connect6Engine {
     width: usize,
     time_ms: u64,
     threat_depth: u32,
+    /// Attacker turns of the threat proof search with single threats (0: off).
+    proof_depth: u32,
     /// The alpha-beta's transposition table, kept between moves.
     table: Table,
+    /// The level's random moves.
+    noise: Noise,
 }
 
 impl Connect6Engine {
@@ -1188,16 +1272,24 @@ impl Connect6Engine {
     ) -> Result<Connect6Engine, EngineError> {
         check_option_names(options, INFO.options)?;
         let rules = parse_options::<Connect6>(rules)?;
+        let level = level_option(options, LEVELS)?;
+        let level_depth = level.depth.unwrap_or(DEFAULT_DEPTH);
         Ok(Connect6Engine {
             rules,
             seed,
-            max_depth: integer_option(options, "depth", 1..=20)?.unwrap_or(DEFAULT_DEPTH as u64)
+            max_depth: integer_option(options, "depth", 1..=20)?.unwrap_or(level_depth as u64)
                 as u32,
             width: integer_option(options, "width", 2..=60)?.unwrap_or(DEFAULT_WIDTH as u64)
                 as usize,
-            time_ms: integer_option(options, "time_ms", 1..=3_600_000)?.unwrap_or(DEFAULT_TIME_MS),
+            time_ms: integer_option(options, "time_ms", 1..=3_600_000)?
+                .unwrap_or(level.time_ms.unwrap_or(DEFAULT_TIME_MS)),
             threat_depth: integer_option(options, "threat_depth", 0..=20)?
-                .unwrap_or(DEFAULT_THREAT_DEPTH as u64) as u32,
+                .unwrap_or(DEFAULT_THREAT_DEPTH.min(level_depth) as u64)
+                as u32,
+            proof_depth: integer_option(options, "proof_depth", 0..=8)?
+                .unwrap_or(DEFAULT_PROOF_DEPTH.min(level_depth) as u64)
+                as u32,
+            noise: Noise::new(level.noise_pct, seed),
             table: Table::with_mib(
                 integer_option(options, "tt_mb", 0..=1024)?.unwrap_or(DEFAULT_TT_MB),
                 PROVEN,
@@ -1219,6 +1311,9 @@ impl Connect6Engine {
 
     /// Chooses a move in `position` (not over). Always returns a legal move.
     fn choose(&mut self, position: &Connect6, clock: &ClockView, abort: &AtomicBool) -> Move {
+        if self.noise.random_move() {
+            return self.random_move(position);
+        }
         let started = Instant::now();
         let budget = self.budget(clock);
         let mut table = std::mem::take(&mut self.table);
@@ -1230,6 +1325,22 @@ impl Connect6Engine {
         } else {
             any_legal_move(position)
         }
+    }
+
+    /// A level's random move: one or two empty points of the search window (the stones'
+    /// bounding box grown by 2), chosen by the level's coin.
+    fn random_move(&mut self, position: &Connect6) -> Move {
+        let to_point = |p: u16| Point::from_index(p as usize, SIZE);
+        let mut points: Vec<u16> = Board::from_position(position).window_points().collect();
+        if points.is_empty() {
+            return any_legal_move(position);
+        }
+        let a = points.swap_remove(self.noise.pick(points.len()));
+        if position.stones_due() == 1 || points.is_empty() {
+            return Move::One(to_point(a));
+        }
+        let b = points[self.noise.pick(points.len())];
+        Move::Two(to_point(a), to_point(b))
     }
 
     fn choose_on_board(
@@ -1301,10 +1412,16 @@ impl Connect6Engine {
                 None => any_legal_move(position),
             };
         }
-        // A win by continuous threats, looked for in the first quarter of the budget.
+        // A win by continuous threats, looked for in the first quarter of the budget: double
+        // threats first (cheap), then single ones too (the proof search of `threats`).
         if self.threat_depth > 0 {
             search.deadline = started + budget / 4;
-            let win = search.shortest_threat_win(self.threat_depth);
+            let mut win = search.shortest_threat_win(self.threat_depth);
+            if win.is_none() && !search.stopped && self.proof_depth > 0 {
+                win = search
+                    .shortest_threat_proof(self.proof_depth)
+                    .map(|(pair, _)| pair);
+            }
             search.stopped = false;
             if let Some(pair) = win {
                 return Move::Two(to_point(pair.a), to_point(pair.b));
@@ -1346,6 +1463,28 @@ impl Connect6Engine {
         if chosen.is_none() && !search.stopped {
             let defences = search.defences(self.threat_depth, self.width);
             chosen = search.first_unrefuted(&defences, self.threat_depth);
+        }
+        // Then the opponent's single-threat sequences, until 7/8 of the budget: the chosen
+        // pair and the candidates after it are screened with the proof search; if all lose,
+        // pairs in the relevance zone of the opponent's proof (were it to move now) are.
+        if let (Some(pair), true) = (chosen, self.proof_depth > 0) {
+            search.deadline = started + budget * 7 / 8;
+            let from = first_batch
+                .iter()
+                .position(|&p| same_pair(p, pair))
+                .unwrap_or(0);
+            let mut safe = search.first_unproven(&first_batch[from..], self.proof_depth);
+            if safe.is_none() && !search.stopped {
+                let defences = search.zone_defences(self.proof_depth, &threats, self.width);
+                safe = search
+                    .first_unproven(&defences, self.proof_depth)
+                    .filter(|&p| search.first_unrefuted(&[p], self.threat_depth).is_some());
+            }
+            search.stopped = false;
+            search.deadline = started + budget;
+            if let Some(safe) = safe {
+                chosen = Some(safe);
+            }
         }
         // Then, in what is left of the budget, a deeper check: if the opponent wins by force
         // after the chosen pair (alpha-beta with blocking turns not counted), other candidates
@@ -2164,6 +2303,31 @@ mod tests {
             engine.choose_move(&request(&moves, &abort)),
             Err(EngineError::NoMove)
         );
+    }
+
+    #[test]
+    fn levels_set_the_limits_and_options_beside_them_win() {
+        let limits = |e: &Connect6Engine| (e.max_depth, e.threat_depth, e.proof_depth, e.time_ms);
+        assert_eq!(
+            limits(&engine(serde_json::json!({"level": 1}))),
+            (1, 1, 1, 20)
+        );
+        assert_eq!(
+            limits(&engine(serde_json::json!({"level": 5}))),
+            (4, 4, 3, 500)
+        );
+        let top = engine(serde_json::json!({"level": LEVELS.len()}));
+        assert_eq!(limits(&top), limits(&engine(serde_json::Value::Null)));
+        let deeper = engine(serde_json::json!({"level": 2, "depth": 5, "time_ms": 70}));
+        assert_eq!(limits(&deeper), (5, 1, 1, 70));
+        for bad in [0, LEVELS.len() + 1] {
+            assert!(Connect6Engine::new(
+                &serde_json::Value::Null,
+                &serde_json::json!({ "level": bad }),
+                1
+            )
+            .is_err());
+        }
     }
 
     #[test]

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use super::level::{level_option, Level, Noise, PLY_LEVELS};
 use super::tt::{Bound, Replacement, TranspositionTable};
 use super::{
     check_option_names, integer_option, Engine, EngineError, EngineInfo, EngineOption,
@@ -40,8 +41,20 @@ pub const INFO: EngineInfo = EngineInfo {
             default: "32",
             about: "maximum battle search depth in plies (iterative deepening stops sooner on time)",
         },
+        EngineOption {
+            name: "level",
+            default: "5",
+            about: "strength 1-5, each level's limits (battle depth in plies; time cap; share \
+                    of random moves, placement included): 1: depth 1, 20 ms, 70% random moves; \
+                    2: depth 1, 20 ms, 30% random moves; 3: depth 2, 50 ms; 4: depth 4, 200 ms; \
+                    5: full strength (the default); depth and time_ms given beside it win",
+        },
     ],
 };
+
+/// The `level` option's rows, weakest first (measured against each other in docs/engines.md,
+/// "Levels").
+pub const LEVELS: &[Level] = PLY_LEVELS;
 
 // ---------------------------------------------------------------------------------------------
 // The padded board: 16×16 cells, the 14×14 points inside a ring of walls. Cell indices are u8,
@@ -1204,6 +1217,8 @@ pub struct JiuEngine {
     time_ms: u64,
     depth: u32,
     rng: SmallRng,
+    /// The level's random moves.
+    noise: Noise,
     /// Transposition table and killers, allocated with the engine (not on the clock).
     tables: Box<Tables>,
 }
@@ -1216,8 +1231,11 @@ impl JiuEngine {
     ) -> Result<JiuEngine, EngineError> {
         check_option_names(options, INFO.options)?;
         let rule_options = crate::game::parse_options::<Jiu>(rules)?;
-        let time_ms = integer_option(options, "time_ms", 0..=u64::MAX)?.unwrap_or(0);
-        let depth = integer_option(options, "depth", 1..=64)?.unwrap_or(32);
+        let level = level_option(options, LEVELS)?;
+        let time_ms =
+            integer_option(options, "time_ms", 0..=u64::MAX)?.unwrap_or(level.time_ms.unwrap_or(0));
+        let depth =
+            integer_option(options, "depth", 1..=64)?.unwrap_or(level.depth.map_or(32, u64::from));
         Ok(JiuEngine {
             limits: Limits {
                 no_capture_limit: rule_options.no_capture_limit.get(),
@@ -1227,6 +1245,7 @@ impl JiuEngine {
             time_ms,
             depth: depth as u32,
             rng: SmallRng::seed_from_u64(seed),
+            noise: Noise::new(level.noise_pct, seed),
             tables: Box::new(Tables::new()),
         })
     }
@@ -1293,6 +1312,9 @@ impl Engine for JiuEngine {
     fn choose_move(&mut self, request: &SearchRequest<'_>) -> Result<String, EngineError> {
         let started = Instant::now();
         let position = self.replay(request.moves)?;
+        if position.outcome().is_none() && self.noise.random_move() {
+            return self.noise.legal_move(&position).ok_or(EngineError::NoMove);
+        }
         let moves_left = match position.phase() {
             Phase::Placement => 40,
             Phase::Battle => 30,

@@ -8,6 +8,7 @@ pub mod connect6;
 pub mod greedy;
 pub mod hex;
 pub mod jiu;
+pub mod level;
 pub mod random;
 pub mod surakarta;
 mod tt;
@@ -188,6 +189,21 @@ pub fn candidate_moves(
     pick: &mut dyn FnMut(usize) -> usize,
 ) -> Vec<String> {
     position.sample_move_texts(pick)
+}
+
+/// A uniformly random legal move of `position` (among `candidate_moves`), `None` when there
+/// is none: the `random` engine's move, and a level's random moves.
+pub fn random_move(
+    position: &dyn crate::game::AnyGame,
+    rng: &mut rand::rngs::SmallRng,
+) -> Option<String> {
+    use rand::Rng;
+    let mut moves = candidate_moves(position, &mut |n| rng.gen_range(0..n.max(1)));
+    if moves.is_empty() {
+        return None;
+    }
+    let index = rng.gen_range(0..moves.len());
+    Some(moves.swap_remove(index))
 }
 
 /// How many entries of type `E` a transposition table of `mib` MiB holds: the largest power of

@@ -1,10 +1,10 @@
 //! The `random` engine: plays a uniformly random legal move in any of the four games.
 
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 
 use super::{
-    candidate_moves, check_option_names, replay, Engine, EngineError, EngineInfo, SearchRequest,
+    check_option_names, random_move, replay, Engine, EngineError, EngineInfo, SearchRequest,
 };
 use crate::game::GameId;
 
@@ -44,12 +44,6 @@ impl RandomEngine {
 impl Engine for RandomEngine {
     fn choose_move(&mut self, request: &SearchRequest<'_>) -> Result<String, EngineError> {
         let position = replay(self.game, &self.rules, request.moves)?;
-        let rng = &mut self.rng;
-        let mut moves = candidate_moves(&*position, &mut |n| rng.gen_range(0..n.max(1)));
-        if moves.is_empty() {
-            return Err(EngineError::NoMove);
-        }
-        let index = self.rng.gen_range(0..moves.len());
-        Ok(moves.swap_remove(index))
+        random_move(&*position, &mut self.rng).ok_or(EngineError::NoMove)
     }
 }

@@ -17,6 +17,7 @@ use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::level::{level_option, Level, Noise, PLY_LEVELS};
 use super::tt::{Bound, Replacement, TranspositionTable};
 use super::{
     check_option_names, integer_option, Engine, EngineError, EngineInfo, EngineOption,
@@ -65,8 +66,20 @@ pub const INFO: EngineInfo = EngineInfo {
             default: "24",
             about: "transposition table size in MiB (1..=1024), allocated once per engine",
         },
+        EngineOption {
+            name: "level",
+            default: "5",
+            about: "strength 1-5, each level's limits (depth in plies; time cap; share of \
+                    random moves): 1: depth 1, 20 ms, 70% random moves; 2: depth 1, 20 ms, 30% \
+                    random moves; 3: depth 2, 50 ms; 4: depth 4, 200 ms; 5: full strength (the \
+                    default); depth and time_ms given beside it win",
+        },
     ],
 };
+
+/// The `level` option's rows, weakest first (measured against each other in docs/engines.md,
+/// "Levels").
+pub const LEVELS: &[Level] = PLY_LEVELS;
 
 /// Score of a won game (less the plies to reach it).
 const WIN: i32 = 30_000;
@@ -712,6 +725,8 @@ pub struct SurakartaEngine {
     /// Plies at the start of the game played at random among near-best moves.
     opening_random: u32,
     rng: SmallRng,
+    /// The level's random moves.
+    noise: Noise,
     table: Table,
     heuristics: Box<Heuristics>,
     last: SearchStats,
@@ -724,10 +739,12 @@ impl SurakartaEngine {
         seed: u64,
     ) -> Result<SurakartaEngine, EngineError> {
         check_option_names(options, INFO.options)?;
+        let level = level_option(options, LEVELS)?;
         let max_depth = integer_option(options, "depth", 1..=u64::from(MAX_DEPTH))?
-            .map_or(MAX_DEPTH, |d| d as u32);
-        let time_cap_ms =
-            integer_option(options, "time_ms", 0..=u64::from(u32::MAX))?.filter(|&ms| ms > 0);
+            .map_or(level.depth.unwrap_or(MAX_DEPTH), |d| d as u32);
+        let time_cap_ms = integer_option(options, "time_ms", 0..=u64::from(u32::MAX))?
+            .or(level.time_ms)
+            .filter(|&ms| ms > 0);
         let tt_mb = integer_option(options, "tt_mb", 1..=1024)?.unwrap_or(24);
         // Allocated when the engine is built, not on the clock at its first search.
         let mut table = Table::with_mib(tt_mb, WIN_BOUND + 1, Replacement::DeepOrFresh);
@@ -743,6 +760,7 @@ impl SurakartaEngine {
             opening_random: integer_option(options, "opening_random", 0..=1000)?.unwrap_or(0)
                 as u32,
             rng: SmallRng::seed_from_u64(seed),
+            noise: Noise::new(level.noise_pct, seed),
             table,
             heuristics: Box::new(Heuristics::new()),
             last: SearchStats::default(),
@@ -897,6 +915,9 @@ impl SurakartaEngine {
 impl Engine for SurakartaEngine {
     fn choose_move(&mut self, request: &SearchRequest<'_>) -> Result<String, EngineError> {
         let position = self.replay(request.moves)?;
+        if self.noise.random_move() {
+            return self.noise.legal_move(&position).ok_or(EngineError::NoMove);
+        }
         let mv = self.best_move(&position, &request.clock, request.abort)?;
         Ok(mv.to_string())
     }

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::coord::{char_pos, found_char, parse_point_at};
 use super::position_text::{read_rows, read_side, tokens};
+use super::{BoardDrawing, StoneColour};
 use super::{EndReason, GameId, Outcome, ParseMoveError, ParsePositionError, Point, Rules, Side};
 
 /// Board width and height.
@@ -277,6 +278,12 @@ impl Rules for Connect6 {
             .all(|p| p.col.abs_diff(centre) <= 3 && p.row.abs_diff(centre) <= 3)
     }
     const COLOURS: [char; 2] = ['B', 'W'];
+    const BOARD_SIZE: u8 = SIZE;
+    const BOARD_DRAWING: BoardDrawing = BoardDrawing::Lines;
+    const STONE_COLOURS: [StoneColour; 2] = [StoneColour::Black, StoneColour::White];
+    const STAR_POINTS: &'static [&'static str] = &[
+        "D4", "J4", "P4", "D10", "J10", "P10", "D16", "J16", "P16",
+    ];
     const STONES_PER_TURN: usize = 2;
 
     /// The empty board, Black (`x`) to place one stone.

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::coord::{char_pos, parse_point};
 use super::position_text::{read_rows, read_side, tokens};
+use super::{BoardDrawing, StoneColour};
 use super::{EndReason, GameId, Outcome, ParseMoveError, ParsePositionError, Point, Rules, Side};
 
 /// Board width and height.
@@ -287,6 +288,9 @@ impl Rules for Hex {
     const RECORD_CODE: &'static str = "HEX";
     const BUILTIN_OPENING_PLIES: usize = 2;
     const COLOURS: [char; 2] = ['R', 'B'];
+    const BOARD_SIZE: u8 = SIZE;
+    const BOARD_DRAWING: BoardDrawing = BoardDrawing::Hexagons;
+    const STONE_COLOURS: [StoneColour; 2] = [StoneColour::Red, StoneColour::Blue];
 
     /// A `swap` move needs the swap rule.
     fn rules_required_by(moves: &[String]) -> serde_json::Value {

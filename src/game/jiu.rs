@@ -15,8 +15,8 @@ use std::ops::ControlFlow;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    EndReason, GameId, ListingTooLarge, MoveChoice, Outcome, ParseMoveError, ParsePositionError,
-    Point, Rules, Side,
+    BoardDrawing, EndReason, GameId, ListingTooLarge, MoveChoice, Outcome, ParseMoveError, ParsePositionError,
+    Point, Rules, Side, StoneColour,
 };
 
 /// Points per side of the board (columns A–N, rows 1–14).
@@ -751,6 +751,9 @@ impl Rules for Jiu {
     const RECORD_CODE: &'static str = "JIU";
     const BUILTIN_OPENING_PLIES: usize = 4;
     const COLOURS: [char; 2] = ['W', 'B'];
+    const BOARD_SIZE: u8 = SIZE;
+    const BOARD_DRAWING: BoardDrawing = BoardDrawing::Lines;
+    const STONE_COLOURS: [StoneColour; 2] = [StoneColour::White, StoneColour::Black];
 
     /// Sides alternate through the 196 placements, White (first) first; Black (second) makes
     /// both the last placement and the first battle move, then sides alternate again.

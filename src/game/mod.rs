@@ -75,6 +75,26 @@ impl GameId {
         self.entry().colours[side.index()]
     }
 
+    /// Points (or cells) along one side of the board (`Rules::BOARD_SIZE`).
+    pub fn board_size(self) -> u8 {
+        self.entry().board_size
+    }
+
+    /// How the web view draws the board (`Rules::BOARD_DRAWING`).
+    pub fn board_drawing(self) -> BoardDrawing {
+        self.entry().board_drawing
+    }
+
+    /// The colour of each side's stones (`Rules::STONE_COLOURS`).
+    pub fn stone_colour(self, side: Side) -> StoneColour {
+        self.entry().stone_colours[side.index()]
+    }
+
+    /// The points a board marks with a dot, as point names (`Rules::STAR_POINTS`).
+    pub fn star_points(self) -> &'static [&'static str] {
+        self.entry().star_points
+    }
+
     /// The side that makes move number `ply` (1-based) of a game from the start position
     /// (`Rules::mover_of_ply`).
     pub fn mover_of_ply(self, ply: usize) -> Side {
@@ -113,11 +133,37 @@ impl GameId {
     }
 }
 
+/// How a board is drawn: the web view has one drawing function for each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BoardDrawing {
+    /// A square grid of lines; stones stand on the intersections (Connect6, Jiu).
+    Lines,
+    /// A square grid of lines with Surakarta's two circuits of corner loops.
+    Circuits,
+    /// A rhombus of hexagonal cells, each side's two edges in its colour (Hex).
+    Hexagons,
+}
+
+/// The colour of a side's stones, by name (the web view picks the paint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoneColour {
+    Black,
+    White,
+    Red,
+    Blue,
+}
+
 /// One game's facts and constructors, taken from its `Rules` implementation.
 struct GameEntry {
     id: &'static str,
     record_code: &'static str,
     colours: [char; 2],
+    board_size: u8,
+    board_drawing: BoardDrawing,
+    stone_colours: [StoneColour; 2],
+    star_points: &'static [&'static str],
     mover_of_ply: fn(usize) -> Side,
     stones_per_turn: usize,
     builtin_opening_plies: usize,
@@ -138,6 +184,10 @@ impl GameEntry {
             id: R::ID,
             record_code: R::RECORD_CODE,
             colours: R::COLOURS,
+            board_size: R::BOARD_SIZE,
+            board_drawing: R::BOARD_DRAWING,
+            stone_colours: R::STONE_COLOURS,
+            star_points: R::STAR_POINTS,
             mover_of_ply: R::mover_of_ply,
             stones_per_turn: R::STONES_PER_TURN,
             builtin_opening_plies: R::BUILTIN_OPENING_PLIES,
@@ -453,6 +503,14 @@ pub trait Rules: Clone + Send + Sync + fmt::Debug + 'static {
     const RECORD_CODE: &'static str;
     /// The colour letters of the first and the second side in protocol messages and records.
     const COLOURS: [char; 2];
+    /// Points (or cells) along one side of the square or rhombic board.
+    const BOARD_SIZE: u8;
+    /// How the web view draws the board.
+    const BOARD_DRAWING: BoardDrawing;
+    /// The colours of the first and the second side's stones.
+    const STONE_COLOURS: [StoneColour; 2];
+    /// Points the board marks with a dot (Connect6's star points), as point names.
+    const STAR_POINTS: &'static [&'static str] = &[];
 
     /// The side that makes move number `ply` (1-based) of a game from the start position.
     /// By default sides alternate, first side first.

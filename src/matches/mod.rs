@@ -10,7 +10,7 @@ pub mod settings;
 pub mod stats;
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
@@ -29,9 +29,6 @@ use stats::{EloEstimate, Moments, Pentanomial, SprtResult, SprtSpec, Wdl};
 
 /// The tournament name a match runs under (match ids are `match-r1-p1-gN`).
 pub const TOURNAMENT: &str = "match";
-
-/// How often games.jsonl is read for finished games.
-const POLL: Duration = Duration::from_millis(200);
 
 /// Why a match could not be set up or run.
 #[derive(Debug, thiserror::Error)]
@@ -822,54 +819,6 @@ fn elo_text(games: u32, score: f64, elo: Option<f64>, ci: [Option<f64>; 2]) -> S
     )
 }
 
-/// Reads games.jsonl from where it was last read, one complete line at a time.
-#[derive(Debug)]
-struct JsonlFollower {
-    path: PathBuf,
-    offset: u64,
-    partial: Vec<u8>,
-}
-
-impl JsonlFollower {
-    fn new(path: PathBuf) -> JsonlFollower {
-        JsonlFollower {
-            path,
-            offset: 0,
-            partial: Vec::new(),
-        }
-    }
-
-    /// The complete lines added since the last call.
-    fn read_new(&mut self) -> Vec<GameLine> {
-        let Ok(mut file) = std::fs::File::open(&self.path) else {
-            return Vec::new();
-        };
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-        if len < self.offset {
-            // Rewritten (a repair at start): read it again from the top.
-            self.offset = 0;
-            self.partial.clear();
-        }
-        if file.seek(SeekFrom::Start(self.offset)).is_err() {
-            return Vec::new();
-        }
-        let mut bytes = Vec::new();
-        if file.read_to_end(&mut bytes).is_err() {
-            return Vec::new();
-        }
-        self.offset += bytes.len() as u64;
-        self.partial.extend_from_slice(&bytes);
-        let mut lines = Vec::new();
-        while let Some(end) = self.partial.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.partial.drain(..=end).collect();
-            if let Ok(game) = GameLine::from_text(&String::from_utf8_lossy(&line)) {
-                lines.push(game);
-            }
-        }
-        lines
-    }
-}
-
 /// What `run` tells its caller as games finish.
 pub trait MatchObserver {
     /// After each finished game (and once at start with the games found in the folder).
@@ -882,16 +831,26 @@ impl<F: FnMut(&MatchReport, Option<Duration>)> MatchObserver for F {
     }
 }
 
-/// Plays the match: starts the server on a loopback port (its engines connect to it), follows
-/// the games as they finish, stops when every game is played, the SPRT decides, or `shutdown`
-/// is cancelled (then `interrupted` is set: the same plan resumes from `out_dir`). With `web`, the
-/// web view is served there while the games run.
+/// What `run` hears from its server.
+enum Heard {
+    /// The server holds the output folder: games.jsonl is as the start left it (repaired from
+    /// the journal if it had to be).
+    Ready,
+    Finished(std::sync::Arc<crate::server::events::GameFinished>),
+}
+
+/// Plays the match: starts the server on a loopback port (its engines connect to it), tallies
+/// the games as the server tells they finish, stops when every game is played, the SPRT
+/// decides, or `shutdown` is cancelled (then `interrupted` is set: the same plan resumes from
+/// `out_dir`, whose games.jsonl gives the games played before). With `web`, that companion
+/// (the web view) runs beside the server while the games run.
 pub async fn run(
     plan: &MatchPlan,
-    web: Option<tokio::net::TcpListener>,
+    web: Option<crate::server::Companion>,
     shutdown: CancellationToken,
     observer: &mut impl MatchObserver,
 ) -> Result<MatchReport, MatchError> {
+    use crate::server::{ServerEvent, Subscriber};
     let config = plan.config()?;
     settings::check_and_record(plan, &config)?;
     let names = engine_names(&plan.engines)?;
@@ -899,27 +858,29 @@ pub async fn run(
     // Which opening each game was given (its moves are no engine's).
     let openings = config.tournaments[0].clone();
     let games_file = config.server.out_dir.join("games.jsonl");
-    let mut follower = JsonlFollower::new(games_file);
     let mut tally = Tally::default();
     let mut seen = std::collections::HashSet::new();
-    let add_lines =
-        |lines: Vec<GameLine>, tally: &mut Tally, seen: &mut std::collections::HashSet<u32>| {
-            let mut added = 0u32;
-            for line in lines {
-                if line.tournament != TOURNAMENT {
-                    continue;
-                }
-                let opening_plies = openings.opening_of(&line.match_id).len();
-                if let Some(game) = GameResult::from_line(&line, &names[0], opening_plies) {
-                    if seen.insert(game.number) {
-                        tally.add(&game);
-                        added += 1;
-                    }
+    let add_lines = |lines: &mut dyn Iterator<Item = &GameLine>,
+                     tally: &mut Tally,
+                     seen: &mut std::collections::HashSet<u32>| {
+        let mut added = 0u32;
+        for line in lines {
+            if line.tournament != TOURNAMENT {
+                continue;
+            }
+            let opening_plies = openings.opening_of(&line.match_id).len();
+            if let Some(game) = GameResult::from_line(line, &names[0], opening_plies) {
+                if seen.insert(game.number) {
+                    tally.add(&game);
+                    added += 1;
                 }
             }
-            added
-        };
-    let resumed = add_lines(follower.read_new(), &mut tally, &mut seen);
+        }
+        added
+    };
+    let played_before: Vec<GameLine> = GameLine::read_file(&games_file).collect();
+    let resumed = add_lines(&mut played_before.iter(), &mut tally, &mut seen);
+    drop(played_before);
     let report_now = |tally: &Tally| {
         let mut r = MatchReport::of(plan.game, &names, plan.games, tally, plan.sprt.as_ref());
         r.resumed_games = resumed;
@@ -929,36 +890,64 @@ pub async fn run(
     observer.progress(&report, None);
     let stop = CancellationToken::new();
     let decided = report.sprt.is_some_and(|s| s.decision.is_some());
+    // Holds at most one `Ready` and one entry per game of the plan.
+    let (heard_tx, mut heard) = tokio::sync::mpsc::unbounded_channel();
     let mut server = None;
     if !decided && report.games < plan.games {
-        server = Some(tokio::spawn(crate::server::run_with_web(
+        let tell = Subscriber::news(std::sync::Arc::new(move |event: &ServerEvent<'_>| {
+            let _ = match event {
+                ServerEvent::Ready { .. } => heard_tx.send(Heard::Ready),
+                ServerEvent::GameFinished(game) => heard_tx.send(Heard::Finished(game.clone())),
+                _ => Ok(()),
+            };
+        }));
+        server = Some(tokio::spawn(crate::server::run_with(
             config,
             listener,
-            web,
             stop.clone(),
-            crate::server::no_events(),
+            vec![tell],
+            web,
         )));
+    } else {
+        drop(heard_tx);
     }
     let began = tokio::time::Instant::now();
     let mut interrupted = false;
-    while let Some(task) = server.as_mut() {
-        let finished = tokio::select! {
-            _ = shutdown.cancelled(), if !interrupted => {
+    let mut server_done = server.is_none();
+    loop {
+        let heard_now = tokio::select! {
+            _ = shutdown.cancelled(), if !interrupted && !server_done => {
                 interrupted = true;
                 stop.cancel();
-                false
+                continue;
             }
-            _ = tokio::time::sleep(POLL) => false,
-            done = &mut *task => {
-                server = None;
-                done.map_err(|e| MatchError::Plan(format!("the server task failed: {e}")))??;
-                true
+            done = async { server.as_mut()?.await.ok() }, if !server_done => {
+                server_done = true;
+                if let Some(done) = done {
+                    done?;
+                } else {
+                    return Err(MatchError::Plan("the server task failed".to_string()));
+                }
+                // What it told before it ended is still queued: taken below.
+                continue;
+            }
+            heard_now = heard.recv() => match heard_now {
+                Some(heard_now) => heard_now,
+                // The server has ended and everything it told is taken.
+                None => break,
+            },
+        };
+        let added = match heard_now {
+            // Games its start wrote again from the journal were played before this run.
+            Heard::Ready => add_lines(
+                &mut GameLine::read_file(&games_file).collect::<Vec<_>>().iter(),
+                &mut tally,
+                &mut seen,
+            ),
+            Heard::Finished(game) => {
+                add_lines(&mut std::iter::once(&game.line), &mut tally, &mut seen)
             }
         };
-        let added = add_lines(follower.read_new(), &mut tally, &mut seen);
-        if finished {
-            report = report_now(&tally);
-        }
         if added > 0 {
             report = report_now(&tally);
             let played = tally.games().saturating_sub(resumed);
@@ -973,6 +962,7 @@ pub async fn run(
             }
         }
     }
+    report = report_now(&tally);
     report.interrupted = interrupted && report.games < plan.games;
     Ok(report)
 }

@@ -185,11 +185,37 @@ fn kernel_rtt(_inner: &OwnedReadHalf) -> Option<Duration> {
     None
 }
 
+/// The monotonic and the wall clock read at (nearly) one moment. Read one after the other, a
+/// thread preempted between the two reads (a loaded machine) would pair instants that lie
+/// milliseconds apart, and a move converted with them would seem to arrive that much earlier:
+/// before the `turn` it answers, and be refused. So the wall clock is read between two
+/// monotonic reads and the pair taken from their midpoint; a bracket wider than
+/// `PAIRED_READ_MAX` is read again, and if every try is wide the later monotonic read is used
+/// (an arrival then seems later, never earlier, than it was).
+fn paired_now() -> (Instant, SystemTime) {
+    const TRIES: usize = 4;
+    let mut last = None;
+    for _ in 0..TRIES {
+        let before = Instant::now();
+        let wall = SystemTime::now();
+        let after = Instant::now();
+        let bracket = after.saturating_duration_since(before);
+        if bracket <= PAIRED_READ_MAX {
+            return (before + bracket / 2, wall);
+        }
+        last = Some((after, wall));
+    }
+    last.unwrap_or_else(|| (Instant::now(), SystemTime::now()))
+}
+
+/// The widest bracket of two monotonic reads around a wall-clock read that `paired_now`
+/// trusts (an unpreempted pair of reads takes well under a microsecond).
+const PAIRED_READ_MAX: Duration = Duration::from_micros(20);
+
 /// Converts a kernel wall-clock stamp (seconds and nanoseconds since 1970) into a monotonic
 /// instant (see the module comment).
 fn arrival_instant(tv_sec: i64, tv_nsec: i64) -> Option<Instant> {
-    let now = Instant::now();
-    let wall_now = SystemTime::now();
+    let (now, wall_now) = paired_now();
     let secs = u64::try_from(tv_sec).ok()?;
     let nanos = u32::try_from(tv_nsec).ok()?;
     let arrived = UNIX_EPOCH.checked_add(Duration::new(secs, nanos))?;
@@ -517,6 +543,25 @@ mod tests {
             unstamped.progress().is_none(),
             "reads through tokio cannot tell"
         );
+    }
+
+    /// The paired reads lie within the bracket of two monotonic reads taken around the call,
+    /// and the wall clock read with them is the one of that moment.
+    #[test]
+    fn paired_reads_of_both_clocks_lie_within_the_calls_bracket() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            for _ in 0..100 {
+                let (before, wall_before) = (Instant::now(), SystemTime::now());
+                let (now, wall) = paired_now();
+                let (after, wall_after) = (Instant::now(), SystemTime::now());
+                assert!(before <= now && now <= after);
+                assert!(wall_before <= wall && wall <= wall_after);
+            }
+        });
     }
 
     #[test]

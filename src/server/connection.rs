@@ -288,15 +288,15 @@ impl Connection {
         // Only a bot that has answered a ping can be closed for leaving one unanswered: the
         // protocol does not oblige a bot to answer (TCP keepalive finds a dead network anyway).
         let mut answers_pings = false;
-        let close = self.ctx.shutdown.clone();
-        // Created once, not per line (see `write_lines`).
-        let shutting_down = close.cancelled();
+        // Created once, not per line (see `write_lines`). The link's token is a child of the
+        // server's shutdown token, so this one wait also ends the loop at shutdown. Waiting on
+        // the shutdown token itself as well would lock that token (shared by every
+        // connection of the server) twice at every line read.
         let dropped = self.link.dropped();
-        tokio::pin!(shutting_down, dropped, hello_deadline);
+        tokio::pin!(dropped, hello_deadline);
         let reason = loop {
             let authed = self.name.is_some();
             let frame = tokio::select! {
-                _ = &mut shutting_down => break "server shutting down".to_string(),
                 _ = &mut dropped => break match self.link.closed_because() {
                     Some(why) => format!("dropped by the server: {why}"),
                     // Its token is the shutdown's child: cancelled with it, without a reason.
@@ -392,19 +392,12 @@ impl Connection {
     }
 
     async fn handle(&mut self, message: BotMessage, received: Instant, read: Instant) -> Next {
-        let Some(name) = self.name.clone() else {
+        if self.name.is_none() {
             return match message {
-                BotMessage::Hello {
-                    protocol,
-                    name,
-                    token,
-                    games,
-                    max_games,
-                    engine,
-                } => {
+                hello @ BotMessage::Hello { .. } => {
                     // Boxed: said once per connection, it would otherwise make every
                     // connection's reader task as large as its state for good.
-                    Box::pin(self.hello(protocol, name, token, games, max_games, engine)).await
+                    Box::pin(self.hello(hello)).await
                 }
                 _ => {
                     self.error(
@@ -415,7 +408,7 @@ impl Connection {
                     Next::Close("spoke before hello".into())
                 }
             };
-        };
+        }
         match message {
             BotMessage::Hello { .. } => {
                 self.error(
@@ -427,7 +420,7 @@ impl Connection {
             }
             BotMessage::Move { match_id, mv, ply } => {
                 let conn_id = self.link.conn_id;
-                self.forward_to_referee(&name, match_id, |side| RefereeInput::Move {
+                self.forward_to_referee(match_id, |side| RefereeInput::Move {
                     side,
                     conn_id,
                     text: mv,
@@ -439,23 +432,24 @@ impl Connection {
             }
             BotMessage::Resign { match_id } => {
                 let conn_id = self.link.conn_id;
-                self.forward_to_referee(&name, match_id, |side| RefereeInput::Resign {
-                    side,
-                    conn_id,
-                })
-                .await
+                self.forward_to_referee(match_id, |side| RefereeInput::Resign { side, conn_id })
+                    .await
             }
             BotMessage::Pong { .. } => Next::Continue,
         }
     }
 
+    /// Hands a logged-in bot's input to the referee of its match `match_id`.
     async fn forward_to_referee(
         &mut self,
-        name: &str,
         match_id: String,
         input: impl FnOnce(crate::game::Side) -> RefereeInput,
     ) -> Next {
-        match self.ctx.registry.match_for(&match_id, name) {
+        let found = self
+            .name
+            .as_deref()
+            .and_then(|name| self.ctx.registry.match_for(&match_id, name));
+        match found {
             Some((side, door)) => {
                 // Most moves are played right here, under the referee's lock (no hand-over
                 // to its task); what the referee gives back goes through its inbox.
@@ -501,15 +495,19 @@ impl Connection {
         Next::Close("the league is over".into())
     }
 
-    async fn hello(
-        &mut self,
-        protocol: u32,
-        name: String,
-        token: String,
-        games: Vec<String>,
-        max_games: u32,
-        engine: Option<String>,
-    ) -> Next {
+    async fn hello(&mut self, hello: BotMessage) -> Next {
+        let BotMessage::Hello {
+            protocol,
+            name,
+            token,
+            games,
+            max_games,
+            engine,
+            ticket,
+        } = hello
+        else {
+            return Next::Continue;
+        };
         if protocol != PROTOCOL_VERSION {
             self.error(
                 ErrorCode::AuthFailed,
@@ -535,11 +533,12 @@ impl Connection {
             return Next::Close("refused: too many failed logins from its address".into());
         }
         let configured = self.ctx.tokens.contains_key(&name).then_some(name.as_str());
-        if let Err(throttled) =
-            self.ctx
-                .logins
-                .check_name(configured, self.peer.ip(), Instant::now())
-        {
+        if let Err(throttled) = self.ctx.logins.check_name(
+            configured,
+            self.peer.ip(),
+            ticket.as_deref(),
+            Instant::now(),
+        ) {
             let wait = throttled.until.saturating_duration_since(Instant::now());
             self.ctx.refusals.note(
                 self.peer.ip(),
@@ -584,7 +583,8 @@ impl Connection {
                 client_text(&name)
             ));
         }
-        self.ctx
+        let ticket = self
+            .ctx
             .logins
             .succeeded(&name, self.peer.ip(), Instant::now());
         let mut played = std::collections::HashSet::new();
@@ -630,6 +630,7 @@ impl Connection {
             protocol: PROTOCOL_VERSION,
             name: name.clone(),
             server: SERVER_NAME.to_string(),
+            ticket,
         };
         let registered = self.ctx.registry.register(&name, session, &welcome);
         if let Some(old) = registered.replaced {

@@ -10,6 +10,7 @@
 //! now goes through the writer task. A `turn` thus reaches its bot without one more task
 //! wake-up per move.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
@@ -255,8 +256,9 @@ impl Outbox {
     }
 
     /// Writes `line` at once if nothing is ahead of it and the socket takes it all now;
-    /// otherwise queues what is left for the writer (never waits).
-    fn push(&self, line: String, written: Option<Arc<WriteStamp>>) -> Handed {
+    /// otherwise queues what is left for the writer (never waits). A borrowed line is copied
+    /// only if it has to wait.
+    fn push(&self, line: Cow<'_, str>, written: Option<Arc<WriteStamp>>) -> Handed {
         let mut state = self.state();
         if state.closed {
             return Handed::Closed;
@@ -285,7 +287,7 @@ impl Outbox {
             }
         }
         state.lines.push_back(Outgoing {
-            line,
+            line: line.into_owned(),
             start,
             written,
         });
@@ -372,7 +374,10 @@ impl OutboxSender {
     /// full, the writer ended or the socket failed). The bench's relay writes its lines
     /// this way, as links do.
     pub fn push_line(&self, line: String) -> bool {
-        matches!(self.0.push(line, None), Handed::Written | Handed::Queued)
+        matches!(
+            self.0.push(Cow::Owned(line), None),
+            Handed::Written | Handed::Queued
+        )
     }
 }
 
@@ -417,14 +422,26 @@ impl BotLink {
         self.queue(message, None)
     }
 
-    /// Like `send`, and `written` is set when the line reaches the socket (cleared now).
-    pub fn send_stamped(&self, message: &RefereeMessage, written: &Arc<WriteStamp>) -> bool {
+    /// Sends a line already encoded (with its `\n`) as `send` does; copied only if it has to
+    /// wait for the writer.
+    pub fn send_line(&self, line: &str) -> bool {
+        self.push(Cow::Borrowed(line), None)
+    }
+
+    /// Sends a line already encoded (with its `\n`, as `RefereeMessage::to_wire_line` gives)
+    /// as `send` does, and `written` is set when the line reaches the socket (cleared now). The
+    /// line is copied only if it has to wait for the writer.
+    pub fn send_line_stamped(&self, line: &str, written: &Arc<WriteStamp>) -> bool {
         written.clear();
-        self.queue(message, Some(written.clone()))
+        self.push(Cow::Borrowed(line), Some(written.clone()))
     }
 
     fn queue(&self, message: &RefereeMessage, written: Option<Arc<WriteStamp>>) -> bool {
-        match self.tx.0.push(message.to_wire_line(), written) {
+        self.push(Cow::Owned(message.to_wire_line()), written)
+    }
+
+    fn push(&self, line: Cow<'_, str>, written: Option<Arc<WriteStamp>>) -> bool {
+        match self.tx.0.push(line, written) {
             Handed::Written | Handed::Queued => true,
             Handed::Full => {
                 tracing::warn!(
@@ -700,7 +717,7 @@ mod tests {
         let (tx, rx) = outbox(4, Some(socket.clone()));
         let link = BotLink::new(7, tx, LinkClose::new(CancellationToken::new()));
         let stamp = Arc::new(WriteStamp::new());
-        assert!(link.send_stamped(&ping(), &stamp));
+        assert!(link.send_line_stamped(&ping().to_wire_line(), &stamp));
         assert_eq!(socket.taken(), ping_line(1));
         assert!(stamp.get().is_some(), "stamped when written");
         assert!(rx.try_recv().is_none(), "nothing left for the writer");
@@ -712,7 +729,7 @@ mod tests {
         let (tx, rx) = outbox(4, Some(socket.clone()));
         let link = BotLink::new(7, tx, LinkClose::new(CancellationToken::new()));
         let stamp = Arc::new(WriteStamp::new());
-        assert!(link.send_stamped(&ping(), &stamp));
+        assert!(link.send_line_stamped(&ping().to_wire_line(), &stamp));
         assert!(link.send(&RefereeMessage::Ping { id: 2 }));
         assert_eq!(socket.taken(), ping_line(1)[..5]);
         assert!(stamp.begun().is_some(), "its writing has begun");

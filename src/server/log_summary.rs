@@ -1,6 +1,9 @@
 //! Log lines a visitor cannot multiply: the first refused connection or failed login of a kind
 //! from an address (IPv6: its /64) is logged, the rest of that minute are counted and
-//! summarised in one line, so a flood grows the log by a bounded amount.
+//! summarised in one line. At most `MAX_ADDRESS_LINES` addresses a minute get lines of their
+//! own; refusals from further addresses that minute (a crowd, or one attacker rotating through
+//! addresses) are counted together in one line. So a flood grows the log by a bounded amount a
+//! minute, however many addresses it comes from.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -15,11 +18,28 @@ use super::address::address_group;
 const WINDOW: Duration = Duration::from_secs(60);
 /// Most (address, kind) pairs counted at once; beyond it, events are only counted in total.
 const MAX_ENTRIES: usize = 10_000;
+/// Most (address, kind) pairs given lines of their own in one window; the events of further
+/// pairs are counted together.
+const MAX_ADDRESS_LINES: usize = 50;
 
 #[derive(Debug)]
 struct Entry {
     since: Instant,
     more: u64,
+    /// Counted in the crowd's line, not given lines of its own.
+    in_crowd: bool,
+}
+
+/// The refusals of the window's addresses beyond `MAX_ADDRESS_LINES`.
+#[derive(Debug, Default)]
+struct Crowd {
+    /// When the window of the address-line budget began.
+    since: Option<Instant>,
+    /// Pairs given lines of their own in this window.
+    address_lines: usize,
+    /// Events and pairs counted in the crowd in this window.
+    events: u64,
+    addresses: u64,
 }
 
 #[derive(Debug, Default)]
@@ -27,6 +47,7 @@ struct Table {
     entries: HashMap<(IpAddr, &'static str), Entry>,
     /// Events not counted per address because the table was full.
     unattributed: u64,
+    crowd: Crowd,
 }
 
 /// Per-address, per-minute summaries of one server's refusals (behind its own lock, never held
@@ -41,6 +62,11 @@ enum Line {
     First(IpAddr, &'static str),
     More(IpAddr, &'static str, u64),
     Unattributed(u64),
+    /// Events from this many addresses beyond those logged one by one.
+    Crowd {
+        events: u64,
+        addresses: u64,
+    },
 }
 
 impl LogSummary {
@@ -66,6 +92,7 @@ impl LogSummary {
                         "{count} more refusals from addresses beyond the {MAX_ENTRIES} tracked"
                     )
                 }
+                Line::Crowd { events, addresses } => log_crowd(events, addresses),
             }
         }
     }
@@ -74,8 +101,12 @@ impl LogSummary {
     pub fn flush(&self) {
         let lines = self.take_ended(Instant::now());
         for line in lines {
-            if let Line::More(peer, what, count) = line {
-                tracing::warn!(%peer, count, "{what}: {count} more from this address in the last minute");
+            match line {
+                Line::More(peer, what, count) => {
+                    tracing::warn!(%peer, count, "{what}: {count} more from this address in the last minute")
+                }
+                Line::Crowd { events, addresses } => log_crowd(events, addresses),
+                Line::First(..) | Line::Unattributed(_) => {}
             }
         }
     }
@@ -91,11 +122,24 @@ impl LogSummary {
             if now.saturating_duration_since(entry.since) < WINDOW {
                 return true;
             }
-            if entry.more > 0 {
+            if entry.more > 0 && !entry.in_crowd {
                 lines.push(Line::More(peer, what, entry.more));
             }
             false
         });
+        let crowd = &mut table.crowd;
+        if crowd
+            .since
+            .is_some_and(|since| now.saturating_duration_since(since) >= WINDOW)
+        {
+            if crowd.events > 0 {
+                lines.push(Line::Crowd {
+                    events: crowd.events,
+                    addresses: crowd.addresses,
+                });
+            }
+            *crowd = Crowd::default();
+        }
         lines
     }
 
@@ -104,6 +148,9 @@ impl LogSummary {
         let mut table = self.lock();
         if let Some(entry) = table.entries.get_mut(&(group, what)) {
             entry.more += 1;
+            if entry.in_crowd {
+                table.crowd.events += 1;
+            }
             return lines;
         }
         if table.entries.len() >= MAX_ENTRIES {
@@ -113,16 +160,35 @@ impl LogSummary {
             }
             return lines;
         }
+        let crowd = &mut table.crowd;
+        crowd.since.get_or_insert(now);
+        let in_crowd = crowd.address_lines >= MAX_ADDRESS_LINES;
+        if in_crowd {
+            crowd.events += 1;
+            crowd.addresses += 1;
+        } else {
+            crowd.address_lines += 1;
+            lines.push(Line::First(group, what));
+        }
         table.entries.insert(
             (group, what),
             Entry {
                 since: now,
                 more: 0,
+                in_crowd,
             },
         );
-        lines.push(Line::First(group, what));
         lines
     }
+}
+
+fn log_crowd(events: u64, addresses: u64) {
+    tracing::warn!(
+        events,
+        addresses,
+        "{events} refused connections or failed logins from {addresses} more addresses in the \
+         last minute (beyond the {MAX_ADDRESS_LINES} addresses a minute logged one by one)"
+    );
 }
 
 #[cfg(test)]
@@ -176,7 +242,39 @@ mod tests {
                 .len();
         }
         assert!(summary.lock().entries.len() <= MAX_ENTRIES);
-        // One line per tracked address, and only a handful for the rest.
-        assert!(logged <= MAX_ENTRIES + 16, "{logged}");
+        // Lines for the first addresses of the minute, and only a handful for the rest.
+        assert!(logged <= MAX_ADDRESS_LINES + 16, "{logged}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn addresses_beyond_the_minutes_budget_are_summarised_in_one_line() {
+        let summary = LogSummary::new();
+        let t0 = Instant::now();
+        let mut lines = Vec::new();
+        // 2,000 addresses, three failures each, within the minute.
+        for round in 0..3u64 {
+            for i in 0..2000u32 {
+                let at = t0 + Duration::from_millis(round * 1000);
+                lines.extend(summary.record(IpAddr::from((i + 1).to_be_bytes()), WHAT, at));
+            }
+        }
+        assert_eq!(count_lines(&lines), (MAX_ADDRESS_LINES, 0));
+        assert_eq!(lines.len(), MAX_ADDRESS_LINES);
+        // A minute on: one line per address that had lines of its own and more events, and one
+        // for the crowd.
+        let later = summary.take_ended(t0 + WINDOW + Duration::from_secs(3));
+        let crowd: Vec<(u64, u64)> = later
+            .iter()
+            .filter_map(|l| match l {
+                Line::Crowd { events, addresses } => Some((*events, *addresses)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(crowd, vec![(3 * 1950, 1950)]);
+        assert_eq!(count_lines(&later), (0, 2 * MAX_ADDRESS_LINES as u64));
+        assert_eq!(later.len(), MAX_ADDRESS_LINES + 1);
+        // A new minute has a new budget.
+        let next = summary.record("10.9.9.9".parse().unwrap(), WHAT, t0 + WINDOW * 2);
+        assert_eq!(count_lines(&next), (1, 0));
     }
 }

@@ -2,16 +2,22 @@
 //! /64): after `max_failed_logins_per_minute` failed `hello`s (wrong name or token) within a
 //! minute, the address is refused for `failed_login_block_ms`. Per bot name, across every
 //! address: tokens are checked at most `NAME_CHECKS_PER_SECOND` a second (a burst of
-//! `NAME_CHECK_BURST`), except from the addresses the bot last logged in from, which a guesser
-//! rotating through addresses does not share; so the right token from the bot's usual address
-//! gets in at once during an attack, and from a new address within a second or two of retrying.
-//! Shared by every way a bot logs in (TCP and the web view's WebSocket).
+//! `NAME_CHECK_BURST`), except for logins a guesser cannot make: from the addresses the bot
+//! last logged in from, or carrying the login ticket the server gave the bot in an earlier
+//! `welcome` (what OWASP calls a device cookie). So the right token gets in at once during an
+//! attack from the bot's usual address or from a client that kept its ticket (`arena bot` and
+//! the example bots do), and otherwise within a second or two of retrying while the attacker
+//! does not happen to take every check. No limit can do better for a client the server has
+//! never seen: its first guess looks like the attacker's. Shared by every way a bot logs in
+//! (TCP and the web view's WebSocket).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use rand::RngCore;
+use subtle::ConstantTimeEq;
 use tokio::time::Instant;
 
 use super::address::address_group;
@@ -45,6 +51,8 @@ struct NameRecord {
     checks: f64,
     refilled: Instant,
     known: Vec<IpAddr>,
+    /// The login ticket given in this name's `welcome`s (made at its first login).
+    ticket: Option<String>,
 }
 
 impl NameRecord {
@@ -53,6 +61,7 @@ impl NameRecord {
             checks: f64::from(NAME_CHECK_BURST),
             refilled: now,
             known: Vec::new(),
+            ticket: None,
         }
     }
 
@@ -62,6 +71,13 @@ impl NameRecord {
         self.checks = (self.checks + gained).min(f64::from(NAME_CHECK_BURST));
         self.refilled = now;
     }
+}
+
+/// A fresh login ticket: 128 random bits from the operating system, as 32 hex digits.
+fn new_ticket() -> String {
+    let mut bytes = [0u8; 16];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// An address refused until `until`.
@@ -124,13 +140,15 @@ impl LoginGuard {
         self.names.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Takes one token check for bot `name` (`None`: a name no bot has) tried from `ip`, or
-    /// says until when the name's checks are used up. Addresses the bot logged in from lately
-    /// check without taking one.
+    /// Takes one token check for bot `name` (`None`: a name no bot has) tried from `ip` with
+    /// `ticket` (from an earlier `welcome`, if the client kept one), or says until when the
+    /// name's checks are used up. Addresses the bot logged in from lately, and the name's own
+    /// ticket, check without taking one.
     pub fn check_name(
         &self,
         name: Option<&str>,
         ip: IpAddr,
+        ticket: Option<&str>,
         now: Instant,
     ) -> Result<(), Throttled> {
         let group = address_group(ip);
@@ -145,6 +163,11 @@ impl LoginGuard {
         if name.is_some() && record.known.contains(&group) {
             return Ok(());
         }
+        if let (Some(_), Some(given), Some(issued)) = (name, ticket, record.ticket.as_deref()) {
+            if bool::from(given.as_bytes().ct_eq(issued.as_bytes())) {
+                return Ok(());
+            }
+        }
         record.refill(now);
         if record.checks >= 1.0 {
             record.checks -= 1.0;
@@ -156,12 +179,14 @@ impl LoginGuard {
         })
     }
 
-    /// Remembers that bot `name` logged in from `ip` (its checks from there skip the rate).
-    pub fn succeeded(&self, name: &str, ip: IpAddr, now: Instant) {
+    /// Remembers that bot `name` logged in from `ip` (its checks from there skip the rate), and
+    /// returns the name's login ticket for its `welcome` (`None` only when the table of names
+    /// is full).
+    pub fn succeeded(&self, name: &str, ip: IpAddr, now: Instant) -> Option<String> {
         let group = address_group(ip);
         let mut names = self.names();
         if !names.contains_key(name) && names.len() >= MAX_NAMES {
-            return;
+            return None;
         }
         let record = names
             .entry(name.to_string())
@@ -171,6 +196,7 @@ impl LoginGuard {
         if record.known.len() > KNOWN_ADDRESSES_PER_NAME {
             record.known.remove(0);
         }
+        Some(record.ticket.get_or_insert_with(new_ticket).clone())
     }
 
     fn table(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, AddressRecord>> {
@@ -305,7 +331,7 @@ mod tests {
         for i in 0..1000u32 {
             let at = t0 + Duration::from_millis(u64::from(i) * 10);
             if guard
-                .check_name(Some("alice"), IpAddr::from((i + 1).to_be_bytes()), at)
+                .check_name(Some("alice"), IpAddr::from((i + 1).to_be_bytes()), None, at)
                 .is_ok()
             {
                 checked += 1;
@@ -316,29 +342,68 @@ mod tests {
             "{checked} checks in 10 s (burst 2, then 1 a second)"
         );
         // Another name has its own checks.
-        assert!(guard.check_name(Some("bob"), ip(1), t0).is_ok());
+        assert!(guard.check_name(Some("bob"), ip(1), None, t0).is_ok());
     }
 
     #[test]
     fn the_bots_usual_address_is_checked_at_once_during_an_attack_and_a_new_one_soon() {
         let guard = LoginGuard::new(5, Duration::from_secs(60));
         let t0 = Instant::now();
-        guard.succeeded("alice", ip(7), t0);
+        let _ = guard.succeeded("alice", ip(7), t0);
         let attacker = |i: u32| IpAddr::from((1000 + i).to_be_bytes());
         for i in 0..100 {
-            let _ = guard.check_name(Some("alice"), attacker(i), t0);
+            let _ = guard.check_name(Some("alice"), attacker(i), None, t0);
         }
-        assert!(guard.check_name(Some("alice"), attacker(100), t0).is_err());
+        assert!(guard
+            .check_name(Some("alice"), attacker(100), None, t0)
+            .is_err());
         // From where it logged in before: no wait at all.
-        assert!(guard.check_name(Some("alice"), ip(7), t0).is_ok());
+        assert!(guard.check_name(Some("alice"), ip(7), None, t0).is_ok());
         // From a new address: refused with a wait of at most a second, then checked when the
         // attacker happens not to have taken that second's check.
         let throttled = guard
-            .check_name(Some("alice"), ip(8), t0)
+            .check_name(Some("alice"), ip(8), None, t0)
             .expect_err("used up");
         assert!(throttled.until <= t0 + Duration::from_secs(1));
         assert!(guard
-            .check_name(Some("alice"), ip(8), throttled.until)
+            .check_name(Some("alice"), ip(8), None, throttled.until)
             .is_ok());
+    }
+
+    #[test]
+    fn the_ticket_of_an_earlier_welcome_is_checked_at_once_from_any_address_during_an_attack() {
+        let guard = LoginGuard::new(5, Duration::from_secs(60));
+        let t0 = Instant::now();
+        let ticket = guard.succeeded("alice", ip(7), t0).expect("a ticket");
+        assert_eq!(ticket.len(), 32);
+        // The same ticket for the name while the server runs; other names get their own.
+        assert_eq!(guard.succeeded("alice", ip(9), t0), Some(ticket.clone()));
+        let bobs = guard.succeeded("bob", ip(7), t0).expect("a ticket");
+        assert_ne!(bobs, ticket);
+        let attacker = |i: u32| IpAddr::from((1000 + i).to_be_bytes());
+        for i in 0..100 {
+            let _ = guard.check_name(Some("alice"), attacker(i), None, t0);
+        }
+        // A guessed or another name's ticket does not help.
+        assert!(guard
+            .check_name(
+                Some("alice"),
+                ip(8),
+                Some("0123456789abcdef0123456789abcdef"),
+                t0
+            )
+            .is_err());
+        assert!(guard
+            .check_name(Some("alice"), ip(8), Some(&bobs), t0)
+            .is_err());
+        // Alice's own ticket from a new address: no wait at all.
+        assert!(guard
+            .check_name(Some("alice"), ip(8), Some(&ticket), t0)
+            .is_ok());
+        // A name no bot has never skips the rate, whatever it carries.
+        for i in 0..10 {
+            let _ = guard.check_name(None, attacker(i), Some(&ticket), t0);
+        }
+        assert!(guard.check_name(None, ip(8), Some(&ticket), t0).is_err());
     }
 }

@@ -11,8 +11,8 @@ use crate::game::EndReason;
 use crate::game_line::GameLine;
 use crate::journal::JournalEntry;
 
+use super::events::Events;
 use super::journaling::{MoveJournal, SharedJournal};
-use super::live::Live;
 use super::match_spec::MatchSpec;
 use super::output::Output;
 use super::referee::{
@@ -32,8 +32,8 @@ pub struct MatchPlan {
     pub opening: Vec<String>,
     pub journal: SharedJournal,
     pub output: Arc<Output>,
-    /// The web view's feed, when it runs.
-    pub live: Option<Live>,
+    /// Where the game's start and moves are told.
+    pub events: Events,
     /// Keep the match's slot until the scheduler has counted a loss by a fault (see
     /// [`MatchDone::slot`]).
     pub hold_slot_on_fault: bool,
@@ -56,7 +56,7 @@ pub async fn play(claimed: ClaimedMatch, plan: MatchPlan) -> MatchDone {
         opening,
         journal,
         output,
-        live,
+        events,
         hold_slot_on_fault,
         stop,
     } = plan;
@@ -78,7 +78,7 @@ pub async fn play(claimed: ClaimedMatch, plan: MatchPlan) -> MatchDone {
             journal: journal.clone(),
             id: Arc::from(id.as_str()),
         }),
-        live,
+        events,
     };
     let finished =
         run_journaled_match(spec, settings, links, inbox, Some(&door), stop, journaling).await;

@@ -5,15 +5,17 @@
 //! Tasks: one accept loop; per connection a reader (`connection`) and a writer task (`link`); per
 //! match a task (`match_task`) that runs its referee (`referee`) and writes its output; one
 //! scheduler (`schedule`) that decides what starts when. They share the `registry`. What happens
-//! is told to the caller through `report`'s events: the library never prints.
+//! is told to the caller's subscribers as typed `events`: the library never prints. A
+//! companion service (the web view) runs beside the server when the caller brings one: the
+//! server knows nothing of what it is.
 
 pub mod address;
 mod arrival;
 mod builtin;
 pub mod connection;
+pub mod events;
 mod journaling;
 mod link;
-pub mod live;
 pub mod log_summary;
 mod login_guard;
 mod match_spec;
@@ -41,14 +43,12 @@ use crate::config::Config;
 
 pub use arrival::{kernel_receive_timestamps_refused, ArrivalStampedRead};
 use connection::{serve_connection, ConnectionContext};
+pub use events::{EventSink, Events, OutputFault, OutputKind, ServerEvent, Subscriber};
 /// A connection's outgoing side, for the bench's relay to write lines exactly as the server does.
 pub use link::{outbox, write_lines, LineSink, LinkClose, OutboxReader, OutboxSender, TcpSink};
 use output::Output;
 use registry::Registry;
-pub use report::{
-    no_events, EventSink, GameSummary, OutputFault, OutputKind, ResumeReport, ServerError,
-    ServerEvent, ServerSummary,
-};
+pub use report::{GameSummary, ResumeReport, ServerError, ServerSummary};
 use schedule::Scheduler;
 
 /// Binds the configured listen address (or `listen` when given).
@@ -116,25 +116,48 @@ pub async fn run(
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<ServerSummary, ServerError> {
-    run_with_web(config, listener, None, shutdown, no_events()).await
+    run_with(config, listener, shutdown, Vec::new(), None).await
 }
 
-/// [`run`], with the web view served on `web` when given (see `crate::web`). The web view only
-/// reads: its failures are logged and never stop the league. When the league finishes and
-/// the server exits by itself, the static site is written to `out_dir/site`. What happens is
-/// told to `events`, beginning with [`ServerEvent::Ready`] once the output folder is held.
-pub async fn run_with_web(
+/// A service that runs beside the server (the web view): it subscribes to the server's events,
+/// is started with the server's connection context once the server listens, and is stopped
+/// with the server (its failures are its own: they never stop the league).
+pub struct Companion {
+    /// Where it serves, told in [`ServerEvent::Ready`].
+    pub address: Option<std::net::SocketAddr>,
+    /// Its subscription to the server's events (from the server's start on).
+    pub subscriber: Subscriber,
+    /// Starts it; its task ends soon after the token is cancelled.
+    #[allow(clippy::type_complexity)]
+    pub start: Box<
+        dyn FnOnce(Arc<ConnectionContext>, CancellationToken) -> tokio::task::JoinHandle<()> + Send,
+    >,
+}
+
+/// [`run`], telling what happens to `subscribers` (beginning with [`ServerEvent::Ready`] once
+/// the output folder is held), with `companion` running beside the server when given.
+pub async fn run_with(
     config: Config,
     listener: TcpListener,
-    web: Option<TcpListener>,
     shutdown: CancellationToken,
-    events: EventSink,
+    subscribers: Vec<Subscriber>,
+    companion: Option<Companion>,
 ) -> Result<ServerSummary, ServerError> {
     let address = listener.local_addr().map_err(ServerError::Listener)?;
-    let web_address = match &web {
-        Some(web) => Some(web.local_addr().map_err(ServerError::Listener)?),
-        None => None,
+    let (companion, companion_address) = match companion {
+        Some(Companion {
+            address,
+            subscriber,
+            start,
+        }) => (Some((subscriber, start)), address),
+        None => (None, None),
     };
+    let mut subscribers = subscribers;
+    let companion = companion.map(|(subscriber, start)| {
+        subscribers.push(subscriber);
+        start
+    });
+    let events = Events::new(subscribers);
     let mut config = config;
     let budget = fit_connections_under_open_files_limit(&mut config);
     let config = Arc::new(config);
@@ -181,7 +204,6 @@ pub async fn run_with_web(
             league_games_finished,
             league_games_planned,
             tournaments_finished: true,
-            site: None,
             already_finished: true,
         });
     }
@@ -224,23 +246,15 @@ pub async fn run_with_web(
         output: output.clone(),
         shutdown: stop.clone(),
     });
-    let web_view = web.map(|web_listener| {
-        registry.live().enable();
-        crate::web::start(
-            web_listener,
-            crate::web::WebContext::live(ctx.clone()),
-            stop.clone(),
-        )
-    });
+    let companion = companion.map(|start| start(ctx.clone(), stop.clone()));
     probe::server_ready();
     tracing::info!(%address, open_files_limit = ?budget.limit, bot_connections = budget.bot_connections, web_connections = budget.web_connections, "arena server listening");
-    events(ServerEvent::Ready {
+    events.publish(&ServerEvent::Ready {
         address,
-        web: web_address,
+        web: companion_address,
     });
-    if config.server.progress && (report.finished > 0 || report.resumed > 0 || report.repaired > 0)
-    {
-        events(ServerEvent::Resumed(report));
+    if report.finished > 0 || report.resumed > 0 || report.repaired > 0 {
+        events.publish(&ServerEvent::Resumed(report));
     }
     let accept = tokio::spawn(accept_loop(listener, ctx, stop.clone()));
     let mut engines = builtin::start_builtins(&config, address, builtins, stop.clone());
@@ -269,28 +283,14 @@ pub async fn run_with_web(
     stop.cancelled().await;
     let _ = accept.await;
     builtin::stop_builtins(engines).await;
-    let mut site = None;
-    if let Some(web_view) = web_view {
+    if let Some(companion) = companion {
         // Its streams end with `stop`; a browser that holds a request open does not hold the
         // server's exit.
-        if tokio::time::timeout(Duration::from_secs(5), web_view)
+        if tokio::time::timeout(Duration::from_secs(5), companion)
             .await
             .is_err()
         {
-            tracing::warn!("the web view did not stop within 5 s; leaving it");
-        }
-        if finished && config.server.exit_when_done {
-            let config = config.clone();
-            let dir = config.server.out_dir.join("site");
-            let written = tokio::task::spawn_blocking(move || {
-                crate::web::site::write_site(&config, &dir).map(|()| dir)
-            })
-            .await;
-            match written {
-                Ok(Ok(dir)) => site = Some(dir),
-                Ok(Err(e)) => tracing::error!(error = %e, "cannot write the static site"),
-                Err(e) => tracing::error!(error = %e, "static site task failed"),
-            }
+            tracing::warn!("the companion service (web view) did not stop within 5 s; leaving it");
         }
     }
     let (league_games_finished, league_games_planned) = scheduler.league_progress();
@@ -300,7 +300,6 @@ pub async fn run_with_web(
         league_games_finished,
         league_games_planned,
         tournaments_finished: finished,
-        site,
         already_finished: false,
     })
 }
@@ -312,7 +311,7 @@ pub async fn run_with_web(
 async fn finish_output(
     output: &Arc<Output>,
     writer: std::thread::JoinHandle<Option<OutputFault>>,
-    events: &EventSink,
+    events: &Events,
 ) {
     output.stop_writing();
     let output = output.clone();
@@ -333,7 +332,7 @@ async fn finish_output(
     match done {
         Ok(Some(left)) => {
             tracing::error!(waiting = left.waiting, error = %left.why, "stopping with game outputs not written; the next start writes them from the journal");
-            events(ServerEvent::OutputLeftBehind(left));
+            events.publish(&ServerEvent::OutputLeftBehind(left));
         }
         Ok(None) => {}
         Err(e) => tracing::error!(error = %e, "output task failed"),

@@ -484,9 +484,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let told = Arc::new(Mutex::new(Vec::new()));
         let sink = told.clone();
-        let health = Arc::new(OutputHealth::new(Arc::new(move |event| {
-            sink.lock().unwrap().push(format!("{event:?}"));
-        })));
+        let health = Arc::new(OutputHealth::new(crate::server::Events::new([
+            crate::server::Subscriber::news(Arc::new(
+                move |event: &crate::server::ServerEvent<'_>| {
+                    sink.lock().unwrap().push(format!("{event:?}"));
+                },
+            )),
+        ])));
         let output = Arc::new(Output::with_health(
             dir.path().to_path_buf(),
             RecordEncoding::Utf8,

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use super::report::{EventSink, ServerEvent};
+use super::events::{Events, ServerEvent};
 
 /// One of the league's outputs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -49,7 +49,7 @@ pub struct OutputFault {
 /// never held across an `.await`).
 pub struct OutputHealth {
     failing: Mutex<BTreeMap<OutputKind, OutputFault>>,
-    events: EventSink,
+    events: Events,
 }
 
 impl std::fmt::Debug for OutputHealth {
@@ -62,13 +62,13 @@ impl std::fmt::Debug for OutputHealth {
 
 impl Default for OutputHealth {
     fn default() -> OutputHealth {
-        OutputHealth::new(super::report::no_events())
+        OutputHealth::new(Events::default())
     }
 }
 
 impl OutputHealth {
     /// Health that tells `events` when an output falls behind and when it catches up.
-    pub fn new(events: EventSink) -> OutputHealth {
+    pub fn new(events: Events) -> OutputHealth {
         OutputHealth {
             failing: Mutex::new(BTreeMap::new()),
             events,
@@ -90,7 +90,7 @@ impl OutputHealth {
         let first = self.lock().insert(what, fault.clone()).is_none();
         if first {
             tracing::error!(output = %what, waiting, error = %why, "writing failed; retrying until it works (nothing is dropped)");
-            (self.events)(ServerEvent::OutputBehind(fault));
+            self.events.publish(&ServerEvent::OutputBehind(fault));
         }
     }
 
@@ -98,7 +98,7 @@ impl OutputHealth {
     pub fn recovered(&self, what: OutputKind) {
         if self.lock().remove(&what).is_some() {
             tracing::info!(output = %what, "writing works again; caught up");
-            (self.events)(ServerEvent::OutputCaughtUp(what));
+            self.events.publish(&ServerEvent::OutputCaughtUp(what));
         }
     }
 
@@ -117,9 +117,13 @@ mod tests {
     fn a_run_of_failures_is_told_once_and_its_end_once() {
         let told = Arc::new(Mutex::new(Vec::new()));
         let sink = told.clone();
-        let health = OutputHealth::new(Arc::new(move |event| {
-            sink.lock().unwrap().push(format!("{event:?}"));
-        }));
+        let health = OutputHealth::new(crate::server::Events::new([
+            crate::server::Subscriber::news(Arc::new(
+                move |event: &crate::server::ServerEvent<'_>| {
+                    sink.lock().unwrap().push(format!("{event:?}"));
+                },
+            )),
+        ]));
         health.recovered(OutputKind::Games);
         assert!(told.lock().unwrap().is_empty(), "nothing failed yet");
         health.failed(OutputKind::Games, "Read-only file system", 1);

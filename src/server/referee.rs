@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::game::{new_game, AnyGame, EndReason, Outcome, Side};
 use crate::journal::JournalMove;
-use crate::protocol::{ErrorCode, RefereeMessage, TurnClock};
+use crate::protocol::{write_turn_line, ErrorCode, RefereeMessage, TurnClock};
 
 use super::journaling::MoveJournal;
 use super::link::{BotLink, DirectMoves, RefereeDoor, RefereeInput, WriteStamp};
@@ -32,6 +32,12 @@ use crate::clock_settings::whole_ms as ms;
 const READER_WAIT_MAX: Duration = Duration::from_secs(1);
 /// How often the referee looks again while it waits for that reader.
 const READER_RECHECK: Duration = Duration::from_millis(5);
+/// How much earlier than the start of its `turn`'s writing a move may seem to have arrived and
+/// still answer it. A kernel receive stamp is a wall-clock time turned into a monotonic
+/// instant (`arrival`), which can be off by some microseconds; without this slack a bot that
+/// answers at once could have its move refused as sent ahead of its turn, and lose on time.
+/// A move sent ahead by less than this gains nothing a clock in whole milliseconds shows.
+const ANSWER_ORDER_SLACK: Duration = Duration::from_micros(100);
 
 /// Arena-wide settings a referee applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,8 +135,8 @@ pub struct MatchJournaling {
     /// Moves played before the first turn (an opening, `arena match`): journaled and recorded
     /// as ordinary moves with no think time. On a resume, those already journaled are skipped.
     pub opening: Vec<String>,
-    /// Where the web view hears of the game's start and moves (`None`: no web view).
-    pub live: Option<super::live::Live>,
+    /// Where the game's start and moves are told.
+    pub events: super::events::Events,
 }
 
 /// What an input that reaches the referee after the mover's deadline does.
@@ -214,6 +220,8 @@ struct Referee {
     direct_open: bool,
     /// How the game ended, when a move played directly ended it: the task finishes it.
     ended: Option<Outcome>,
+    /// The `turn` line being sent, kept between moves (one is encoded at every move).
+    turn_line: Vec<u8>,
 }
 
 impl Referee {
@@ -234,31 +242,34 @@ impl Referee {
         );
     }
 
-    /// The game as the web view shows it at its start (or resumption): its moves are this
-    /// referee's log, shared.
-    fn live_game(&self) -> super::live::LiveGame {
-        super::live::LiveGame {
+    /// The game at its start (or resumption): its moves are this referee's log, shared.
+    fn started_event(&self) -> super::events::GameStarted {
+        super::events::GameStarted {
             spec: self.spec.clone(),
             moves: self.moves.clone(),
             clocks: [ms(self.remaining[0]), ms(self.remaining[1])],
-            result: None,
-            reason: None,
-            record: None,
         }
     }
 
-    /// Tells the web view of the move just accepted.
-    fn publish_last_move(&self, live: &super::live::Live) {
+    /// Tells `events` of the move just accepted (only when someone takes moves: otherwise no
+    /// event is made).
+    fn publish_last_move(&self, events: &super::events::Events) {
+        if !events.is_followed_live() {
+            return;
+        }
         let moves = self.moves.read();
         if let Some((text, think_ms, _)) = moves.last() {
-            live.move_played(
-                &self.spec.match_id,
-                moves.len(),
-                text,
-                think_ms,
-                || self.game.position_text(),
-                [ms(self.remaining[0]), ms(self.remaining[1])],
-            );
+            let position = || self.game.position_text();
+            events.publish(&super::events::ServerEvent::MovePlayed(
+                super::events::MovePlayed::new(
+                    &self.spec.match_id,
+                    moves.len(),
+                    text,
+                    think_ms,
+                    [ms(self.remaining[0]), ms(self.remaining[1])],
+                    &position,
+                ),
+            ));
         }
     }
 
@@ -325,25 +336,25 @@ impl Referee {
     fn send_turn(&mut self, side: Side, stamped: bool) {
         let elapsed = Instant::now().saturating_duration_since(self.turn_started);
         let you = self.remaining[side.index()].saturating_sub(elapsed);
-        let (moves, ply) = {
+        let clock = TurnClock {
+            you_ms: ms(you),
+            opponent_ms: ms(self.remaining[side.opponent().index()]),
+        };
+        let ply = {
             let log = self.moves.read();
             let from = self.reported[side.index()].min(log.len());
-            (log.texts_from(from), log.len())
-        };
-        let message = RefereeMessage::Turn {
-            match_id: self.spec.match_id.clone(),
-            moves,
-            ply: u32::try_from(ply).unwrap_or(u32::MAX),
-            clock: TurnClock {
-                you_ms: ms(you),
-                opponent_ms: ms(self.remaining[side.opponent().index()]),
-            },
+            let ply = u32::try_from(log.len()).unwrap_or(u32::MAX);
+            let texts = (from..log.len()).filter_map(|i| log.text(i));
+            write_turn_line(&mut self.turn_line, &self.spec.match_id, texts, ply, clock);
+            log.len()
         };
         if let Some(link) = &self.links[side.index()] {
+            // JSON is UTF-8: this never falls back.
+            let line = std::str::from_utf8(&self.turn_line).unwrap_or("{}\n");
             if stamped {
-                link.send_stamped(&message, &self.turn_written[side.index()]);
+                link.send_line_stamped(line, &self.turn_written[side.index()]);
             } else {
-                link.send(&message);
+                link.send_line(line);
             }
         }
         self.reported[side.index()] = ply;
@@ -410,13 +421,11 @@ impl Referee {
         }
     }
 
-    /// After an accepted move is journaled: tells the web view, and starts the next turn or
+    /// After an accepted move is journaled: tells `events`, and starts the next turn or
     /// returns how the game ended.
-    fn go_on(&mut self, times: MoveTimes, live: Option<&super::live::Live>) -> Option<Outcome> {
+    fn go_on(&mut self, times: MoveTimes, events: &super::events::Events) -> Option<Outcome> {
         self.recheck_at = None;
-        if let Some(live) = live {
-            self.publish_last_move(live);
-        }
+        self.publish_last_move(events);
         let ply = self.moves.len().saturating_sub(1);
         let game_over = self.game.outcome();
         if game_over.is_none() {
@@ -564,7 +573,7 @@ impl Referee {
         }
         let writing_began = self.turn_written[self.game.turn().index()].begun();
         match writing_began {
-            Some(began) if received >= began => None,
+            Some(began) if received + ANSWER_ORDER_SLACK >= began => None,
             _ => Some(format!(
                 "this move arrived before the turn for ply {current} was sent; a move must answer its turn"
             )),
@@ -587,7 +596,7 @@ struct Desk {
     /// Rung when a move played directly ended the game.
     ended: Notify,
     journal: Option<MoveJournal>,
-    live: Option<super::live::Live>,
+    events: super::events::Events,
 }
 
 impl Desk {
@@ -601,7 +610,7 @@ impl Desk {
         if let Some(journal) = &self.journal {
             journal.record_last_move_behind(&referee.moves, referee.remaining);
         }
-        referee.go_on(times, self.live.as_ref())
+        referee.go_on(times, &self.events)
     }
 }
 
@@ -746,13 +755,14 @@ pub async fn run_journaled_match(
         moves: replayed.moves,
         recheck_at: None,
         direct_open: false,
+        turn_line: Vec::new(),
         ended: None,
     };
     let desk = Arc::new(Desk {
         referee: Mutex::new(referee),
         ended: Notify::new(),
         journal: journaling.journal,
-        live: journaling.live,
+        events: journaling.events,
     });
     let _shut = DirectShut(desk.clone());
     {
@@ -766,8 +776,11 @@ pub async fn run_journaled_match(
         );
         referee.send_start(Side::First);
         referee.send_start(Side::Second);
-        if let Some(live) = &desk.live {
-            live.game_started(referee.live_game());
+        if desk.events.is_followed() {
+            desk.events
+                .publish(&super::events::ServerEvent::GameStarted(
+                    referee.started_event(),
+                ));
         }
     }
 
@@ -830,7 +843,7 @@ pub async fn run_journaled_match(
                             if let Some(journal) = &desk.journal {
                                 journal.record_last_move(&moves, remaining).await;
                             }
-                            desk.lock().go_on(times, desk.live.as_ref())
+                            desk.lock().go_on(times, &desk.events)
                         }
                     };
                     if let Some(outcome) = game_over {
@@ -898,8 +911,8 @@ pub async fn run_journaled_match(
         moves = referee.moves.len(),
         "match ended"
     );
-    if desk.live.is_some() {
-        // The web view keeps the latest finished games' logs for a while.
+    if desk.events.is_followed_live() {
+        // A live view (the web's) keeps the latest finished games' logs for a while.
         referee.moves.read().shrink_to_fit();
     }
     // Who made each move follows from the game (`GameId::mover_of_ply`): not kept.
@@ -1163,6 +1176,28 @@ mod tests {
         let game = h.finished().await;
         assert_eq!(game.moves, vec!["F6".to_string()]);
         assert_eq!(game.think_ms, vec![0]);
+    }
+
+    /// A receive stamp turned into an instant can be some microseconds off (see
+    /// `ANSWER_ORDER_SLACK`): a move that seems to have arrived just before its turn's writing
+    /// began still answers it, and one that seems to by more than the slack does not.
+    #[tokio::test(start_paused = true)]
+    async fn a_move_stamped_a_few_microseconds_before_its_turn_still_answers_it() {
+        let mut h = Harness::start();
+        h.next_queued(Side::First).await;
+        let (_, first_turn) = h.next_queued(Side::First).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let began = Instant::now();
+        first_turn.written.expect("stamp").set(began);
+        h.first_move("F6", began - ANSWER_ORDER_SLACK - Duration::from_micros(1))
+            .await;
+        let error = h.expect(Side::First, "error").await;
+        assert_eq!(error["code"], "not_your_turn", "{error}");
+        h.first_move("F6", began - ANSWER_ORDER_SLACK).await;
+        let turn = h.expect(Side::Second, "turn").await;
+        assert_eq!(turn["moves"], serde_json::json!(["F6"]));
+        h.resign(Side::Second).await;
+        assert_eq!(h.finished().await.moves, vec!["F6".to_string()]);
     }
 
     #[tokio::test(start_paused = true)]

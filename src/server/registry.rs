@@ -13,7 +13,6 @@ use crate::game::{GameId, Side};
 use crate::protocol::RefereeMessage;
 
 use super::link::{BotLink, RefereeDoor, RefereeInput};
-use super::live::Live;
 
 /// An authenticated connection.
 #[derive(Debug, Clone)]
@@ -54,6 +53,34 @@ struct RegistryState {
     /// `program` bots whose program failed to start several times in a row and that have not
     /// connected since: absent, their due games forfeited at once.
     cannot_start: HashSet<String>,
+    /// Bots whose availability changed since the scheduler last asked (see
+    /// [`Registry::take_changes`]).
+    changes: Changes,
+}
+
+/// Most bots remembered as changed between two looks of the scheduler; past it the scheduler
+/// is told that anyone may have changed.
+const MAX_CHANGED_BOTS: usize = 4096;
+
+/// What changed since the scheduler last looked: these bots, or (`all`) possibly anyone.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Changes {
+    pub all: bool,
+    pub bots: Vec<String>,
+}
+
+impl Changes {
+    fn bot(&mut self, name: &str) {
+        if self.all {
+            return;
+        }
+        if self.bots.len() >= MAX_CHANGED_BOTS {
+            self.all = true;
+            self.bots = Vec::new();
+        } else {
+            self.bots.push(name.to_string());
+        }
+    }
 }
 
 impl RegistryState {
@@ -119,8 +146,6 @@ impl Drop for MatchSlot {
 pub struct Registry {
     state: Mutex<RegistryState>,
     changed: Notify,
-    /// What the web view reads (off unless it runs).
-    live: Live,
     /// Set once every tournament is finished (see [`Registry::end_league`]).
     league_over: std::sync::atomic::AtomicBool,
 }
@@ -166,6 +191,7 @@ impl Registry {
         state.sessions.insert(name.to_string(), session);
         state.suspended.remove(name);
         state.cannot_start.remove(name);
+        state.changes.bot(name);
         let resumed = state
             .matches
             .values()
@@ -188,6 +214,7 @@ impl Registry {
             return Vec::new();
         }
         state.sessions.remove(name);
+        state.changes.bot(name);
         let left = state
             .matches
             .values()
@@ -206,6 +233,7 @@ impl Registry {
         let mut state = self.lock();
         state.suspended.insert(name.to_string(), why.to_string());
         let session = state.sessions.remove(name)?;
+        state.changes.bot(name);
         session.link.send(&RefereeMessage::Error {
             code: crate::protocol::ErrorCode::Suspended,
             message: why.to_string(),
@@ -255,9 +283,11 @@ impl Registry {
         &self.changed
     }
 
-    /// What the web view reads (off unless it runs).
-    pub fn live(&self) -> &Live {
-        &self.live
+    /// The bots whose availability changed (connected, left, suspended, marked as unable to
+    /// start, or freed from a match) since the last call: the scheduler looks again only at
+    /// their tournaments.
+    pub fn take_changes(&self) -> Changes {
+        std::mem::take(&mut self.lock().changes)
     }
 
     /// Claims match `match_id` of `game` for `players` if both are connected, play `game` and
@@ -311,7 +341,10 @@ impl Registry {
     /// Marks the `program` bot `name` as one whose program cannot start: until it connects,
     /// its due games are forfeited at once rather than after `absent_forfeit_ms`.
     pub fn mark_cannot_start(&self, name: &str) {
-        self.lock().cannot_start.insert(name.to_string());
+        let mut state = self.lock();
+        state.cannot_start.insert(name.to_string());
+        state.changes.bot(name);
+        drop(state);
         self.changed.notify_one();
     }
 
@@ -346,6 +379,7 @@ impl Registry {
                 if let Some(n) = state.busy.get_mut(&name) {
                     *n = n.saturating_sub(1);
                 }
+                state.changes.bot(&name);
             }
         }
         drop(state);

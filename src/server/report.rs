@@ -3,10 +3,8 @@
 //! server could not run.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use super::journaling;
-pub use super::output_health::{OutputFault, OutputKind};
 use super::referee::FinishedGame;
 
 /// Why the server could not run.
@@ -80,46 +78,6 @@ pub struct ResumeReport {
     pub dropped_torn_line: bool,
 }
 
-/// What the server tells its caller as it runs. The library never prints: the binary decides
-/// what a person sees of these.
-#[derive(Debug, Clone)]
-pub enum ServerEvent {
-    /// The league was read back from the journal of an earlier run (with `progress` on).
-    Resumed(ResumeReport),
-    /// The server holds its output folder and accepts bots on `address` (and serves the web
-    /// view on `web`). Nothing said before this means the server is running.
-    Ready {
-        address: SocketAddr,
-        web: Option<SocketAddr>,
-    },
-    /// A game finished: its tournament's progress line (with `progress` on).
-    GameFinished { tournament: String, line: String },
-    /// A Swiss round was paired (with `progress` on).
-    RoundPaired {
-        tournament: String,
-        round: u32,
-        rounds: u32,
-    },
-    /// A tournament finished: its final table, aligned for a terminal (with `progress` on).
-    TournamentFinished { tournament: String, table: String },
-    /// An output could not be written: the writes are kept and tried again (told once per run
-    /// of failures).
-    OutputBehind(OutputFault),
-    /// An output that had fallen behind is written again.
-    OutputCaughtUp(OutputKind),
-    /// The server stopped with outputs still waiting: the next start writes them from the
-    /// journal (`what`), or could not keep them (the journal itself).
-    OutputLeftBehind(OutputFault),
-}
-
-/// Where [`ServerEvent`]s go.
-pub type EventSink = Arc<dyn Fn(ServerEvent) + Send + Sync>;
-
-/// An [`EventSink`] that drops every event (tests, benches, embedded servers).
-pub fn no_events() -> EventSink {
-    Arc::new(|_| {})
-}
-
 /// What a server run did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerSummary {
@@ -133,9 +91,6 @@ pub struct ServerSummary {
     pub league_games_planned: usize,
     /// Whether every tournament was finished.
     pub tournaments_finished: bool,
-    /// Where the static site was written (with the web view on, when the league finished and
-    /// the server exited by itself).
-    pub site: Option<std::path::PathBuf>,
     /// Every tournament was finished before this run: it played nothing and exited at once.
     pub already_finished: bool,
 }

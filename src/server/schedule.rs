@@ -23,12 +23,15 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{Config, Format, TournamentConfig};
 use crate::game::{EndReason, Side};
 use crate::journal::{Journal, JournalEntry, JournalState, JOURNAL_FILE};
-use crate::league::report::terminal_table;
 use crate::league::{
     compute_standings, fixed_schedule, swiss_round, write_standings, EloOptions, GameResult,
     ScheduledGame, TournamentStandings,
 };
 
+use super::events::{
+    Events, GameFinished, LeagueProgress, ScheduleSeen, ServerEvent, StandingsSnapshot,
+    TournamentProgress, WaitingPair,
+};
 use super::journaling::{fingerprint, SharedJournal, MAX_RETRY_PAUSE};
 use super::link::RefereeInput;
 use super::match_spec::MatchSpec;
@@ -37,7 +40,7 @@ use super::output::Output;
 use super::output_health::{OutputHealth, OutputKind};
 use super::referee::{FinishedGame, RefereeSettings, ResumePoint};
 use super::registry::Registry;
-use super::report::{EventSink, GameSummary, ResumeReport, ServerError, ServerEvent};
+use super::report::{GameSummary, ResumeReport, ServerError};
 use crate::game_line::GameLine;
 
 /// A game waiting to be played: from the start, or from its journaled moves.
@@ -409,12 +412,13 @@ fn load_swiss(
     }
 }
 
+/// The least time between two tellings of the waiting-games table (it is as large as the
+/// schedule, and the scheduler wakes on every connection and finished game).
+const SCHEDULE_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// The least time between two rewrites of the standings files while games go on (the last
 /// state is written when the league stops, without waiting).
 const STANDINGS_REST: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Every tournament's standings at one moment, as the writer task gets them.
-type StandingsSnapshot = Arc<Vec<Arc<TournamentStandings>>>;
 
 /// Writes each standings snapshot it receives, skipping to the newest when several are waiting;
 /// ends when the sender is dropped and the last snapshot is written. After each write it rests
@@ -509,14 +513,41 @@ pub struct Scheduler {
     standings: Vec<Arc<TournamentStandings>>,
     /// The newest standings for the writer task (only the newest is kept).
     standings_tx: Option<tokio::sync::watch::Sender<StandingsSnapshot>>,
-    /// Every tournament and bot name, shared: what the web view is told waits names them
+    /// Every tournament and bot name, shared: what a live view is told waits names them
     /// four times a second without a string each.
     live_names: std::collections::HashSet<Arc<str>>,
+    /// When the waiting games were last told (see `tell_schedule`).
+    schedule_told_at: Option<std::time::Instant>,
     standings_writer: Option<tokio::task::JoinHandle<()>>,
-    /// Where progress is told (the binary prints it).
-    events: EventSink,
+    /// Where what happens is told.
+    events: Events,
     /// Each bot's current run of losses by timeout or illegal move (what and where).
     faults: HashMap<String, Vec<String>>,
+    /// The tournaments each bot plays in: when a bot's availability changes, only these are
+    /// looked at again for games to start.
+    bot_tournaments: HashMap<String, Vec<usize>>,
+    /// Tournaments to look at for games to start, beyond those of the bots that changed: one
+    /// whose game has just ended (a slot of its own concurrency is free).
+    to_look_at: std::collections::BTreeSet<usize>,
+    /// Look at every tournament next time (at the start, and when a forfeit falls due).
+    look_at_all: bool,
+    /// The soonest moment a game waiting for an absent bot is forfeited, as far as the looks
+    /// so far found (a look at every tournament finds it afresh).
+    forfeit_due: Option<Instant>,
+}
+
+/// The tournaments each bot of `tournaments` plays in.
+fn tournaments_of_bots(tournaments: &[TournamentState]) -> HashMap<String, Vec<usize>> {
+    let mut of_bot: HashMap<String, Vec<usize>> = HashMap::new();
+    for (index, t) in tournaments.iter().enumerate() {
+        for bot in &t.config.bots {
+            let indices = of_bot.entry(bot.clone()).or_default();
+            if indices.last() != Some(&index) {
+                indices.push(index);
+            }
+        }
+    }
+    of_bot
 }
 
 /// Every tournament's and bot's name in `config`, one shared copy each.
@@ -533,12 +564,17 @@ impl Scheduler {
         output: Arc<Output>,
         journal: SharedJournal,
         tournaments: Vec<TournamentState>,
-        events: EventSink,
+        events: Events,
     ) -> Scheduler {
         Scheduler {
             events,
+            schedule_told_at: None,
             faults: HashMap::new(),
             live_names: tournaments_and_bots(&config),
+            bot_tournaments: tournaments_of_bots(&tournaments),
+            to_look_at: std::collections::BTreeSet::new(),
+            look_at_all: true,
+            forfeit_due: None,
             config,
             registry,
             output,
@@ -617,7 +653,9 @@ impl Scheduler {
                 }
                 _ = self.registry.changed().notified() => {}
                 Some(done) = self.running.join_next_with_id() => self.collect(done).await,
-                _ = async { if let Some(at) = next_forfeit { sleep_until(at).await } }, if next_forfeit.is_some() => {}
+                _ = async { if let Some(at) = next_forfeit { sleep_until(at).await } }, if next_forfeit.is_some() => {
+                    self.look_at_all = true;
+                }
             }
         }
     }
@@ -634,6 +672,8 @@ impl Scheduler {
         if let Some(t) = tournament.and_then(|index| self.tournaments.get_mut(index)) {
             t.running = t.running.saturating_sub(1);
         }
+        // A slot of its concurrency is free (and its next Swiss round may be paired).
+        self.to_look_at.extend(tournament);
         match done {
             Ok((
                 _,
@@ -662,35 +702,38 @@ impl Scheduler {
     /// already written: progress, standings, the next Swiss round.
     async fn finish(&mut self, tournament: usize, id: String, game: FinishedGame, line: GameLine) {
         self.summary.push(GameSummary::of(&game));
-        self.registry.live().game_ended(
-            &id,
-            game.outcome.result_str(),
-            game.outcome.reason.as_str(),
-            Some(line.record.as_str()),
-        );
         let Some(t) = self.tournaments.get_mut(tournament) else {
             return;
         };
         t.mark_finished(id, &line);
-        let (all_done, all_planned) = self.league_progress();
-        let progress = self.config.server.progress;
-        if let Some(t) = self.tournaments.get(tournament).filter(|_| progress) {
-            (self.events)(ServerEvent::GameFinished {
-                tournament: t.config.name.clone(),
-                line: progress_line(t.done(), t.planned(), &game, all_done, all_planned),
-            });
+        if let Some(t) = self.tournaments.get(tournament) {
+            if self.events.is_followed() {
+                // A pass over every tournament: only when someone follows the news.
+                let (league_done, league_planned) = self.league_progress();
+                let progress = LeagueProgress {
+                    tournament_done: t.done(),
+                    tournament_planned: t.planned(),
+                    league_done,
+                    league_planned,
+                };
+                self.events
+                    .publish(&ServerEvent::GameFinished(Arc::new(GameFinished {
+                        line,
+                        progress,
+                    })));
+            }
         }
         let entries = self
             .tournaments
             .get_mut(tournament)
             .map(TournamentState::next_swiss_round)
             .unwrap_or_default();
-        if let Some(t) = self.tournaments.get(tournament).filter(|_| progress) {
+        if let Some(t) = self.tournaments.get(tournament) {
             if let Some(round) = entries.iter().find_map(|e| match e {
                 JournalEntry::Scheduled { round, .. } => Some(*round),
                 _ => None,
             }) {
-                (self.events)(ServerEvent::RoundPaired {
+                self.events.publish(&ServerEvent::RoundPaired {
                     tournament: t.config.name.clone(),
                     round,
                     rounds: t.config.rounds,
@@ -704,15 +747,16 @@ impl Scheduler {
         self.announce_if_finished(tournament);
     }
 
-    /// Recomputes tournament `index`'s standings and tells the web view.
+    /// Recomputes tournament `index`'s standings and tells the subscribers.
     fn refresh_standings(&mut self, index: usize) {
         if let (Some(slot), Some(t)) = (self.standings.get_mut(index), self.tournaments.get(index))
         {
             *slot = Arc::new(t.standings());
-            if self.registry.live().is_enabled() {
-                self.registry
-                    .live()
-                    .standings_changed(&t.config.name, Arc::new(self.standings.clone()));
+            if self.events.is_followed() {
+                self.events.publish(&ServerEvent::StandingsChanged {
+                    tournament: t.config.name.clone(),
+                    standings: Arc::new(self.standings.clone()),
+                });
             }
         }
     }
@@ -753,6 +797,10 @@ impl Scheduler {
             run.join(", ")
         );
         tracing::warn!(bot = %name, faults = run.len(), why = %why, "bot suspended");
+        self.events.publish(&ServerEvent::BotSuspended {
+            bot: name.to_string(),
+            why: why.clone(),
+        });
         self.journal
             .append(vec![JournalEntry::Suspended {
                 bot: name.to_string(),
@@ -778,12 +826,20 @@ impl Scheduler {
         }
     }
 
-    /// Tells the web view (when it runs) which games wait and how each tournament stands.
-    fn tell_live_view(&self) {
-        let live = self.registry.live();
-        if !live.schedule_due() {
+    /// Tells a live view (when one subscribes) which games wait and how each tournament
+    /// stands, at most every `SCHEDULE_EVERY`.
+    fn tell_schedule(&mut self) {
+        if !self.events.is_followed_live() {
             return;
         }
+        let now = std::time::Instant::now();
+        if self
+            .schedule_told_at
+            .is_some_and(|last| now.duration_since(last) < SCHEDULE_EVERY)
+        {
+            return;
+        }
+        self.schedule_told_at = Some(now);
         let mut waiting = Vec::new();
         let mut progress = Vec::new();
         let name = |text: &str| -> Arc<str> {
@@ -798,14 +854,14 @@ impl Scheduler {
             let mut pairs = std::collections::HashSet::new();
             for p in &t.pending {
                 if pairs.insert((p.game.first.as_str(), p.game.second.as_str())) {
-                    waiting.push(super::live::WaitingPair {
+                    waiting.push(WaitingPair {
                         tournament: tournament.clone(),
                         game: t.config.game,
                         players: [name(&p.game.first), name(&p.game.second)],
                     });
                 }
             }
-            progress.push(super::live::TournamentProgress {
+            progress.push(TournamentProgress {
                 name: tournament,
                 game: t.config.game,
                 swiss: t.swiss(),
@@ -818,7 +874,11 @@ impl Scheduler {
         // each would keep up to twice their size).
         waiting.shrink_to_fit();
         progress.shrink_to_fit();
-        live.schedule_seen(waiting, progress);
+        self.events
+            .publish(&ServerEvent::Schedule(Arc::new(ScheduleSeen {
+                waiting,
+                tournaments: progress,
+            })));
     }
 
     /// Hands the current standings to the writer task (atomic files, off the runtime threads).
@@ -828,24 +888,21 @@ impl Scheduler {
         }
     }
 
-    /// Prints the final table of every tournament that has just finished.
+    /// Tells the final standings of every tournament that has just finished.
     fn announce_finished_tournaments(&mut self) {
         for index in 0..self.tournaments.len() {
             self.announce_if_finished(index);
         }
     }
 
-    /// Prints tournament `index`'s final table if it has just finished (once).
+    /// Tells tournament `index`'s final standings if it has just finished (once).
     fn announce_if_finished(&mut self, index: usize) {
-        let progress = self.config.server.progress;
         if let Some(t) = self.tournaments.get_mut(index) {
             if !t.announced && t.is_finished() {
                 t.announced = true;
-                if progress {
-                    (self.events)(ServerEvent::TournamentFinished {
-                        tournament: t.config.name.clone(),
-                        table: terminal_table(&t.standings()),
-                    });
+                if self.events.is_followed() {
+                    self.events
+                        .publish(&ServerEvent::TournamentFinished(Arc::new(t.standings())));
                 }
             }
         }
@@ -860,10 +917,32 @@ impl Scheduler {
             reconnect_grace: Duration::from_millis(self.config.server.reconnect_grace_ms),
             timeout_settle: Duration::from_millis(self.config.server.timeout_settle_ms),
         };
-        let mut next_forfeit: Option<Instant> = None;
+        // Only tournaments where something changed can have a game to start that the last look
+        // did not start: one whose own game ended, or one of a bot that connected, left or was
+        // freed from a match elsewhere. Looking at all of them at every change cost each game
+        // end a pass over every tournament (a thousand and more in a big league).
+        let changes = self.registry.take_changes();
+        let look_at: Vec<usize> = if self.look_at_all || changes.all {
+            self.look_at_all = false;
+            self.to_look_at.clear();
+            self.forfeit_due = None;
+            (0..self.tournaments.len()).collect()
+        } else {
+            let mut look_at = std::mem::take(&mut self.to_look_at);
+            for bot in &changes.bots {
+                if let Some(indices) = self.bot_tournaments.get(bot) {
+                    look_at.extend(indices.iter().copied());
+                }
+            }
+            look_at.into_iter().collect()
+        };
+        let mut next_forfeit: Option<Instant> = self.forfeit_due;
         let mut forfeits: Vec<(usize, String, FinishedGame)> = Vec::new();
         let suspending = self.config.server.suspend_after_faults > 0;
-        for (index, t) in self.tournaments.iter_mut().enumerate() {
+        for index in look_at {
+            let Some(t) = self.tournaments.get_mut(index) else {
+                continue;
+            };
             let mut i = 0;
             while i < t.pending.len() && t.running < t.config.concurrency {
                 let Some(pending) = t.pending.get(i) else {
@@ -886,11 +965,6 @@ impl Scheduler {
                         let pending = t.pending.remove(i);
                         t.due_since.remove(&spec.match_id);
                         t.running += 1;
-                        let live = self
-                            .registry
-                            .live()
-                            .is_enabled()
-                            .then(|| self.registry.live().clone());
                         let plan = MatchPlan {
                             tournament: index,
                             opening: t.config.opening_of(&spec.match_id),
@@ -899,7 +973,7 @@ impl Scheduler {
                             resume: pending.resume,
                             journal: self.journal.clone(),
                             output: self.output.clone(),
-                            live,
+                            events: self.events.clone(),
                             hold_slot_on_fault: suspending,
                             stop: stop.clone(),
                         };
@@ -955,7 +1029,7 @@ impl Scheduler {
                 t.due_since.shrink_to_fit();
             }
         }
-        self.tell_live_view();
+        self.tell_schedule();
         let any_forfeit = !forfeits.is_empty();
         for (index, id, game) in forfeits {
             if let Some((game, line)) =
@@ -966,38 +1040,12 @@ impl Scheduler {
         }
         if any_forfeit {
             // A forfeit may have completed a Swiss round: its next games can start now.
+            self.look_at_all = true;
             return Some(Instant::now());
         }
+        self.forfeit_due = next_forfeit;
         next_forfeit
     }
-}
-
-/// The line printed when a game ends, e.g.
-/// `hex-demo 3/4  hex-demo-r2-p1-g1  random-a vs random-b: random-b wins by connection after 57 moves  [all: 9/16]`.
-pub fn progress_line(
-    done: usize,
-    planned: usize,
-    game: &FinishedGame,
-    all_done: usize,
-    all_planned: usize,
-) -> String {
-    let spec = &game.spec;
-    let result = match game.outcome.winner {
-        Some(side) => format!(
-            "{} wins by {}",
-            spec.players[side.index()],
-            game.outcome.reason
-        ),
-        None => format!("draw by {}", game.outcome.reason),
-    };
-    format!(
-        "{} {done}/{planned}  {}  {} vs {}: {result} after {} moves  [all: {all_done}/{all_planned}]",
-        spec.tournament,
-        spec.match_id,
-        spec.players[0],
-        spec.players[1],
-        game.moves.len()
-    )
 }
 
 #[cfg(test)]
@@ -1151,25 +1199,5 @@ mod tests {
             err.contains("tournament s: rounds differs: journal has 3, config has 4"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn a_progress_line_names_the_tournament_count_players_and_result() {
-        let spec = MatchSpec {
-            match_id: "hex-demo-r2-p1-g1".into(),
-            tournament: "hex-demo".into(),
-            game: crate::game::GameId::Hex,
-            rules: serde_json::json!({}).into(),
-            clock: crate::protocol::ClockSpec::default(),
-            players: ["greedy".into(), "hex-engine".into()],
-        };
-        let mut game = FinishedGame::forfeit(spec, Some(Side::Second));
-        assert_eq!(
-            progress_line(2, 2, &game, 7, 10),
-            "hex-demo 2/2  hex-demo-r2-p1-g1  greedy vs hex-engine: hex-engine wins by forfeit \
-             after 0 moves  [all: 7/10]"
-        );
-        game.outcome.winner = None;
-        assert!(progress_line(1, 2, &game, 1, 2).contains(": draw by forfeit after 0 moves"));
     }
 }

@@ -9,15 +9,43 @@ use std::sync::Arc;
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
+use super::live::{Live, LiveGame, MatchSpec, SharedMoveLog};
 use crate::config::Config;
-use crate::game::{game_from_position_text, new_game, GameId};
+use crate::game::{game_from_position_text, new_game, GameId, Side};
 use crate::game_line::GameLine;
 use crate::protocol::ClockSpec;
-use crate::server::live::{LiveGame, MatchSpec, SharedMoveLog};
 use crate::server::registry::{BotStatus, Registry};
 use crate::server::OutputFault;
 
 use super::ApiError;
+
+/// `/api/games/meta`: what the pages must know of each game to draw its board and build a move
+/// from clicks (board size and drawing, each side's letter and stone colour, stones per turn,
+/// marked points), all from the game's `Rules`, so the pages keep no per-game tables. (No match
+/// id can be `meta`: every id has a `-`.)
+pub fn games_meta() -> Value {
+    let games: Vec<Value> = GameId::ALL
+        .iter()
+        .map(|&game| {
+            let sides = [Side::First, Side::Second].map(|side| {
+                json!({
+                    "letter": game.colour_letter(side).to_string(),
+                    "colour": game.stone_colour(side),
+                })
+            });
+            json!({
+                "id": game,
+                "record_code": game.record_code(),
+                "board_size": game.board_size(),
+                "board": game.board_drawing(),
+                "sides": sides,
+                "stones_per_turn": game.stones_per_turn(),
+                "star_points": game.star_points(),
+            })
+        })
+        .collect();
+    json!({ "games": games })
+}
 
 /// Every finished game of `out_dir/games.jsonl`, in file order (lines that are not a whole game
 /// are skipped, as the server's own reader skips them).
@@ -229,8 +257,14 @@ pub fn standings_text(config: &Config) -> String {
 /// The `/api/bots` answer: each configured bot, whether it is connected, what it plays now and,
 /// when it has games left but none running, why it waits; and `output`, the league's outputs
 /// that cannot be written now (what, how much waits, why), empty while all is well.
-pub fn bots(config: &Config, registry: &Registry, output_faults: &[OutputFault]) -> Value {
-    let (waiting, progress) = registry.live().schedule();
+pub fn bots(
+    config: &Config,
+    registry: &Registry,
+    live: &Live,
+    output_faults: &[OutputFault],
+) -> Value {
+    let schedule = live.schedule();
+    let (waiting, progress) = (&schedule.waiting, &schedule.tournaments);
     let statuses = registry.statuses();
     let nobody = BotStatus::default();
     let status_of = |name: &str| statuses.get(name).unwrap_or(&nobody);
@@ -239,7 +273,7 @@ pub fn bots(config: &Config, registry: &Registry, output_faults: &[OutputFault])
         let status = status_of(&bot.name);
         let session = status.session.as_ref();
         let busy = status.busy;
-        let playing = registry.live().playing(&bot.name);
+        let playing = live.playing(&bot.name);
         let mut hello_games: Vec<&str> = session
             .map(|(games, _)| games.iter().map(|g| g.as_str()).collect())
             .unwrap_or_default();
@@ -302,11 +336,8 @@ pub fn bots(config: &Config, registry: &Registry, output_faults: &[OutputFault])
                 match &them.session {
                     Some((games, max_games)) if games.contains(&t.game) => {
                         if them.busy >= *max_games {
-                            let with_us = registry
-                                .live()
-                                .playing(opponent)
-                                .iter()
-                                .any(|id| playing.contains(id));
+                            let with_us =
+                                live.playing(opponent).iter().any(|id| playing.contains(id));
                             reasons.push(if with_us {
                                 format!(
                                     "{}: the next game with {opponent} waits for the one they are playing now",

@@ -15,8 +15,8 @@ use tokio::sync::mpsc;
 use tokio_util::bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
+use super::live::{Live, LiveEvent};
 use crate::fanout::{Fanout, WhenFull};
-use crate::server::live::{Live, LiveEvent};
 
 /// How often the league stream sends what happened.
 pub const BATCH_EVERY: Duration = Duration::from_millis(1000);

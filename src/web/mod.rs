@@ -1,11 +1,13 @@
 //! The web view: an HTTP server on the referee's runtime serving the pages (`/`,
 //! `/games/{match}`, `/play`), the JSON API, Server-Sent Events and the WebSocket bot seat.
-//! It only reads the server's state (through `server::live` and the registry); its failures are
-//! logged and never reach a referee. The pages and their assets are compiled into the binary.
+//! It runs beside the server as its companion (`companion`): it follows the server's events
+//! into its read model (`live`) and reads the registry; its failures are logged and never
+//! reach a referee. The pages and their assets are compiled into the binary.
 
 pub mod api;
 pub mod feed;
 mod http;
+pub mod live;
 pub mod site;
 mod ws;
 
@@ -31,8 +33,9 @@ use crate::config::Config;
 use crate::game::GameId;
 use crate::server::address::AddressShares;
 use crate::server::connection::ConnectionContext;
-use crate::server::live::{HeldGame, Live};
 use crate::server::registry::Registry;
+use crate::server::Companion;
+use live::{HeldGame, Live};
 
 /// The pages and assets, as shipped in the binary.
 pub mod assets {
@@ -66,6 +69,8 @@ pub struct WebContext {
     event_shares: Arc<AddressShares>,
     socket_shares: Arc<AddressShares>,
     stop: CancellationToken,
+    /// The read model of the running server.
+    live: Live,
     /// The league's event batches, made once for every `/api/events` stream.
     feed: feed::EventFeed,
     /// Slots for the requests whose work may take more than a millisecond.
@@ -76,10 +81,11 @@ pub struct WebContext {
 }
 
 impl WebContext {
-    /// The web view of the server whose connections share `connections`.
-    pub fn live(connections: Arc<ConnectionContext>) -> WebContext {
+    /// The web view of the server whose connections share `connections`, reading `live`.
+    pub fn new(connections: Arc<ConnectionContext>, live: Live) -> WebContext {
         let config = connections.config.clone();
         WebContext {
+            live,
             registry: connections.registry.clone(),
             event_slots: Arc::new(Semaphore::new(config.server.web_max_event_streams)),
             socket_slots: Arc::new(Semaphore::new(config.server.web_max_sockets)),
@@ -96,7 +102,7 @@ impl WebContext {
     }
 
     fn live_view(&self) -> &Live {
-        self.registry.live()
+        &self.live
     }
 }
 
@@ -184,6 +190,19 @@ impl BlockingWork {
                 "the answer took too long to compute",
             )),
         }
+    }
+}
+
+/// The web view served on `listener` beside a server: it follows the server's events from its
+/// start, and serves once the server listens.
+pub fn companion(listener: TcpListener) -> Companion {
+    let live = Live::default();
+    Companion {
+        address: listener.local_addr().ok(),
+        subscriber: live.subscriber(),
+        start: Box::new(move |connections, stop| {
+            start(listener, WebContext::new(connections, live), stop)
+        }),
     }
 }
 
@@ -304,6 +323,7 @@ fn router(context: WebContext) -> Router {
         .route("/assets/{file}", get(asset))
         .route("/api/standings", get(standings))
         .route("/api/games", get(games))
+        .route("/api/games/meta", get(|| async { Json(api::games_meta()) }))
         .route("/api/games/{match}", get(game))
         .route("/api/moves", get(moves))
         .route("/api/bots", get(bots))
@@ -544,7 +564,12 @@ async fn moves(
 
 async fn bots(State(context): State<WebContext>) -> Json<Value> {
     let faults = context.connections.output.health().faults();
-    Json(api::bots(&context.config, &context.registry, &faults))
+    Json(api::bots(
+        &context.config,
+        &context.registry,
+        &context.live,
+        &faults,
+    ))
 }
 
 /// Ends an event stream when the server stops, and gives its slot back when dropped.
@@ -563,9 +588,9 @@ struct EventsQuery {
 enum EventSource {
     League(mpsc::Receiver<Bytes>),
     Game {
-        events: mpsc::Receiver<Arc<crate::server::live::LiveEvent>>,
+        events: mpsc::Receiver<Arc<live::LiveEvent>>,
         /// Keeps every move of this game published while the stream lasts.
-        _following: crate::server::live::Following,
+        _following: live::Following,
     },
 }
 
@@ -670,6 +695,17 @@ async fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fifth game must not need edits across the pages: they take every per-game fact from
+    /// `/api/games/meta`, so no game id appears in their scripts.
+    #[test]
+    fn the_pages_scripts_name_no_game() {
+        for game in crate::game::GameId::ALL {
+            let quoted = format!("\"{game}\"");
+            assert!(!assets::BOARD_JS.contains(&quoted), "board.js names {game}");
+            assert!(!assets::APP_JS.contains(&quoted), "app.js names {game}");
+        }
+    }
 
     #[test]
     fn forwarded_for_is_believed_only_from_trusted_proxies() {

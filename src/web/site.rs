@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::atomic_file::write_atomically;
 use crate::config::Config;
 
-use super::api::{finished_games, game_detail, is_plain_file_name, standings_text};
+use super::api::{finished_games, game_detail, games_meta, is_plain_file_name, standings_text};
 use super::assets;
 
 /// Why the site could not be written.
@@ -72,9 +72,13 @@ pub fn write_site(config: &Config, dir: &Path) -> Result<(), SiteError> {
         &dir.join("api/games.json"),
         json!({ "games": summaries }).to_string().as_bytes(),
     )?;
+    write(
+        &dir.join("api/games/meta.json"),
+        games_meta().to_string().as_bytes(),
+    )?;
     for game in games
         .iter()
-        .filter(|g| is_plain_file_name(&g.spec.match_id))
+        .filter(|g| is_plain_file_name(&g.spec.match_id) && g.spec.match_id != "meta")
     {
         write(
             &dir.join(format!("api/games/{}.json", game.spec.match_id)),

@@ -82,6 +82,25 @@ impl TestServer {
     pub fn games_jsonl(&self) -> Vec<Value> {
         read_games(&self.out_dir)
     }
+
+    /// games.jsonl once it holds at least `n` games, or as it is after `READ_TIMEOUT` of real
+    /// time. Its lines are written by the server's output thread, which a loaded machine can
+    /// hold back; the wait runs on a blocking thread, so paused time does not jump meanwhile.
+    pub async fn games_jsonl_at_least(&self, n: usize) -> Vec<Value> {
+        let out_dir = self.out_dir.clone();
+        tokio::task::spawn_blocking(move || {
+            let give_up = std::time::Instant::now() + READ_TIMEOUT;
+            loop {
+                let games = read_games(&out_dir);
+                if games.len() >= n || std::time::Instant::now() >= give_up {
+                    return games;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        })
+        .await
+        .expect("games.jsonl reader")
+    }
 }
 
 pub fn read_games(out_dir: &std::path::Path) -> Vec<Value> {

@@ -40,12 +40,12 @@ impl WebServer {
         let addr = listener.local_addr().expect("addr");
         let web = web_listener.local_addr().expect("web addr");
         let shutdown = CancellationToken::new();
-        let handle = tokio::spawn(arena::server::run_with_web(
+        let handle = tokio::spawn(arena::server::run_with(
             config.clone(),
             listener,
-            Some(web_listener),
             shutdown.clone(),
-            arena::server::no_events(),
+            Vec::new(),
+            Some(arena::web::companion(web_listener)),
         ));
         WebServer {
             addr,

@@ -277,7 +277,9 @@ fn stages_follow_the_candidate_count_and_caps_hold() {
     assert_eq!(uct.last_stats.stage, Stage::Uct);
     assert_eq!(uct.last_stats.playouts, 300);
     let mut ab = engine(
-        serde_json::json!({"ab_below": 122, "time_ms": 100}),
+        // Time enough for depth 1 on a machine busy with the rest of the test suite (100 ms
+        // was not, once).
+        serde_json::json!({"ab_below": 122, "time_ms": 1000}),
         serde_json::Value::Null,
     );
     let answer = ask(&mut ab, &moves, ClockView::unlimited(), false);

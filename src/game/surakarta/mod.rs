@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use super::coord::{char_pos, expect_end, found_char, parse_point_at};
 use super::position_text::{read_rows, tokens};
+use super::{BoardDrawing, StoneColour};
 use super::{EndReason, GameId, Outcome, ParseMoveError, ParsePositionError, Point, Rules, Side};
 use board::{circuit_point, Board};
 
@@ -236,6 +237,9 @@ impl Rules for Surakarta {
     const RECORD_CODE: &'static str = "SUR";
     const BUILTIN_OPENING_PLIES: usize = 4;
     const COLOURS: [char; 2] = ['B', 'W'];
+    const BOARD_SIZE: u8 = SIZE;
+    const BOARD_DRAWING: BoardDrawing = BoardDrawing::Circuits;
+    const STONE_COLOURS: [StoneColour; 2] = [StoneColour::Black, StoneColour::White];
 
     /// 100 per piece more than the opponent.
     fn heuristic(&self, side: Side) -> i64 {

@@ -392,10 +392,16 @@ function playPage() {
     });
   }
 
-  // Connect6 lists single points; a two-stone turn joins two of them.
+  // A game whose turns place several stones (Connect6) lists single points; a turn joins
+  // as many of them as the position's `stones` key says (the game's stones per turn if absent).
+  function placesSeveral() {
+    var f = Board.facts(current.game);
+    return !!f && f.stones_per_turn > 1;
+  }
   function stonesThisTurn() {
     var keys = Board.parse(current.position).keys;
-    return current.game === "connect6" ? Number(keys.stones || 2) : 1;
+    var f = Board.facts(current.game);
+    return placesSeveral() ? Number(keys.stones || f.stones_per_turn) : 1;
   }
 
   function redraw() {
@@ -404,7 +410,7 @@ function playPage() {
     if (current.myTurn && current.legal) {
       if (removing) {
         targets = removing.removable.filter(function (p) { return picked.indexOf(p) < 0; });
-      } else if (current.game !== "connect6") {
+      } else if (!placesSeveral()) {
         candidates().forEach(function (m) {
           var p = Board.movePoints(m.text)[clicks.length];
           if (p && targets.indexOf(p) < 0) targets.push(p);
@@ -434,7 +440,7 @@ function playPage() {
       return;
     }
     var options = [];
-    if (current.game === "connect6") {
+    if (placesSeveral()) {
       if (clicks.length && clicks.length === stonesThisTurn()) options.push({ text: clicks.join(","), remove: 0, removable: [] });
     } else {
       candidates().forEach(function (m) {
@@ -487,7 +493,7 @@ function playPage() {
       redraw();
       return;
     }
-    if (current.game === "connect6") {
+    if (placesSeveral()) {
       if (clicks.indexOf(name) >= 0) { clicks.splice(clicks.indexOf(name), 1); redraw(); return; }
       if (!current.legal.some(function (m) { return m.text === name; })) { error(name + " is not empty"); return; }
       clicks.push(name);
@@ -589,7 +595,7 @@ function playPage() {
     socket = new WebSocket(url);
     status("connecting…");
     socket.onopen = function () {
-      send({ type: "hello", protocol: 1, name: me, token: $("token").value, games: ["connect6", "hex", "surakarta", "jiu"], max_games: 1, engine: "arena web page" });
+      send({ type: "hello", protocol: 1, name: me, token: $("token").value, games: Board.gameIds(), max_games: 1, engine: "arena web page" });
     };
     socket.onmessage = function (e) {
       try { onMessage(JSON.parse(e.data)); } catch (err) { error(String(err)); }
@@ -635,9 +641,13 @@ function playPage() {
   setInterval(function () { clocks.tick(); }, 100);
 }
 
+// Every page first learns the games' facts (board sizes, colours, ...) from the server.
 (function () {
   var page = document.body.getAttribute("data-page");
-  if (page === "league") leaguePage();
-  else if (page === "game") gamePage();
-  else if (page === "play") playPage();
+  function start() {
+    if (page === "league") leaguePage();
+    else if (page === "game") gamePage();
+    else if (page === "play") playPage();
+  }
+  getJSON("games/meta").then(Board.setGames).catch(function () {}).then(start);
 })();

@@ -4,15 +4,17 @@
 
 var Board = (function () {
   var NS = "http://www.w3.org/2000/svg";
-  var SIZES = { connect6: 19, hex: 11, surakarta: 6, jiu: 14 };
-  // [first, second] stone colours, as the contest records name the sides.
-  var COLOURS = {
-    connect6: ["#151515", "#f5f5f0"],
-    hex: ["#d62828", "#1d4ed8"],
-    surakarta: ["#151515", "#f5f5f0"],
-    jiu: ["#f5f5f0", "#151515"],
-  };
-  var LETTERS = { connect6: ["B", "W"], hex: ["R", "B"], surakarta: ["B", "W"], jiu: ["W", "B"] };
+  // Each game's facts (board size and drawing, each side's letter and stone colour, stones per
+  // turn, marked points) come from the server's /api/games/meta through setGames: the pages
+  // keep no per-game tables.
+  var GAMES = {};
+  var PAINT = { black: "#151515", white: "#f5f5f0", red: "#d62828", blue: "#1d4ed8" };
+
+  // [first, second] stone paints of a game.
+  function paints(game) {
+    var f = GAMES[game];
+    return f ? f.sides.map(function (s) { return PAINT[s.colour] || "#888888"; }) : ["#888888", "#888888"];
+  }
 
   function el(tag, attrs, parent) {
     var node = document.createElementNS(NS, tag);
@@ -49,9 +51,10 @@ var Board = (function () {
     return String(text || "").toUpperCase().match(/[A-Z][0-9]+/g) || [];
   }
 
-  function squareGeometry(game, n) {
-    var step = game === "surakarta" ? 56 : game === "jiu" ? 36 : 30;
-    var margin = game === "surakarta" ? step * 2.6 : step * 1.2;
+  // A square board: smaller boards get wider steps; circuits need room for their loops.
+  function squareGeometry(circuits, n) {
+    var step = Math.max(30, Math.min(56, Math.round(470 / (n - 1))));
+    var margin = circuits ? step * 2.6 : step * 1.2;
     return {
       step: step,
       margin: margin,
@@ -87,8 +90,16 @@ var Board = (function () {
     t.textContent = text;
   }
 
+  // Points named like "D4": [column, row] from 0.
+  function pointPlace(name) {
+    var m = /^([A-Z])([0-9]+)$/.exec(String(name));
+    return m ? [m[1].charCodeAt(0) - 65, Number(m[2]) - 1] : null;
+  }
+
   function drawSquare(svg, game, n, parsed, options) {
-    var g = squareGeometry(game, n);
+    var facts = GAMES[game];
+    var circuits = facts.board === "circuits";
+    var g = squareGeometry(circuits, n);
     svg.setAttribute("viewBox", "0 0 " + g.size + " " + g.size);
     el("rect", { x: 0, y: 0, width: g.size, height: g.size, class: "wood " + game }, svg);
     var lines = el("g", { class: "lines" }, svg);
@@ -96,22 +107,19 @@ var Board = (function () {
       el("line", { x1: g.x(0), y1: g.y(i), x2: g.x(n - 1), y2: g.y(i) }, lines);
       el("line", { x1: g.x(i), y1: g.y(0), x2: g.x(i), y2: g.y(n - 1) }, lines);
     }
-    if (game === "connect6") {
-      [3, 9, 15].forEach(function (c) {
-        [3, 9, 15].forEach(function (r) {
-          el("circle", { cx: g.x(c), cy: g.y(r), r: 3, class: "star" }, svg);
-        });
-      });
-    }
-    if (game === "surakarta") drawCircuits(svg, g, n);
-    var off = game === "surakarta" ? g.step * 2.25 : g.step * 0.75;
+    (facts.star_points || []).forEach(function (name) {
+      var at = pointPlace(name);
+      if (at) el("circle", { cx: g.x(at[0]), cy: g.y(at[1]), r: 3, class: "star" }, svg);
+    });
+    if (circuits) drawCircuits(svg, g, n);
+    var off = circuits ? g.step * 2.25 : g.step * 0.75;
     for (var k = 0; k < n; k++) {
       label(svg, g.x(k), g.y(0) + off, String.fromCharCode(65 + k));
       label(svg, g.x(k), g.y(n - 1) - off, String.fromCharCode(65 + k));
       label(svg, g.x(0) - off, g.y(k), String(k + 1));
       label(svg, g.x(n - 1) + off, g.y(k), String(k + 1));
     }
-    var radius = g.step * (game === "surakarta" ? 0.36 : 0.45);
+    var radius = g.step * (circuits ? 0.36 : 0.45);
     var points = el("g", { class: "points" }, svg);
     var stones = el("g", { class: "stones" }, svg);
     for (var row = 0; row < n; row++) {
@@ -157,14 +165,14 @@ var Board = (function () {
     });
   }
 
-  function drawHex(svg, n, parsed, options) {
+  function drawHex(svg, game, n, parsed, options) {
     var g = hexGeometry(n);
     svg.setAttribute("viewBox", "0 0 " + g.width.toFixed(1) + " " + g.height.toFixed(1));
-    el("rect", { x: 0, y: 0, width: g.width, height: g.height, class: "wood hex" }, svg);
+    el("rect", { x: 0, y: 0, width: g.width, height: g.height, class: "wood " + game }, svg);
     var cells = el("g", { class: "cells" }, svg);
     var edges = el("g", { class: "edges" }, svg);
     var stones = el("g", { class: "stones" }, svg);
-    var colours = COLOURS.hex;
+    var colours = paints(game);
     for (var row = 0; row < n; row++) {
       for (var col = 0; col < n; col++) {
         var cx = g.x(col, row), cy = g.y(col, row);
@@ -184,7 +192,7 @@ var Board = (function () {
         if (col === 0) { edge(4, 5, colours[1]); edge(3, 4, colours[1]); }
         if (col === n - 1) { edge(1, 2, colours[1]); edge(0, 1, colours[1]); }
         var side = stoneAt(parsed, col, row, n);
-        if (side) stone(stones, "hex", name, side, cx, cy, g.r * 0.68);
+        if (side) stone(stones, game, name, side, cx, cy, g.r * 0.68);
         mark(svg, options, name, cx, cy, g.r * 0.68);
       }
     }
@@ -197,7 +205,7 @@ var Board = (function () {
   }
 
   function stone(parent, game, name, side, x, y, r) {
-    var colours = COLOURS[game];
+    var colours = paints(game);
     el("circle", { cx: x, cy: y, r: r, class: "stone " + side, "data-point": name, "data-side": side,
       fill: colours[side === "first" ? 0 : 1] }, parent);
   }
@@ -219,11 +227,12 @@ var Board = (function () {
   // onPoint(name) (click handler).
   function draw(container, game, position, options) {
     options = options || {};
-    var n = SIZES[game];
+    var facts = GAMES[game];
     var svg = el("svg", { class: "board", "data-game": game, xmlns: NS });
-    if (!n) return svg;
+    if (!facts) return svg;
+    var n = facts.board_size;
     var parsed = parse(position);
-    if (game === "hex") drawHex(svg, n, parsed, options);
+    if (facts.board === "hexagons") drawHex(svg, game, n, parsed, options);
     else drawSquare(svg, game, n, parsed, options);
     if (options.onPoint) {
       svg.addEventListener("click", function (ev) {
@@ -248,6 +257,17 @@ var Board = (function () {
     draw: draw,
     parse: parse,
     movePoints: movePoints,
-    colourLetter: function (game, side) { return (LETTERS[game] || ["", ""])[side === "first" ? 0 : 1]; },
+    colourLetter: function (game, side) {
+      var f = GAMES[game];
+      return f ? f.sides[side === "first" ? 0 : 1].letter : "";
+    },
+    // Takes the server's /api/games/meta.
+    setGames: function (meta) {
+      ((meta && meta.games) || []).forEach(function (f) { GAMES[f.id] = f; });
+    },
+    // A game's facts from /api/games/meta, or null.
+    facts: function (game) { return GAMES[game] || null; },
+    // The ids of every game the server knows.
+    gameIds: function () { return Object.keys(GAMES); },
   };
 })();

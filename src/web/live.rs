@@ -1,36 +1,35 @@
-//! What the web view reads of a running server: a read-only table of the games that have
-//! started (moves, clocks, results) and the games still waiting, kept up to date by the
-//! referees and the scheduler, and a bounded broadcast of `start`/`move`/`end`/`standings`
-//! events. Publishing never waits: a receiver that falls behind misses events (the web view
-//! then drops that client), so a slow browser never slows a referee.
+//! The web view's read model of a running server: a table of the games that have started
+//! (moves, clocks, results), the games still waiting and the latest standings, built from the
+//! server's `ServerEvent`s (it subscribes as a live subscriber: every move and the schedule
+//! reach it), and a bounded fan-out of `start`/`move`/`end`/`standings` events for the
+//! browsers. Taking an event never waits: a receiver that falls behind misses events (the web
+//! view then drops that client), so a slow browser never slows a referee.
 //!
-//! A `move` event (with its position text, which costs the referee to make) is published for
+//! A `move` event (with its position text, which costs the referee to make) is passed on for
 //! every move of a game someone follows (`follow`), and otherwise for the first move of each
 //! game after each league batch (`next_batch`): the league stream sends each game's position
-//! at most once a batch anyway, so fast games cost the referees one event a second each, not
-//! one per move. With more than `LEAGUE_BATCH_GAMES` games running, each game takes its turn
-//! in every n-th batch only (n = running games / `LEAGUE_BATCH_GAMES`, rounded up): a batch
+//! at most once a batch anyway, so fast games cost the referees one position a second each,
+//! not one per move. With more than `LEAGUE_BATCH_GAMES` games running, each game takes its
+//! turn in every n-th batch only (n = running games / `LEAGUE_BATCH_GAMES`, rounded up): a batch
 //! then holds about that many positions whatever the number of games, and a thousand games'
 //! boards on the league page are each redrawn every ten seconds instead of every second.
 //!
-//! A running game's moves are not copied here: its `LiveGame` holds the referee's own move
-//! log (`SharedMoveLog`). Referees call in holding that log's lock, so the table never locks a
-//! move log while it holds its own lock (it keeps each game's ply count itself).
-//!
-//! Off unless the web view is on (`Live::enable`): then every hook returns at once.
+//! A running game's moves are not copied here: its `GameStarted` event lends the referee's own
+//! move log (`SharedMoveLog`). Referees publish holding that log's lock, so the table never
+//! locks a move log while it holds its own lock (it keeps each game's ply count itself).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-pub use super::match_spec::MatchSpec;
-pub use super::move_log::{MoveLog, SharedMoveLog};
 use crate::fanout::{Fanout, WhenFull};
 use crate::game::GameId;
+pub use crate::server::events::{MatchSpec, MoveLog, SharedMoveLog};
+use crate::server::events::{ScheduleSeen, ServerEvent, StandingsSnapshot, Subscriber};
 
 /// Events each receiver may have queued: a game's stream that falls this far behind is
 /// dropped; the league feed misses events instead.
@@ -43,10 +42,6 @@ pub struct LiveEvent {
     pub kind: &'static str,
     pub data: String,
 }
-
-/// The least time between two rebuilds of the waiting-games table (it is as large as the
-/// schedule, and the scheduler wakes on every connection and finished game).
-const SCHEDULE_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// A game as the web view knows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -109,28 +104,6 @@ impl LiveGame {
             reason: self.reason.as_deref(),
         }
     }
-}
-
-/// Two bots with at least one game of a tournament not started yet, as the scheduler last saw
-/// them (one entry per pair and colours, however many games they have left: a thousand pairs
-/// of fifty games each are a thousand entries, not fifty thousand).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WaitingPair {
-    pub tournament: Arc<str>,
-    pub game: GameId,
-    pub players: [Arc<str>; 2],
-}
-
-/// A tournament's progress as the scheduler last saw it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TournamentProgress {
-    pub name: Arc<str>,
-    pub game: GameId,
-    pub swiss: bool,
-    pub finished: bool,
-    /// Games running now.
-    pub running: u32,
-    pub concurrency: u32,
 }
 
 /// Finished games whose moves the live view keeps in memory, the latest ones; older finished
@@ -270,8 +243,8 @@ struct LiveState {
     index: HashMap<Arc<str>, usize>,
     /// Tournament, player, result and reason names of the games in `Slot::Dropped`.
     names: Names,
-    waiting: Vec<WaitingPair>,
-    tournaments: Vec<TournamentProgress>,
+    /// The games waiting and each tournament's progress, as the scheduler last told.
+    schedule: Arc<ScheduleSeen>,
     /// Every tournament's standings as of the last finished game (pointers: the JSON text is
     /// made only when someone asks, not after every game).
     standings: Option<StandingsSnapshot>,
@@ -279,23 +252,18 @@ struct LiveState {
     standings_text: Option<Arc<String>>,
 }
 
-/// Every tournament's standings at one moment, shared.
-pub type StandingsSnapshot = Arc<Vec<Arc<crate::league::TournamentStandings>>>;
-
 #[derive(Debug)]
 struct Shared {
-    enabled: AtomicBool,
     /// The league stream's current batch (see `next_batch`).
     batch: AtomicU64,
     /// Each game's `move` events go into one league batch in this many (at least 1).
     batch_stride: AtomicU64,
-    /// When the waiting-games table was last rebuilt.
-    schedule_seen_at: Mutex<Option<std::time::Instant>>,
     state: Mutex<LiveState>,
     events: Fanout<Arc<LiveEvent>>,
 }
 
-/// The handle referees, the scheduler and the web view share (cheap to clone).
+/// The read model: its event subscription and the web view's handlers share it (cheap to
+/// clone).
 #[derive(Debug, Clone)]
 pub struct Live {
     shared: Arc<Shared>,
@@ -386,10 +354,8 @@ impl Live {
     pub fn keeping_finished(kept: usize) -> Live {
         Live {
             shared: Arc::new(Shared {
-                enabled: AtomicBool::new(false),
                 batch: AtomicU64::new(0),
                 batch_stride: AtomicU64::new(1),
-                schedule_seen_at: Mutex::new(None),
                 state: Mutex::new(LiveState {
                     finished_kept: kept,
                     ..LiveState::default()
@@ -399,13 +365,54 @@ impl Live {
         }
     }
 
-    /// Switches the hooks on (the web view is running).
-    pub fn enable(&self) {
-        self.shared.enabled.store(true, Ordering::Relaxed);
+    /// Its subscription to a server's events: every event, each move and the schedule too.
+    pub fn subscriber(&self) -> Subscriber {
+        let live = self.clone();
+        Subscriber::live(Arc::new(move |event: &ServerEvent<'_>| live.take(event)))
     }
 
-    pub fn is_enabled(&self) -> bool {
-        self.shared.enabled.load(Ordering::Relaxed)
+    /// Brings the table up to date with `event` and passes it on to the browsers that follow.
+    pub fn take(&self, event: &ServerEvent<'_>) {
+        match event {
+            ServerEvent::GameStarted(started) => self.game_started(LiveGame {
+                spec: started.spec.clone(),
+                moves: started.moves.clone(),
+                clocks: started.clocks,
+                result: None,
+                reason: None,
+                record: None,
+            }),
+            ServerEvent::MovePlayed(played) => self.move_played(
+                played.match_id,
+                played.ply,
+                played.text,
+                played.think_ms,
+                || played.position(),
+                played.clocks,
+            ),
+            ServerEvent::GameFinished(finished) => {
+                let line = &finished.line;
+                self.game_ended(
+                    &line.match_id,
+                    line.result.as_str(),
+                    line.reason.as_str(),
+                    Some(line.record.as_str()),
+                );
+            }
+            ServerEvent::StandingsChanged {
+                tournament,
+                standings,
+            } => self.standings_changed(tournament, standings.clone()),
+            ServerEvent::Schedule(seen) => self.lock().schedule = seen.clone(),
+            ServerEvent::Resumed(_)
+            | ServerEvent::Ready { .. }
+            | ServerEvent::RoundPaired { .. }
+            | ServerEvent::TournamentFinished(_)
+            | ServerEvent::BotSuspended { .. }
+            | ServerEvent::OutputBehind(_)
+            | ServerEvent::OutputCaughtUp(_)
+            | ServerEvent::OutputLeftBehind(_) => {}
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, LiveState> {
@@ -455,10 +462,7 @@ impl Live {
     }
 
     /// A referee started (or resumed) a game with the moves in its log already played.
-    pub fn game_started(&self, game: LiveGame) {
-        if !self.is_enabled() {
-            return;
-        }
+    fn game_started(&self, game: LiveGame) {
         let ply = game.moves.len();
         let summary = game.summary_view(ply).json();
         self.lock().insert(game, ply);
@@ -469,7 +473,7 @@ impl Live {
     /// A referee accepted `text`, the game's move number `ply` (already in its move log), after
     /// `think_ms`; `clocks` are both sides' time left, and `position` makes the position text
     /// after the move, called only if a `move` event is published (see the module's note).
-    pub fn move_played(
+    fn move_played(
         &self,
         match_id: &str,
         ply: usize,
@@ -478,9 +482,6 @@ impl Live {
         position: impl FnOnce() -> String,
         clocks: [u64; 2],
     ) {
-        if !self.is_enabled() {
-            return;
-        }
         let batch = self.shared.batch.load(Ordering::Relaxed);
         let stride = self.shared.batch_stride.load(Ordering::Relaxed).max(1);
         {
@@ -576,10 +577,7 @@ impl Live {
     }
 
     /// A game's result is written (its record file is `record`).
-    pub fn game_ended(&self, match_id: &str, result: &str, reason: &str, record: Option<&str>) {
-        if !self.is_enabled() {
-            return;
-        }
+    fn game_ended(&self, match_id: &str, result: &str, reason: &str, record: Option<&str>) {
         {
             let mut state = self.lock();
             let Some(at) = state.index.get(match_id).copied() else {
@@ -605,48 +603,13 @@ impl Live {
     }
 
     /// The standings changed (`standings`: every tournament's, as `standings.json` has them).
-    pub fn standings_changed(&self, tournament: &str, standings: StandingsSnapshot) {
-        if !self.is_enabled() {
-            return;
-        }
+    fn standings_changed(&self, tournament: &str, standings: StandingsSnapshot) {
         {
             let mut state = self.lock();
             state.standings = Some(standings);
             state.standings_text = None;
         }
         self.publish("standings", None, json!({ "tournament": tournament }));
-    }
-
-    /// Whether the scheduler should tell its view again (the web view runs and the last time
-    /// was long enough ago).
-    pub fn schedule_due(&self) -> bool {
-        if !self.is_enabled() {
-            return false;
-        }
-        let mut at = self
-            .shared
-            .schedule_seen_at
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let now = std::time::Instant::now();
-        match *at {
-            Some(last) if now.duration_since(last) < SCHEDULE_EVERY => false,
-            _ => {
-                *at = Some(now);
-                true
-            }
-        }
-    }
-
-    /// The scheduler's view after it started what it could: the pairs with games still waiting
-    /// and each tournament's progress.
-    pub fn schedule_seen(&self, waiting: Vec<WaitingPair>, tournaments: Vec<TournamentProgress>) {
-        if !self.is_enabled() {
-            return;
-        }
-        let mut state = self.lock();
-        state.waiting = waiting;
-        state.tournaments = tournaments;
     }
 
     /// Every game that has started, in start order.
@@ -692,10 +655,9 @@ impl Live {
     }
 
     /// The pairs with games waiting to start and each tournament's progress, as the scheduler
-    /// last saw them (at most `SCHEDULE_EVERY` ago).
-    pub fn schedule(&self) -> (Vec<WaitingPair>, Vec<TournamentProgress>) {
-        let state = self.lock();
-        (state.waiting.clone(), state.tournaments.clone())
+    /// last told (at most a quarter of a second ago).
+    pub fn schedule(&self) -> Arc<ScheduleSeen> {
+        self.lock().schedule.clone()
     }
 
     /// The games `name` is playing now.
@@ -736,6 +698,7 @@ impl Drop for Following {
 mod tests {
     use super::*;
     use crate::game::Side;
+    use crate::server::events::WaitingPair;
 
     fn game(id: &str) -> LiveGame {
         LiveGame {
@@ -759,54 +722,74 @@ mod tests {
         }
     }
 
-    /// What a referee does for a move: append it to the game's log, then tell the view.
-    fn play(
-        live: &Live,
-        log: &SharedMoveLog,
-        id: &str,
-        text: &str,
-        position: impl FnOnce() -> String,
-    ) {
+    /// What a referee does for a move: append it to the game's log, then tell its events.
+    fn play(live: &Live, log: &SharedMoveLog, id: &str, text: &str, position: impl Fn() -> String) {
         log.push(text, Side::First, 1, 0);
-        live.move_played(id, log.len(), text, 1, position, [1, 1]);
+        live.take(&ServerEvent::MovePlayed(
+            crate::server::events::MovePlayed::new(id, log.len(), text, 1, [1, 1], &position),
+        ));
     }
 
     /// Starts game `id` and returns its move log (the referee's).
     fn start(live: &Live, id: &str) -> SharedMoveLog {
         let g = game(id);
         let log = g.moves.clone();
-        live.game_started(g);
+        live.take(&ServerEvent::GameStarted(
+            crate::server::events::GameStarted {
+                spec: g.spec,
+                moves: g.moves,
+                clocks: g.clocks,
+            },
+        ));
         log
     }
 
-    #[test]
-    fn hooks_do_nothing_until_the_web_view_runs() {
-        let live = Live::default();
-        let mut events = live.subscribe_league();
-        let log = start(&live, "m");
-        play(&live, &log, "m", "F6", || "pos".into());
-        assert!(live.games().is_empty());
-        assert!(events.try_recv().is_err());
+    /// Game `id`'s end as the scheduler tells it.
+    fn finished(id: &str, reason: crate::game::EndReason) -> ServerEvent<'static> {
+        let line = crate::game_line::GameLine {
+            match_id: id.into(),
+            tournament: "t".into(),
+            game: GameId::Hex,
+            first: "a".into(),
+            second: "b".into(),
+            result: crate::game_line::LineResult::First,
+            reason,
+            moves: Vec::new(),
+            think_ms: Vec::new(),
+            lag_ms: Vec::new(),
+            rules: json!({}),
+            clock: crate::protocol::ClockSpec::default(),
+            started: String::new(),
+            finished: String::new(),
+            record: "r.txt".into(),
+        };
+        ServerEvent::GameFinished(Arc::new(crate::server::events::GameFinished {
+            line,
+            progress: Default::default(),
+        }))
     }
 
     #[test]
     fn a_game_is_followed_from_start_to_end() {
         let live = Live::default();
-        live.enable();
+        let server = crate::server::Events::new([live.subscriber()]);
         let pair = WaitingPair {
             tournament: "t".into(),
             game: GameId::Hex,
             players: ["a".into(), "b".into()],
         };
-        live.schedule_seen(vec![pair.clone()], Vec::new());
-        assert_eq!(live.schedule().0, [pair]);
+        server.publish(&ServerEvent::Schedule(Arc::new(ScheduleSeen {
+            waiting: vec![pair.clone()],
+            tournaments: Vec::new(),
+        })));
+        assert_eq!(live.schedule().waiting, [pair]);
         let mut events = live.subscribe_league();
         let log = start(&live, "m");
         play(&live, &log, "m", "F6", || "pos".into());
         assert_eq!(live.playing("a"), vec!["m".to_string()]);
         assert_eq!(live.games()[0]["ply"], 1);
-        live.game_ended("m", "first", "resign", Some("r.txt"));
-        live.game_ended("never-started", "first", "forfeit", None);
+        server.publish(&finished("m", crate::game::EndReason::Resign));
+        server.publish(&finished("never-started", crate::game::EndReason::Forfeit));
         let kinds: Vec<&str> = std::iter::from_fn(|| events.try_recv().ok())
             .map(|e| e.kind)
             .collect();
@@ -824,7 +807,6 @@ mod tests {
     #[test]
     fn the_view_reads_the_referees_log_rather_than_a_copy() {
         let live = Live::default();
-        live.enable();
         let log = start(&live, "m");
         // Moves the view has not been told of yet are there too: it holds the same log.
         log.push("F6", Side::First, 7, 0);
@@ -845,7 +827,6 @@ mod tests {
     #[test]
     fn moves_are_published_once_a_batch_unless_someone_follows_the_game() {
         let live = Live::default();
-        live.enable();
         let m = start(&live, "m");
         let n = start(&live, "n");
         let mut events = live.subscribe_league();
@@ -898,7 +879,6 @@ mod tests {
     #[test]
     fn with_many_games_running_each_takes_its_turn_in_the_league_batches() {
         let live = Live::default();
-        live.enable();
         let count = usize::try_from(LEAGUE_BATCH_GAMES * 3).unwrap_or(300);
         let logs: Vec<(String, SharedMoveLog)> = (0..count)
             .map(|i| {
@@ -961,7 +941,6 @@ mod tests {
     #[test]
     fn only_the_latest_finished_games_keep_their_moves_in_memory() {
         let live = Live::keeping_finished(2);
-        live.enable();
         for id in ["g1", "g2", "g3"] {
             let log = start(&live, id);
             play(&live, &log, id, "F6", String::new);
@@ -1011,7 +990,6 @@ mod tests {
     fn a_game_stream_a_whole_queue_behind_is_dropped_the_league_feed_skips_and_publishing_never_waits(
     ) {
         let live = Live::default();
-        live.enable();
         let log = start(&live, "m");
         let _following = live.follow("m");
         let mut game = live.subscribe_game("m");
