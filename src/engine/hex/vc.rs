@@ -125,6 +125,9 @@ pub(super) struct Connections {
     captured: [CellSet; POINTS],
     /// The empty cells the fill-in gave the colour (its captured pairs and the dead cells).
     filled: CellSet,
+    /// The cells of the colour's own captured pairs: the searched board holds them as its
+    /// stones, but the other colour may still intrude there.
+    own_captured: CellSet,
 }
 
 fn pair(x: usize, y: usize) -> usize {
@@ -151,6 +154,7 @@ impl Connections {
             joined: false,
             captured: [0; POINTS],
             filled: 0,
+            own_captured: 0,
         }
     }
 
@@ -168,6 +172,7 @@ impl Connections {
     pub(super) fn search(&mut self, cells: &Cells, colour: usize) {
         let fill = fill_in(cells, colour);
         self.filled = fill.dead | fill.captured[colour];
+        self.own_captured = fill.captured[colour];
         let cells = &fill.board;
         self.point = [NONE; CELLS];
         self.own = 0;
@@ -490,9 +495,11 @@ impl Connections {
     }
 
     /// Where the other colour must play to stop this one joining its edges by moving next:
-    /// the intersection of the edge-to-edge semi connections' carriers; `None` when there is
-    /// none (anywhere will do, as far as the search knows) or when the colour is already
-    /// joined by a full connection (nowhere helps).
+    /// the intersection of the edge-to-edge semi connections' carriers, plus the colour's own
+    /// captured-pair cells (the carriers were found with those cells filled, so they count on
+    /// them: an intrusion there is a threat the colour must answer, which can stop its win);
+    /// `None` when there is none (anywhere will do, as far as the search knows) or when the
+    /// colour is already joined by a full connection (nowhere helps).
     pub(super) fn must_play(&self) -> Option<CellSet> {
         if self.won() {
             return None;
@@ -501,7 +508,7 @@ impl Connections {
         if semis.is_empty() {
             return None;
         }
-        Some(semis.iter().fold(!0, |acc, &(c, _)| acc & c))
+        Some(semis.iter().fold(!0, |acc, &(c, _)| acc & c) | self.own_captured)
     }
 
     /// AND attempts made (for tests and figures).
