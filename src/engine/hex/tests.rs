@@ -625,7 +625,9 @@ fn whole_game_counting_full_trees(
 
 #[test]
 fn a_tiny_tree_plays_a_whole_game_legally() {
-    let options = serde_json::json!({"ab_below": 0, "playouts": 4000, "tree_mb": 1});
+    // 8000 playouts a move: with inferior cells left out each expansion adds fewer
+    // children, and at 4000 the tree ends most moves a little under the cap.
+    let options = serde_json::json!({"ab_below": 0, "playouts": 8000, "tree_mb": 1});
     let capped = whole_game_counting_full_trees(options, |hex| usize::from(tree_within(hex, 1)));
     assert!(capped >= 10, "the tree was full after only {capped} moves");
 }
@@ -946,7 +948,8 @@ fn h_search_finds_the_edge_template_and_a_bridge_ladder() {
     assert!(vc.fulls(cell("F2") as usize, CELLS).is_empty());
     let vc = Connections::build(&board_of(&["F2", "G4"], &[]), 0);
     assert!(
-        vc.fulls(cell("G4") as usize, CELLS).contains(&set_of(&["F3", "G3"])),
+        vc.fulls(cell("G4") as usize, CELLS)
+            .contains(&set_of(&["F3", "G3"])),
         "{:?}",
         vc.fulls(cell("G4") as usize, CELLS)
     );
