@@ -126,11 +126,10 @@ pub(super) fn dead_with(cells: &Cells, groups: &Groups, cell: usize, extra: Opti
                         continue;
                     }
                     match extra_a {
-                        Some((e, ea)) if e.at == m => {
-                            if e.colour == colour {
-                                a |= ea;
-                            }
+                        Some((e, ea)) if e.at == m && e.colour == colour => {
+                            a |= ea;
                         }
+                        Some((e, _)) if e.at == m => {}
                         _ if cells[m as usize] == own => {
                             a |= stone_anchors(groups.anchors[m as usize]);
                         }

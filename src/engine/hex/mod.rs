@@ -28,9 +28,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
-use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
+use super::level::Noise;
 use super::{
     check_option_names, integer_option, Engine, EngineError, EngineInfo, EngineOption,
     SearchRequest,
@@ -333,7 +333,7 @@ pub struct HexEngine {
     /// Work done for the last move.
     pub last_stats: SearchStats,
     /// Draws the noisy moves of the low levels.
-    noise_rng: SmallRng,
+    noise: Noise,
 }
 
 impl std::fmt::Debug for HexEngine {
@@ -408,7 +408,7 @@ impl HexEngine {
                 })
                 .collect(),
             last_stats: SearchStats::default(),
-            noise_rng: SmallRng::seed_from_u64(seed ^ 0x6e6f_6973_6500),
+            noise: Noise::new(u32::from(settings.noise), seed),
         })
     }
 
@@ -593,11 +593,11 @@ impl Engine for HexEngine {
             abort: request.abort,
         };
         // The low levels' noise: some moves on a random empty cell instead of the search's.
-        let noisy = if self.noise_rng.gen_range(0..100u8) < self.settings.noise {
+        let noisy = if self.noise.random_move() {
             let empties: Vec<u8> = (0..CELLS as u8)
                 .filter(|&c| cells[c as usize] == EMPTY)
                 .collect();
-            empties.choose(&mut self.noise_rng).copied()
+            empties.get(self.noise.pick(empties.len())).copied()
         } else {
             None
         };
