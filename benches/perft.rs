@@ -2,6 +2,8 @@
 //! prints seconds and leaf nodes per second. Run with `cargo bench --bench perft`. Run by
 //! `cargo test --all-targets` (without `--bench`) it only smoke-tests depth 3.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::time::Instant;
 
 use arena::game::surakarta::Surakarta;

@@ -52,6 +52,24 @@ pub enum HandshakeError {
     Io(#[from] std::io::Error),
 }
 
+impl HandshakeError {
+    /// Whether trying again later may succeed: not after a refusal, at a web server's
+    /// address, or once the league is over.
+    pub fn worth_retrying(&self) -> bool {
+        match self {
+            HandshakeError::Connect { .. }
+            | HandshakeError::Timeout(_)
+            | HandshakeError::Throttled(_)
+            | HandshakeError::Closed
+            | HandshakeError::Protocol(_)
+            | HandshakeError::Io(_) => true,
+            HandshakeError::Refused(_)
+            | HandshakeError::WebServer(_)
+            | HandshakeError::LeagueOver(_) => false,
+        }
+    }
+}
+
 /// What the referee's `welcome` said.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Welcomed {

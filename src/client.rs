@@ -75,24 +75,25 @@ pub const RECONNECT_BACKOFF_FIRST: Duration = Duration::from_millis(250);
 /// The longest wait between two reconnection attempts.
 pub const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
-/// Why the bot client stopped.
+/// Why the bot client stopped. Connecting and logging in fail with the one bot-side
+/// handshake's error, kept whole (`Handshake`); the rest can happen only once logged in.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     #[error("bad bot configuration: {0}")]
     Config(String),
-    #[error("could not connect to {server}: {error}")]
-    Connect {
-        server: String,
-        error: std::io::Error,
-    },
-    #[error("timed out after {0:?} waiting for the referee")]
-    Timeout(Duration),
+    /// Connecting or logging in failed.
+    #[error(transparent)]
+    Handshake(#[from] HandshakeError),
+    /// The referee dropped the logged-in bot with an error (another connection of the same
+    /// bot replaced this one).
     #[error("the referee refused the bot: {message}")]
     Refused { message: String },
     #[error("protocol error: {0}")]
     Protocol(String),
     #[error("the referee closed the connection while {0} match(es) were running")]
     ServerClosed(usize),
+    #[error("timed out after {0:?} writing to the referee")]
+    WriteTimeout(Duration),
     #[error("connection error: {0}")]
     Io(std::io::Error),
     /// The referee said the league is over (`error` `league_over`): the bot stops.
@@ -100,19 +101,28 @@ pub enum ClientError {
     LeagueOver(String),
 }
 
-impl From<HandshakeError> for ClientError {
-    fn from(error: HandshakeError) -> ClientError {
-        match error {
-            HandshakeError::Connect { server, error } => ClientError::Connect { server, error },
-            HandshakeError::Timeout(limit) => ClientError::Timeout(limit),
-            HandshakeError::Refused(message) => ClientError::Refused { message },
-            HandshakeError::Io(e) => ClientError::Io(e),
-            // The wrong address: retrying would not help.
-            web @ HandshakeError::WebServer(_) => ClientError::Config(web.to_string()),
-            HandshakeError::LeagueOver(message) => ClientError::LeagueOver(message),
-            other @ (HandshakeError::Closed
-            | HandshakeError::Protocol(_)
-            | HandshakeError::Throttled(_)) => ClientError::Protocol(other.to_string()),
+impl ClientError {
+    /// The league-over message, whether the referee said it at login or later.
+    fn league_over(&self) -> Option<&str> {
+        match self {
+            ClientError::LeagueOver(why)
+            | ClientError::Handshake(HandshakeError::LeagueOver(why)) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// Whether connecting again may help (not for a refusal, a wrong address or a bad
+    /// configuration).
+    fn worth_reconnecting(&self) -> bool {
+        match self {
+            ClientError::Handshake(e) => e.worth_retrying(),
+            ClientError::Io(_)
+            | ClientError::WriteTimeout(_)
+            | ClientError::ServerClosed(_)
+            | ClientError::Protocol(_) => true,
+            ClientError::Refused { .. } | ClientError::Config(_) | ClientError::LeagueOver(_) => {
+                false
+            }
         }
     }
 }
@@ -172,26 +182,17 @@ pub async fn run_bot_with_factory(
             &mut ticket,
         )
         .await;
-        if let Err(ClientError::LeagueOver(why)) = &result {
+        if let Some(why) = result.as_ref().err().and_then(ClientError::league_over) {
             tracing::info!(server = %config.server, "{why}; stopping");
             return Ok(());
         }
         if shutdown.is_cancelled() || config.reconnect_for.is_zero() {
             return result;
         }
-        let retry = match &result {
-            Ok(()) => true,
-            Err(
-                ClientError::Connect { .. }
-                | ClientError::Io(_)
-                | ClientError::Timeout(_)
-                | ClientError::ServerClosed(_)
-                | ClientError::Protocol(_),
-            ) => true,
-            Err(
-                ClientError::Refused { .. } | ClientError::Config(_) | ClientError::LeagueOver(_),
-            ) => false,
-        };
+        let retry = result
+            .as_ref()
+            .err()
+            .is_none_or(ClientError::worth_reconnecting);
         if !retry {
             return result;
         }
@@ -410,7 +411,7 @@ async fn send<L: LineLink>(conn: &mut L, message: &BotMessage) -> Result<(), Cli
     tracing::debug!(%line, "to referee");
     match tokio::time::timeout(WRITE_TIMEOUT, conn.send(line)).await {
         Ok(result) => Ok(result?),
-        Err(_) => Err(ClientError::Timeout(WRITE_TIMEOUT)),
+        Err(_) => Err(ClientError::WriteTimeout(WRITE_TIMEOUT)),
     }
 }
 

@@ -7,6 +7,8 @@
 //! `?` are refused before the bridge connects; `arena connect --check` judges a good and a broken
 //! engine without a server.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

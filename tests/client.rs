@@ -1,10 +1,13 @@
 //! The bot client against a scripted fake referee over real TCP, and the `arena engines` listing.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use arena::bot_connection::HandshakeError;
 use arena::client::{run_bot, run_bot_with_factory, BotClientConfig, ClientError, EngineFactory};
 use arena::engine::{Engine, EngineError, SearchRequest};
 use arena::game::GameId;
@@ -260,7 +263,7 @@ async fn hello_carries_the_configuration_and_a_refusal_is_reported() {
         .send(json!({"type": "error", "code": "auth_failed", "message": "unknown bot or wrong token"}))
         .await;
     match finished(bot).await {
-        Err(ClientError::Refused { message }) => {
+        Err(ClientError::Handshake(HandshakeError::Refused(message))) => {
             assert!(message.contains("unknown bot or wrong token"), "{message}")
         }
         other => panic!("expected a refusal, got {other:?}"),
@@ -480,7 +483,10 @@ async fn no_referee_is_a_connect_error() {
     drop(listener);
     let result = run_bot(config(&addr, vec![], 1), CancellationToken::new()).await;
     assert!(
-        matches!(result, Err(ClientError::Connect { .. })),
+        matches!(
+            result,
+            Err(ClientError::Handshake(HandshakeError::Connect { .. }))
+        ),
         "{result:?}"
     );
 }
@@ -600,7 +606,7 @@ async fn a_referee_that_never_answers_hello_times_out() {
     assert_eq!(referee.recv().await["type"], "hello");
     // No welcome: paused time runs on to the handshake timeout.
     match tokio::time::timeout(Duration::from_secs(60), bot).await {
-        Ok(Ok(Err(ClientError::Timeout(waited)))) => {
+        Ok(Ok(Err(ClientError::Handshake(HandshakeError::Timeout(waited))))) => {
             assert_eq!(waited, arena::client::HANDSHAKE_TIMEOUT)
         }
         other => panic!("expected a handshake timeout, got {other:?}"),

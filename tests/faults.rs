@@ -9,6 +9,8 @@
 //! mount or a tiny tmpfs that only the server sees). Where those are missing the tests say so
 //! and skip, except under CI (`CI` set), where they fail instead.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod support;
 
 use std::collections::HashMap;

@@ -4,6 +4,8 @@
 //! token still logs in, the attacker gets only its share. Other loopback addresses
 //! (127.0.0.2, …) stand for other machines.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod support;
 mod web_support;
 

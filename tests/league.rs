@@ -8,6 +8,8 @@
 //! once; bots reconnect by themselves; a changed config is refused naming the difference; a
 //! torn journal line is tolerated.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod support;
 
 use std::collections::{HashMap, HashSet};

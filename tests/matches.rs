@@ -3,6 +3,8 @@
 //! play on the in-process referee; a match is recorded, interrupted with SIGINT and resumed;
 //! an SPRT stops a lopsided match early; a league `program` bot runs in its folder.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

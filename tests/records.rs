@@ -2,6 +2,8 @@
 //! written again byte for byte, round-tripped through both encodings and the file system, and
 //! judged by the real `arena check` binary.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -8,6 +8,8 @@
 //! engine could not do. Tests that need bubblewrap skip, saying so, when it is missing,
 //! except under CI (`CI=true`), where they fail.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

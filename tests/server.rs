@@ -1,6 +1,8 @@
 //! The referee server through real TCP on port 0: full games, every end reason, reconnection,
 //! every error code, hostile input, the connection cap, and games.jsonl.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod support;
 
 use std::time::Duration;
@@ -60,7 +62,9 @@ async fn play_sequence(
         if turn["type"] != "turn" {
             waits.sort_by_key(|(_, wait)| std::cmp::Reverse(*wait));
             waits.truncate(8);
-            panic!("expected a turn at ply {i}, got {turn}; the slowest turns (ply, wait): {waits:?}");
+            panic!(
+                "expected a turn at ply {i}, got {turn}; the slowest turns (ply, wait): {waits:?}"
+            );
         }
         assert_eq!(turn["ply"], i, "{turn}");
         assert_eq!(

@@ -3,6 +3,8 @@
 //! and `arena site` through the real binary (the printed address, the static site written at
 //! exit and on demand, a bad address refused).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod support;
 mod web_support;
 
@@ -391,7 +393,10 @@ async fn every_game_has_its_facts_in_the_meta_route() {
         let start = new_game(game, &json!({})).unwrap().position_text();
         let rows: Vec<&str> = start.split(' ').next().unwrap().split('/').collect();
         assert_eq!(rows.len(), size, "{game}: {start}");
-        assert!(rows.iter().all(|r| r.chars().count() == size), "{game}: {start}");
+        assert!(
+            rows.iter().all(|r| r.chars().count() == size),
+            "{game}: {start}"
+        );
         assert!(
             ["lines", "circuits", "hexagons"].contains(&facts["board"].as_str().unwrap_or("")),
             "{facts}"
@@ -404,7 +409,10 @@ async fn every_game_has_its_facts_in_the_meta_route() {
                 "{facts}"
             );
         }
-        assert_ne!(facts["sides"][0]["colour"], facts["sides"][1]["colour"], "{facts}");
+        assert_ne!(
+            facts["sides"][0]["colour"], facts["sides"][1]["colour"],
+            "{facts}"
+        );
         assert_eq!(facts["stones_per_turn"], game.stones_per_turn(), "{facts}");
         assert_eq!(facts["record_code"], game.record_code(), "{facts}");
         for point in facts["star_points"].as_array().expect("star_points") {

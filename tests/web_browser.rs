@@ -7,6 +7,8 @@
 //! driver fails them. With `ARENA_SCREENSHOTS=DIR` they save the pages' screenshots there (the
 //! pictures in docs/web.md: `ARENA_SCREENSHOTS=docs/web cargo test --test web_browser`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod web_support;
 
 use std::collections::BTreeSet;

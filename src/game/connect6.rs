@@ -281,9 +281,8 @@ impl Rules for Connect6 {
     const BOARD_SIZE: u8 = SIZE;
     const BOARD_DRAWING: BoardDrawing = BoardDrawing::Lines;
     const STONE_COLOURS: [StoneColour; 2] = [StoneColour::Black, StoneColour::White];
-    const STAR_POINTS: &'static [&'static str] = &[
-        "D4", "J4", "P4", "D10", "J10", "P10", "D16", "J16", "P16",
-    ];
+    const STAR_POINTS: &'static [&'static str] =
+        &["D4", "J4", "P4", "D10", "J10", "P10", "D16", "J16", "P16"];
     const STONES_PER_TURN: usize = 2;
 
     /// The empty board, Black (`x`) to place one stone.

@@ -15,8 +15,8 @@ use std::ops::ControlFlow;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    BoardDrawing, EndReason, GameId, ListingTooLarge, MoveChoice, Outcome, ParseMoveError, ParsePositionError,
-    Point, Rules, Side, StoneColour,
+    BoardDrawing, EndReason, GameId, ListingTooLarge, MoveChoice, Outcome, ParseMoveError,
+    ParsePositionError, Point, Rules, Side, StoneColour,
 };
 
 /// Points per side of the board (columns A–N, rows 1–14).

@@ -7,6 +7,8 @@
 //! `<tool>[_<variant>].expected` its expected output; perft fixtures have no input (see
 //! `perft.rs`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 mod connect6_hex;
 mod jiu;

@@ -1,14 +1,16 @@
-//! Test helpers for the web view: a server with the web view on port 0, a plain HTTP/1.1
-//! client over TCP (status, headers, body), and a reader of Server-Sent Events.
+//! Test helpers for the web view: a server with the web view on port 0, requests through
+//! hyper's HTTP/1.1 client (status, headers, body), and a reader of Server-Sent Events.
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use axum::body::{Body, BodyDataStream};
+use futures_util::StreamExt;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -120,51 +122,47 @@ impl Response {
     }
 }
 
-async fn read_head(reader: &mut BufReader<TcpStream>) -> (u16, Vec<(String, String)>) {
-    let mut status_line = String::new();
-    reader
-        .read_line(&mut status_line)
+/// Sends one request to the web view at `addr` and returns its answer's head and the open
+/// body (one connection per request, as a browser tab's first request would be).
+async fn send(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    accept: &str,
+) -> (u16, Vec<(String, String)>, Body) {
+    let request = hyper::Request::builder()
+        .method(method)
+        .uri(format!("http://{addr}{path}"))
+        .header("accept", accept)
+        .body(Body::empty())
+        .unwrap_or_else(|e| panic!("{method} {path}: not a request: {e}"));
+    let client = Client::builder(TokioExecutor::new()).build_http();
+    let answer = client
+        .request(request)
         .await
-        .expect("status line");
-    let status: u16 = status_line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
-    let mut headers = Vec::new();
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line).await.expect("header line");
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = line.split_once(':') {
-            headers.push((k.trim().to_string(), v.trim().to_string()));
-        }
-    }
-    (status, headers)
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+    let status = answer.status().as_u16();
+    let headers = answer
+        .headers()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    (status, headers, Body::new(answer.into_body()))
 }
 
-/// Sends one request (`Connection: close`) and reads the whole answer.
+/// Sends one request and reads the whole answer.
 pub async fn request(addr: SocketAddr, method: &str, path: &str) -> Response {
     let fut = async {
-        let mut stream = TcpStream::connect(addr).await.expect("connect to web view");
-        let head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-        stream.write_all(head.as_bytes()).await.expect("send");
-        let mut reader = BufReader::new(stream);
-        let (status, headers) = read_head(&mut reader).await;
-        let chunked = headers.iter().any(|(k, v)| {
-            k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
-        });
-        let mut body = Vec::new();
-        if chunked {
-            while let Some(chunk) = read_chunk(&mut reader).await {
-                body.extend(chunk);
-            }
-        } else {
-            reader.read_to_end(&mut body).await.expect("body");
-        }
+        let (status, headers, body) = send(addr, method, path, "*/*").await;
+        let body = axum::body::to_bytes(body, usize::MAX)
+            .await
+            .unwrap_or_else(|e| panic!("{method} {path}: body: {e}"))
+            .to_vec();
         Response {
             status,
             headers,
@@ -176,24 +174,9 @@ pub async fn request(addr: SocketAddr, method: &str, path: &str) -> Response {
         .unwrap_or_else(|_| panic!("{method} {path}: no answer"))
 }
 
-async fn read_chunk(reader: &mut BufReader<TcpStream>) -> Option<Vec<u8>> {
-    let mut size_line = String::new();
-    if reader.read_line(&mut size_line).await.ok()? == 0 {
-        return None;
-    }
-    let size = usize::from_str_radix(size_line.trim(), 16).ok()?;
-    if size == 0 {
-        return None;
-    }
-    let mut chunk = vec![0; size + 2];
-    reader.read_exact(&mut chunk).await.ok()?;
-    chunk.truncate(size);
-    Some(chunk)
-}
-
 /// An open `/api/events` stream.
 pub struct Events {
-    reader: BufReader<TcpStream>,
+    body: BodyDataStream,
     pending: String,
     pub status: u16,
     pub headers: Vec<(String, String)>,
@@ -206,14 +189,9 @@ impl Events {
 
     /// An event stream at `path` (e.g. `/api/events?match=ID`).
     pub async fn open_path(addr: SocketAddr, path: &str) -> Events {
-        let mut stream = TcpStream::connect(addr).await.expect("connect to web view");
-        let head =
-            format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n");
-        stream.write_all(head.as_bytes()).await.expect("send");
-        let mut reader = BufReader::new(stream);
-        let (status, headers) = read_head(&mut reader).await;
+        let (status, headers, body) = send(addr, "GET", path, "text/event-stream").await;
         Events {
-            reader,
+            body: body.into_data_stream(),
             pending: String::new(),
             status,
             headers,
@@ -242,9 +220,10 @@ impl Events {
                     serde_json::from_str(&data).expect("event data is JSON"),
                 ));
             }
-            let chunk = tokio::time::timeout(Duration::from_secs(60), read_chunk(&mut self.reader))
+            let chunk = tokio::time::timeout(Duration::from_secs(60), self.body.next())
                 .await
-                .expect("an event in time")?;
+                .expect("an event in time")?
+                .ok()?;
             self.pending.push_str(&String::from_utf8_lossy(&chunk));
         }
     }
