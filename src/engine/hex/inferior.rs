@@ -342,25 +342,18 @@ mod tests {
         // Either one red makes the other dead: Red captures the pair, Blue does not.
         assert!(dead_with(&cells, &groups, at("F6"), extra("G6", 0)));
         assert!(dead_with(&cells, &groups, at("G6"), extra("F6", 0)));
-        assert!(captures_pair(
-            &cells,
-            &groups,
-            0,
-            at("F6") as u8,
-            at("G6") as u8
-        ));
-        assert!(!captures_pair(
-            &cells,
-            &groups,
-            1,
-            at("F6") as u8,
-            at("G6") as u8
-        ));
+        assert!(captures_f6_g6(&cells, &groups, 0));
+        assert!(!captures_f6_g6(&cells, &groups, 1));
         // The fill-in gives both to Red and leaves Red's bridge ends joined.
         let fill = fill_in(&cells, 1);
         assert_eq!(fill.captured[0], 1 << at("F6") | 1 << at("G6"));
         assert_eq!(fill.board[at("F6")], stone(0));
         assert_eq!(fill.captured[1], 0);
+    }
+
+    /// Whether `colour` captures the pair F6, G6 of the bridge tests.
+    fn captures_f6_g6(cells: &Cells, groups: &Groups, colour: usize) -> bool {
+        captures_pair(cells, groups, colour, at("F6") as u8, at("G6") as u8)
     }
 
     #[test]
@@ -370,13 +363,7 @@ mod tests {
         let cells = board(&BRIDGE_RED, &blue);
         let groups = Groups::new(&cells);
         assert!(!dead_with(&cells, &groups, at("F6"), extra("G6", 0)));
-        assert!(!captures_pair(
-            &cells,
-            &groups,
-            0,
-            at("F6") as u8,
-            at("G6") as u8
-        ));
+        assert!(!captures_f6_g6(&cells, &groups, 0));
         let fill = fill_in(&cells, 1);
         assert_eq!(fill.board[at("F6")], EMPTY);
         assert_eq!(fill.board[at("G6")], EMPTY);
