@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use super::level::Noise;
 use super::{
     check_option_names, integer_option, Engine, EngineError, EngineInfo, EngineOption,
     SearchRequest,
@@ -44,6 +45,22 @@ pub const INFO: EngineInfo = EngineInfo {
             UCT with RAVE and bridge-saving playouts otherwise; answers bridge intrusions, swaps \
             central openings",
     options: &[
+        EngineOption {
+            name: "level",
+            default: "6",
+            about: "strength, 1 (weakest) to 6 (full strength, the defaults below); each level \
+                    presets time_ms, playouts, vc, ab_below and noise, and an option given \
+                    beside it wins: 1 = 100 ms, 1 playout, vc 0, ab_below 0, noise 60; 2 = 200 \
+                    ms, 16 playouts, vc 0, ab_below 0, noise 25; 3 = 300 ms, 150 playouts, vc 0, \
+                    ab_below 0; 4 = 500 ms, 1500 playouts, vc 1, ab_below 0; 5 = 1000 ms, 12000 \
+                    playouts, vc 1, ab_below 30; 6 = 10000 ms, no playout cap, vc 1, ab_below 30",
+        },
+        EngineOption {
+            name: "noise",
+            default: "0",
+            about: "per cent of moves played on a random empty cell instead of the search's \
+                    choice (0..=100); a strength knob for the low levels",
+        },
         EngineOption {
             name: "time_ms",
             default: "10000",
@@ -110,6 +127,7 @@ pub const INFO: EngineInfo = EngineInfo {
 
 mod alpha_beta;
 mod circuit;
+mod inferior;
 pub mod patterns;
 mod tables;
 #[cfg(test)]
@@ -118,6 +136,7 @@ mod uct;
 mod vc;
 
 use circuit::*;
+use inferior::*;
 use patterns::{shape_of, shape_readers, shipped_weights, ShapeKeys};
 use tables::*;
 use uct::*;
@@ -178,9 +197,68 @@ pub enum Stage {
     Connection,
 }
 
+/// What a `level` presets: time cap (ms), playout cap (0: none), `vc`, `ab_below`, noise (%).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Level {
+    time_ms: u64,
+    playouts: u64,
+    vc: u8,
+    ab_below: usize,
+    noise: u8,
+}
+
+/// The levels, weakest first; the last is the engine's full strength (its defaults). The
+/// figures are repeated in the `level` option's text that `arena engines` prints.
+const LEVELS: [Level; 6] = [
+    Level {
+        time_ms: 100,
+        playouts: 1,
+        vc: 0,
+        ab_below: 0,
+        noise: 60,
+    },
+    Level {
+        time_ms: 200,
+        playouts: 16,
+        vc: 0,
+        ab_below: 0,
+        noise: 25,
+    },
+    Level {
+        time_ms: 300,
+        playouts: 150,
+        vc: 0,
+        ab_below: 0,
+        noise: 0,
+    },
+    Level {
+        time_ms: 500,
+        playouts: 1500,
+        vc: 1,
+        ab_below: 0,
+        noise: 0,
+    },
+    Level {
+        time_ms: 1000,
+        playouts: 12_000,
+        vc: 1,
+        ab_below: 30,
+        noise: 0,
+    },
+    Level {
+        time_ms: 10_000,
+        playouts: 0,
+        vc: 1,
+        ab_below: 30,
+        noise: 0,
+    },
+];
+
 /// Engine settings from the engine options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Settings {
+    /// Per cent of moves played on a random empty cell.
+    noise: u8,
     time_ms: u64,
     playouts: u64,
     ab_below: usize,
@@ -205,12 +283,16 @@ struct Settings {
 impl Settings {
     fn from_options(options: &serde_json::Value) -> Result<Settings, EngineError> {
         check_option_names(options, INFO.options)?;
-        let time_ms = integer_option(options, "time_ms", 1..=u64::MAX)?.unwrap_or(10_000);
-        let ab_below = integer_option(options, "ab_below", 0..=CELLS as u64 + 1)?.unwrap_or(30);
+        let level = integer_option(options, "level", 1..=LEVELS.len() as u64)?
+            .unwrap_or(LEVELS.len() as u64);
+        let preset = LEVELS[level as usize - 1];
+        let time_ms = integer_option(options, "time_ms", 1..=u64::MAX)?.unwrap_or(preset.time_ms);
+        let ab_below = integer_option(options, "ab_below", 0..=CELLS as u64 + 1)?
+            .unwrap_or(preset.ab_below as u64);
         let tree_mb =
             integer_option(options, "tree_mb", 1..=MAX_TREE_MB)?.unwrap_or(DEFAULT_TREE_MB);
         let threads = integer_option(options, "threads", 1..=MAX_THREADS)?.unwrap_or(1);
-        let vc = integer_option(options, "vc", 0..=2)?.unwrap_or(1) as u8;
+        let vc = integer_option(options, "vc", 0..=2)?.unwrap_or(u64::from(preset.vc)) as u8;
         let vc_visits =
             integer_option(options, "vc_visits", 0..=u64::from(u32::MAX))?.unwrap_or(0) as u32;
         // The deeper checks are part of `vc` 2: refused rather than silently ignored.
@@ -221,8 +303,10 @@ impl Settings {
             });
         }
         Ok(Settings {
+            noise: integer_option(options, "noise", 0..=100)?.unwrap_or(u64::from(preset.noise))
+                as u8,
             time_ms,
-            playouts: integer_option(options, "playouts", 0..=u64::MAX)?.unwrap_or(0),
+            playouts: integer_option(options, "playouts", 0..=u64::MAX)?.unwrap_or(preset.playouts),
             ab_below: ab_below as usize,
             tree_nodes: tree_nodes_for(tree_mb),
             threads: threads as usize,
@@ -248,6 +332,8 @@ pub struct HexEngine {
     workers: Vec<UctWorker>,
     /// Work done for the last move.
     pub last_stats: SearchStats,
+    /// Draws the noisy moves of the low levels.
+    noise: Noise,
 }
 
 impl std::fmt::Debug for HexEngine {
@@ -322,6 +408,7 @@ impl HexEngine {
                 })
                 .collect(),
             last_stats: SearchStats::default(),
+            noise: Noise::new(u32::from(settings.noise), seed),
         })
     }
 
@@ -375,6 +462,14 @@ impl HexEngine {
                 self.last_stats.stage = Stage::Connection;
                 return key;
             }
+            if vc.won() && vc.edge_fulls().is_empty() {
+                // Joined through the cells the fill-in gave us: claim one (an intrusion into
+                // a captured pair is answered next move, by the key H-search then finds).
+                if let Some(c) = (0..CELLS).find(|&c| holds(vc.filled(), c)) {
+                    self.last_stats.stage = Stage::Connection;
+                    return c as u8;
+                }
+            }
             match vc.edge_fulls().iter().min_by_key(|c| c.count_ones()) {
                 // Already joined against any defence: any move keeps that, so play inside the
                 // smallest carrier (the next move answers an intrusion by a key).
@@ -393,6 +488,12 @@ impl HexEngine {
             .fold(0, |set, c| set | 1 << c);
         let allowed = match allowed & empties {
             0 => empties,
+            region => region,
+        };
+        // Dead, captured and vulnerable cells are worth no more than a pass: left out while
+        // anything else is left.
+        let allowed = match allowed & !inferior_cells(cells, mover) {
+            0 => allowed,
             region => region,
         };
         self.last_stats.must_play = if allowed == empties {
@@ -491,7 +592,19 @@ impl Engine for HexEngine {
             deadline: started.checked_add(budget),
             abort: request.abort,
         };
-        let mut cell = self.search(&cells, mover, last, &limits);
+        // The low levels' noise: some moves on a random empty cell instead of the search's.
+        let noisy = if self.noise.random_move() {
+            let empties: Vec<u8> = (0..CELLS as u8)
+                .filter(|&c| cells[c as usize] == EMPTY)
+                .collect();
+            empties.get(self.noise.pick(empties.len())).copied()
+        } else {
+            None
+        };
+        let mut cell = match noisy {
+            Some(cell) => cell,
+            None => self.search(&cells, mover, last, &limits),
+        };
         if cell as usize >= CELLS || cells[cell as usize] != EMPTY {
             // Never happens by construction; any empty cell beats an illegal move.
             cell = (0..CELLS as u8)

@@ -408,56 +408,6 @@ pub(super) fn off_board_edge(cell: usize, k: usize) -> (usize, usize) {
     }
 }
 
-/// Whether the empty `cell` is dead: it has no empty neighbour, and for each colour the
-/// neighbouring stones and edges of that colour are already joined (stones of one group, and an
-/// edge only if that group touches it). A stone there can only join its own colour's neighbours
-/// to each other (no empty neighbour can carry it further later), and they are joined already, so
-/// filling the cell with either colour changes no connection: the search may leave it out. A
-/// cell that would join two groups (or a group and its edge) is not dead, because the other
-/// colour can cut there.
-pub(super) fn is_dead(cells: &Cells, cell: usize) -> bool {
-    if cells[cell] != EMPTY {
-        return false;
-    }
-    // Per colour: one neighbouring stone (NO if none) and which of its edges are neighbours.
-    let mut first_stone = [NO; 2];
-    let mut edges = [[false; 2]; 2];
-    for (k, &nb) in RING[cell].iter().enumerate() {
-        if nb == NO {
-            let (colour, which) = off_board_edge(cell, k);
-            edges[colour][which] = true;
-        } else if cells[nb as usize] == EMPTY {
-            return false;
-        } else {
-            let colour = (cells[nb as usize] - 1) as usize;
-            if first_stone[colour] == NO {
-                first_stone[colour] = nb;
-            }
-        }
-    }
-    (0..2).all(|colour| {
-        if first_stone[colour] == NO {
-            // Edges only: a single edge is trivially joined (one colour's two edges are never
-            // both neighbours of a cell on a board this size).
-            return !(edges[colour][0] && edges[colour][1]);
-        }
-        // Flood the group of the first neighbouring stone, noting which edges it touches.
-        let own = stone(colour);
-        let mut seen = [false; CELLS];
-        let touches = flood_group(
-            cells,
-            colour,
-            first_stone[colour] as usize,
-            &mut seen,
-            |_| {},
-        );
-        let stones_joined = RING[cell]
-            .iter()
-            .all(|&nb| nb == NO || cells[nb as usize] != own || seen[nb as usize]);
-        stones_joined && (!edges[colour][0] || touches[0]) && (!edges[colour][1] || touches[1])
-    })
-}
-
 /// Floods `colour`'s group from its stone on `start`, marking its cells in `seen` and calling
 /// `each` with every one; returns whether the group touches `colour`'s first and last edge.
 pub(super) fn flood_group(

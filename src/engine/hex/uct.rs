@@ -240,17 +240,19 @@ impl UctWorker {
             node.child_count = 1;
             return true;
         }
-        // Dead cells change nothing whoever fills them: leave them out of the tree, unless
-        // nothing else is left (then the game is decided and any cell will do). A dead cell is
-        // never better than any other move (it is a pass, and a stone never hurts its owner),
-        // so the children left still prove a node lost when they all lose.
+        // Dead and vulnerable cells (the opponent's answer on the killer leaves the stone
+        // dead) are worth no more than a pass: leave them out of the tree, unless nothing else
+        // is left (then any cell will do). A pass is never better than any other move (a
+        // stone never hurts its owner), so the children left still prove a node lost when
+        // they all lose.
+        let groups = Groups::new(board);
         let mut dead = [false; CELLS];
         let mut live = false;
         let (mut empties, mut dead_count) = (0, 0);
         for c in 0..CELLS {
             if board[c] == EMPTY {
                 // Cells outside the must-play region lose: left out like dead cells.
-                dead[c] = !holds(allowed, c) || is_dead(board, c);
+                dead[c] = !holds(allowed, c) || killer(board, &groups, c, mover).is_some();
                 live |= !dead[c];
                 empties += 1;
                 dead_count += usize::from(dead[c]);

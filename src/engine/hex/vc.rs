@@ -123,6 +123,11 @@ pub(super) struct Connections {
     /// Per point: the two cells an own stone there would capture ([`Connections::find_captured`]);
     /// empty for stones, edges and most cells.
     captured: [CellSet; POINTS],
+    /// The empty cells the fill-in gave the colour (its captured pairs and the dead cells).
+    filled: CellSet,
+    /// The cells of the colour's own captured pairs: the searched board holds them as its
+    /// stones, but the other colour may still intrude there.
+    own_captured: CellSet,
 }
 
 fn pair(x: usize, y: usize) -> usize {
@@ -148,6 +153,8 @@ impl Connections {
             work: 0,
             joined: false,
             captured: [0; POINTS],
+            filled: 0,
+            own_captured: 0,
         }
     }
 
@@ -159,8 +166,14 @@ impl Connections {
         vc
     }
 
-    /// H-search for `colour` on `cells`, replacing what the tables held.
+    /// H-search for `colour` on `cells` after fill-in (captured pairs to their owners, dead
+    /// cells to `colour`: the same winner, and fewer cells to search), replacing what the
+    /// tables held.
     pub(super) fn search(&mut self, cells: &Cells, colour: usize) {
+        let fill = fill_in(cells, colour);
+        self.filled = fill.dead | fill.captured[colour];
+        self.own_captured = fill.captured[colour];
+        let cells = &fill.board;
         self.point = [NONE; CELLS];
         self.own = 0;
         self.full_count.fill(0);
@@ -463,6 +476,12 @@ impl Connections {
         self.joined || self.full_count[pair(EDGE_FIRST, EDGE_LAST)] > 0
     }
 
+    /// The empty cells the last search's fill-in gave the colour: when [`Self::won`] holds
+    /// with no full connection, the colour is joined through them.
+    pub(super) fn filled(&self) -> CellSet {
+        self.filled
+    }
+
     /// The edge-to-edge full connections' carriers.
     pub(super) fn edge_fulls(&self) -> &[CellSet] {
         let k = pair(EDGE_FIRST, EDGE_LAST);
@@ -476,9 +495,11 @@ impl Connections {
     }
 
     /// Where the other colour must play to stop this one joining its edges by moving next:
-    /// the intersection of the edge-to-edge semi connections' carriers; `None` when there is
-    /// none (anywhere will do, as far as the search knows) or when the colour is already
-    /// joined by a full connection (nowhere helps).
+    /// the intersection of the edge-to-edge semi connections' carriers, plus the colour's own
+    /// captured-pair cells (the carriers were found with those cells filled, so they count on
+    /// them: an intrusion there is a threat the colour must answer, which can stop its win);
+    /// `None` when there is none (anywhere will do, as far as the search knows) or when the
+    /// colour is already joined by a full connection (nowhere helps).
     pub(super) fn must_play(&self) -> Option<CellSet> {
         if self.won() {
             return None;
@@ -487,7 +508,7 @@ impl Connections {
         if semis.is_empty() {
             return None;
         }
-        Some(semis.iter().fold(!0, |acc, &(c, _)| acc & c))
+        Some(semis.iter().fold(!0, |acc, &(c, _)| acc & c) | self.own_captured)
     }
 
     /// AND attempts made (for tests and figures).
