@@ -640,6 +640,14 @@ impl Connection {
             server: SERVER_NAME.to_string(),
             ticket,
         };
+        // Told before the registry has it, so that no game of the bot can start (and be told)
+        // before its login is.
+        let mut games: Vec<GameId> = played.iter().copied().collect();
+        games.sort_unstable();
+        self.ctx.events.publish(&ServerEvent::BotConnected {
+            bot: name.clone(),
+            games,
+        });
         let registered = self.ctx.registry.register(&name, session, &welcome);
         if let Some(old) = registered.replaced {
             tracing::info!(conn = self.link.conn_id, replaced = old, bot = %name, "a new login replaced the bot's older connection");
@@ -658,12 +666,6 @@ impl Connection {
             games = ?played,
             "authenticated"
         );
-        let mut games: Vec<GameId> = played.iter().copied().collect();
-        games.sort_unstable();
-        self.ctx.events.publish(&ServerEvent::BotConnected {
-            bot: name.clone(),
-            games,
-        });
         self.name = Some(Arc::from(name));
         for (side, inbox) in resumed {
             let _ = inbox

@@ -198,6 +198,16 @@ impl Events {
         }
     }
 
+    /// The next event that is not of kind `skip`.
+    pub async fn next_skipping(&mut self, skip: &str) -> Option<(String, Value)> {
+        loop {
+            let (kind, data) = self.next().await?;
+            if kind != skip {
+                return Some((kind, data));
+            }
+        }
+    }
+
     /// The next event (name, data), skipping keep-alive comments; `None` when the stream ends.
     pub async fn next(&mut self) -> Option<(String, Value)> {
         // Keep-alive comments do not count: an event must come within this time.
