@@ -17,7 +17,8 @@
 //! together with later blocking stones is not tried. Every search is bounded by the search's
 //! deadline and abort flag (polled at every node) and by its depth in attacker turns.
 
-use super::{blocking_pairs, stones_to_block, Pair, Search, NO_POINT};
+use super::board::NO_POINT;
+use super::search::{blocking_pairs, blocks_all, stones_to_block, Pair, Search};
 use crate::game::connect6::CELLS;
 
 /// Points a proof depends on: a set over the board's points.
@@ -222,7 +223,7 @@ impl Search<'_> {
         candidates.dedup();
         let mut found = Vec::new();
         for (a, b) in candidates {
-            if a == b || (!against.is_empty() && !super::blocks_all(against, a, b)) {
+            if a == b || (!against.is_empty() && !blocks_all(against, a, b)) {
                 continue;
             }
             if self.should_stop() {
@@ -274,7 +275,7 @@ impl Search<'_> {
         let mut pairs = Vec::new();
         for (i, &(gain_a, a)) in points.iter().enumerate() {
             for &(_, b) in &points[i + 1..] {
-                if threats.is_empty() || super::blocks_all(threats, a, b) {
+                if threats.is_empty() || blocks_all(threats, a, b) {
                     pairs.push(Pair {
                         score: gain_a + self.board.gain_after(a, b, me),
                         a,
