@@ -1,13 +1,14 @@
-//! The league as the server runs it. At start ([`prepare_league`]): the journal is opened and
-//! checked against the configuration, every tournament's schedule comes from `league::pairing`
-//! (fixed formats whole, Swiss one round at a time), games finished before a restart are taken
-//! from the journal and games.jsonl (and any half-finished output repaired), and games cut off
-//! by a crash are set to resume from their journaled moves. Then the [`Scheduler`] task starts
-//! a game as soon as both bots are connected and free (honouring each tournament's
-//! concurrency), forfeits games of bots that stay away, finishes every game through the
-//! journal, pairs the next Swiss round once a round is over, rewrites the standings after every
-//! game and publishes the news (a game finished with the league's progress, a round paired, a
-//! tournament's final standings) as `ServerEvent`s to whoever follows them; it prints nothing.
+//! The league as the server runs it. At start ([`prepare_league`], in `prepare.rs`): the
+//! journal is opened and checked against the configuration, every tournament's schedule comes
+//! from `league::pairing` (fixed formats whole, Swiss one round at a time), games finished
+//! before a restart are taken from the journal and games.jsonl (and any half-finished output
+//! repaired), and games cut off by a crash are set to resume from their journaled moves. Then
+//! the [`Scheduler`] task starts a game as soon as both bots are connected and free (honouring
+//! each tournament's concurrency), forfeits games of bots that stay away, finishes every game
+//! through the journal, pairs the next Swiss round once a round is over, rewrites the standings
+//! after every game (the files in `standings_files.rs`) and publishes the news (a game finished
+//! with the league's progress, a round paired, a tournament's final standings) as
+//! `ServerEvent`s to whoever follows them; it prints nothing.
 //!
 //! Match ids are the schedule's game ids, `TOURNAMENT-rROUND-pPAIR-gGAME` (all 1-based): the
 //! same configuration always gives the same ids, so they survive restarts.
@@ -16,33 +17,38 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Local};
+use chrono::Local;
 use tokio::task::JoinSet;
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, Format, TournamentConfig};
 use crate::game::{EndReason, Side};
-use crate::journal::{Journal, JournalEntry, JournalState, JOURNAL_FILE};
+use crate::journal::JournalEntry;
 use crate::league::{
-    compute_standings, fixed_schedule, swiss_round, write_standings, EloOptions, GameResult,
-    ScheduledGame, TournamentStandings,
+    compute_standings, swiss_round, EloOptions, GameResult, ScheduledGame, TournamentStandings,
 };
 
 use super::events::{
     Events, GameFinished, LeagueProgress, ScheduleSeen, ServerEvent, StandingsSnapshot,
     TournamentProgress, WaitingPair,
 };
-use super::journaling::{fingerprint, SharedJournal, MAX_RETRY_PAUSE};
+use super::journaling::SharedJournal;
 use super::link::RefereeInput;
 use super::match_spec::MatchSpec;
 use super::match_task::{self, lost_by_fault, write_game_output, MatchDone, MatchPlan};
 use super::output::Output;
-use super::output_health::{OutputHealth, OutputKind};
 use super::referee::{FinishedGame, RefereeSettings, ResumePoint};
 use super::registry::Registry;
-use super::report::{GameSummary, ResumeReport, ServerError};
+use super::report::GameSummary;
 use crate::game_line::GameLine;
+
+mod prepare;
+mod standings_files;
+
+pub use prepare::prepare_league;
+use prepare::scheduled_entry;
+use standings_files::write_standings_as_they_come;
 
 /// A game waiting to be played: from the start, or from its journaled moves.
 #[derive(Debug, Clone)]
@@ -224,275 +230,9 @@ impl TournamentState {
     }
 }
 
-fn scheduled_entry(tournament: &str, g: &ScheduledGame) -> JournalEntry {
-    JournalEntry::Scheduled {
-        id: g.id.clone(),
-        tournament: tournament.to_string(),
-        round: g.round,
-        first: g.first.clone(),
-        second: g.second.clone(),
-    }
-}
-
-/// Opens the journal in `out_dir`, refuses a configuration that differs from the one it was
-/// started with, builds every tournament's schedule and progress from the journal and
-/// games.jsonl, repairs what a crash cut short, and journals anything new (the fingerprint,
-/// scheduled games, Swiss rounds and byes). Blocking: call from `spawn_blocking`.
-pub fn prepare_league(
-    config: &Config,
-    output: &Output,
-) -> Result<(SharedJournal, Vec<TournamentState>, ResumeReport), ServerError> {
-    let path = config.server.out_dir.join(JOURNAL_FILE);
-    let (journal, state) = Journal::open(&path)?;
-    let mut report = ResumeReport {
-        dropped_torn_line: state.dropped_torn_line.is_some(),
-        ..ResumeReport::default()
-    };
-    if let Some(line) = state.dropped_torn_line {
-        tracing::warn!(journal = %path.display(), line, "dropped a damaged last journal line (a crash during a write)");
-    }
-    let print = fingerprint(config);
-    state.check_config(&print)?;
-    let journal = SharedJournal::with_health(journal, output.health().clone());
-    let mut entries = Vec::new();
-    if state.config.is_none() {
-        entries.push(print.entry());
-    }
-    let jsonl: HashMap<String, GameLine> = output
-        .read_games()
-        .into_iter()
-        .map(|line| (line.match_id.clone(), line))
-        .collect();
-    let mut tournaments = Vec::new();
-    for t in &config.tournaments {
-        let mut ts = TournamentState::new(t.clone());
-        ts.suspensions = state
-            .suspensions
-            .iter()
-            .filter(|(bot, _)| t.bots.contains(bot))
-            .map(|(bot, n)| (bot.clone(), *n))
-            .collect();
-        if t.format == Format::Swiss {
-            load_swiss(&mut ts, &state, &jsonl, &mut entries);
-        } else {
-            let schedule = fixed_schedule(&t.name, t.format, &t.bots, t.games_per_pairing)
-                .map_err(|e| ServerError::Unsupported(e.to_string()))?;
-            ts.round = schedule.iter().map(|g| g.round).max().unwrap_or(0);
-            for g in &schedule {
-                if state.game(&g.id).is_none() {
-                    entries.push(scheduled_entry(&t.name, g));
-                }
-            }
-            ts.games = schedule;
-            take_finished(&mut ts, &state, &jsonl, &mut entries);
-        }
-        entries.extend(ts.next_swiss_round());
-        // What is left to play, from the journal's moves where there are some.
-        for g in &ts.games {
-            if ts.finished.contains_key(&g.id) || ts.pending.iter().any(|p| p.game.id == g.id) {
-                continue;
-            }
-            let resume = state.game(&g.id).and_then(|progress| {
-                let time = progress.started.as_ref().map(|(_, time)| time.as_str())?;
-                if progress.moves.is_empty() {
-                    return None;
-                }
-                let started = DateTime::parse_from_rfc3339(time)
-                    .map(|t| t.with_timezone(&Local))
-                    .unwrap_or_else(|_| Local::now());
-                Some(ResumePoint {
-                    moves: progress.moves.clone(),
-                    started,
-                })
-            });
-            report.resumed += usize::from(resume.is_some());
-            ts.pending.push(PendingGame {
-                game: g.clone(),
-                resume,
-            });
-        }
-        report.finished += ts.done();
-        tournaments.push(ts);
-    }
-    journal.append_blocking(entries)?;
-    let finished_lines: Vec<GameLine> = tournaments
-        .iter_mut()
-        .flat_map(|t| std::mem::take(&mut t.recovered_lines))
-        .collect();
-    report.repaired = output
-        .repair(&finished_lines)
-        .map_err(|e| ServerError::Output(e.to_string()))?;
-    Ok((journal, tournaments, report))
-}
-
-/// Marks the scheduled games of `ts` that the journal or games.jsonl hold as finished; a game
-/// only games.jsonl holds (a crash between the two writes, or a journal started after it) is
-/// journaled as finished too.
-fn take_finished(
-    ts: &mut TournamentState,
-    state: &JournalState,
-    jsonl: &HashMap<String, GameLine>,
-    entries: &mut Vec<JournalEntry>,
-) {
-    let ids: Vec<String> = ts.games.iter().map(|g| g.id.clone()).collect();
-    for id in ids {
-        if let Some(line) = state.game(&id).and_then(|p| p.finished.clone()) {
-            ts.mark_finished(id, &line);
-            ts.recovered_lines.push(line);
-        } else if let Some(line) = jsonl.get(&id) {
-            entries.push(JournalEntry::Finished {
-                id: id.clone(),
-                record: Box::new(line.clone()),
-            });
-            ts.mark_finished(id, line);
-            ts.recovered_lines.push(line.clone());
-        }
-    }
-}
-
-/// Rebuilds a Swiss tournament from the journal: the rounds it holds, its byes, and the last
-/// round paired again (pairing is deterministic) so that a round a crash cut off while it was
-/// being journaled is completed.
-fn load_swiss(
-    ts: &mut TournamentState,
-    state: &JournalState,
-    jsonl: &HashMap<String, GameLine>,
-    entries: &mut Vec<JournalEntry>,
-) {
-    let name = ts.config.name.clone();
-    ts.games = state
-        .games
-        .iter()
-        .filter(|g| g.tournament == name)
-        .map(|g| ScheduledGame {
-            id: g.id.clone(),
-            round: g.round,
-            first: g.first.clone(),
-            second: g.second.clone(),
-        })
-        .collect();
-    ts.byes = state
-        .byes
-        .iter()
-        .filter(|b| b.tournament == name)
-        .map(|b| (b.round, b.bot.clone()))
-        .collect();
-    ts.round = ts.games.iter().map(|g| g.round).max().unwrap_or(0);
-    ts.round = ts
-        .round
-        .max(ts.byes.iter().map(|(r, _)| *r).max().unwrap_or(0));
-    take_finished(ts, state, jsonl, entries);
-    if ts.round == 0 {
-        return;
-    }
-    let round = ts.round;
-    let Some(paired) = ts.pair_swiss_round(round) else {
-        return;
-    };
-    if let Some(bot) = paired.bye {
-        if !ts.byes.iter().any(|(r, _)| *r == round) {
-            entries.push(JournalEntry::Bye {
-                tournament: name.clone(),
-                round,
-                bot: bot.clone(),
-            });
-            ts.byes.push((round, bot));
-        }
-    }
-    for g in paired.games {
-        match ts.games.iter().find(|x| x.id == g.id) {
-            Some(existing) if existing != &g => {
-                tracing::warn!(id = %g.id, "the journaled pairing differs from the regenerated one; keeping the journal's");
-            }
-            Some(_) => {}
-            None => {
-                entries.push(scheduled_entry(&name, &g));
-                ts.games.push(g);
-            }
-        }
-    }
-}
-
 /// The least time between two tellings of the waiting-games table (it is as large as the
 /// schedule, and the scheduler wakes on every connection and finished game).
 const SCHEDULE_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
-
-/// The least time between two rewrites of the standings files while games go on (the last
-/// state is written when the league stops, without waiting).
-const STANDINGS_REST: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Writes each standings snapshot it receives, skipping to the newest when several are waiting;
-/// ends when the sender is dropped and the last snapshot is written. After each write it rests
-/// nine times as long as the write took, and at least `STANDINGS_REST`, so that with many
-/// tournaments and many games ending the files cost at most a tenth of a core, never the
-/// referees' share (the web view's standings do not wait for the files). A write that fails is
-/// tried again (the newest snapshot then) after a pause doubling up to `MAX_RETRY_PAUSE`,
-/// and `health` hears of it; once the league stops, a failing write is tried for
-/// `STANDINGS_STOPPING_TRIES` more (the next start writes the standings anew from the journal).
-async fn write_standings_as_they_come(
-    dir: std::path::PathBuf,
-    mut rx: tokio::sync::watch::Receiver<StandingsSnapshot>,
-    health: Arc<OutputHealth>,
-) {
-    let mut written: Option<StandingsSnapshot> = None;
-    let mut pause = Duration::ZERO;
-    let mut stopped_at: Option<Instant> = None;
-    loop {
-        let latest = rx.borrow_and_update().clone();
-        if written.as_ref().is_some_and(|w| Arc::ptr_eq(w, &latest)) {
-            if rx.changed().await.is_err() {
-                // The sender is gone: done once its last snapshot is written.
-                let last = rx.borrow().clone();
-                if written.as_ref().is_some_and(|w| Arc::ptr_eq(w, &last)) {
-                    return;
-                }
-            }
-            continue;
-        }
-        let began = Instant::now();
-        let snapshot = latest.clone();
-        let dir_for_task = dir.clone();
-        let failed =
-            match tokio::task::spawn_blocking(move || write_standings(&dir_for_task, &snapshot))
-                .await
-            {
-                Ok(Ok(())) => None,
-                Ok(Err(e)) => Some(e.to_string()),
-                Err(e) => Some(format!("standings task failed: {e}")),
-            };
-        let rest = match failed {
-            None => {
-                if !pause.is_zero() {
-                    health.recovered(OutputKind::Standings);
-                    pause = Duration::ZERO;
-                }
-                written = Some(latest);
-                began.elapsed().saturating_mul(9).max(STANDINGS_REST)
-            }
-            Some(why) => {
-                health.failed(OutputKind::Standings, &why, 1);
-                if rx.has_changed().is_err() {
-                    let since = *stopped_at.get_or_insert(began);
-                    if since.elapsed() >= STANDINGS_STOPPING_TRIES {
-                        tracing::error!(error = %why, "stopping with the standings files not written; the next start writes them");
-                        return;
-                    }
-                }
-                pause = (pause * 2).clamp(Duration::from_millis(50), MAX_RETRY_PAUSE);
-                pause
-            }
-        };
-        // Rest, unless the sender goes away meanwhile (the league stopped: write its last state
-        // now). Newer snapshots are seen by pointer at the top of the loop.
-        tokio::select! {
-            _ = tokio::time::sleep(rest) => {}
-            _ = async { while rx.changed().await.is_ok() {} }, if stopped_at.is_none() => {}
-        }
-    }
-}
-
-/// How long a failing standings write is still tried once the league stops.
-const STANDINGS_STOPPING_TRIES: Duration = Duration::from_secs(5);
 
 /// Starts games as bots become available and collects results until every tournament is
 /// finished or `stop` is cancelled.
@@ -1052,6 +792,7 @@ impl Scheduler {
 mod tests {
     use super::*;
     use crate::config::RecordEncoding;
+    use crate::journal::{Journal, JOURNAL_FILE};
     use std::collections::HashSet;
     use std::path::Path;
 
