@@ -127,6 +127,7 @@ pub const INFO: EngineInfo = EngineInfo {
 
 mod alpha_beta;
 mod circuit;
+pub mod figures;
 mod inferior;
 pub mod patterns;
 mod tables;

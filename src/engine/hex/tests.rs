@@ -773,52 +773,6 @@ fn two_threads_with_a_tiny_tree_play_a_whole_game_legally() {
     assert!(capped >= 10, "the trees were full only {capped} times");
 }
 
-/// The opening positions the speed tests search.
-const SPEED_POSITIONS: [&[&str]; 3] = [
-    &["F6", "E7"],
-    &["F6", "E7", "D5", "G4", "C8", "H6"],
-    &["C3", "I9", "F6", "E7", "D8", "G5", "H4", "B10", "E5", "F5"],
-];
-
-/// Playouts per second with one and with two threads from the same positions, for the figures
-/// in docs/history/engines-hex-runs.md: `cargo test --release --lib engine::hex::tests::thread_speed -- --ignored
-/// --nocapture`. The ratio depends on what else the machine runs.
-#[test]
-#[ignore]
-fn thread_speed() {
-    let positions = SPEED_POSITIONS;
-    let mut totals = [(0u64, 0f64); 2];
-    for round in 0..2 {
-        for moves in positions {
-            for (slot, threads) in [1u64, 2].into_iter().enumerate() {
-                let options =
-                    serde_json::json!({"ab_below": 0, "time_ms": 2000, "threads": threads});
-                let mut hex = engine(options, serde_json::Value::Null);
-                let started = Instant::now();
-                ask(&mut hex, moves, ClockView::unlimited(), false);
-                let seconds = started.elapsed().as_secs_f64();
-                assert_eq!(hex.last_stats.stage, Stage::Uct);
-                assert!(hex.worker_work().iter().all(|w| w.0 > 0));
-                let playouts = hex.last_stats.playouts;
-                totals[slot].0 += playouts;
-                totals[slot].1 += seconds;
-                println!(
-                    "round {round} {} stones, {threads} thread(s): {playouts} playouts in {seconds:.2} s, {:.0}/s",
-                    moves.len(),
-                    playouts as f64 / seconds
-                );
-            }
-        }
-    }
-    let rate = |(playouts, seconds): (u64, f64)| playouts as f64 / seconds;
-    println!(
-        "total: 1 thread {:.0}/s, 2 threads {:.0}/s, ratio {:.2}",
-        rate(totals[0]),
-        rate(totals[1]),
-        rate(totals[1]) / rate(totals[0])
-    );
-}
-
 #[test]
 fn win_threats_agree_with_winning_cells() {
     let mut rng = SmallRng::seed_from_u64(11);
@@ -1050,57 +1004,28 @@ fn h_search_is_sound_on_small_endgames() {
     );
 }
 
-/// Time of one H-search per colour on random positions of 10 to 60 stones (run by hand:
-/// `cargo test --release --lib engine::hex::tests::h_search_speed -- --ignored --nocapture`).
-#[test]
-#[ignore]
-fn h_search_speed() {
-    let mut rng = SmallRng::seed_from_u64(11);
-    for stones in [10, 20, 30, 40, 60] {
-        let (mut total, mut work, mut runs) = (Duration::ZERO, 0, 0);
-        for _ in 0..10 {
-            let mut board = [EMPTY; CELLS];
-            let mut placed = 0;
-            while placed < stones {
-                let c = rng.gen_range(0..CELLS);
-                if board[c] == EMPTY {
-                    board[c] = stone(placed % 2);
-                    placed += 1;
-                }
-            }
-            for colour in 0..2 {
-                let start = Instant::now();
-                let vc = Connections::build(&board, colour);
-                total += start.elapsed();
-                work += vc.work();
-                runs += 1;
-            }
-        }
-        println!(
-            "{stones} stones: {:.2} ms per H-search, {} AND attempts",
-            total.as_secs_f64() * 1000.0 / runs as f64,
-            work / runs
-        );
-    }
-}
-
 /// The positions of `tests/fixtures/hex/mohex_vc_wins.txt`: the board, the side to move (MoHex)
 /// and the key MoHex's connection builder named.
 fn mohex_vc_wins() -> Vec<(Cells, usize, u8)> {
-    include_str!("../../../tests/fixtures/hex/mohex_vc_wins.txt")
+    figures::parse_vc_wins(include_str!(
+        "../../../tests/fixtures/hex/mohex_vc_wins.txt"
+    ))
+    .unwrap()
+}
+
+#[test]
+fn a_kept_position_line_that_does_not_read_is_refused_naming_it() {
+    let err = figures::parse_vc_wins("# a comment\nnot-a-position F6\n").unwrap_err();
+    assert!(err.contains("not-a-position"), "{err}");
+    let fixture = include_str!("../../../tests/fixtures/hex/mohex_vc_wins.txt");
+    let first = fixture
         .lines()
-        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
-        .map(|line| {
-            let (text, key) = line.rsplit_once(' ').unwrap();
-            let position = Hex::from_position_text(text, &HexOptions::default()).unwrap();
-            assert!(position.outcome().is_none(), "{line}");
-            (
-                board_of_position(&position),
-                colour_of(position.turn()),
-                cell(key),
-            )
-        })
-        .collect()
+        .find(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .unwrap();
+    let (position, _) = first.rsplit_once(' ').unwrap();
+    let err = figures::parse_vc_wins(&format!("{position} Z99")).unwrap_err();
+    assert!(err.contains("Z99"), "{err}");
+    assert_eq!(figures::parse_vc_wins(first).unwrap().len(), 1);
 }
 
 #[test]
@@ -1114,32 +1039,6 @@ fn mohex_vc_wins_are_open_positions_with_an_empty_key() {
         after[key as usize] = stone(mover);
         assert!(!connected(&after, mover));
     }
-}
-
-/// How many of the positions where MoHex's connection builder saw its win H-search sees too,
-/// before the key (an edge-to-edge semi connection) and after it (a full one). A figure to
-/// measure H-search changes by, not a pass mark: 1 and 1 of 27 with the plain rules, 2 and 5
-/// with ladders through the edge and captured cells, 3 and 6 with ladders run from either
-/// edge cell of their first point (26–27 Nov 2026; run
-/// by hand: `cargo test --release --lib engine::hex::tests::h_search_on_mohex_vc_wins --
-/// --ignored --nocapture`).
-#[test]
-#[ignore]
-fn h_search_on_mohex_vc_wins() {
-    let wins = mohex_vc_wins();
-    let (mut semis, mut fulls) = (0, 0);
-    for (board, mover, key) in &wins {
-        let before = Connections::build(board, *mover);
-        let mut after = *board;
-        after[*key as usize] = stone(*mover);
-        let joined = Connections::build(&after, *mover);
-        semis += usize::from(before.won() || !before.edge_semis().is_empty());
-        fulls += usize::from(joined.won());
-    }
-    println!(
-        "H-search sees {semis} of {} semi connections before the key, {fulls} full ones after it",
-        wins.len()
-    );
 }
 
 #[test]
@@ -1214,46 +1113,6 @@ fn root_children_are_proven_by_virtual_connections() {
     ask(&mut two, &moves, ClockView::unlimited(), false);
     assert!(two.last_stats.checks > 1, "{:?}", two.last_stats);
     assert!(plain.root_proofs().iter().any(|&(_, p)| p == 0));
-}
-
-/// Playouts per second with `vc` 0, 1, 2 and 2 with deeper checks (`vc_visits`) on three
-/// opening positions and two middle-game positions, 1 s each, and the checks made (run by
-/// hand: `cargo test --release --lib engine::hex::tests::vc_check_cost -- --ignored
-/// --nocapture`).
-#[test]
-#[ignore]
-fn vc_check_cost() {
-    let positions: [&[&str]; 5] = [
-        &["F6", "E7"],
-        &["F6", "E7", "G4", "D5"],
-        &["C3", "I9", "F5"],
-        &[
-            "H9", "A5", "G7", "B1", "F5", "G6", "F6", "F4", "G5", "G4", "E4", "E3",
-        ],
-        &[
-            "H9", "A5", "G7", "B1", "F5", "G6", "F6", "F4", "G5", "G4", "E4", "E3", "I5", "H3",
-            "A1", "B2", "A2", "B3", "C2", "G1",
-        ],
-    ];
-    for (vc, vc_visits) in [(0, 0), (1, 0), (2, 0), (2, 2000), (2, 500), (2, 100)] {
-        let (mut playouts, mut checks, mut seconds) = (0, 0, 0.0);
-        for moves in positions {
-            let mut e = engine(
-                serde_json::json!({"vc": vc, "vc_visits": vc_visits, "time_ms": 1000,
-                    "ab_below": 0}),
-                serde_json::Value::Null,
-            );
-            let start = Instant::now();
-            ask(&mut e, moves, ClockView::unlimited(), false);
-            seconds += start.elapsed().as_secs_f64();
-            playouts += e.last_stats.playouts;
-            checks += e.last_stats.checks;
-        }
-        println!(
-            "vc {vc}, vc_visits {vc_visits}: {:.0} playouts/s, {checks} checks",
-            playouts as f64 / seconds
-        );
-    }
 }
 
 #[test]
@@ -1650,38 +1509,6 @@ fn pattern_bias_is_an_option_with_a_range() {
     );
     let error = Settings::from_options(&serde_json::json!({"pattern_bias": 10001})).unwrap_err();
     assert!(error.to_string().contains("pattern_bias"), "{error}");
-}
-
-/// What the patterns cost: playouts per second without them and with the tree's pattern
-/// bias, over three positions, side by side in one run.
-/// `cargo test --release --lib pattern_cost -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn pattern_cost() {
-    let positions = SPEED_POSITIONS;
-    let configs = [
-        serde_json::json!({"ab_below": 0, "time_ms": 1000}),
-        serde_json::json!({"ab_below": 0, "time_ms": 1000, "pattern_bias": 250}),
-        serde_json::json!({"ab_below": 0, "time_ms": 1000, "pattern_playouts": 100}),
-    ];
-    let mut rates = vec![0.0; configs.len()];
-    for moves in positions {
-        for (k, options) in configs.iter().enumerate() {
-            let mut hex = engine(options.clone(), serde_json::Value::Null);
-            let started = Instant::now();
-            ask(&mut hex, moves, ClockView::unlimited(), false);
-            let rate = hex.last_stats.playouts as f64 / started.elapsed().as_secs_f64();
-            rates[k] += rate / positions.len() as f64;
-            println!("{} stones, {options}: {rate:.0} playouts/s", moves.len());
-        }
-    }
-    for (options, rate) in configs.iter().zip(&rates) {
-        println!(
-            "mean {rate:.0}/s ({:.2} of the first) {options}",
-            rate / rates[0]
-        );
-    }
-    assert!(rates.iter().all(|&r| r > 0.0));
 }
 
 #[test]

@@ -158,8 +158,7 @@ impl Connections {
         }
     }
 
-    /// H-search for `colour` on `cells` in fresh tables.
-    #[cfg(test)]
+    /// H-search for `colour` on `cells` in fresh tables (for tests and figures).
     pub(super) fn build(cells: &Cells, colour: usize) -> Connections {
         let mut vc = Connections::new();
         vc.search(cells, colour);
@@ -512,7 +511,6 @@ impl Connections {
     }
 
     /// AND attempts made (for tests and figures).
-    #[cfg(test)]
     pub(super) fn work(&self) -> u64 {
         self.work
     }
