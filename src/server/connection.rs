@@ -203,6 +203,7 @@ async fn serve_lines<R: BotRead + 'static, S: LineSink>(
         name: None,
         bad_lines: 0,
         unauthenticated,
+        playing: None,
     };
     let why = connection.read_loop(lines).await;
     if let Some(name) = &connection.name {
@@ -253,6 +254,24 @@ struct Connection {
     bad_lines: u32,
     /// The address's share of connections that have not said `hello`, given back on login.
     unauthenticated: Option<AddressShare>,
+    /// The match this bot last sent a move or resignation for, as the registry gave it: the
+    /// next line for the same match reaches its referee without the registry's lock and hash
+    /// lookup, while that referee's task still runs.
+    playing: Option<PlayingMatch>,
+}
+
+/// A match of this connection's bot and how to reach its referee.
+struct PlayingMatch {
+    match_id: String,
+    side: crate::game::Side,
+    door: super::link::RefereeDoor,
+}
+
+impl PlayingMatch {
+    /// Whether this is `match_id`'s referee, still running (its inbox still has a reader).
+    fn serves(&self, match_id: &str) -> bool {
+        self.match_id == match_id && !self.door.inbox().is_disconnected()
+    }
 }
 
 /// What the reader does after handling a line.
@@ -453,42 +472,50 @@ impl Connection {
         match_id: String,
         input: impl FnOnce(crate::game::Side) -> RefereeInput,
     ) -> Next {
-        let found = self
-            .name
-            .as_deref()
-            .and_then(|name| self.ctx.registry.match_for(&match_id, name));
-        match found {
-            Some((side, door)) => {
-                // Most moves are played right here, under the referee's lock (no hand-over
-                // to its task); what the referee gives back goes through its inbox.
-                let input = match door.try_direct(input(side)) {
-                    Ok(()) => return Next::Continue,
-                    Err(input) => input,
-                };
-                // The inbox almost always has room: handing the input over without building
-                // a send future is the common path (the future showed in the bench's
-                // profile); only a full inbox makes this reader wait.
-                let inbox = door.inbox();
-                let sent = match inbox.try_send(input) {
-                    Ok(()) => Ok(()),
-                    Err(flume::TrySendError::Full(input)) => {
-                        inbox.send_async(input).await.map_err(|_| ())
-                    }
-                    Err(flume::TrySendError::Disconnected(_)) => Err(()),
-                };
-                if sent.is_err() {
-                    self.error(
-                        ErrorCode::UnknownMatch,
-                        format!("match {match_id:?} is over"),
-                        Some(match_id),
-                    );
-                }
-            }
-            None => self.error(
+        if !self.playing.as_ref().is_some_and(|p| p.serves(&match_id)) {
+            let found = self
+                .name
+                .as_deref()
+                .and_then(|name| self.ctx.registry.match_for(&match_id, name));
+            let Some((side, door)) = found else {
+                self.error(
+                    ErrorCode::UnknownMatch,
+                    format!("you are not playing a match {match_id:?}"),
+                    Some(match_id),
+                );
+                return Next::Continue;
+            };
+            self.playing = Some(PlayingMatch {
+                match_id,
+                side,
+                door,
+            });
+        }
+        let Some(playing) = &self.playing else {
+            return Next::Continue;
+        };
+        // Most moves are played right here, under the referee's lock (no hand-over to its
+        // task); what the referee gives back goes through its inbox.
+        let input = match playing.door.try_direct(input(playing.side)) {
+            Ok(()) => return Next::Continue,
+            Err(input) => input,
+        };
+        // The inbox almost always has room: handing the input over without building a send
+        // future is the common path (the future showed in the bench's profile); only a full
+        // inbox makes this reader wait.
+        let inbox = playing.door.inbox();
+        let sent = match inbox.try_send(input) {
+            Ok(()) => Ok(()),
+            Err(flume::TrySendError::Full(input)) => inbox.send_async(input).await.map_err(|_| ()),
+            Err(flume::TrySendError::Disconnected(_)) => Err(()),
+        };
+        if sent.is_err() {
+            let match_id = playing.match_id.clone();
+            self.error(
                 ErrorCode::UnknownMatch,
-                format!("you are not playing a match {match_id:?}"),
+                format!("match {match_id:?} is over"),
                 Some(match_id),
-            ),
+            );
         }
         Next::Continue
     }
