@@ -22,7 +22,9 @@ use tokio_util::codec::FramedRead;
 use crate::bot_connection::{connect_and_hello, HandshakeError, RefereeLink};
 use crate::game::connect6::SIZE;
 use crate::game::{new_game, EndReason, GameId, Point};
-use crate::protocol::{BotMessage, CappedLineCodec, Frame, MAX_LINE_BYTES, PROTOCOL_VERSION};
+use crate::protocol::{
+    BotMessage, BotResult, CappedLineCodec, Frame, MAX_LINE_BYTES, PROTOCOL_VERSION,
+};
 use crate::server::probe::monotonic_us;
 use crate::server::ArrivalStampedRead;
 
@@ -162,10 +164,10 @@ struct Incoming<'a> {
     ply: Option<u32>,
     #[serde(default)]
     id: Option<u64>,
-    #[serde(default, borrow)]
-    reason: Option<&'a str>,
-    #[serde(default, borrow)]
-    result: Option<&'a str>,
+    #[serde(default)]
+    reason: Option<EndReason>,
+    #[serde(default)]
+    result: Option<BotResult>,
 }
 
 /// One bot's own tallies.
@@ -352,9 +354,9 @@ impl Bot {
                 }
                 "end" => {
                     stats.games_ended += 1;
-                    if message.reason == Some(EndReason::Timeout.as_str()) {
+                    if message.reason == Some(EndReason::Timeout) {
                         stats.timeouts_seen += 1;
-                        if message.result == Some("loss") {
+                        if message.result == Some(BotResult::Loss) {
                             let lost = match &pending {
                                 Some(p) => Some(TimedMove {
                                     match_id: p.match_id.clone(),

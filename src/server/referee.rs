@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::game::{new_game, AnyGame, EndReason, Outcome, Side};
 use crate::journal::JournalMove;
-use crate::protocol::{write_turn_line, ErrorCode, RefereeMessage, TurnClock};
+use crate::protocol::{write_turn_line, BotResult, ErrorCode, RefereeMessage, TurnClock};
 
 use super::journaling::MoveJournal;
 use super::link::{BotLink, DirectMoves, RefereeDoor, RefereeInput, WriteStamp};
@@ -889,17 +889,12 @@ pub async fn run_journaled_match(
         );
     }
     for side in [Side::First, Side::Second] {
-        let result = match outcome.winner {
-            None => "draw",
-            Some(w) if w == side => "win",
-            Some(_) => "loss",
-        };
         referee.send(
             side,
             &RefereeMessage::End {
                 match_id: referee.spec.match_id.clone(),
-                result: result.to_string(),
-                reason: outcome.reason.as_str().to_string(),
+                result: BotResult::for_side(outcome.winner, side),
+                reason: outcome.reason,
                 moves: referee.moves.read().texts_from(0),
             },
         );

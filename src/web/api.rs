@@ -148,8 +148,8 @@ pub fn game_of_line(line: &GameLine) -> LiveGame {
         }),
         moves: SharedMoveLog::of_finished(line.game, &line.moves, &line.think_ms, &line.lag_ms),
         clocks,
-        result: Some(line.result.as_str().to_string()),
-        reason: Some(line.reason.as_str().to_string()),
+        result: Some(line.result),
+        reason: Some(line.reason),
         record: (!line.record.is_empty()).then(|| line.record.clone()),
     }
 }
