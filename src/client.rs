@@ -33,6 +33,7 @@ use tokio_util::codec::Framed;
 use tokio_util::sync::CancellationToken;
 
 use crate::bot_connection::{connect_and_hello, hello_over, HandshakeError, LineLink};
+use crate::clock::Clocks;
 use crate::engine::{
     catalogue, new_engine, ClockView, Engine, EngineError, EngineInfo, SearchRequest,
 };
@@ -583,13 +584,7 @@ impl Session {
         };
         let abort_flag = Arc::new(AtomicBool::new(false));
         state.search = Some((search, abort_flag.clone()));
-        let clock = ClockView {
-            you_ms: turn.clock.you_ms,
-            opponent_ms: turn.clock.opponent_ms,
-            increment_ms: state.clock.increment_ms,
-            move_limit_ms: state.clock.move_limit_ms,
-            ply: turn.ply,
-        };
+        let clock = Clocks::view_of_turn(state.clock, turn.clock, turn.ply);
         let job = SearchJob {
             match_id: match_id.to_string(),
             search,

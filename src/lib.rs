@@ -8,7 +8,8 @@
 //! 1. **Rules and players**: `game` (pure: no I/O, clocks or randomness), `engine` (the
 //!    built-in players, on `game`), and the leaf helpers `hash`, `quantile`, `atomic_file`,
 //!    `fanout`, `console`, `log_text`.
-//! 2. **Formats**: `protocol`, `clock_settings`, `game_line`, `journal`, `record`, `openings`,
+//! 2. **Formats**: `protocol`, `clock_settings` with `clock` (both clocks of a match, pure),
+//!    `game_line`, `journal`, `record`, `openings`,
 //!    `league` (standings), `config`, `program`/`sandbox` (how a student's program is named
 //!    and fenced).
 //! 3. **A bot's side**: `bot_connection`, `client`, `bridge` (a program or engine behind the
@@ -29,6 +30,7 @@ pub mod bench;
 pub mod bot_connection;
 pub mod bridge;
 pub mod client;
+pub mod clock;
 pub mod clock_settings;
 pub mod config;
 pub mod console;

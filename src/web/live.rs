@@ -26,6 +26,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use crate::clock::ClocksMs;
 use crate::fanout::{Fanout, WhenFull};
 use crate::game::{EndReason, GameId};
 use crate::game_line::LineResult;
@@ -512,11 +513,6 @@ impl Live {
             *published_in_batch = Some(batch);
         }
         #[derive(Serialize)]
-        struct Clocks {
-            first_ms: u64,
-            second_ms: u64,
-        }
-        #[derive(Serialize)]
         struct MoveEvent<'a> {
             #[serde(rename = "match")]
             match_id: &'a str,
@@ -525,7 +521,7 @@ impl Live {
             text: &'a str,
             think_ms: u64,
             position: &'a str,
-            clocks: Clocks,
+            clocks: ClocksMs,
         }
         let position = position();
         let event = MoveEvent {
@@ -534,10 +530,7 @@ impl Live {
             text,
             think_ms,
             position: &position,
-            clocks: Clocks {
-                first_ms: clocks[0],
-                second_ms: clocks[1],
-            },
+            clocks: ClocksMs::from(clocks),
         };
         // Sized for the event (the league stream holds one per running game): a growing
         // buffer would end up to twice the text's length.
