@@ -38,6 +38,7 @@ use crate::engine::{
     catalogue, new_engine, ClockView, Engine, EngineError, EngineInfo, SearchRequest,
 };
 use crate::game::GameId;
+use crate::options_text;
 use crate::protocol::{
     self, parse_referee_line, BotMessage, CappedLineCodec, ClockSpec, ErrorCode, Frame,
     RefereeMessage, TurnClock,
@@ -746,27 +747,13 @@ impl SearchJob {
     }
 }
 
-/// Reads `--option KEY=VALUE` pairs into the engine options object: a value that is JSON
-/// (number, boolean, quoted string…) is taken as such, anything else as a plain string.
+/// Reads `--option KEY=VALUE` flags (one pair each: a value may hold commas) into the engine
+/// options object: a value that is JSON (number, boolean, quoted string…) is taken as such,
+/// anything else as a plain string. A key given twice is refused.
 pub fn parse_engine_options(pairs: &[String]) -> Result<Value, ClientError> {
-    let mut map = serde_json::Map::new();
-    for pair in pairs {
-        let Some((key, value)) = pair.split_once('=') else {
-            return Err(ClientError::Config(format!(
-                "engine option {pair:?} must be KEY=VALUE"
-            )));
-        };
-        let key = key.trim();
-        if key.is_empty() {
-            return Err(ClientError::Config(format!(
-                "engine option {pair:?} has no name"
-            )));
-        }
-        let value = serde_json::from_str::<Value>(value.trim())
-            .unwrap_or_else(|_| Value::String(value.to_string()));
-        map.insert(key.to_string(), value);
-    }
-    Ok(Value::Object(map))
+    let pairs = options_text::read_items(pairs.iter().enumerate().map(|(i, p)| (i, p.as_str())))
+        .map_err(|e| ClientError::Config(format!("engine option: {e}")))?;
+    Ok(options_text::json_object(&pairs))
 }
 
 #[cfg(test)]
@@ -785,14 +772,16 @@ mod tests {
     #[test]
     fn engine_options_parse_json_values_and_plain_strings() {
         let options =
-            parse_engine_options(&["depth=3".into(), "book=true".into(), "style= sharp".into()])
+            parse_engine_options(&["depth=3".into(), "book=true".into(), "style= a,b".into()])
                 .unwrap();
-        assert_eq!(
-            options,
-            json!({"depth": 3, "book": true, "style": " sharp"})
-        );
+        assert_eq!(options, json!({"depth": 3, "book": true, "style": "a,b"}));
         assert!(parse_engine_options(&["depth".into()]).is_err());
         assert!(parse_engine_options(&["=3".into()]).is_err());
+        let twice = parse_engine_options(&["depth=3".into(), "depth=4".into()]).unwrap_err();
+        assert!(
+            twice.to_string().contains("depth is given twice"),
+            "{twice}"
+        );
     }
 
     fn state_with(moves: &[&str], last_sent: Option<&str>) -> MatchState {

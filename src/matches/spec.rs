@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::{MatchError, MatchPlan};
 use crate::game::GameId;
+use crate::options_text;
 use crate::program::ProgramSpec;
 use crate::protocol::ClockSpec;
 
@@ -36,14 +37,8 @@ impl FromStr for EngineKind {
                     "unknown built-in engine {engine:?} (see `arena engines`)"
                 )));
             }
-            let pairs: Vec<String> = options
-                .split(',')
-                .map(str::trim)
-                .filter(|p| !p.is_empty())
-                .map(str::to_string)
-                .collect();
-            let options =
-                crate::client::parse_engine_options(&pairs).map_err(|e| err(e.to_string()))?;
+            let pairs = options_text::read_list(options).map_err(|e| err(e.to_string()))?;
+            let options = options_text::json_object(&pairs);
             return Ok(EngineKind::Builtin {
                 engine: engine.to_string(),
                 options,
@@ -123,14 +118,9 @@ pub fn parse_rules(text: &str) -> Result<Value, MatchError> {
             .filter(Value::is_object)
             .ok_or_else(|| MatchError::Plan(format!("--rules {text:?} is not a JSON object")));
     }
-    let pairs: Vec<String> = text
-        .split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(str::to_string)
-        .collect();
-    crate::client::parse_engine_options(&pairs)
-        .map_err(|e| MatchError::Plan(format!("--rules: {e}")))
+    let pairs =
+        options_text::read_list(text).map_err(|e| MatchError::Plan(format!("--rules: {e}")))?;
+    Ok(options_text::json_object(&pairs))
 }
 
 /// The two display names: as given, or the defaults made distinct (`hex`, `hex-2`).
