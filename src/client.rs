@@ -66,6 +66,8 @@ pub struct BotClientConfig {
     pub max_games: u32,
     /// How long to keep trying to reconnect after losing the referee (zero: never).
     pub reconnect_for: Duration,
+    /// Mixed into each match's engine seed (0: the match id alone decides it).
+    pub seed: u64,
 }
 
 /// How long a shutdown lets a handshake under way finish.
@@ -153,7 +155,10 @@ pub async fn run_bot(
 fn catalogue_factory(config: &BotClientConfig) -> EngineFactory {
     let engine_id = config.engine.clone();
     let options = config.engine_options.clone();
-    Arc::new(move |game, rules, seed| new_engine(&engine_id, game, rules, &options, seed))
+    let mixed_in = config.seed;
+    Arc::new(move |game, rules, seed| {
+        new_engine(&engine_id, game, rules, &options, seed ^ mixed_in)
+    })
 }
 
 /// [`run_bot`] with engines built by `factory` instead of the catalogue (the hello still names
@@ -827,6 +832,7 @@ mod tests {
             games: vec![],
             max_games: 1,
             reconnect_for: Duration::ZERO,
+            seed: 0,
         };
         assert!(matches!(
             offered_games(&config),
