@@ -347,15 +347,14 @@ async fn play<L: LineLink>(
 
 /// The bot's `hello`, with the login ticket of an earlier `welcome` if it has one.
 fn hello_message(config: &BotClientConfig, games: &[GameId], ticket: Option<String>) -> BotMessage {
-    BotMessage::Hello {
-        protocol: protocol::PROTOCOL_VERSION,
-        name: config.name.clone(),
-        token: config.token.clone(),
-        games: games.iter().map(|g| g.as_str().to_string()).collect(),
-        max_games: config.max_games,
-        engine: Some(format!("arena/{}", config.engine)),
+    BotMessage::hello(
+        config.name.as_str(),
+        config.token.as_str(),
+        games.iter().map(|g| g.as_str().to_string()).collect(),
+        config.max_games,
+        Some(format!("arena/{}", config.engine)),
         ticket,
-    }
+    )
 }
 
 /// Runs a built-in engine that speaks protocol v1 on stdin/stdout instead of over TCP, as a

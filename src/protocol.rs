@@ -279,6 +279,28 @@ pub fn write_turn_line<'a>(
 }
 
 impl BotMessage {
+    /// The `hello` of this protocol version, the one way every client of this crate builds it:
+    /// bot `name` with `token`, offering `games` (protocol ids), playing at most `max_games`
+    /// at once, `engine` saying what it is, `ticket` from an earlier `welcome`.
+    pub fn hello(
+        name: impl Into<String>,
+        token: impl Into<String>,
+        games: Vec<String>,
+        max_games: u32,
+        engine: Option<String>,
+        ticket: Option<String>,
+    ) -> BotMessage {
+        BotMessage::Hello {
+            protocol: PROTOCOL_VERSION,
+            name: name.into(),
+            token: token.into(),
+            games,
+            max_games,
+            engine,
+            ticket,
+        }
+    }
+
     /// The message as one JSON line, without the trailing `\n`.
     pub fn to_line(&self) -> String {
         serde_json::to_string(self).unwrap_or_else(|_| String::from("{}"))
@@ -874,5 +896,23 @@ mod tests {
         assert!(e.message.contains("fell_asleep"), "{}", e.message);
         let e = parse_referee_line(&line("first", "resign")).unwrap_err();
         assert!(e.message.contains("first"), "{}", e.message);
+    }
+
+    #[test]
+    fn the_one_hello_is_written_as_the_protocol_says() {
+        let hello = BotMessage::hello("alice", "s3cret", vec!["hex".into()], 1, None, None);
+        assert_eq!(
+            hello.to_line(),
+            r#"{"type":"hello","protocol":1,"name":"alice","token":"s3cret","games":["hex"]}"#
+        );
+        let again = BotMessage::hello(
+            "alice",
+            "s3cret",
+            vec!["hex".into(), "jiu".into()],
+            4,
+            Some("arena/hex".into()),
+            Some("0123".into()),
+        );
+        assert_eq!(parse_bot_line(&again.to_line()), Ok(again));
     }
 }
