@@ -212,15 +212,7 @@ mod tests {
     use tokio::net::TcpListener;
 
     fn hello() -> BotMessage {
-        BotMessage::Hello {
-            protocol: PROTOCOL_VERSION,
-            name: "a".into(),
-            token: "t".into(),
-            games: vec!["hex".into()],
-            max_games: 1,
-            engine: None,
-            ticket: None,
-        }
+        BotMessage::hello("a", "t", vec!["hex".into()], 1, None, None)
     }
 
     /// A one-shot referee: reads the hello, writes `answers`, then reads one more line (the

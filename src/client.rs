@@ -33,10 +33,12 @@ use tokio_util::codec::Framed;
 use tokio_util::sync::CancellationToken;
 
 use crate::bot_connection::{connect_and_hello, hello_over, HandshakeError, LineLink};
+use crate::clock::Clocks;
 use crate::engine::{
     catalogue, new_engine, ClockView, Engine, EngineError, EngineInfo, SearchRequest,
 };
 use crate::game::GameId;
+use crate::options_text;
 use crate::protocol::{
     self, parse_referee_line, BotMessage, CappedLineCodec, ClockSpec, ErrorCode, Frame,
     RefereeMessage, TurnClock,
@@ -64,6 +66,8 @@ pub struct BotClientConfig {
     pub max_games: u32,
     /// How long to keep trying to reconnect after losing the referee (zero: never).
     pub reconnect_for: Duration,
+    /// Mixed into each match's engine seed (0: the match id alone decides it).
+    pub seed: u64,
 }
 
 /// How long a shutdown lets a handshake under way finish.
@@ -151,7 +155,10 @@ pub async fn run_bot(
 fn catalogue_factory(config: &BotClientConfig) -> EngineFactory {
     let engine_id = config.engine.clone();
     let options = config.engine_options.clone();
-    Arc::new(move |game, rules, seed| new_engine(&engine_id, game, rules, &options, seed))
+    let mixed_in = config.seed;
+    Arc::new(move |game, rules, seed| {
+        new_engine(&engine_id, game, rules, &options, seed ^ mixed_in)
+    })
 }
 
 /// [`run_bot`] with engines built by `factory` instead of the catalogue (the hello still names
@@ -340,15 +347,14 @@ async fn play<L: LineLink>(
 
 /// The bot's `hello`, with the login ticket of an earlier `welcome` if it has one.
 fn hello_message(config: &BotClientConfig, games: &[GameId], ticket: Option<String>) -> BotMessage {
-    BotMessage::Hello {
-        protocol: protocol::PROTOCOL_VERSION,
-        name: config.name.clone(),
-        token: config.token.clone(),
-        games: games.iter().map(|g| g.as_str().to_string()).collect(),
-        max_games: config.max_games,
-        engine: Some(format!("arena/{}", config.engine)),
+    BotMessage::hello(
+        config.name.as_str(),
+        config.token.as_str(),
+        games.iter().map(|g| g.as_str().to_string()).collect(),
+        config.max_games,
+        Some(format!("arena/{}", config.engine)),
         ticket,
-    }
+    )
 }
 
 /// Runs a built-in engine that speaks protocol v1 on stdin/stdout instead of over TCP, as a
@@ -583,13 +589,7 @@ impl Session {
         };
         let abort_flag = Arc::new(AtomicBool::new(false));
         state.search = Some((search, abort_flag.clone()));
-        let clock = ClockView {
-            you_ms: turn.clock.you_ms,
-            opponent_ms: turn.clock.opponent_ms,
-            increment_ms: state.clock.increment_ms,
-            move_limit_ms: state.clock.move_limit_ms,
-            ply: turn.ply,
-        };
+        let clock = Clocks::view_of_turn(state.clock, turn.clock, turn.ply);
         let job = SearchJob {
             match_id: match_id.to_string(),
             search,
@@ -751,27 +751,13 @@ impl SearchJob {
     }
 }
 
-/// Reads `--option KEY=VALUE` pairs into the engine options object: a value that is JSON
-/// (number, boolean, quoted string…) is taken as such, anything else as a plain string.
+/// Reads `--option KEY=VALUE` flags (one pair each: a value may hold commas) into the engine
+/// options object: a value that is JSON (number, boolean, quoted string…) is taken as such,
+/// anything else as a plain string. A key given twice is refused.
 pub fn parse_engine_options(pairs: &[String]) -> Result<Value, ClientError> {
-    let mut map = serde_json::Map::new();
-    for pair in pairs {
-        let Some((key, value)) = pair.split_once('=') else {
-            return Err(ClientError::Config(format!(
-                "engine option {pair:?} must be KEY=VALUE"
-            )));
-        };
-        let key = key.trim();
-        if key.is_empty() {
-            return Err(ClientError::Config(format!(
-                "engine option {pair:?} has no name"
-            )));
-        }
-        let value = serde_json::from_str::<Value>(value.trim())
-            .unwrap_or_else(|_| Value::String(value.to_string()));
-        map.insert(key.to_string(), value);
-    }
-    Ok(Value::Object(map))
+    let pairs = options_text::read_items(pairs.iter().enumerate().map(|(i, p)| (i, p.as_str())))
+        .map_err(|e| ClientError::Config(format!("engine option: {e}")))?;
+    Ok(options_text::json_object(&pairs))
 }
 
 #[cfg(test)]
@@ -790,14 +776,16 @@ mod tests {
     #[test]
     fn engine_options_parse_json_values_and_plain_strings() {
         let options =
-            parse_engine_options(&["depth=3".into(), "book=true".into(), "style= sharp".into()])
+            parse_engine_options(&["depth=3".into(), "book=true".into(), "style= a,b".into()])
                 .unwrap();
-        assert_eq!(
-            options,
-            json!({"depth": 3, "book": true, "style": " sharp"})
-        );
+        assert_eq!(options, json!({"depth": 3, "book": true, "style": "a,b"}));
         assert!(parse_engine_options(&["depth".into()]).is_err());
         assert!(parse_engine_options(&["=3".into()]).is_err());
+        let twice = parse_engine_options(&["depth=3".into(), "depth=4".into()]).unwrap_err();
+        assert!(
+            twice.to_string().contains("depth is given twice"),
+            "{twice}"
+        );
     }
 
     fn state_with(moves: &[&str], last_sent: Option<&str>) -> MatchState {
@@ -843,6 +831,7 @@ mod tests {
             games: vec![],
             max_games: 1,
             reconnect_for: Duration::ZERO,
+            seed: 0,
         };
         assert!(matches!(
             offered_games(&config),

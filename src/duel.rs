@@ -9,6 +9,8 @@ use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::clock::Clocks;
+use crate::clock_settings::ClockSpec;
 use crate::engine::{self, ClockView, Engine, EngineError, SearchRequest};
 use crate::game::{self, EndReason, GameId, Outcome, Side};
 
@@ -87,6 +89,12 @@ fn play_one(config: &DuelConfig, index: u32, first: usize) -> Result<DuelGame, D
             seed,
         )?));
     }
+    // Only the per-move limit counts in a duel: the clocks are shown, never charged.
+    let clocks = Clocks::new(ClockSpec {
+        initial_ms: config.move_ms.saturating_mul(1000),
+        increment_ms: 0,
+        move_limit_ms: Some(config.move_ms),
+    });
     let mut moves: Vec<String> = Vec::new();
     let mut max_think_ms = [0u64; 2];
     let outcome = loop {
@@ -99,13 +107,7 @@ fn play_one(config: &DuelConfig, index: u32, first: usize) -> Result<DuelGame, D
         } else {
             1 - first
         };
-        let clock = ClockView {
-            you_ms: config.move_ms.saturating_mul(1000),
-            opponent_ms: config.move_ms.saturating_mul(1000),
-            increment_ms: 0,
-            move_limit_ms: Some(config.move_ms),
-            ply: moves.len() as u32,
-        };
+        let clock = clocks.view(side, Duration::ZERO, moves.len() as u32);
         let engine = engines[who]
             .take()
             .ok_or_else(|| DuelError::Thread("engine lost".into()))?;

@@ -7,8 +7,9 @@
 //!
 //! 1. **Rules and players**: `game` (pure: no I/O, clocks or randomness), `engine` (the
 //!    built-in players, on `game`), and the leaf helpers `hash`, `quantile`, `atomic_file`,
-//!    `fanout`, `console`, `log_text`.
-//! 2. **Formats**: `protocol`, `clock_settings`, `game_line`, `journal`, `record`, `openings`,
+//!    `fanout`, `console`, `log_text`, `options_text` (the one `KEY=VALUE` reader).
+//! 2. **Formats**: `protocol`, `clock_settings` with `clock` (both clocks of a match, pure),
+//!    `game_line`, `journal`, `record`, `openings`,
 //!    `league` (standings), `config`, `program`/`sandbox` (how a student's program is named
 //!    and fenced).
 //! 3. **A bot's side**: `bot_connection`, `client`, `bridge` (a program or engine behind the
@@ -29,6 +30,7 @@ pub mod bench;
 pub mod bot_connection;
 pub mod bridge;
 pub mod client;
+pub mod clock;
 pub mod clock_settings;
 pub mod config;
 pub mod console;
@@ -43,6 +45,7 @@ pub mod league;
 pub mod log_text;
 pub mod matches;
 pub mod openings;
+pub mod options_text;
 pub mod program;
 pub mod protocol;
 pub mod quantile;

@@ -674,6 +674,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                 games,
                 max_games,
                 reconnect_for: std::time::Duration::from_millis(reconnect_for_ms),
+                seed: 0,
             };
             run_bot_command(config, stdio)?;
         }
@@ -830,7 +831,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             engine_b,
             games,
             move_ms,
-            seed: _,
+            seed,
             rules,
             a_options,
             b_options,
@@ -844,6 +845,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                 games,
                 move_ms,
                 rules,
+                seed,
             )?;
             return run_match(command, None, None, false, &mut out);
         }
@@ -861,6 +863,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                 openings: args.openings,
                 sprt: args.sprt,
                 memory_mb: args.memory_mb,
+                seed: None,
             };
             return run_match(command, args.out, args.web, args.json, &mut out);
         }

@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::game::EndReason;
+use crate::game::Side;
 pub use bytes_codec::CappedLineCodec;
 
 /// The protocol version this server speaks.
@@ -121,6 +123,42 @@ pub struct TurnClock {
     pub opponent_ms: u64,
 }
 
+/// A game's result from one side's point of view, as `end` carries it: `win`, `loss` or
+/// `draw`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BotResult {
+    Win,
+    Loss,
+    Draw,
+}
+
+impl BotResult {
+    /// The result for `side` of a game that `winner` won (`None`: a draw).
+    pub fn for_side(winner: Option<Side>, side: Side) -> BotResult {
+        match winner {
+            None => BotResult::Draw,
+            Some(w) if w == side => BotResult::Win,
+            Some(_) => BotResult::Loss,
+        }
+    }
+
+    /// `win`, `loss` or `draw`, as the protocol writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BotResult::Win => "win",
+            BotResult::Loss => "loss",
+            BotResult::Draw => "draw",
+        }
+    }
+}
+
+impl std::fmt::Display for BotResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A message from the referee to a bot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -155,9 +193,9 @@ pub enum RefereeMessage {
     End {
         #[serde(rename = "match")]
         match_id: String,
-        /// `win`, `loss` or `draw`, from the receiving bot's point of view.
-        result: String,
-        reason: String,
+        /// From the receiving bot's point of view.
+        result: BotResult,
+        reason: EndReason,
         moves: Vec<String>,
     },
     Error {
@@ -241,6 +279,28 @@ pub fn write_turn_line<'a>(
 }
 
 impl BotMessage {
+    /// The `hello` of this protocol version, the one way every client of this crate builds it:
+    /// bot `name` with `token`, offering `games` (protocol ids), playing at most `max_games`
+    /// at once, `engine` saying what it is, `ticket` from an earlier `welcome`.
+    pub fn hello(
+        name: impl Into<String>,
+        token: impl Into<String>,
+        games: Vec<String>,
+        max_games: u32,
+        engine: Option<String>,
+        ticket: Option<String>,
+    ) -> BotMessage {
+        BotMessage::Hello {
+            protocol: PROTOCOL_VERSION,
+            name: name.into(),
+            token: token.into(),
+            games,
+            max_games,
+            engine,
+            ticket,
+        }
+    }
+
     /// The message as one JSON line, without the trailing `\n`.
     pub fn to_line(&self) -> String {
         serde_json::to_string(self).unwrap_or_else(|_| String::from("{}"))
@@ -763,6 +823,12 @@ mod tests {
                 message: "wait".into(),
                 match_id: None,
             },
+            RefereeMessage::End {
+                match_id: "m".into(),
+                result: BotResult::Draw,
+                reason: EndReason::MoveLimit,
+                moves: vec!["E7".into()],
+            },
         ];
         for m in messages {
             assert_eq!(parse_referee_line(&m.to_line()).unwrap(), m);
@@ -786,5 +852,67 @@ mod tests {
             start.to_line(),
             r#"{"type":"start","match":"r1-hex-3","game":"hex","side":"first","colour":"R","opponent":"mohex","rules":{"swap":false},"clock":{"initial_ms":600000,"increment_ms":0,"move_limit_ms":null},"moves":[]}"#
         );
+    }
+
+    #[test]
+    fn an_end_is_written_with_the_protocol_strings() {
+        for (winner, side, result) in [
+            (Some(Side::First), Side::First, "win"),
+            (Some(Side::First), Side::Second, "loss"),
+            (None, Side::Second, "draw"),
+        ] {
+            let end = RefereeMessage::End {
+                match_id: "m1".into(),
+                result: BotResult::for_side(winner, side),
+                reason: EndReason::SixInRow,
+                moves: vec!["J10".into()],
+            };
+            assert_eq!(
+                end.to_line(),
+                format!(
+                    r#"{{"type":"end","match":"m1","result":"{result}","reason":"six_in_row","moves":["J10"]}}"#
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn an_end_with_an_unknown_result_or_reason_is_a_parse_error() {
+        let line = |result: &str, reason: &str| {
+            format!(
+                r#"{{"type":"end","match":"m1","result":"{result}","reason":"{reason}","moves":[]}}"#
+            )
+        };
+        assert!(matches!(
+            parse_referee_line(&line("loss", "resign")),
+            Ok(RefereeMessage::End {
+                result: BotResult::Loss,
+                reason: EndReason::Resign,
+                ..
+            })
+        ));
+        let e = parse_referee_line(&line("loss", "fell_asleep")).unwrap_err();
+        assert_eq!(e.code, ErrorCode::BadJson);
+        assert!(e.message.contains("fell_asleep"), "{}", e.message);
+        let e = parse_referee_line(&line("first", "resign")).unwrap_err();
+        assert!(e.message.contains("first"), "{}", e.message);
+    }
+
+    #[test]
+    fn the_one_hello_is_written_as_the_protocol_says() {
+        let hello = BotMessage::hello("alice", "s3cret", vec!["hex".into()], 1, None, None);
+        assert_eq!(
+            hello.to_line(),
+            r#"{"type":"hello","protocol":1,"name":"alice","token":"s3cret","games":["hex"]}"#
+        );
+        let again = BotMessage::hello(
+            "alice",
+            "s3cret",
+            vec!["hex".into(), "jiu".into()],
+            4,
+            Some("arena/hex".into()),
+            Some("0123".into()),
+        );
+        assert_eq!(parse_bot_line(&again.to_line()), Ok(again));
     }
 }

@@ -12,10 +12,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use arena::game::{new_game, AnyGame, GameId, Side};
+use arena::game::{new_game, AnyGame, EndReason, GameId, Side};
 use arena::protocol::{
-    parse_bot_line, BotMessage, CappedLineCodec, ClockSpec, Frame, RefereeMessage, TurnClock,
-    MAX_LINE_BYTES,
+    parse_bot_line, BotMessage, BotResult, CappedLineCodec, ClockSpec, Frame, RefereeMessage,
+    TurnClock, MAX_LINE_BYTES,
 };
 use futures_util::{SinkExt, StreamExt};
 use tokio::io::AsyncBufReadExt;
@@ -348,20 +348,16 @@ async fn referee_game(
             continue;
         };
         let (result, reason) = match (&outcome, resigned) {
-            (None, Some(r)) => (if r == side { "loss" } else { "win" }, "resign".to_string()),
-            (None, None) => unreachable!("a game ends by its outcome or a resignation"),
-            (Some(o), _) => (
-                match o.winner {
-                    None => "draw",
-                    Some(w) if w == side => "win",
-                    Some(_) => "loss",
-                },
-                o.reason.to_string(),
+            (None, Some(r)) => (
+                BotResult::for_side(Some(r.opponent()), side),
+                EndReason::Resign,
             ),
+            (None, None) => unreachable!("a game ends by its outcome or a resignation"),
+            (Some(o), _) => (BotResult::for_side(o.winner, side), o.reason),
         };
         link.send(RefereeMessage::End {
             match_id: match_id.into(),
-            result: result.into(),
+            result,
             reason,
             moves: moves.clone(),
         })

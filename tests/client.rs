@@ -110,6 +110,7 @@ fn config(server: &str, games: Vec<GameId>, max_games: u32) -> BotClientConfig {
         games,
         max_games,
         reconnect_for: Duration::ZERO,
+        seed: 0,
     }
 }
 

@@ -448,8 +448,8 @@ async fn a_bot_whose_old_connection_went_silent_takes_its_seat_back() {
     drop(silent);
     let (summary, out, _dir) = server.finished().await;
     assert_eq!(summary.games.len(), 1);
-    assert_ne!(summary.games[0].reason, "disconnect");
-    assert_ne!(summary.games[0].reason, "timeout");
+    assert_ne!(summary.games[0].reason.as_str(), "disconnect");
+    assert_ne!(summary.games[0].reason.as_str(), "timeout");
     let report = arena::audit::audit(&out).unwrap();
     assert!(report.is_complete(), "{:?}", report.problems);
     assert_eq!(report.finished, 1);

@@ -555,3 +555,44 @@ fn a_finished_match_folder_refuses_a_changed_command() {
     assert!(changed.stdout.is_empty(), "no table for a refused command");
     assert_eq!(games_jsonl(out.path()), played, "the folder is untouched");
 }
+
+/// The moves of each game of a `duel` of two random engines played with `seed` (the library's
+/// `arena duel`), in game order.
+fn duel_moves(seed: u64) -> Vec<Value> {
+    let out = tempfile::tempdir().unwrap();
+    let command = arena::matches::MatchCommand::duel(
+        arena::game::GameId::Hex,
+        "random",
+        &serde_json::json!({}),
+        "random",
+        &serde_json::json!({}),
+        2,
+        2000,
+        String::new(),
+        seed,
+    )
+    .unwrap();
+    let plan = command.plan(out.path().to_path_buf()).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut observer = |_: &arena::matches::MatchReport, _: Option<Duration>| {};
+    let report = runtime
+        .block_on(arena::matches::run(
+            &plan,
+            None,
+            tokio_util::sync::CancellationToken::new(),
+            &mut observer,
+        ))
+        .unwrap();
+    assert_eq!(report.games, 2);
+    let mut games = games_jsonl(out.path());
+    games.sort_by(|a, b| a["match"].as_str().cmp(&b["match"].as_str()));
+    games.iter().map(|g| g["moves"].clone()).collect()
+}
+
+#[test]
+fn a_duels_seed_reaches_its_engines_same_seed_same_games() {
+    let first = duel_moves(7);
+    assert_eq!(first.len(), 2);
+    assert_eq!(duel_moves(7), first, "the same seed plays the same games");
+    assert_ne!(duel_moves(8), first, "another seed plays other games");
+}

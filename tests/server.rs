@@ -126,7 +126,7 @@ async fn a_full_hex_game_ends_by_connection_and_is_written() {
     let (summary, out_dir, _dir) = server.finished().await;
     assert!(summary.tournaments_finished);
     assert_eq!(summary.games.len(), 1);
-    assert_eq!(summary.games[0].reason, "connection");
+    assert_eq!(summary.games[0].reason.as_str(), "connection");
 
     let games = support::read_games(&out_dir);
     assert_eq!(games.len(), 1);
@@ -201,7 +201,7 @@ async fn an_illegal_move_loses_and_is_reported() {
     let ea = a.expect("end").await;
     assert_eq!(ea["result"], "win");
     let (summary, _, _dir) = server.finished().await;
-    assert_eq!(summary.games[0].result, "first");
+    assert_eq!(summary.games[0].result.as_str(), "first");
 }
 
 #[tokio::test]
@@ -323,7 +323,7 @@ async fn a_bot_that_stays_away_past_the_grace_loses_by_disconnect() {
     let waited = before.elapsed();
     assert!(waited >= Duration::from_millis(1990), "{waited:?}");
     let (summary, _, _dir) = server.finished().await;
-    assert_eq!(summary.games[0].reason, "disconnect");
+    assert_eq!(summary.games[0].reason.as_str(), "disconnect");
 }
 
 #[tokio::test(start_paused = true)]
@@ -361,7 +361,7 @@ async fn a_bot_that_returns_within_the_grace_resumes_with_its_clock_run_down() {
     a.send(json!({"type":"resign","match":MATCH})).await;
     assert_eq!(b.expect("end").await["result"], "win");
     let (summary, _, _dir) = server.finished().await;
-    assert_eq!(summary.games[0].reason, "resign");
+    assert_eq!(summary.games[0].reason.as_str(), "resign");
 }
 
 #[tokio::test(start_paused = true)]
@@ -623,7 +623,7 @@ async fn a_bot_with_max_games_two_plays_two_matches_at_once() {
     assert_eq!(summary.games.len(), 2);
     // The gauntlet's head alternates colours: first in round 1, second in round 2.
     for g in &summary.games {
-        let winner = if g.result == "first" {
+        let winner = if g.result.as_str() == "first" {
             &g.first
         } else {
             &g.second
@@ -640,8 +640,8 @@ async fn a_bot_that_never_shows_up_forfeits() {
     let _a = Client::login(server.addr, "a", "ta", &["hex"]).await;
     let (summary, out_dir, _dir) = server.finished().await;
     assert_eq!(summary.games.len(), 1);
-    assert_eq!(summary.games[0].reason, "forfeit");
-    assert_eq!(summary.games[0].result, "first");
+    assert_eq!(summary.games[0].reason.as_str(), "forfeit");
+    assert_eq!(summary.games[0].result.as_str(), "first");
     let g = &support::read_games(&out_dir)[0];
     assert_eq!(g["moves"], json!([]));
 }
@@ -963,7 +963,7 @@ async fn a_scripted_bot_plays_a_built_in_engine() {
     a.send(json!({"type":"resign","match":MATCH})).await;
     assert_eq!(a.expect("end").await["reason"], "resign");
     let (summary, _, _dir) = server.finished().await;
-    assert_eq!(summary.games[0].result, "second");
+    assert_eq!(summary.games[0].result.as_str(), "second");
 }
 
 #[test]

@@ -603,7 +603,7 @@ async fn a_websocket_bot_plays_with_the_same_auth_errors_and_clocks_as_a_tcp_bot
     bob.expect("end").await;
     let (summary, _, _dir) = server.finished().await;
     assert_eq!(summary.games.len(), 1);
-    assert_eq!(summary.games[0].reason, "connection");
+    assert_eq!(summary.games[0].reason.as_str(), "connection");
 }
 
 // `arena serve --web` and `arena site` through the real binary.

@@ -22,7 +22,7 @@ use tokio_util::codec::FramedRead;
 use crate::bot_connection::{connect_and_hello, HandshakeError, RefereeLink};
 use crate::game::connect6::SIZE;
 use crate::game::{new_game, EndReason, GameId, Point};
-use crate::protocol::{BotMessage, CappedLineCodec, Frame, MAX_LINE_BYTES, PROTOCOL_VERSION};
+use crate::protocol::{BotMessage, BotResult, CappedLineCodec, Frame, MAX_LINE_BYTES};
 use crate::server::probe::monotonic_us;
 use crate::server::ArrivalStampedRead;
 
@@ -162,10 +162,10 @@ struct Incoming<'a> {
     ply: Option<u32>,
     #[serde(default)]
     id: Option<u64>,
-    #[serde(default, borrow)]
-    reason: Option<&'a str>,
-    #[serde(default, borrow)]
-    result: Option<&'a str>,
+    #[serde(default)]
+    reason: Option<EndReason>,
+    #[serde(default)]
+    result: Option<BotResult>,
 }
 
 /// One bot's own tallies.
@@ -215,15 +215,14 @@ impl Bot {
     /// Connects and logs in through the one bot-side handshake, retrying a refused connection
     /// for a few seconds (the listen queue may be full while a thousand bots connect).
     async fn log_in(&self) -> Option<RefereeLink> {
-        let hello = BotMessage::Hello {
-            protocol: PROTOCOL_VERSION,
-            name: format!("b{}", self.index),
-            token: bot_token(self.index),
-            games: vec!["connect6".to_string()],
-            max_games: 1,
-            engine: Some("arena bench".to_string()),
-            ticket: None,
-        };
+        let hello = BotMessage::hello(
+            format!("b{}", self.index),
+            bot_token(self.index),
+            vec!["connect6".to_string()],
+            1,
+            Some("arena bench".to_string()),
+            None,
+        );
         for _ in 0..50 {
             match connect_and_hello(&self.options.server, &hello, IDLE_LIMIT).await {
                 Ok((link, _)) => return Some(link),
@@ -352,9 +351,9 @@ impl Bot {
                 }
                 "end" => {
                     stats.games_ended += 1;
-                    if message.reason == Some(EndReason::Timeout.as_str()) {
+                    if message.reason == Some(EndReason::Timeout) {
                         stats.timeouts_seen += 1;
-                        if message.result == Some("loss") {
+                        if message.result == Some(BotResult::Loss) {
                             let lost = match &pending {
                                 Some(p) => Some(TimedMove {
                                     match_id: p.match_id.clone(),

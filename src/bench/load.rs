@@ -570,7 +570,7 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         timeouts: summary
             .games
             .iter()
-            .filter(|g| g.reason == crate::game::EndReason::Timeout.as_str())
+            .filter(|g| g.reason == crate::game::EndReason::Timeout)
             .count(),
         games_finished: summary.games.len(),
         think,

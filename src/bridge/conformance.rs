@@ -11,10 +11,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{check_engine, BridgeError, ConnectOptions, Engine, EngineNews};
+use crate::clock::Clocks;
 use crate::engine::{new_engine, ClockView, SearchRequest};
-use crate::game::{new_game, GameId, Side};
+use crate::game::{new_game, EndReason, GameId, Side};
 use crate::program::EngineProtocol;
-use crate::protocol::{BotMessage, ClockSpec, RefereeMessage, TurnClock};
+use crate::protocol::{BotMessage, BotResult, ClockSpec, RefereeMessage};
 
 /// Plies after which a check game stops if it has not ended: the game is short by design.
 pub const CHECK_PLIES: usize = 30;
@@ -244,10 +245,7 @@ async fn play_check_game(
             match_id: match_id.clone(),
             moves: std::mem::take(&mut since),
             ply: moves.len() as u32,
-            clock: TurnClock {
-                you_ms: clock.initial_ms,
-                opponent_ms: clock.initial_ms,
-            },
+            clock: Clocks::new(clock).turn_clock(side, Duration::ZERO),
         };
         if let Err(why) = tell(&mut engine, &turn) {
             problem = Some(why);
@@ -284,21 +282,14 @@ async fn play_check_game(
         }
     }
     let (result, reason) = match (game.outcome(), resigned) {
-        (Some(o), _) => {
-            let result = match o.winner {
-                None => "draw",
-                Some(w) if w == side => "win",
-                Some(_) => "loss",
-            };
-            (result, o.reason.to_string())
-        }
-        (None, true) => ("loss", "resign".to_string()),
-        (None, false) => ("draw", "stopped".to_string()),
+        (Some(o), _) => (BotResult::for_side(o.winner, side), o.reason),
+        (None, true) => (BotResult::Loss, EndReason::Resign),
+        (None, false) => (BotResult::Draw, EndReason::Stopped),
     };
     let end = RefereeMessage::End {
         match_id,
-        result: result.into(),
-        reason: reason.clone(),
+        result,
+        reason,
         moves: moves.clone(),
     };
     if problem.is_none() {

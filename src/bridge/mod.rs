@@ -45,6 +45,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::clock::Clocks;
 use crate::game::Side;
 use crate::program::EngineProtocol;
 use crate::protocol::{BotMessage, ClockSpec, RefereeMessage, TurnClock};
@@ -200,10 +201,10 @@ pub trait Adapter: Send {
 /// The time the engine has for the move `turn` asks for: its remaining clock, or the per-move
 /// limit if smaller, plus `CLOCK_MARGIN`.
 pub fn move_budget(clock: &TurnClock, spec: Option<&ClockSpec>) -> Duration {
-    let limit = spec
-        .and_then(|s| s.move_limit_ms)
-        .map_or(clock.you_ms, |l| l.min(clock.you_ms));
-    Duration::from_millis(limit).saturating_add(CLOCK_MARGIN)
+    // Without a `start` (no settings known) there is no per-move limit, as in the default.
+    let spec = spec.copied().unwrap_or_default();
+    let allowed = Clocks::seen_by(spec, Side::First, *clock).allowed(Side::First);
+    allowed.saturating_add(CLOCK_MARGIN)
 }
 
 /// What a referee `start` tells an adapter whose engine plays one game only.

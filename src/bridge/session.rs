@@ -10,7 +10,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use super::runner::{CurrentMatch, MatchInput, MatchRunner, MATCH_INBOX};
 use super::{check_engine, BridgeError, ConnectOptions, Engine};
 use crate::bot_connection::{connect_and_hello, HandshakeError, RefereeLink};
-use crate::protocol::{parse_referee_line, BotMessage, Frame, RefereeMessage, PROTOCOL_VERSION};
+use crate::protocol::{parse_referee_line, BotMessage, Frame, RefereeMessage};
 
 /// How long the referee has to welcome the bridge.
 pub const WELCOME_TIMEOUT: Duration = Duration::from_secs(10);
@@ -217,19 +217,18 @@ pub async fn run(options: ConnectOptions) -> Result<u32, BridgeError> {
             games
         }
     };
-    let hello = BotMessage::Hello {
-        protocol: PROTOCOL_VERSION,
-        name: options.name.clone(),
-        token: options.token.clone(),
+    let hello = BotMessage::hello(
+        options.name.as_str(),
+        options.token.as_str(),
         games,
-        max_games: options.max_games.max(1),
-        engine: Some(format!(
+        options.max_games.max(1),
+        Some(format!(
             "arena connect ({}): {}",
             options.protocol,
             options.command.first().map(String::as_str).unwrap_or("")
         )),
-        ticket: None,
-    };
+        None,
+    );
     let (link, welcomed) = connect_and_hello(&options.server, &hello, WELCOME_TIMEOUT)
         .await
         .map_err(|e| match e {

@@ -286,6 +286,10 @@ pub struct BotConfig {
     /// characters (classroom demos); otherwise such a token is refused.
     #[serde(default)]
     pub weak_token: bool,
+    /// Our addition: a built-in engine's seed in each match is the match id's hash mixed with
+    /// this (`arena duel --seed`); none: the match id alone decides it.
+    #[serde(default)]
+    pub seed: Option<u64>,
 }
 
 impl std::fmt::Debug for BotConfig {
@@ -306,6 +310,7 @@ impl std::fmt::Debug for BotConfig {
             .field("output_mb", &self.output_mb)
             .field("scratch_mb", &self.scratch_mb)
             .field("weak_token", &self.weak_token)
+            .field("seed", &self.seed)
             .finish()
     }
 }

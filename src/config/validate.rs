@@ -160,6 +160,12 @@ impl Config {
                     "engine options are only for built-in bots",
                 ));
             }
+            if bot.builtin.is_none() && bot.seed.is_some() {
+                return Err(ConfigError::invalid(
+                    key("seed"),
+                    "a seed is only for built-in bots",
+                ));
+            }
             if !bot.options.is_null() && !bot.options.is_object() {
                 return Err(ConfigError::invalid(key("options"), "must be a table"));
             }

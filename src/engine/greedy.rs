@@ -6,9 +6,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::Ordering;
 
-use super::{
-    candidate_moves, check_option_names, replay, Engine, EngineError, EngineInfo, SearchRequest,
-};
+use super::options::{self, NoOptions};
+use super::{candidate_moves, replay, Engine, EngineError, EngineInfo, SearchRequest};
 use crate::game::{AnyGame, GameId, Side};
 
 pub const INFO: EngineInfo = EngineInfo {
@@ -34,7 +33,7 @@ impl GreedyEngine {
         options: &serde_json::Value,
         seed: u64,
     ) -> Result<GreedyEngine, EngineError> {
-        check_option_names(options, INFO.options)?;
+        options::parse::<NoOptions>(options)?;
         crate::game::new_game(game, rules)?;
         Ok(GreedyEngine {
             game,

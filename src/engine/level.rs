@@ -2,13 +2,14 @@
 //! time, search depth, share of random moves) and the seeded coin that picks the random moves.
 //!
 //! Each engine keeps its own table of levels (its top level is its default strength: no
-//! limits, no random moves) and reads `level` here; options given beside `level` (`depth`,
-//! `time_ms`) override what the level sets.
+//! limits, no random moves), reads `level` with its other options (a `Whole` from 1 to its
+//! table's length) and picks the row here; options given beside `level` (`depth`, `time_ms`)
+//! override what the level sets.
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::{integer_option, random_move, EngineError};
+use super::random_move;
 use crate::game::AnyGame;
 
 /// What one level limits; `None` leaves the engine's default (or the option given).
@@ -54,13 +55,17 @@ pub const PLY_LEVELS: &[Level] = &[
     FULL_STRENGTH,
 ];
 
-/// Reads option `level` (1 to `levels.len()`); the top level when absent.
-pub fn level_option(options: &serde_json::Value, levels: &[Level]) -> Result<Level, EngineError> {
-    let top = levels.len() as u64;
-    Ok(match integer_option(options, "level", 1..=top)? {
-        Some(n) => levels[n as usize - 1],
-        None => levels.last().copied().unwrap_or(FULL_STRENGTH),
-    })
+/// Level `level` (1 to `levels.len()`, as the engine's options read it) of `levels`; the top
+/// level when none is given.
+pub fn pick(levels: &[Level], level: Option<u64>) -> Level {
+    let top = || levels.last().copied().unwrap_or(FULL_STRENGTH);
+    match level {
+        Some(n) => usize::try_from(n)
+            .ok()
+            .and_then(|n| levels.get(n.checked_sub(1)?).copied())
+            .unwrap_or_else(top),
+        None => top(),
+    }
 }
 
 /// The levels as `arena engines` lists them, e.g. "1: depth 1, 20 ms, 80% random moves; …;
@@ -133,14 +138,21 @@ mod tests {
 
     #[test]
     fn the_level_option_picks_a_row_and_defaults_to_the_top() {
-        let low = level_option(&serde_json::json!({"level": 1}), LEVELS).unwrap();
-        assert_eq!(low, LEVELS[0]);
-        let top = level_option(&serde_json::json!({}), LEVELS).unwrap();
-        assert_eq!(top, FULL_STRENGTH);
+        #[derive(Debug, Default, serde::Deserialize)]
+        #[serde(default, deny_unknown_fields)]
+        struct Options {
+            level: Option<crate::engine::options::Whole<1, { LEVELS.len() as u64 }>>,
+        }
+        let level = |options: serde_json::Value| {
+            crate::engine::options::parse::<Options>(&options)
+                .map(|o| pick(LEVELS, o.level.map(|l| l.get())))
+        };
+        assert_eq!(level(serde_json::json!({"level": 1})), Ok(LEVELS[0]));
+        assert_eq!(level(serde_json::json!({})), Ok(FULL_STRENGTH));
         for bad in [0, 3] {
             assert!(matches!(
-                level_option(&serde_json::json!({ "level": bad }), LEVELS),
-                Err(EngineError::BadOption { .. })
+                level(serde_json::json!({ "level": bad })),
+                Err(crate::engine::EngineError::BadOption { .. })
             ));
         }
     }

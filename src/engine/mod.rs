@@ -10,6 +10,7 @@ pub mod hex;
 pub mod jiu;
 pub mod level;
 pub mod listing;
+pub mod options;
 pub mod random;
 pub mod surakarta;
 mod tt;
@@ -214,36 +215,6 @@ pub fn table_entries<E>(mib: u64) -> usize {
     1usize << (63 - wanted.leading_zeros())
 }
 
-/// Reads whole-number engine option `name` (a JSON number, or a string of digits as
-/// `arena match` specs give) within `range`; `None` when absent. The one reader every engine's
-/// options go through, so a bad value is refused the same way, naming the key.
-pub fn integer_option(
-    options: &serde_json::Value,
-    name: &str,
-    range: std::ops::RangeInclusive<u64>,
-) -> Result<Option<u64>, EngineError> {
-    let value = match options.get(name) {
-        None | Some(serde_json::Value::Null) => return Ok(None),
-        Some(value) => value,
-    };
-    let number = match value {
-        serde_json::Value::Number(n) => n.as_u64(),
-        serde_json::Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    };
-    match number {
-        Some(n) if range.contains(&n) => Ok(Some(n)),
-        _ => Err(EngineError::BadOption {
-            name: name.to_string(),
-            why: format!(
-                "must be a whole number from {} to {}, found {value}",
-                range.start(),
-                range.end()
-            ),
-        }),
-    }
-}
-
 /// Checks built-in engine `id`'s `options` as a match would (unknown keys, out-of-range
 /// values), so a config is refused at load instead of every game being resigned.
 pub fn check_options(id: &str, options: &serde_json::Value) -> Result<(), EngineError> {
@@ -255,31 +226,6 @@ pub fn check_options(id: &str, options: &serde_json::Value) -> Result<(), Engine
         new_engine(id, game, &serde_json::Value::Null, options, 0)?;
     }
     Ok(())
-}
-
-/// Refuses any option not in `known` (engine options are checked like rule options).
-pub fn check_option_names(
-    options: &serde_json::Value,
-    known: &[EngineOption],
-) -> Result<(), EngineError> {
-    match options {
-        serde_json::Value::Null => Ok(()),
-        serde_json::Value::Object(map) => {
-            for name in map.keys() {
-                if !known.iter().any(|o| o.name == name) {
-                    return Err(EngineError::BadOption {
-                        name: name.clone(),
-                        why: "unknown option".into(),
-                    });
-                }
-            }
-            Ok(())
-        }
-        _ => Err(EngineError::BadOption {
-            name: "options".into(),
-            why: "must be a table".into(),
-        }),
-    }
 }
 
 #[cfg(test)]
@@ -352,8 +298,22 @@ mod tests {
         ));
         let bad = serde_json::json!({"colour": "red"});
         assert!(matches!(
-            check_option_names(&bad, random::INFO.options),
+            check_options("random", &bad),
             Err(EngineError::BadOption { .. })
         ));
+    }
+
+    #[test]
+    fn every_listed_option_is_read_with_its_listed_default_and_no_other_is() {
+        for info in catalogue() {
+            for option in info.options {
+                let given = serde_json::json!({ option.name: option.default });
+                assert_eq!(check_options(info.id, &given), Ok(()), "{}", info.id);
+            }
+            let e = check_options(info.id, &serde_json::json!({"colour": "red"})).unwrap_err();
+            for option in info.options {
+                assert!(e.to_string().contains(option.name), "{}: {e}", info.id);
+            }
+        }
     }
 }

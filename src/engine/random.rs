@@ -3,9 +3,8 @@
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
-use super::{
-    check_option_names, random_move, replay, Engine, EngineError, EngineInfo, SearchRequest,
-};
+use super::options::{self, NoOptions};
+use super::{random_move, replay, Engine, EngineError, EngineInfo, SearchRequest};
 use crate::game::GameId;
 
 pub const INFO: EngineInfo = EngineInfo {
@@ -30,7 +29,7 @@ impl RandomEngine {
         options: &serde_json::Value,
         seed: u64,
     ) -> Result<RandomEngine, EngineError> {
-        check_option_names(options, INFO.options)?;
+        options::parse::<NoOptions>(options)?;
         // Validate the rules now rather than on the first move.
         crate::game::new_game(game, rules)?;
         Ok(RandomEngine {

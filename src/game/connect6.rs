@@ -18,6 +18,7 @@ use super::coord::{char_pos, found_char, parse_point_at};
 use super::position_text::{read_rows, read_side, tokens};
 use super::{BoardDrawing, StoneColour};
 use super::{EndReason, GameId, Outcome, ParseMoveError, ParsePositionError, Point, Rules, Side};
+use crate::options_text;
 
 /// Board width and height.
 pub const SIZE: u8 = 19;
@@ -322,25 +323,15 @@ impl Rules for Connect6 {
         }
         position.empty_count = position.board.iter().filter(|c| c.is_none()).count() as u16;
         position.turn = read_side(text, toks.next())?;
-        let mut stones_seen = false;
-        for (at, token) in toks {
-            let at = char_pos(text, at);
-            let Some((key, value)) = token.split_once('=') else {
-                return Err(ParsePositionError::new(
-                    at,
-                    format!("expected key=value, found {token:?}"),
-                ));
-            };
+        let pairs = options_text::read_items(toks.map(|(at, token)| (char_pos(text, at), token)))
+            .map_err(|e| ParsePositionError::new(e.at(), e.to_string()))?;
+        for options_text::Pair { key, value, at } in pairs {
             if key != "stones" {
                 return Err(ParsePositionError::new(
                     at,
                     format!("unknown key {key:?} (connect6 knows only stones)"),
                 ));
             }
-            if stones_seen {
-                return Err(ParsePositionError::new(at, "duplicate key \"stones\""));
-            }
-            stones_seen = true;
             position.stones_due = match value {
                 "1" => 1,
                 "2" => 2,
@@ -962,7 +953,7 @@ mod tests {
         assert!(e.what.contains("unknown key"), "{e}");
         assert_eq!(e.at, side_at + 2);
         let e = ok(&format!("{rows} x stones=1 stones=2")).unwrap_err();
-        assert!(e.what.contains("duplicate"), "{e}");
+        assert!(e.what.contains("stones is given twice"), "{e}");
         assert_eq!(e.at, side_at + 11);
         let e = ok(&format!("{rows} x stones=3")).unwrap_err();
         assert!(e.what.contains("1 or 2"), "{e}");

@@ -319,10 +319,14 @@ pub enum EndReason {
     Resign,
     Disconnect,
     Forfeit,
+    /// The game was stopped before it ended, with no winner: `arena check-engine` stops its
+    /// test games after a fixed number of plies and tells the engine so. No league game ends
+    /// this way.
+    Stopped,
 }
 
 impl EndReason {
-    pub const ALL: [EndReason; 12] = [
+    pub const ALL: [EndReason; 13] = [
         EndReason::SixInRow,
         EndReason::Connection,
         EndReason::NoPieces,
@@ -335,6 +339,7 @@ impl EndReason {
         EndReason::Resign,
         EndReason::Disconnect,
         EndReason::Forfeit,
+        EndReason::Stopped,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -351,6 +356,7 @@ impl EndReason {
             EndReason::Resign => "resign",
             EndReason::Disconnect => "disconnect",
             EndReason::Forfeit => "forfeit",
+            EndReason::Stopped => "stopped",
         }
     }
 
@@ -372,6 +378,19 @@ impl EndReason {
 impl fmt::Display for EndReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// Ordered by name, as tables and maps keyed by reason list them.
+impl Ord for EndReason {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl PartialOrd for EndReason {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
     }
 }
 

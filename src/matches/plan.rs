@@ -33,6 +33,9 @@ pub struct MatchPlan {
     pub out_dir: PathBuf,
     /// Address-space limit of each program engine, in MiB.
     pub memory_mb: Option<u64>,
+    /// Mixed into the built-in engines' seeds (`arena duel --seed`); none: each game's match
+    /// id alone decides them.
+    pub seed: Option<u64>,
 }
 
 impl MatchPlan {
@@ -62,6 +65,7 @@ impl MatchPlan {
                     EngineKind::Builtin { engine, options } => {
                         bot.builtin = Some(engine.clone());
                         bot.options = options.clone();
+                        bot.seed = self.seed;
                         bot.max_games = self.concurrency;
                     }
                     EngineKind::Program(spec) => {
@@ -215,6 +219,7 @@ pub(super) mod tests {
             sprt: None,
             out_dir: out_dir.to_path_buf(),
             memory_mb: None,
+            seed: None,
         }
     }
 

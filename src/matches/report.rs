@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::stats::{Pentanomial, SprtResult, SprtSpec};
 use super::tally::{ReasonCount, Tally};
-use crate::game::GameId;
+use crate::game::{EndReason, GameId};
 use crate::quantile::nearest_rank;
 
 /// The SPRT part of the report.
@@ -89,9 +89,9 @@ pub struct MatchReport {
     /// Game pairs by the first engine's points: [0, ½, 1, 1½, 2].
     pub pentanomial: Pentanomial,
     /// End reason → games.
-    pub reasons: BTreeMap<String, u32>,
+    pub reasons: BTreeMap<EndReason, u32>,
     /// End reason → games lost by each engine and draws.
-    pub reasons_detail: BTreeMap<String, ReasonCount>,
+    pub reasons_detail: BTreeMap<EndReason, ReasonCount>,
     /// Each engine's think time per move (null before its first move).
     pub move_times: [Option<MoveTimes>; 2],
     pub sprt: Option<SprtReport>,
@@ -131,11 +131,7 @@ impl MatchReport {
             ],
             los: elo.map(|e| e.los),
             pentanomial,
-            reasons: tally
-                .reasons
-                .iter()
-                .map(|(k, v)| (k.clone(), v.total()))
-                .collect(),
+            reasons: tally.reasons.iter().map(|(k, v)| (*k, v.total())).collect(),
             reasons_detail: tally.reasons.clone(),
             move_times: tally.move_times(),
             sprt: sprt.map(|s| SprtReport::of(s, s.result(&pentanomial))),
@@ -263,18 +259,21 @@ impl MatchReport {
         }
         writeln!(out, "end reasons (lost by {a} / lost by {b} / draws):")?;
         for (reason, count) in &self.reasons_detail {
-            let note = match reason.as_str() {
-                "timeout" => "  (out of time)",
-                "illegal_move" => "  (illegal move)",
-                "resign" => "  (resigned; a crashed program resigns through the bridge)",
-                "disconnect" => "  (connection lost: crashed or killed)",
-                "forfeit" => "  (did not show up)",
+            let note = match reason {
+                EndReason::Timeout => "  (out of time)",
+                EndReason::IllegalMove => "  (illegal move)",
+                EndReason::Resign => "  (resigned; a crashed program resigns through the bridge)",
+                EndReason::Disconnect => "  (connection lost: crashed or killed)",
+                EndReason::Forfeit => "  (did not show up)",
                 _ => "",
             };
             writeln!(
                 out,
-                "  {reason:<13} {:>4} / {:>4} / {:>4}{note}",
-                count.lost_by[0], count.lost_by[1], count.draws
+                "  {:<13} {:>4} / {:>4} / {:>4}{note}",
+                reason.as_str(),
+                count.lost_by[0],
+                count.lost_by[1],
+                count.draws
             )?;
         }
         if self.interrupted {

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::{MatchError, MatchPlan};
 use crate::game::GameId;
+use crate::options_text;
 use crate::program::ProgramSpec;
 use crate::protocol::ClockSpec;
 
@@ -18,6 +19,21 @@ use crate::protocol::ClockSpec;
 pub enum EngineKind {
     Builtin { engine: String, options: Value },
     Program(ProgramSpec),
+}
+
+impl EngineKind {
+    /// Built-in engine `engine` with `options` (checked when the plan becomes a config).
+    pub fn builtin(engine: &str, options: Value) -> Result<EngineKind, String> {
+        if !crate::engine::catalogue().iter().any(|e| e.id == engine) {
+            return Err(format!(
+                "unknown built-in engine {engine:?} (see `arena engines`)"
+            ));
+        }
+        Ok(EngineKind::Builtin {
+            engine: engine.to_string(),
+            options,
+        })
+    }
 }
 
 impl FromStr for EngineKind {
@@ -30,24 +46,9 @@ impl FromStr for EngineKind {
         };
         if let Some(rest) = spec.strip_prefix("builtin:") {
             let (engine, options) = rest.split_once(':').unwrap_or((rest, ""));
-            let engine = engine.trim();
-            if !crate::engine::catalogue().iter().any(|e| e.id == engine) {
-                return Err(err(format!(
-                    "unknown built-in engine {engine:?} (see `arena engines`)"
-                )));
-            }
-            let pairs: Vec<String> = options
-                .split(',')
-                .map(str::trim)
-                .filter(|p| !p.is_empty())
-                .map(str::to_string)
-                .collect();
-            let options =
-                crate::client::parse_engine_options(&pairs).map_err(|e| err(e.to_string()))?;
-            return Ok(EngineKind::Builtin {
-                engine: engine.to_string(),
-                options,
-            });
+            let pairs = options_text::read_list(options).map_err(|e| err(e.to_string()))?;
+            return EngineKind::builtin(engine.trim(), options_text::json_object(&pairs))
+                .map_err(err);
         }
         spec.parse::<ProgramSpec>()
             .map(EngineKind::Program)
@@ -123,14 +124,9 @@ pub fn parse_rules(text: &str) -> Result<Value, MatchError> {
             .filter(Value::is_object)
             .ok_or_else(|| MatchError::Plan(format!("--rules {text:?} is not a JSON object")));
     }
-    let pairs: Vec<String> = text
-        .split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(str::to_string)
-        .collect();
-    crate::client::parse_engine_options(&pairs)
-        .map_err(|e| MatchError::Plan(format!("--rules: {e}")))
+    let pairs =
+        options_text::read_list(text).map_err(|e| MatchError::Plan(format!("--rules: {e}")))?;
+    Ok(options_text::json_object(&pairs))
 }
 
 /// The two display names: as given, or the defaults made distinct (`hex`, `hex-2`).
@@ -227,12 +223,15 @@ pub struct MatchCommand {
     pub sprt: Option<String>,
     /// `--memory-mb`: the address-space limit of each program engine, in MiB.
     pub memory_mb: Option<u64>,
+    /// `arena duel --seed`: mixed into the built-in engines' seeds.
+    pub seed: Option<u64>,
 }
 
 impl MatchCommand {
     /// `arena duel GAME A B`, the old name of a match between two built-in engines: engine `a`
     /// with its options against `b` with its, `games` games under a per-move limit of
-    /// `move_ms` and a clock too long to matter, one game at a time.
+    /// `move_ms` and a clock too long to matter, one game at a time, `seed` mixed into the
+    /// engines' seeds.
     #[allow(clippy::too_many_arguments)]
     pub fn duel(
         game: GameId,
@@ -243,21 +242,19 @@ impl MatchCommand {
         games: u32,
         move_ms: u64,
         rules: String,
+        seed: u64,
     ) -> Result<MatchCommand, MatchError> {
-        let spec = |id: &str, options: &Value| -> String {
-            let pairs: Vec<String> = options
-                .as_object()
-                .map(|o| o.iter().map(|(k, v)| format!("{k}={v}")).collect())
-                .unwrap_or_default();
-            if pairs.is_empty() {
-                format!("builtin:{id}")
-            } else {
-                format!("builtin:{id}:{}", pairs.join(","))
-            }
+        let entry = |id: &str, options: &Value| {
+            EngineKind::builtin(id, options.clone())
+                .map(EngineEntry::new)
+                .map_err(|message| MatchError::Engine {
+                    spec: format!("builtin:{id}"),
+                    message,
+                })
         };
         Ok(MatchCommand {
             game,
-            engines: engine_entries(&[spec(a, a_options), spec(b, b_options)], None)?,
+            engines: vec![entry(a, a_options)?, entry(b, b_options)?],
             games,
             concurrency: 1,
             clock: "3600".into(),
@@ -266,6 +263,7 @@ impl MatchCommand {
             openings: None,
             sprt: None,
             memory_mb: None,
+            seed: Some(seed),
         })
     }
 
@@ -315,6 +313,7 @@ impl MatchCommand {
             sprt,
             out_dir,
             memory_mb: self.memory_mb,
+            seed: self.seed,
         })
     }
 }
@@ -415,6 +414,7 @@ mod tests {
             4,
             200,
             String::new(),
+            7,
         )
         .unwrap();
         assert_eq!(
@@ -425,5 +425,44 @@ mod tests {
         let plan = command.plan(PathBuf::from("out")).unwrap();
         assert_eq!(plan.clock.move_limit_ms, Some(200));
         assert_eq!((plan.games, plan.concurrency), (4, 1));
+        assert_eq!(plan.seed, Some(7));
+        let config = plan.config().unwrap();
+        assert!(config.bots.iter().all(|b| b.seed == Some(7)));
+    }
+
+    #[test]
+    fn a_duel_option_value_with_a_comma_survives() {
+        let options = serde_json::json!({"style": "sharp, then calm", "depth": 3});
+        let command = MatchCommand::duel(
+            GameId::Hex,
+            "random",
+            &options,
+            "greedy",
+            &serde_json::json!({}),
+            2,
+            100,
+            String::new(),
+            1,
+        )
+        .unwrap();
+        assert_eq!(
+            command.engines[0].kind,
+            EngineKind::Builtin {
+                engine: "random".into(),
+                options
+            }
+        );
+        let unknown = MatchCommand::duel(
+            GameId::Hex,
+            "nope",
+            &serde_json::json!({}),
+            "greedy",
+            &serde_json::json!({}),
+            2,
+            100,
+            String::new(),
+            1,
+        );
+        assert!(matches!(unknown, Err(MatchError::Engine { .. })));
     }
 }

@@ -205,10 +205,9 @@ impl std::str::FromStr for SprtSpec {
             beta: 0.05,
             model: SprtModel::Normalized,
         };
-        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (key, value) = part
-                .split_once('=')
-                .ok_or_else(|| SprtSpecError(format!("{part:?} is not KEY=VALUE")))?;
+        let pairs =
+            crate::options_text::read_list(text).map_err(|e| SprtSpecError(e.to_string()))?;
+        for crate::options_text::Pair { key, value, .. } in pairs {
             if key == "model" {
                 spec.model = match value {
                     "normalized" | "normalised" => SprtModel::Normalized,

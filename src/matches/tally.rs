@@ -7,8 +7,8 @@ use serde::Serialize;
 
 use super::report::MoveTimes;
 use super::stats::{self, EloEstimate, Moments, Pentanomial, Wdl};
-use crate::game::Side;
-use crate::game_line::GameLine;
+use crate::game::{EndReason, Side};
+use crate::game_line::{GameLine, LineResult};
 
 /// One finished game as the tally needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,9 +17,8 @@ pub struct GameResult {
     pub number: u32,
     /// Whether the first engine (`--engine` #1) moved first.
     pub first_engine_first: bool,
-    /// `first`, `second` or `draw`.
-    pub result: String,
-    pub reason: String,
+    pub result: LineResult,
+    pub reason: EndReason,
     /// Each engine's think time per move (first engine, second engine), in milliseconds, as
     /// the referee charged it; the opening's moves, which neither engine played, left out.
     pub think_ms: [Vec<u64>; 2],
@@ -43,17 +42,17 @@ impl GameResult {
         Some(GameResult {
             number,
             first_engine_first,
-            result: line.result.as_str().to_string(),
-            reason: line.reason.as_str().to_string(),
+            result: line.result,
+            reason: line.reason,
             think_ms,
         })
     }
 
     /// The first engine's points: 1, 0.5 or 0.
     pub fn points(&self) -> f64 {
-        match (self.result.as_str(), self.first_engine_first) {
-            ("draw", _) => 0.5,
-            ("first", true) | ("second", false) => 1.0,
+        match (self.result, self.first_engine_first) {
+            (LineResult::Draw, _) => 0.5,
+            (LineResult::First, true) | (LineResult::Second, false) => 1.0,
             _ => 0.0,
         }
     }
@@ -75,7 +74,7 @@ pub struct Tally {
     /// Points of the first engine in each game of each pair (pair k: games 2k+1, 2k+2).
     pairs: HashMap<u32, [Option<f64>; 2]>,
     /// End reason → games lost by each engine (draws in `draws`).
-    pub reasons: BTreeMap<String, ReasonCount>,
+    pub reasons: BTreeMap<EndReason, ReasonCount>,
     /// Each engine's think times per move over the games so far: milliseconds → moves (a
     /// count per distinct time, so that a match of many fast games stays cheap to summarise).
     think_ms: [BTreeMap<u64, u64>; 2],
@@ -103,7 +102,7 @@ impl Tally {
             Some(_) => self.wdl.losses += 1,
             None => self.wdl.draws += 1,
         }
-        let entry = self.reasons.entry(game.reason.clone()).or_default();
+        let entry = self.reasons.entry(game.reason).or_default();
         match game.loser() {
             Some(i) => entry.lost_by[i] += 1,
             None => entry.draws += 1,
@@ -172,8 +171,8 @@ mod tests {
         GameResult {
             number,
             first_engine_first,
-            result: result.into(),
-            reason: reason.into(),
+            result: serde_json::from_value(serde_json::json!(result)).unwrap(),
+            reason: reason.parse().unwrap(),
             think_ms: [Vec::new(), Vec::new()],
         }
     }
@@ -198,14 +197,14 @@ mod tests {
             }
         );
         assert_eq!(tally.pentanomial(), [1, 0, 0, 1, 0]);
-        assert_eq!(tally.reasons["timeout"].lost_by, [1, 0]);
-        assert_eq!(tally.reasons["illegal_move"].lost_by, [0, 1]);
-        assert_eq!(tally.reasons["connection"].lost_by, [1, 1]);
-        assert_eq!(tally.reasons["board_full"].draws, 1);
+        assert_eq!(tally.reasons[&EndReason::Timeout].lost_by, [1, 0]);
+        assert_eq!(tally.reasons[&EndReason::IllegalMove].lost_by, [0, 1]);
+        assert_eq!(tally.reasons[&EndReason::Connection].lost_by, [1, 1]);
+        assert_eq!(tally.reasons[&EndReason::BoardFull].draws, 1);
         let report = MatchReport::of(GameId::Hex, &["a".into(), "b".into()], 10, &tally, None);
         assert_eq!(report.games, 5);
         assert!((report.score - 0.5).abs() < 1e-12);
-        assert_eq!(report.reasons["connection"], 2);
+        assert_eq!(report.reasons[&EndReason::Connection], 2);
         let json = serde_json::to_value(&report).unwrap();
         for key in [
             "games",

@@ -67,6 +67,7 @@ pub fn start_builtins(
             engine_options: bot.options.clone(),
             games: games.into_iter().collect(),
             max_games: bot.max_games,
+            seed: bot.seed.unwrap_or(0),
             // The server restarts its own engines' clients itself.
             reconnect_for: Duration::ZERO,
         };

@@ -17,13 +17,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::game::{new_game, AnyGame, EndReason, Outcome, Side};
 use crate::journal::JournalMove;
-use crate::protocol::{write_turn_line, ErrorCode, RefereeMessage, TurnClock};
+use crate::protocol::{write_turn_line, BotResult, ErrorCode, RefereeMessage};
 
 use super::journaling::MoveJournal;
 use super::link::{BotLink, DirectMoves, RefereeDoor, RefereeInput, WriteStamp};
 use super::match_spec::MatchSpec;
 use super::move_log::SharedMoveLog;
 use super::probe;
+use crate::clock::{Clocks, MoveCharge};
 use crate::clock_settings::whole_ms as ms;
 
 /// After the settle window, how long a loss on time still waits for the mover's connection
@@ -203,7 +204,8 @@ struct Referee {
     links: [Option<BotLink>; 2],
     /// When each side's connection went away (`None` while connected).
     gone_since: [Option<Instant>; 2],
-    remaining: [Duration; 2],
+    /// Both clocks before the current move.
+    clocks: Clocks,
     /// How many moves each side has been told about (or made itself).
     reported: [usize; 2],
     /// When the current turn began: its `turn` was queued.
@@ -247,7 +249,7 @@ impl Referee {
         super::events::GameStarted {
             spec: self.spec.clone(),
             moves: self.moves.clone(),
-            clocks: [ms(self.remaining[0]), ms(self.remaining[1])],
+            clocks: self.clocks.remaining_ms(),
         }
     }
 
@@ -266,7 +268,7 @@ impl Referee {
                     moves.len(),
                     text,
                     think_ms,
-                    [ms(self.remaining[0]), ms(self.remaining[1])],
+                    self.clocks.remaining_ms(),
                     &position,
                 ),
             ));
@@ -306,7 +308,7 @@ impl Referee {
 
     /// When `side`'s time for the current move runs out (lag credit included).
     fn deadline(&self, side: Side) -> Instant {
-        self.turn_start() + self.allowed(side) + self.lag_credit(side)
+        self.turn_start() + self.clocks.allowed(side) + self.lag_credit(side)
     }
 
     /// When a loss on time is declared: the deadline plus the settle window, in which a move
@@ -335,11 +337,7 @@ impl Referee {
     /// starts the turn (not one sent again after a reconnect: the clock kept running).
     fn send_turn(&mut self, side: Side, stamped: bool) {
         let elapsed = Instant::now().saturating_duration_since(self.turn_started);
-        let you = self.remaining[side.index()].saturating_sub(elapsed);
-        let clock = TurnClock {
-            you_ms: ms(you),
-            opponent_ms: ms(self.remaining[side.opponent().index()]),
-        };
+        let clock = self.clocks.turn_clock(side, elapsed);
         let ply = {
             let log = self.moves.read();
             let from = self.reported[side.index()].min(log.len());
@@ -358,15 +356,6 @@ impl Referee {
             }
         }
         self.reported[side.index()] = ply;
-    }
-
-    /// The most think time the side to move may use on this move.
-    fn allowed(&self, side: Side) -> Duration {
-        let left = self.remaining[side.index()];
-        match self.spec.clock.move_limit_ms {
-            Some(limit) => left.min(Duration::from_millis(limit)),
-            None => left,
-        }
     }
 
     /// Lag credited to `side` for a move: its connection's last round-trip time, at most
@@ -455,7 +444,10 @@ impl Referee {
             Some(again) => self.verdict_at(mover).max(again),
             None => self.verdict_at(mover),
         };
-        let shortest = self.allowed(Side::First).min(self.allowed(Side::Second));
+        let shortest = self
+            .clocks
+            .allowed(Side::First)
+            .min(self.clocks.allowed(Side::Second));
         verdict.min(now + shortest + self.settings.timeout_settle)
     }
 
@@ -493,11 +485,11 @@ impl Referee {
                     return Handled::Nothing;
                 }
                 let elapsed = received.saturating_duration_since(self.turn_start());
-                let credit = self.lag_credit(side).min(elapsed);
-                let think = elapsed.saturating_sub(credit);
-                if think > self.allowed(side) {
+                let Ok(MoveCharge { think, credit }) =
+                    self.clocks.charge_for(side, elapsed, self.lag_credit(side))
+                else {
                     return Handled::Ended(Outcome::win(side.opponent(), EndReason::Timeout));
-                }
+                };
                 match self.game.play_text(&text) {
                     Err(e) => {
                         self.send_error(side, ErrorCode::IllegalMove, e.to_string());
@@ -507,9 +499,7 @@ impl Referee {
                     }
                     Ok(recorded) => {
                         self.moves.push(&recorded, side, ms(think), ms(credit));
-                        let left = self.remaining[side.index()].saturating_sub(think)
-                            + Duration::from_millis(self.spec.clock.increment_ms);
-                        self.remaining[side.index()] = left;
+                        self.clocks.charge(side, think);
                         self.reported[side.index()] = self.moves.len();
                         Handled::Moved(MoveTimes {
                             received,
@@ -608,7 +598,7 @@ impl Desk {
     /// journal is not backed up) and goes on with the game.
     fn journal_and_go_on(&self, referee: &mut Referee, times: MoveTimes) -> Option<Outcome> {
         if let Some(journal) = &self.journal {
-            journal.record_last_move_behind(&referee.moves, referee.remaining);
+            journal.record_last_move_behind(&referee.moves, referee.clocks.remaining_both());
         }
         referee.go_on(times, &self.events)
     }
@@ -707,14 +697,13 @@ pub async fn run_journaled_match(
             return None;
         }
     };
-    let initial = Duration::from_millis(spec.clock.initial_ms);
     let mut started = Local::now();
     let mut replayed = Replayed::default();
-    let mut remaining = [initial; 2];
+    let mut clocks = Clocks::new(spec.clock);
     if let Some(resume) = &journaling.resume {
         replayed = replay(&spec, &mut game, resume);
-        if let Some([first, second]) = replayed.clocks {
-            remaining = [Duration::from_millis(first), Duration::from_millis(second)];
+        if let Some(remaining_ms) = replayed.clocks {
+            clocks = Clocks::with_remaining_ms(spec.clock, remaining_ms);
         }
         started = resume.started;
         tracing::info!(match_id = %spec.match_id, moves = replayed.moves.len(), "resuming the match from the journal");
@@ -728,7 +717,9 @@ pub async fn run_journaled_match(
             Ok(recorded) => {
                 replayed.moves.push(&recorded, mover, 0, 0);
                 if let Some(journal) = &journaling.journal {
-                    journal.record_last_move(&replayed.moves, remaining).await;
+                    journal
+                        .record_last_move(&replayed.moves, clocks.remaining_both())
+                        .await;
                 }
             }
             Err(e) => {
@@ -748,7 +739,7 @@ pub async fn run_journaled_match(
         game,
         links,
         gone_since,
-        remaining,
+        clocks,
         reported: [0; 2],
         turn_started: now,
         turn_written: [Arc::new(WriteStamp::new()), Arc::new(WriteStamp::new())],
@@ -832,7 +823,7 @@ pub async fn run_journaled_match(
                             // Waits for the disk below, with the lock let go and the direct
                             // path shut: nothing moves the game on meanwhile.
                             referee.direct_open = false;
-                            Err((times, referee.moves.clone(), referee.remaining))
+                            Err((times, referee.moves.clone(), referee.clocks.remaining_both()))
                         } else {
                             Ok(desk.journal_and_go_on(&mut referee, times))
                         }
@@ -889,17 +880,12 @@ pub async fn run_journaled_match(
         );
     }
     for side in [Side::First, Side::Second] {
-        let result = match outcome.winner {
-            None => "draw",
-            Some(w) if w == side => "win",
-            Some(_) => "loss",
-        };
         referee.send(
             side,
             &RefereeMessage::End {
                 match_id: referee.spec.match_id.clone(),
-                result: result.to_string(),
-                reason: outcome.reason.as_str().to_string(),
+                result: BotResult::for_side(outcome.winner, side),
+                reason: outcome.reason,
                 moves: referee.moves.read().texts_from(0),
             },
         );

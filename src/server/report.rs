@@ -6,6 +6,8 @@ use std::net::SocketAddr;
 
 use super::journaling;
 use super::referee::FinishedGame;
+use crate::game::EndReason;
+use crate::game_line::LineResult;
 
 /// Why the server could not run.
 #[derive(Debug, thiserror::Error)]
@@ -45,9 +47,8 @@ pub struct GameSummary {
     pub tournament: String,
     pub first: String,
     pub second: String,
-    /// `first`, `second` or `draw`.
-    pub result: String,
-    pub reason: String,
+    pub result: LineResult,
+    pub reason: EndReason,
     pub moves: usize,
 }
 
@@ -58,8 +59,8 @@ impl GameSummary {
             tournament: game.spec.tournament.clone(),
             first: game.spec.players[0].clone(),
             second: game.spec.players[1].clone(),
-            result: game.outcome.result_str().to_string(),
-            reason: game.outcome.reason.as_str().to_string(),
+            result: LineResult::of(&game.outcome),
+            reason: game.outcome.reason,
             moves: game.moves.len(),
         }
     }

@@ -5,11 +5,13 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
 use super::live::{Live, LiveGame, MatchSpec, SharedMoveLog};
+use crate::clock::{Clocks, ClocksMs};
 use crate::config::Config;
 use crate::game::{game_from_position_text, new_game, GameId, Side};
 use crate::game_line::GameLine;
@@ -148,13 +150,13 @@ pub fn game_of_line(line: &GameLine) -> LiveGame {
         }),
         moves: SharedMoveLog::of_finished(line.game, &line.moves, &line.think_ms, &line.lag_ms),
         clocks,
-        result: Some(line.result.as_str().to_string()),
-        reason: Some(line.reason.as_str().to_string()),
+        result: Some(line.result),
+        reason: Some(line.reason),
         record: (!line.record.is_empty()).then(|| line.record.clone()),
     }
 }
 
-/// Both clocks after `moves` with `think_ms` charged (each mover gains the increment).
+/// Both clocks after `moves` with `think_ms` charged, in whole milliseconds.
 fn clocks_after(
     game: GameId,
     rules: &Value,
@@ -162,21 +164,18 @@ fn clocks_after(
     moves: &[String],
     think_ms: &[u64],
 ) -> [u64; 2] {
-    let mut left = [clock.initial_ms; 2];
+    let mut clocks = Clocks::new(*clock);
     let Ok(mut position) = new_game(game, rules) else {
-        return left;
+        return clocks.remaining_ms();
     };
     for (i, text) in moves.iter().enumerate() {
-        let mover = position.turn();
-        let slot = &mut left[mover.index()];
-        *slot = slot
-            .saturating_sub(think_ms.get(i).copied().unwrap_or(0))
-            .saturating_add(clock.increment_ms);
+        let think = Duration::from_millis(think_ms.get(i).copied().unwrap_or(0));
+        clocks.charge(position.turn(), think);
         if position.play_text(text).is_err() {
             break;
         }
     }
-    left
+    clocks.remaining_ms()
 }
 
 /// The `/api/games/{match}` answer: the game with every position after each move.
@@ -212,7 +211,7 @@ pub fn game_detail(game: &LiveGame) -> Value {
         "moves": moves,
         "think_ms": think_ms,
         "positions": positions,
-        "clocks": {"first_ms": game.clocks[0], "second_ms": game.clocks[1]},
+        "clocks": ClocksMs::from(game.clocks),
         "result": game.result,
         "reason": game.reason,
         "record": game.record,

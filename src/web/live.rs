@@ -26,8 +26,10 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use crate::clock::ClocksMs;
 use crate::fanout::{Fanout, WhenFull};
-use crate::game::GameId;
+use crate::game::{EndReason, GameId};
+use crate::game_line::LineResult;
 pub use crate::server::events::{MatchSpec, MoveLog, SharedMoveLog};
 use crate::server::events::{ScheduleSeen, ServerEvent, StandingsSnapshot, Subscriber};
 
@@ -53,9 +55,9 @@ pub struct LiveGame {
     pub moves: SharedMoveLog,
     /// Both clocks after the last move (or at the start).
     pub clocks: [u64; 2],
-    /// `first`, `second` or `draw` once finished.
-    pub result: Option<String>,
-    pub reason: Option<String>,
+    /// Set once finished.
+    pub result: Option<LineResult>,
+    pub reason: Option<EndReason>,
     pub record: Option<String>,
 }
 
@@ -70,8 +72,8 @@ struct SummaryView<'a> {
     second: &'a str,
     status: &'static str,
     ply: usize,
-    result: Option<&'a str>,
-    reason: Option<&'a str>,
+    result: Option<LineResult>,
+    reason: Option<EndReason>,
 }
 
 impl SummaryView<'_> {
@@ -100,8 +102,8 @@ impl LiveGame {
                 "playing"
             },
             ply,
-            result: self.result.as_deref(),
-            reason: self.reason.as_deref(),
+            result: self.result,
+            reason: self.reason,
         }
     }
 }
@@ -128,16 +130,16 @@ fn in_its_batch(at: usize, batch: u64, stride: u64) -> bool {
 const MOVE_EVENT_FIELDS_BYTES: usize = 120;
 
 /// A finished game whose moves were dropped from memory, as `/api/games` lists it: its match
-/// id (shared with the index) and numbers for its tournament, players, result and reason in
-/// the table's one list of names (about 60 bytes, where a whole game held a few hundred plus
-/// a heap block per name).
+/// id (shared with the index), numbers for its tournament and players in the table's one
+/// list of names, its result and reason (about 60 bytes, where a whole game held a few hundred
+/// plus a heap block per name).
 #[derive(Debug)]
 struct FinishedSummary {
     match_id: Arc<str>,
     tournament: NameId,
     players: [NameId; 2],
-    result: Option<NameId>,
-    reason: Option<NameId>,
+    result: Option<LineResult>,
+    reason: Option<EndReason>,
     ply: u32,
     game: GameId,
 }
@@ -145,7 +147,7 @@ struct FinishedSummary {
 /// A name's place in `Names`.
 type NameId = u32;
 
-/// Tournament, bot, result and reason names, each stored once.
+/// Tournament and bot names, each stored once.
 #[derive(Debug, Default)]
 struct Names {
     list: Vec<Arc<str>>,
@@ -184,8 +186,8 @@ impl FinishedSummary {
             second: names.get(self.players[1]),
             status: "finished",
             ply: self.ply as usize,
-            result: self.result.map(|id| names.get(id)),
-            reason: self.reason.map(|id| names.get(id)),
+            result: self.result,
+            reason: self.reason,
         }
     }
 }
@@ -241,7 +243,7 @@ struct LiveState {
     /// How many of those to hold.
     finished_kept: usize,
     index: HashMap<Arc<str>, usize>,
-    /// Tournament, player, result and reason names of the games in `Slot::Dropped`.
+    /// Tournament and player names of the games in `Slot::Dropped`.
     names: Names,
     /// The games waiting and each tournament's progress, as the scheduler last told.
     schedule: Arc<ScheduleSeen>,
@@ -338,8 +340,8 @@ impl LiveState {
                 names.id(&game.spec.players[0]),
                 names.id(&game.spec.players[1]),
             ],
-            result: game.result.as_deref().map(|r| names.id(r)),
-            reason: game.reason.as_deref().map(|r| names.id(r)),
+            result: game.result,
+            reason: game.reason,
             ply: u32::try_from(*ply).unwrap_or(u32::MAX),
             game: game.spec.game,
         };
@@ -394,8 +396,8 @@ impl Live {
                 let line = &finished.line;
                 self.game_ended(
                     &line.match_id,
-                    line.result.as_str(),
-                    line.reason.as_str(),
+                    line.result,
+                    line.reason,
                     Some(line.record.as_str()),
                 );
             }
@@ -511,11 +513,6 @@ impl Live {
             *published_in_batch = Some(batch);
         }
         #[derive(Serialize)]
-        struct Clocks {
-            first_ms: u64,
-            second_ms: u64,
-        }
-        #[derive(Serialize)]
         struct MoveEvent<'a> {
             #[serde(rename = "match")]
             match_id: &'a str,
@@ -524,7 +521,7 @@ impl Live {
             text: &'a str,
             think_ms: u64,
             position: &'a str,
-            clocks: Clocks,
+            clocks: ClocksMs,
         }
         let position = position();
         let event = MoveEvent {
@@ -533,10 +530,7 @@ impl Live {
             text,
             think_ms,
             position: &position,
-            clocks: Clocks {
-                first_ms: clocks[0],
-                second_ms: clocks[1],
-            },
+            clocks: ClocksMs::from(clocks),
         };
         // Sized for the event (the league stream holds one per running game): a growing
         // buffer would end up to twice the text's length.
@@ -581,7 +575,13 @@ impl Live {
     }
 
     /// A game's result is written (its record file is `record`).
-    fn game_ended(&self, match_id: &str, result: &str, reason: &str, record: Option<&str>) {
+    fn game_ended(
+        &self,
+        match_id: &str,
+        result: LineResult,
+        reason: EndReason,
+        record: Option<&str>,
+    ) {
         {
             let mut state = self.lock();
             let Some(at) = state.index.get(match_id).copied() else {
@@ -590,8 +590,8 @@ impl Live {
             };
             if let Some(Slot::Full { game, .. }) = state.games.get_mut(at) {
                 let was_running = game.result.is_none();
-                game.result = Some(result.to_string());
-                game.reason = Some(reason.to_string());
+                game.result = Some(result);
+                game.reason = Some(reason);
                 game.record = record.map(str::to_string);
                 if was_running {
                     state.running -= 1;
@@ -922,7 +922,7 @@ mod tests {
         );
         // Once most have finished, the rest are in every batch again.
         for (id, _) in logs.iter().skip(50) {
-            live.game_ended(id, "draw", "move_limit", None);
+            live.game_ended(id, LineResult::Draw, EndReason::MoveLimit, None);
         }
         live.next_batch();
         for (id, log) in logs.iter().take(50) {
@@ -951,17 +951,18 @@ mod tests {
             play(&live, &log, id, "E7", String::new);
         }
         live.add_finished(LiveGame {
-            result: Some("first".into()),
+            result: Some(LineResult::First),
             ..game("old")
         });
-        live.game_ended("g1", "first", "resign", Some("g1.txt"));
-        live.game_ended("g1", "first", "resign", Some("g1.txt"));
-        live.game_ended("g2", "second", "resign", Some("g2.txt"));
+        let resign = EndReason::Resign;
+        live.game_ended("g1", LineResult::First, resign, Some("g1.txt"));
+        live.game_ended("g1", LineResult::First, resign, Some("g1.txt"));
+        live.game_ended("g2", LineResult::Second, resign, Some("g2.txt"));
         // Held: g1 and g2; "old" (finished first) was dropped when g2 finished.
         assert_eq!(live.game("old"), Some(HeldGame::Finished));
         assert!(matches!(live.game("g1"), Some(HeldGame::InMemory(g)) if g.moves.len() == 2));
         let g1_before = live.games().into_iter().find(|g| g["match"] == "g1");
-        live.game_ended("g3", "draw", "draw", Some("g3.txt"));
+        live.game_ended("g3", LineResult::Draw, EndReason::MoveLimit, Some("g3.txt"));
         assert_eq!(live.game("g1"), Some(HeldGame::Finished));
         assert!(matches!(live.game("g3"), Some(HeldGame::InMemory(_))));
         let g1 = live
@@ -984,10 +985,7 @@ mod tests {
             std::mem::size_of::<Slot>() <= 64,
             "a finished game costs the table at most 64 bytes besides its id"
         );
-        assert_eq!(
-            names, 5,
-            "old's and g1's t, a, b, first and resign, once each"
-        );
+        assert_eq!(names, 3, "old's and g1's t, a and b, once each");
     }
 
     #[test]

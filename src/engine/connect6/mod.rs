@@ -47,12 +47,12 @@
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use super::level::{level_option, Level, Noise, FULL_STRENGTH};
+use serde::Deserialize;
+
+use super::level::{self, Level, Noise, FULL_STRENGTH};
+use super::options::{self, Whole};
 use super::tt::Replacement;
-use super::{
-    check_option_names, integer_option, ClockView, Engine, EngineError, EngineInfo, EngineOption,
-    SearchRequest,
-};
+use super::{ClockView, Engine, EngineError, EngineInfo, EngineOption, SearchRequest};
 use crate::game::connect6::{Connect6, Move, Options, CELLS, SIZE};
 use crate::game::{parse_options, GameId, PlayError, Point, Rules};
 
@@ -169,6 +169,19 @@ pub const INFO: EngineInfo = EngineInfo {
     ],
 };
 
+/// The `connect6` engine's options as given (`INFO.options` lists them); `None`: not given.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct Connect6Options {
+    depth: Option<Whole<1, 20>>,
+    width: Option<Whole<2, 60>>,
+    threat_depth: Option<Whole<0, 20>>,
+    proof_depth: Option<Whole<0, 8>>,
+    time_ms: Option<Whole<1, 3_600_000>>,
+    tt_mb: Option<Whole<0, 1024>>,
+    level: Option<Whole<1, { LEVELS.len() as u64 }>>,
+}
+
 /// The `connect6` engine with its options.
 #[derive(Debug, Clone)]
 pub struct Connect6Engine {
@@ -194,28 +207,27 @@ impl Connect6Engine {
         options: &serde_json::Value,
         seed: u64,
     ) -> Result<Connect6Engine, EngineError> {
-        check_option_names(options, INFO.options)?;
+        let given = options::parse::<Connect6Options>(options)?;
         let rules = parse_options::<Connect6>(rules)?;
-        let level = level_option(options, LEVELS)?;
+        let level = level::pick(LEVELS, given.level.map(Whole::get));
         let level_depth = level.depth.unwrap_or(DEFAULT_DEPTH);
         Ok(Connect6Engine {
             rules,
             seed,
-            max_depth: integer_option(options, "depth", 1..=20)?.unwrap_or(level_depth as u64)
-                as u32,
-            width: integer_option(options, "width", 2..=60)?.unwrap_or(DEFAULT_WIDTH as u64)
-                as usize,
-            time_ms: integer_option(options, "time_ms", 1..=3_600_000)?
-                .unwrap_or(level.time_ms.unwrap_or(DEFAULT_TIME_MS)),
-            threat_depth: integer_option(options, "threat_depth", 0..=20)?
-                .unwrap_or(DEFAULT_THREAT_DEPTH.min(level_depth) as u64)
-                as u32,
-            proof_depth: integer_option(options, "proof_depth", 0..=8)?
-                .unwrap_or(DEFAULT_PROOF_DEPTH.min(level_depth) as u64)
-                as u32,
+            max_depth: given.depth.map_or(level_depth, |d| d.get() as u32),
+            width: given.width.map_or(DEFAULT_WIDTH, |w| w.get() as usize),
+            time_ms: given
+                .time_ms
+                .map_or(level.time_ms.unwrap_or(DEFAULT_TIME_MS), Whole::get),
+            threat_depth: given
+                .threat_depth
+                .map_or(DEFAULT_THREAT_DEPTH.min(level_depth), |d| d.get() as u32),
+            proof_depth: given
+                .proof_depth
+                .map_or(DEFAULT_PROOF_DEPTH.min(level_depth), |d| d.get() as u32),
             noise: Noise::new(level.noise_pct, seed),
             table: Table::with_mib(
-                integer_option(options, "tt_mb", 0..=1024)?.unwrap_or(DEFAULT_TT_MB),
+                given.tt_mb.map_or(DEFAULT_TT_MB, Whole::get),
                 PROVEN,
                 Replacement::DeepOrFresh,
             ),

@@ -30,11 +30,11 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use serde::Deserialize;
+
 use super::level::Noise;
-use super::{
-    check_option_names, integer_option, Engine, EngineError, EngineInfo, EngineOption,
-    SearchRequest,
-};
+use super::options::{self, Whole};
+use super::{Engine, EngineError, EngineInfo, EngineOption, SearchRequest};
 use crate::game::hex::{Hex, Move, Options as HexOptions};
 use crate::game::{parse_options, GameId, PlayError, Point, Rules, Side};
 
@@ -255,6 +255,25 @@ const LEVELS: [Level; 6] = [
     },
 ];
 
+/// The `hex` engine's options as given (`INFO.options` lists them); `None`: not given (the
+/// level's preset or the default).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct HexEngineOptions {
+    level: Option<Whole<1, { LEVELS.len() as u64 }>>,
+    noise: Option<Whole<0, 100>>,
+    time_ms: Option<Whole<1, { u64::MAX }>>,
+    playouts: Option<Whole<0, { u64::MAX }>>,
+    ab_below: Option<Whole<0, { CELLS as u64 + 1 }>>,
+    tree_mb: Option<Whole<1, MAX_TREE_MB>>,
+    vc: Option<Whole<0, 2>>,
+    vc_visits: Option<Whole<0, { u32::MAX as u64 }>>,
+    pattern_bias: Option<Whole<0, 10_000>>,
+    pattern_prior: Option<Whole<0, 100>>,
+    pattern_playouts: Option<Whole<0, 1_000_000>>,
+    threads: Option<Whole<1, MAX_THREADS>>,
+}
+
 /// Engine settings from the engine options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Settings {
@@ -283,19 +302,20 @@ struct Settings {
 
 impl Settings {
     fn from_options(options: &serde_json::Value) -> Result<Settings, EngineError> {
-        check_option_names(options, INFO.options)?;
-        let level = integer_option(options, "level", 1..=LEVELS.len() as u64)?
-            .unwrap_or(LEVELS.len() as u64);
-        let preset = LEVELS[level as usize - 1];
-        let time_ms = integer_option(options, "time_ms", 1..=u64::MAX)?.unwrap_or(preset.time_ms);
-        let ab_below = integer_option(options, "ab_below", 0..=CELLS as u64 + 1)?
-            .unwrap_or(preset.ab_below as u64);
-        let tree_mb =
-            integer_option(options, "tree_mb", 1..=MAX_TREE_MB)?.unwrap_or(DEFAULT_TREE_MB);
-        let threads = integer_option(options, "threads", 1..=MAX_THREADS)?.unwrap_or(1);
-        let vc = integer_option(options, "vc", 0..=2)?.unwrap_or(u64::from(preset.vc)) as u8;
-        let vc_visits =
-            integer_option(options, "vc_visits", 0..=u64::from(u32::MAX))?.unwrap_or(0) as u32;
+        let given = options::parse::<HexEngineOptions>(options)?;
+        let level = given.level.map_or(LEVELS.len(), |l| l.get() as usize);
+        let Some(&preset) = LEVELS.get(level.saturating_sub(1)) else {
+            return Err(EngineError::BadOption {
+                name: "level".into(),
+                why: format!("no level {level}"),
+            });
+        };
+        let time_ms = given.time_ms.map_or(preset.time_ms, Whole::get);
+        let ab_below = given.ab_below.map_or(preset.ab_below as u64, Whole::get);
+        let tree_mb = given.tree_mb.map_or(DEFAULT_TREE_MB, Whole::get);
+        let threads = given.threads.map_or(1, Whole::get);
+        let vc = given.vc.map_or(preset.vc, |v| v.get() as u8);
+        let vc_visits = given.vc_visits.map_or(0, |v| v.get() as u32);
         // The deeper checks are part of `vc` 2: refused rather than silently ignored.
         if vc_visits > 0 && vc < 2 {
             return Err(EngineError::BadOption {
@@ -304,19 +324,17 @@ impl Settings {
             });
         }
         Ok(Settings {
-            noise: integer_option(options, "noise", 0..=100)?.unwrap_or(u64::from(preset.noise))
-                as u8,
+            noise: given.noise.map_or(preset.noise, |n| n.get() as u8),
             time_ms,
-            playouts: integer_option(options, "playouts", 0..=u64::MAX)?.unwrap_or(preset.playouts),
+            playouts: given.playouts.map_or(preset.playouts, Whole::get),
             ab_below: ab_below as usize,
             tree_nodes: tree_nodes_for(tree_mb),
             threads: threads as usize,
             vc,
             vc_visits,
-            pattern_bias: integer_option(options, "pattern_bias", 0..=10_000)?.unwrap_or(0) as u32,
-            pattern_prior: integer_option(options, "pattern_prior", 0..=100)?.unwrap_or(0) as u32,
-            pattern_playouts: integer_option(options, "pattern_playouts", 0..=1_000_000)?
-                .unwrap_or(0) as u32,
+            pattern_bias: given.pattern_bias.map_or(0, |w| w.get() as u32),
+            pattern_prior: given.pattern_prior.map_or(0, |w| w.get() as u32),
+            pattern_playouts: given.pattern_playouts.map_or(0, |w| w.get() as u32),
         })
     }
 }

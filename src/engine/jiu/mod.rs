@@ -15,12 +15,12 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::level::{level_option, Level, Noise, PLY_LEVELS};
+use serde::Deserialize;
+
+use super::level::{self, Level, Noise, PLY_LEVELS};
+use super::options::{self, Whole};
 use super::tt::{Bound, Replacement, TranspositionTable};
-use super::{
-    check_option_names, integer_option, Engine, EngineError, EngineInfo, EngineOption,
-    SearchRequest,
-};
+use super::{Engine, EngineError, EngineInfo, EngineOption, SearchRequest};
 use crate::game::jiu::{Jiu, Move, Phase, Victims, CENTRE, FEW_STONES, FLYING_STONES};
 use crate::game::{GameId, Point, Rules, Side};
 use crate::hash::splitmix64;
@@ -1209,6 +1209,15 @@ fn choose_placement(st: &State, rng: &mut SmallRng) -> Option<u8> {
 // ---------------------------------------------------------------------------------------------
 // The engine
 
+/// The `jiu` engine's options as given (`INFO.options` lists them); `None`: not given.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct JiuOptions {
+    time_ms: Option<Whole<0, { u64::MAX }>>,
+    depth: Option<Whole<1, 64>>,
+    level: Option<Whole<1, { LEVELS.len() as u64 }>>,
+}
+
 /// The built-in Jiu engine.
 #[derive(Debug)]
 pub struct JiuEngine {
@@ -1229,13 +1238,13 @@ impl JiuEngine {
         options: &serde_json::Value,
         seed: u64,
     ) -> Result<JiuEngine, EngineError> {
-        check_option_names(options, INFO.options)?;
+        let given = options::parse::<JiuOptions>(options)?;
         let rule_options = crate::game::parse_options::<Jiu>(rules)?;
-        let level = level_option(options, LEVELS)?;
-        let time_ms =
-            integer_option(options, "time_ms", 0..=u64::MAX)?.unwrap_or(level.time_ms.unwrap_or(0));
-        let depth =
-            integer_option(options, "depth", 1..=64)?.unwrap_or(level.depth.map_or(32, u64::from));
+        let level = level::pick(LEVELS, given.level.map(Whole::get));
+        let time_ms = given.time_ms.map_or(level.time_ms.unwrap_or(0), Whole::get);
+        let depth = given
+            .depth
+            .map_or(level.depth.map_or(32, u64::from), Whole::get);
         Ok(JiuEngine {
             limits: Limits {
                 no_capture_limit: rule_options.no_capture_limit.get(),

@@ -19,12 +19,12 @@ use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::level::{level_option, Level, Noise, PLY_LEVELS};
+use serde::Deserialize;
+
+use super::level::{self, Level, Noise, PLY_LEVELS};
+use super::options::{self, Whole};
 use super::tt::{Bound, Replacement, TranspositionTable};
-use super::{
-    check_option_names, integer_option, Engine, EngineError, EngineInfo, EngineOption,
-    SearchRequest,
-};
+use super::{Engine, EngineError, EngineInfo, EngineOption, SearchRequest};
 use crate::game::surakarta::board::{Board, FULL, POINTS};
 use crate::game::surakarta::{Move, Surakarta};
 use crate::game::{parse_options, GameId, PlayError, Point, Rules};
@@ -551,6 +551,19 @@ impl Search<'_> {
 // ---------------------------------------------------------------------------------------------
 // The engine.
 
+/// The `surakarta` engine's options as given (`INFO.options` lists them); `None`: not given.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct SurakartaOptions {
+    depth: Option<Whole<1, { MAX_DEPTH as u64 }>>,
+    time_ms: Option<Whole<0, { u32::MAX as u64 }>>,
+    nodes: Option<Whole<0, { u64::MAX }>>,
+    opening_random: Option<Whole<0, 1000>>,
+    null_move: Option<Whole<0, 1>>,
+    tt_mb: Option<Whole<1, 1024>>,
+    level: Option<Whole<1, { LEVELS.len() as u64 }>>,
+}
+
 /// Plays Surakarta by alpha-beta search.
 #[derive(Debug)]
 pub struct SurakartaEngine {
@@ -575,14 +588,17 @@ impl SurakartaEngine {
         options: &serde_json::Value,
         seed: u64,
     ) -> Result<SurakartaEngine, EngineError> {
-        check_option_names(options, INFO.options)?;
-        let level = level_option(options, LEVELS)?;
-        let max_depth = integer_option(options, "depth", 1..=u64::from(MAX_DEPTH))?
-            .map_or(level.depth.unwrap_or(MAX_DEPTH), |d| d as u32);
-        let time_cap_ms = integer_option(options, "time_ms", 0..=u64::from(u32::MAX))?
+        let given = options::parse::<SurakartaOptions>(options)?;
+        let level = level::pick(LEVELS, given.level.map(Whole::get));
+        let max_depth = given
+            .depth
+            .map_or(level.depth.unwrap_or(MAX_DEPTH), |d| d.get() as u32);
+        let time_cap_ms = given
+            .time_ms
+            .map(Whole::get)
             .or(level.time_ms)
             .filter(|&ms| ms > 0);
-        let tt_mb = integer_option(options, "tt_mb", 1..=1024)?.unwrap_or(24);
+        let tt_mb = given.tt_mb.map_or(24, Whole::get);
         // Allocated when the engine is built, not on the clock at its first search.
         let mut table = Table::with_mib(tt_mb, WIN_BOUND + 1, Replacement::DeepOrFresh);
         table.allocate();
@@ -590,12 +606,13 @@ impl SurakartaEngine {
             options: parse_options::<Surakarta>(rules)?,
             max_depth,
             time_cap_ms,
-            null_move: integer_option(options, "null_move", 0..=1)?.unwrap_or(0) == 1,
-            max_nodes: integer_option(options, "nodes", 0..=u64::MAX)?
+            null_move: given.null_move.is_some_and(|n| n.get() == 1),
+            max_nodes: given
+                .nodes
+                .map(Whole::get)
                 .filter(|&n| n > 0)
                 .unwrap_or(u64::MAX),
-            opening_random: integer_option(options, "opening_random", 0..=1000)?.unwrap_or(0)
-                as u32,
+            opening_random: given.opening_random.map_or(0, |n| n.get() as u32),
             rng: SmallRng::seed_from_u64(seed),
             noise: Noise::new(level.noise_pct, seed),
             table,

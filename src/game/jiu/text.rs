@@ -182,19 +182,12 @@ pub(super) fn parse_position(text: &str, options: &Options) -> Result<Jiu, Parse
 
     let mut phase = None;
     let mut quiet = None;
-    for &(at, token) in tokens.iter().skip(2) {
-        let Some((key, value)) = token.split_once('=') else {
-            return Err(err(
-                at,
-                format!("expected key=value (phase=..., quiet=N), found {token:?}"),
-            ));
-        };
+    let pairs = crate::options_text::read_items(tokens.iter().skip(2).copied())
+        .map_err(|e| err(e.at(), e.to_string()))?;
+    for crate::options_text::Pair { key, value, at } in pairs {
         let value_at = at + key.len() + 1;
         match key.to_ascii_lowercase().as_str() {
             "phase" => {
-                if phase.is_some() {
-                    return Err(err(at, "phase is given twice".to_string()));
-                }
                 phase = Some(match value.to_ascii_lowercase().as_str() {
                     "placement" => Phase::Placement,
                     "battle" => Phase::Battle,
@@ -207,9 +200,6 @@ pub(super) fn parse_position(text: &str, options: &Options) -> Result<Jiu, Parse
                 });
             }
             "quiet" => {
-                if quiet.is_some() {
-                    return Err(err(at, "quiet is given twice".to_string()));
-                }
                 let n = if value.bytes().all(|b| b.is_ascii_digit()) {
                     value.parse::<u32>().ok()
                 } else {

@@ -460,21 +460,14 @@ fn parse_position(text: &str, options: &Options) -> Result<Surakarta, ParsePosit
     };
 
     let mut quiet = None;
-    for &(at, token) in tokens.iter().skip(2) {
-        let Some((key, value)) = token.split_once('=') else {
-            return Err(ParsePositionError::new(
-                at,
-                format!("expected key=value (quiet=N), found {token:?}"),
-            ));
-        };
+    let pairs = crate::options_text::read_items(tokens.iter().skip(2).copied())
+        .map_err(|e| ParsePositionError::new(e.at(), e.to_string()))?;
+    for crate::options_text::Pair { key, value, at } in pairs {
         if key != "quiet" {
             return Err(ParsePositionError::new(
                 at,
                 format!("unknown key {key:?} (surakarta knows quiet=N)"),
             ));
-        }
-        if quiet.is_some() {
-            return Err(ParsePositionError::new(at, "quiet is given twice"));
         }
         let value_at = at + key.chars().count() + 1;
         if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
