@@ -19,7 +19,7 @@ use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::level::{level_option, Level, Noise, PLY_LEVELS};
+use super::level::{level_option, Level, Noise, FULL_STRENGTH};
 use super::tt::{Bound, Replacement, TranspositionTable};
 use super::{
     check_option_names, integer_option, Engine, EngineError, EngineInfo, EngineOption,
@@ -72,17 +72,40 @@ pub const INFO: EngineInfo = EngineInfo {
         EngineOption {
             name: "level",
             default: "5",
-            about: "strength 1-5, each level's limits (depth in plies; time cap; share of \
-                    random moves): 1: depth 1, 20 ms, 70% random moves; 2: depth 1, 20 ms, 30% \
-                    random moves; 3: depth 2, 50 ms; 4: depth 4, 200 ms; 5: full strength (the \
-                    default); depth and time_ms given beside it win",
+            about: "strength 1-5, each level's limits (depth in plies; time cap): 1: depth \
+                    1, 100 ms; 2: depth 2, 100 ms; 3: depth 3, 200 ms; 4: depth 6, 1000 ms; 5: \
+                    full strength (the default); depth and time_ms given beside it win",
         },
     ],
 };
 
 /// The `level` option's rows, weakest first (measured against each other in docs/engines.md,
-/// "Levels").
-pub const LEVELS: &[Level] = PLY_LEVELS;
+/// "Levels"). Depth alone sets them apart: each step of depth up to 3 wins about 70% against
+/// the one below, and depth 6 about 75% against depth 3 and 25% against the full search. The
+/// time caps are far above what those depths take and only bound a slow machine.
+pub const LEVELS: &[Level] = &[
+    Level {
+        time_ms: Some(100),
+        depth: Some(1),
+        noise_pct: 0,
+    },
+    Level {
+        time_ms: Some(100),
+        depth: Some(2),
+        noise_pct: 0,
+    },
+    Level {
+        time_ms: Some(200),
+        depth: Some(3),
+        noise_pct: 0,
+    },
+    Level {
+        time_ms: Some(1000),
+        depth: Some(6),
+        noise_pct: 0,
+    },
+    FULL_STRENGTH,
+];
 
 /// Score of a won game (less the plies to reach it).
 const WIN: i32 = 30_000;
