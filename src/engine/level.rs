@@ -29,31 +29,6 @@ pub const FULL_STRENGTH: Level = Level {
     noise_pct: 0,
 };
 
-/// The levels of the Surakarta and Jiu engines, whose depths count plies.
-pub const PLY_LEVELS: &[Level] = &[
-    Level {
-        time_ms: Some(20),
-        depth: Some(1),
-        noise_pct: 70,
-    },
-    Level {
-        time_ms: Some(20),
-        depth: Some(1),
-        noise_pct: 30,
-    },
-    Level {
-        time_ms: Some(50),
-        depth: Some(2),
-        noise_pct: 0,
-    },
-    Level {
-        time_ms: Some(200),
-        depth: Some(4),
-        noise_pct: 0,
-    },
-    FULL_STRENGTH,
-];
-
 /// Reads option `level` (1 to `levels.len()`); the top level when absent.
 pub fn level_option(options: &serde_json::Value, levels: &[Level]) -> Result<Level, EngineError> {
     let top = levels.len() as u64;
