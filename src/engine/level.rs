@@ -30,31 +30,6 @@ pub const FULL_STRENGTH: Level = Level {
     noise_pct: 0,
 };
 
-/// The levels of the Surakarta and Jiu engines, whose depths count plies.
-pub const PLY_LEVELS: &[Level] = &[
-    Level {
-        time_ms: Some(20),
-        depth: Some(1),
-        noise_pct: 70,
-    },
-    Level {
-        time_ms: Some(20),
-        depth: Some(1),
-        noise_pct: 30,
-    },
-    Level {
-        time_ms: Some(50),
-        depth: Some(2),
-        noise_pct: 0,
-    },
-    Level {
-        time_ms: Some(200),
-        depth: Some(4),
-        noise_pct: 0,
-    },
-    FULL_STRENGTH,
-];
-
 /// Level `level` (1 to `levels.len()`, as the engine's options read it) of `levels`; the top
 /// level when none is given.
 pub fn pick(levels: &[Level], level: Option<u64>) -> Level {

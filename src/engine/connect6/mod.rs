@@ -90,33 +90,35 @@ const DEFAULT_TT_MB: u64 = 16;
 /// Default cap on think time per move, in milliseconds.
 const DEFAULT_TIME_MS: u64 = 10_000;
 
-/// The `level` option's rows, weakest first; a level's depth caps the alpha-beta and the
-/// threat-space search. Measured against each other in docs/engines.md ("Levels").
+/// The `level` option's rows, weakest first: the full search with a share of random moves.
+/// Depth does not grade this engine (depths 2, 4 and 14 score alike against each other), and
+/// each random move costs so much against a sound search that the steps are a few per cent
+/// apart. Measured against each other in docs/engines.md ("Levels").
 pub const LEVELS: &[Level] = &[
     Level {
-        time_ms: Some(20),
-        depth: Some(1),
-        noise_pct: 80,
+        time_ms: None,
+        depth: None,
+        noise_pct: 35,
     },
     Level {
-        time_ms: Some(20),
-        depth: Some(1),
-        noise_pct: 40,
+        time_ms: None,
+        depth: None,
+        noise_pct: 27,
     },
     Level {
-        time_ms: Some(50),
-        depth: Some(1),
-        noise_pct: 0,
+        time_ms: None,
+        depth: None,
+        noise_pct: 21,
     },
     Level {
-        time_ms: Some(150),
-        depth: Some(2),
-        noise_pct: 0,
+        time_ms: None,
+        depth: None,
+        noise_pct: 16,
     },
     Level {
-        time_ms: Some(500),
-        depth: Some(4),
-        noise_pct: 0,
+        time_ms: None,
+        depth: None,
+        noise_pct: 10,
     },
     FULL_STRENGTH,
 ];
@@ -160,11 +162,10 @@ pub const INFO: EngineInfo = EngineInfo {
         EngineOption {
             name: "level",
             default: "6",
-            about: "strength 1-6, each level's limits (depth in turns, also of the threat \
-                    search; time cap; share of random moves): 1: depth 1, 20 ms, 80% random \
-                    moves; 2: depth 1, 20 ms, 40% random moves; 3: depth 1, 50 ms; 4: depth 2, \
-                    150 ms; 5: depth 4, 500 ms; 6: full strength (the default); depth and \
-                    time_ms given beside it win",
+            about: "strength 1-6, each level's share of random moves (the other moves are the \
+                    full search's): 1: 35% random moves; 2: 27% random moves; 3: 21% random \
+                    moves; 4: 16% random moves; 5: 10% random moves; 6: full strength (the \
+                    default); depth and time_ms given beside it limit the search",
         },
     ],
 };
@@ -1246,18 +1247,28 @@ mod tests {
     #[test]
     fn levels_set_the_limits_and_options_beside_them_win() {
         let limits = |e: &Connect6Engine| (e.max_depth, e.threat_depth, e.proof_depth, e.time_ms);
+        // The levels only add random moves: their search is the default one.
+        let default = limits(&engine(serde_json::Value::Null));
         assert_eq!(
-            limits(&engine(serde_json::json!({"level": 1}))),
-            (1, 1, 1, 20)
+            default,
+            (
+                DEFAULT_DEPTH,
+                DEFAULT_THREAT_DEPTH,
+                DEFAULT_PROOF_DEPTH,
+                DEFAULT_TIME_MS
+            )
         );
+        for level in 1..=LEVELS.len() {
+            assert_eq!(
+                limits(&engine(serde_json::json!({ "level": level }))),
+                default
+            );
+        }
+        let capped = engine(serde_json::json!({"level": 2, "depth": 5, "time_ms": 70}));
         assert_eq!(
-            limits(&engine(serde_json::json!({"level": 5}))),
-            (4, 4, 3, 500)
+            limits(&capped),
+            (5, DEFAULT_THREAT_DEPTH, DEFAULT_PROOF_DEPTH, 70)
         );
-        let top = engine(serde_json::json!({"level": LEVELS.len()}));
-        assert_eq!(limits(&top), limits(&engine(serde_json::Value::Null)));
-        let deeper = engine(serde_json::json!({"level": 2, "depth": 5, "time_ms": 70}));
-        assert_eq!(limits(&deeper), (5, 1, 1, 70));
         for bad in [0, LEVELS.len() + 1] {
             assert!(Connect6Engine::new(
                 &serde_json::Value::Null,

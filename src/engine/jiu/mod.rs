@@ -17,7 +17,7 @@ use rand::{Rng, SeedableRng};
 
 use serde::Deserialize;
 
-use super::level::{self, Level, Noise, PLY_LEVELS};
+use super::level::{self, Level, Noise, FULL_STRENGTH};
 use super::options::{self, Whole};
 use super::tt::{Bound, Replacement, TranspositionTable};
 use super::{Engine, EngineError, EngineInfo, EngineOption, SearchRequest};
@@ -45,16 +45,40 @@ pub const INFO: EngineInfo = EngineInfo {
             name: "level",
             default: "5",
             about: "strength 1-5, each level's limits (battle depth in plies; time cap; share \
-                    of random moves, placement included): 1: depth 1, 20 ms, 70% random moves; \
-                    2: depth 1, 20 ms, 30% random moves; 3: depth 2, 50 ms; 4: depth 4, 200 ms; \
-                    5: full strength (the default); depth and time_ms given beside it win",
+                    of random moves, placement included): 1: depth 2, 100 ms, 10% random \
+                    moves; 2: depth 2, 100 ms; 3: depth 3, 200 ms; 4: depth 4, 1000 ms; 5: full \
+                    strength (the default); depth and time_ms given beside it win",
         },
     ],
 };
 
 /// The `level` option's rows, weakest first (measured against each other in docs/engines.md,
-/// "Levels").
-pub const LEVELS: &[Level] = PLY_LEVELS;
+/// "Levels"). Each ply of depth up to 4 wins 80-90% against the one below; random moves are
+/// so costly over a game of some 200 moves a side that 10% of them take depth 2 about as far
+/// down as depth 1 (and 20% lose every game), so level 1 is depth 2 with 10%.
+pub const LEVELS: &[Level] = &[
+    Level {
+        time_ms: Some(100),
+        depth: Some(2),
+        noise_pct: 10,
+    },
+    Level {
+        time_ms: Some(100),
+        depth: Some(2),
+        noise_pct: 0,
+    },
+    Level {
+        time_ms: Some(200),
+        depth: Some(3),
+        noise_pct: 0,
+    },
+    Level {
+        time_ms: Some(1000),
+        depth: Some(4),
+        noise_pct: 0,
+    },
+    FULL_STRENGTH,
+];
 
 // ---------------------------------------------------------------------------------------------
 // The padded board: 16×16 cells, the 14×14 points inside a ring of walls. Cell indices are u8,
