@@ -5,6 +5,12 @@
 //! clocks' verdicts, the rare inputs of its inbox and the game's end. With journaling, every
 //! accepted move is queued to the journal (group-committed, write-behind) before the opponent
 //! hears of it, and a match cut off by a crash resumes from its last journaled move.
+//!
+//! Why it is longer than 800 lines: every path that starts, stops or charges a clock is here
+//! (the state machine, the direct path under the `Desk` lock, the match task's verdicts and
+//! the resume from the journal), and they share the referee's private state and its fairness
+//! rules (write stamps, kernel receive stamps, lag credit, the refusal of moves sent before
+//! their turn). Kept in one file, a change to any of them can be checked against the others.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
