@@ -44,6 +44,9 @@ pub fn read_items<'a>(
     items: impl IntoIterator<Item = (usize, &'a str)>,
 ) -> Result<Vec<Pair<'a>>, PairError> {
     let mut pairs: Vec<Pair<'a>> = Vec::new();
+    // Keys seen so far, lower-cased: one look per item, not a scan of the pairs (position
+    // texts from web visitors may hold a couple of thousand items).
+    let mut seen = std::collections::HashSet::new();
     for (at, item) in items {
         let Some((key, value)) = item.split_once('=') else {
             return Err(PairError::NoEquals {
@@ -58,7 +61,7 @@ pub fn read_items<'a>(
                 at,
             });
         }
-        if pairs.iter().any(|p| p.key.eq_ignore_ascii_case(key)) {
+        if !seen.insert(key.to_ascii_lowercase()) {
             return Err(PairError::Duplicate {
                 key: key.to_string(),
                 at,

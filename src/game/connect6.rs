@@ -323,12 +323,14 @@ impl Rules for Connect6 {
         }
         position.empty_count = position.board.iter().filter(|c| c.is_none()).count() as u16;
         position.turn = read_side(text, toks.next())?;
-        let pairs = options_text::read_items(toks.map(|(at, token)| (char_pos(text, at), token)))
-            .map_err(|e| ParsePositionError::new(e.at(), e.to_string()))?;
+        // Byte offsets here, turned into character positions only for an error: counting
+        // characters from the start for every token would cost the square of their number.
+        let pairs = options_text::read_items(toks)
+            .map_err(|e| ParsePositionError::new(char_pos(text, e.at()), e.to_string()))?;
         for options_text::Pair { key, value, at } in pairs {
             if key != "stones" {
                 return Err(ParsePositionError::new(
-                    at,
+                    char_pos(text, at),
                     format!("unknown key {key:?} (connect6 knows only stones)"),
                 ));
             }
@@ -337,7 +339,7 @@ impl Rules for Connect6 {
                 "2" => 2,
                 _ => {
                     return Err(ParsePositionError::new(
-                        at + key.len() + 1,
+                        char_pos(text, at + key.len() + 1),
                         format!("stones must be 1 or 2, found {value:?}"),
                     ))
                 }
