@@ -201,21 +201,34 @@ pub fn process_cpu_us(pid: u32) -> u64 {
     fields.iter().sum::<u64>() * 1_000_000 / ticks.max(1)
 }
 
+/// The connection caps of a phase of `matches` matches followed by `web_clients` event
+/// streams: the bot port's `max_connections`, and the web port's `web_max_connections` (0: no
+/// web view).
+pub fn bench_config_caps(matches: usize, web_clients: usize) -> (usize, usize) {
+    let web = if web_clients > 0 {
+        ServerConfig::default().web_max_connections + web_clients
+    } else {
+        0
+    };
+    (2 * matches + 100, web)
+}
+
 /// The generated arena configuration of a phase.
 pub fn bench_config(plan: &LoadPlan, out_dir: &Path) -> Result<Config, BenchError> {
     let bots = 2 * plan.matches;
     let defaults = ServerConfig::default();
+    let (max_connections, web_max_connections) = bench_config_caps(plan.matches, plan.web_clients);
     let mut config = Config {
         server: ServerConfig {
             listen: "127.0.0.1:0".into(),
             out_dir: out_dir.to_path_buf(),
             event: "arena bench".into(),
             exit_when_done: false,
-            max_connections: bots + 100,
+            max_connections,
             // Every bot connects from this machine at once.
             max_unauthenticated_per_address: bots + 100,
             // The load generator follows the web view from one address, with every stream.
-            web_max_connections: defaults.web_max_connections + plan.web_clients,
+            web_max_connections: web_max_connections.max(defaults.web_max_connections),
             web_max_connections_per_address: defaults.web_max_connections_per_address
                 + plan.web_clients,
             web_max_event_streams: defaults.web_max_event_streams + plan.web_clients,

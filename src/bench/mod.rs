@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::server::open_files::OpenFilesBudget;
 use crate::server::probe::ThinkSample;
 use bots::quantile;
 pub use bots::{run_bots, BotsOptions};
@@ -155,6 +156,35 @@ pub fn raise_open_files_limit(wanted: u64) -> u64 {
 /// two thirds of what is left after an eighth is kept back (`server::open_files`).
 fn open_files_wanted(matches: usize, web_clients: usize) -> u64 {
     u64::try_from(4 * matches + 4 * web_clients + 1000).unwrap_or(u64::MAX)
+}
+
+/// The most matches, up to `matches`, that both processes can hold under the open-files limit
+/// `limit` (which the load generator inherits): the server's bot port, as the server shares the
+/// limit (`OpenFilesBudget`), takes two connections a match, its web port the streams, and the
+/// load generator two sockets a match and the streams, with a few files to spare.
+fn matches_that_fit(limit: u64, matches: usize, web_clients: usize) -> usize {
+    let fits = |m: usize| {
+        let (bot_cap, web_cap) = load::bench_config_caps(m, web_clients);
+        let budget = OpenFilesBudget::fit(Some(limit), bot_cap, web_cap);
+        let generator = u64::try_from(2 * m + web_clients + 200).unwrap_or(u64::MAX);
+        budget.bot_connections >= 2 * m
+            && budget.web_connections >= web_clients
+            && generator <= limit
+    };
+    // Holding fewer matches never needs more files: the largest that fits, by bisection.
+    let (mut lo, mut hi) = (0, matches);
+    if fits(hi) {
+        return hi;
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 fn ms(us: i64) -> f64 {
@@ -329,12 +359,10 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         .matches
         .unwrap_or(if options.quick { 100 } else { 1000 });
     let open_files_limit = raise_open_files_limit(open_files_wanted(matches, options.web_clients));
-    // Each process holds two sockets per match plus a few files.
-    let needed = u64::try_from(2 * matches + 200).unwrap_or(u64::MAX);
-    if open_files_limit < needed {
-        let fit = usize::try_from(open_files_limit.saturating_sub(200) / 2).unwrap_or(0);
+    let fit = matches_that_fit(open_files_limit, matches, options.web_clients);
+    if fit < matches {
         say(&format!(
-            "open-files limit {open_files_limit} is too low for {matches} matches (needs {needed}); running {fit}"
+            "open-files limit {open_files_limit} is too low for {matches} matches (the server's bot port and the load generator hold two sockets a match); running {fit}"
         ));
         matches = fit;
         if matches == 0 {
@@ -617,6 +645,21 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
 mod tests {
     use super::*;
     use crate::server::probe::{Histogram, TimeoutSample};
+
+    #[test]
+    fn the_matches_run_fit_both_processes_under_the_open_files_limit() {
+        // Plenty of files: every match asked for.
+        assert_eq!(matches_that_fit(1 << 20, 10_000, 1_000), 10_000);
+        // 20,000 files: the server keeps an eighth back, so its bot port holds 17,500
+        // connections: 8,750 matches, not the 9,900 that two sockets a match would suggest.
+        let fit = matches_that_fit(20_000, 10_000, 0);
+        assert_eq!(fit, 8_750);
+        let budget = OpenFilesBudget::fit(Some(20_000), 2 * fit + 100, 0);
+        assert!(budget.bot_connections >= 2 * fit);
+        // The streams need files in both processes.
+        assert!(matches_that_fit(20_000, 10_000, 1_000) < fit);
+        assert_eq!(matches_that_fit(100, 10, 0), 0);
+    }
 
     /// Runs `settle_disk` over probe results given in advance, returning its state and the
     /// waits it asked for.

@@ -159,7 +159,7 @@ pub async fn run_with(
     });
     let events = Events::new(subscribers);
     let mut config = config;
-    let budget = fit_connections_under_open_files_limit(&mut config);
+    let budget = fit_connections_under_open_files_limit(&mut config, companion.is_some());
     let config = Arc::new(config);
     let sandbox = program_sandbox(&config).await?;
     let out_dir = config.server.out_dir.clone();
@@ -343,16 +343,23 @@ async fn finish_output(
 /// Raises the open-files limit and holds both ports' connection caps (`max_connections`,
 /// `web_max_connections`) under it, with room kept for the league's own files; warns when that
 /// lowers a configured cap.
-fn fit_connections_under_open_files_limit(config: &mut Config) -> open_files::OpenFilesBudget {
+fn fit_connections_under_open_files_limit(
+    config: &mut Config,
+    web_view: bool,
+) -> open_files::OpenFilesBudget {
     let server = &mut config.server;
+    // Without a web view its port takes no files: the bots may have them all.
+    let web_cap = if web_view {
+        server.web_max_connections
+    } else {
+        0
+    };
     let budget = open_files::OpenFilesBudget::fit(
         open_files::raise_open_files_limit(),
         server.max_connections,
-        server.web_max_connections,
+        web_cap,
     );
-    if budget.bot_connections < server.max_connections
-        || budget.web_connections < server.web_max_connections
-    {
+    if budget.bot_connections < server.max_connections || budget.web_connections < web_cap {
         tracing::warn!(
             open_files_limit = ?budget.limit,
             max_connections = server.max_connections,
@@ -363,7 +370,9 @@ fn fit_connections_under_open_files_limit(config: &mut Config) -> open_files::Op
         );
     }
     server.max_connections = budget.bot_connections;
-    server.web_max_connections = budget.web_connections;
+    if web_view {
+        server.web_max_connections = budget.web_connections;
+    }
     budget
 }
 

@@ -19,8 +19,10 @@ pub struct OpenFilesBudget {
 }
 
 impl OpenFilesBudget {
-    /// Fits the configured caps under `limit`: what is left after the reserve goes two thirds
-    /// to the bot port and one third to the web port, each never above its configured cap.
+    /// Fits the configured caps under `limit`, after the reserve: when both caps fit in what is
+    /// left, each port gets its cap; otherwise the bot port gets two thirds and the web port a
+    /// third, and a port that needs less than its share leaves the rest to the other (a league
+    /// without a web view, `web_cap` 0, gives every file to its bots).
     pub fn fit(limit: Option<u64>, bot_cap: usize, web_cap: usize) -> OpenFilesBudget {
         let Some(limit) = limit else {
             return OpenFilesBudget {
@@ -31,11 +33,19 @@ impl OpenFilesBudget {
         };
         let reserved = RESERVED_FDS.max(limit / 8);
         let left = limit.saturating_sub(reserved);
-        let share = |part: u64| usize::try_from(part).unwrap_or(usize::MAX).max(1);
+        let want = |cap: usize| u64::try_from(cap).unwrap_or(u64::MAX).min(left);
+        let (bots_want, web_want) = (want(bot_cap), want(web_cap));
+        let (bots, web) = if bots_want.saturating_add(web_want) <= left {
+            (bots_want, web_want)
+        } else {
+            let web = web_want.min((left / 3).max(left - bots_want));
+            (bots_want.min(left - web), web)
+        };
+        let count = |part: u64| usize::try_from(part).unwrap_or(usize::MAX);
         OpenFilesBudget {
             limit: Some(limit),
-            bot_connections: bot_cap.min(share(left * 2 / 3)),
-            web_connections: web_cap.min(share(left / 3)),
+            bot_connections: count(bots).max(1),
+            web_connections: count(web).max(usize::from(web_cap > 0)),
         }
     }
 }
@@ -92,6 +102,20 @@ mod tests {
         assert!(
             (small.bot_connections + small.web_connections) as u64 + RESERVED_FDS <= 256,
             "{small:?}"
+        );
+        // A port that needs less than its share leaves the rest to the other.
+        let few_browsers = OpenFilesBudget::fit(Some(20_000), 19_900, 512);
+        assert_eq!(few_browsers.web_connections, 512);
+        assert_eq!(few_browsers.bot_connections, 20_000 - 2_500 - 512);
+        let no_web_view = OpenFilesBudget::fit(Some(20_000), 19_900, 0);
+        assert_eq!(
+            (no_web_view.bot_connections, no_web_view.web_connections),
+            (17_500, 0)
+        );
+        let few_bots = OpenFilesBudget::fit(Some(20_000), 100, 50_000);
+        assert_eq!(
+            (few_bots.bot_connections, few_bots.web_connections),
+            (100, 17_400)
         );
         let unknown = OpenFilesBudget::fit(None, 10, 20);
         assert_eq!((unknown.bot_connections, unknown.web_connections), (10, 20));
