@@ -524,7 +524,7 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         );
         let hammer = match hammer {
             Some((mut hammer, reader)) => {
-                let text = finish_child(&mut hammer, reader).await;
+                let text = finish_child(&mut hammer, reader, 0).await;
                 Some(
                     serde_json::from_str::<super::web_load::HammerReport>(text.trim()).map_err(
                         |e| BenchError::Setup(format!("cannot read the web clients' report: {e}")),
@@ -550,7 +550,7 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
     probe::disable();
     let think = probe::take_think_samples();
     let referee_timeouts = probe::take_timeout_samples();
-    let bots_text = finish_child(&mut child, reader).await;
+    let bots_text = finish_child(&mut child, reader, 2 * plan.matches + plan.web_clients).await;
     let (
         hammer,
         before,
@@ -647,8 +647,16 @@ pub(super) fn read_child_output(
 
 /// Waits for the load generator to see every connection closed and print its report (killing it
 /// after 30 s); returns what it printed.
-async fn finish_child(child: &mut Child, reader: std::thread::JoinHandle<String>) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
+async fn finish_child(
+    child: &mut Child,
+    reader: std::thread::JoinHandle<String>,
+    connections: usize,
+) -> String {
+    // Closing thousands of connections takes a loaded machine a while: 30 s, and 4 ms more
+    // per connection (8,750 matches: 100 s), before the report is given up.
+    let grace = Duration::from_secs(30)
+        + Duration::from_millis(4 * u64::try_from(connections).unwrap_or(u64::MAX / 8));
+    let deadline = Instant::now() + grace;
     loop {
         match child.try_wait() {
             Ok(Some(_)) | Err(_) => break,
