@@ -918,7 +918,7 @@ fn h_search_finds_the_edge_template_and_a_bridge_ladder() {
     // connection's carrier, which holds H5.
     let vc = Connections::build(&board_of(&ladder, &["G5"]), 0);
     assert!(!vc.won(), "{:?}", vc.edge_fulls());
-    assert!(vc.edge_semis().iter().any(|&(_, key)| key == cell("H5")));
+    assert!(vc.edge_semis().any(|(_, key)| key == cell("H5")));
     let must = vc.must_play().expect("a semi connection");
     assert_ne!(must & (1u128 << cell("H5")), 0);
     // Blue can only defend inside the ladder's links: the bridges' and templates' cells.
@@ -981,7 +981,7 @@ fn h_search_is_sound_on_small_endgames() {
                 fulls += 1;
                 assert_eq!(solve(&mut board.clone(), 1 - colour), colour, "{board:?}");
             }
-            for &(_, key) in vc.edge_semis() {
+            for (_, key) in vc.edge_semis() {
                 semis += 1;
                 let mut after = board;
                 after[key as usize] = stone(colour);
@@ -1775,7 +1775,7 @@ fn h_search_connections_near_an_edge_hold_against_any_defence() {
                 // A semi connection: once the colour has played its key, it holds against
                 // any defence inside the rest of its carrier. Through an empty middle cell
                 // the AND rule may count on the cells that middle cell captures.
-                for &(carrier, key) in vc.semis(x, y) {
+                for (carrier, key) in vc.semis(x, y) {
                     if carrier.count_ones() > 11 {
                         continue;
                     }
