@@ -1042,6 +1042,30 @@ fn mohex_vc_wins_are_open_positions_with_an_empty_key() {
 }
 
 #[test]
+fn h_search_on_the_kept_mohex_wins_agrees_with_mohex() {
+    // MoHex proved each position won for the side to move by playing the key. After the key
+    // the other side, to move, must find no full and no semi connection of its own (it would
+    // be a win MoHex's proof rules out), and the mover's full connections, where found, are
+    // MoHex's win. Position 9 (Red's key I5) needs the caps of 24 full / 40 semi per pair and
+    // 8 semis per OR: with 6 / 10 / 4 H-search missed it.
+    let wins = mohex_vc_wins();
+    let mut seen = Vec::new();
+    for (i, (board, mover, key)) in wins.iter().enumerate() {
+        let mut after = *board;
+        after[*key as usize] = stone(*mover);
+        let other = Connections::build(&after, 1 - mover);
+        assert!(
+            !other.won() && other.edge_semis().len() == 0,
+            "position {i}"
+        );
+        if Connections::build(&after, *mover).won() {
+            seen.push(i);
+        }
+    }
+    assert!(seen.contains(&9), "{seen:?}");
+}
+
+#[test]
 fn virtual_connections_play_the_winning_key_and_the_must_play_region() {
     // Red's F1–F4 and G7–G11 leave a gap that one Red move closes for good: H-search finds
     // Red's semi connection and the engine plays its key at once, without searching.
