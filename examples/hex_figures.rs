@@ -171,8 +171,9 @@ fn main() -> anyhow::Result<()> {
                 .with_context(|| format!("reading {}", file.display()))?;
             let seen = figures::h_search_on_vc_wins(&text).map_err(anyhow::Error::msg)?;
             println!(
-                "H-search sees {} of {} semi connections before the key, {} full ones after it",
-                seen.semis, seen.positions, seen.fulls
+                "H-search sees {} of {} semi connections before the key, {} full ones after it \
+                 ({:.2} ms per H-search)",
+                seen.semis, seen.positions, seen.fulls, seen.ms_per_search
             );
         }
     }

@@ -344,7 +344,7 @@ pub struct HexEngine {
     rules: HexOptions,
     settings: Settings,
     circuit: Box<Circuit>,
-    /// H-search tables for the virtual connections before each move (about 6 MiB, allocated
+    /// H-search tables for the virtual connections before each move (about 15 MiB, allocated
     /// at the first search that uses them and kept for the game).
     connections: Option<Box<Connections>>,
     /// The UCT searchers, one per thread (at least one), each with its own kept tree.
@@ -477,7 +477,7 @@ impl HexEngine {
                 .connections
                 .get_or_insert_with(|| Box::new(Connections::new()));
             vc.search(cells, mover);
-            if let Some(&(_, key)) = vc.edge_semis().first() {
+            if let Some((_, key)) = vc.edge_semis().next() {
                 self.last_stats.stage = Stage::Connection;
                 return key;
             }

@@ -918,7 +918,7 @@ fn h_search_finds_the_edge_template_and_a_bridge_ladder() {
     // connection's carrier, which holds H5.
     let vc = Connections::build(&board_of(&ladder, &["G5"]), 0);
     assert!(!vc.won(), "{:?}", vc.edge_fulls());
-    assert!(vc.edge_semis().iter().any(|&(_, key)| key == cell("H5")));
+    assert!(vc.edge_semis().any(|(_, key)| key == cell("H5")));
     let must = vc.must_play().expect("a semi connection");
     assert_ne!(must & (1u128 << cell("H5")), 0);
     // Blue can only defend inside the ladder's links: the bridges' and templates' cells.
@@ -981,7 +981,7 @@ fn h_search_is_sound_on_small_endgames() {
                 fulls += 1;
                 assert_eq!(solve(&mut board.clone(), 1 - colour), colour, "{board:?}");
             }
-            for &(_, key) in vc.edge_semis() {
+            for (_, key) in vc.edge_semis() {
                 semis += 1;
                 let mut after = board;
                 after[key as usize] = stone(colour);
@@ -1039,6 +1039,30 @@ fn mohex_vc_wins_are_open_positions_with_an_empty_key() {
         after[key as usize] = stone(mover);
         assert!(!connected(&after, mover));
     }
+}
+
+#[test]
+fn h_search_on_the_kept_mohex_wins_agrees_with_mohex() {
+    // MoHex proved each position won for the side to move by playing the key. After the key
+    // the other side, to move, must find no full and no semi connection of its own (it would
+    // be a win MoHex's proof rules out), and the mover's full connections, where found, are
+    // MoHex's win. Position 9 (Red's key I5) needs the caps of 24 full / 40 semi per pair and
+    // 8 semis per OR: with 6 / 10 / 4 H-search missed it.
+    let wins = mohex_vc_wins();
+    let mut seen = Vec::new();
+    for (i, (board, mover, key)) in wins.iter().enumerate() {
+        let mut after = *board;
+        after[*key as usize] = stone(*mover);
+        let other = Connections::build(&after, 1 - mover);
+        assert!(
+            !other.won() && other.edge_semis().len() == 0,
+            "position {i}"
+        );
+        if Connections::build(&after, *mover).won() {
+            seen.push(i);
+        }
+    }
+    assert!(seen.contains(&9), "{seen:?}");
 }
 
 #[test]
@@ -1775,7 +1799,7 @@ fn h_search_connections_near_an_edge_hold_against_any_defence() {
                 // A semi connection: once the colour has played its key, it holds against
                 // any defence inside the rest of its carrier. Through an empty middle cell
                 // the AND rule may count on the cells that middle cell captures.
-                for &(carrier, key) in vc.semis(x, y) {
+                for (carrier, key) in vc.semis(x, y) {
                     if carrier.count_ones() > 11 {
                         continue;
                     }

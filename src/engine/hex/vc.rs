@@ -28,11 +28,16 @@ const POINTS: usize = CELLS + 2;
 const NONE: u8 = u8::MAX;
 
 /// Full connections kept per pair of points, semi connections per pair, semi connections
-/// one OR may combine, and the AND attempts after which the search stops.
-const MAX_FULL: usize = 6;
-const MAX_SEMI: usize = 10;
-const MAX_OR: usize = 4;
+/// one OR may combine, and the AND attempts after which the search stops. On the kept MoHex
+/// positions (`figures::h_search_on_vc_wins`) 6 / 10 / 4 saw 6 of 27 won after the key, and
+/// these 16; larger caps (32 / 64 / 10) see no more.
+const MAX_FULL: usize = 24;
+const MAX_SEMI: usize = 40;
+const MAX_OR: usize = 8;
 const MAX_WORK: u64 = 4_000_000;
+
+/// The cells' bits of a [`CellSet`]; a kept semi connection packs its key above them.
+const CELL_BITS: CellSet = (1 << CELLS) - 1;
 
 const fn bit(cell: usize) -> CellSet {
     1 << cell
@@ -110,8 +115,9 @@ pub(super) struct Connections {
     /// Per pair `x < y` (index `x * POINTS + y`): the full connections' carriers.
     full: Vec<[CellSet; MAX_FULL]>,
     full_count: Vec<u8>,
-    /// Per pair: the semi connections' carriers (key included) and keys.
-    semi: Vec<[(CellSet, u8); MAX_SEMI]>,
+    /// Per pair: the semi connections, each its carrier (key included) with the key's
+    /// number packed above the cells' bits ([`pack_semi`]).
+    semi: Vec<[CellSet; MAX_SEMI]>,
     semi_count: Vec<u8>,
     /// Per point: the points it has a full connection with, one bit each.
     partners: [u128; POINTS],
@@ -139,14 +145,14 @@ fn pair(x: usize, y: usize) -> usize {
 }
 
 impl Connections {
-    /// Empty tables (about 6 MiB), to be filled by [`Connections::search`].
+    /// Empty tables (about 15 MiB), to be filled by [`Connections::search`].
     pub(super) fn new() -> Connections {
         Connections {
             point: [NONE; CELLS],
             own: 0,
             full: vec![[0; MAX_FULL]; POINTS * POINTS],
             full_count: vec![0; POINTS * POINTS],
-            semi: vec![[(0, NO); MAX_SEMI]; POINTS * POINTS],
+            semi: vec![[0; MAX_SEMI]; POINTS * POINTS],
             semi_count: vec![0; POINTS * POINTS],
             partners: [0; POINTS],
             queue: std::collections::VecDeque::new(),
@@ -363,19 +369,26 @@ impl Connections {
         if self.full[k][..fulls].iter().any(|&c| subset(c, carrier)) {
             return;
         }
-        let semi = (carrier, key);
-        if insert_minimal(&mut self.semi[k], &mut self.semi_count[k], semi, |s| s.0) {
+        let semi = pack_semi(carrier, key);
+        if insert_minimal(&mut self.semi[k], &mut self.semi_count[k], semi, |&s| {
+            s & CELL_BITS
+        }) {
             self.or_rule(x, y, carrier);
         }
     }
 
     /// The OR rule: semi connections of one pair whose carriers have no cell in common make a
     /// full one (whatever the opponent plays, one of them is untouched and its key joins).
-    /// Combinations with the newest (`carrier`) and up to [`MAX_OR`] − 1 others are tried.
+    /// Combinations with the newest (`carrier`) and up to [`MAX_OR`] − 1 others are tried;
+    /// a combination the rest of the list cannot complete is not extended (Benzene's "tail"
+    /// test), which keeps the larger caps cheap.
     fn or_rule(&mut self, x: usize, y: usize, carrier: CellSet) {
         let k = pair(x, y);
         let count = self.semi_count[k] as usize;
-        let list = self.semi[k];
+        let mut list = self.semi[k];
+        for entry in &mut list[..count] {
+            *entry &= CELL_BITS;
+        }
         let caps = [self.captured[x], self.captured[y]];
         let cap = caps[0] | caps[1];
         // Fixed-size work lists (this runs for every semi connection added): each popped
@@ -384,6 +397,17 @@ impl Connections {
         // MAX_FULL are found, after the entry that found them.
         let mut found = [0 as CellSet; MAX_FULL + MAX_SEMI];
         let mut found_len = 0;
+        // Per index: the intersection of the carriers from there on (the newest left out). An
+        // intersection that keeps an uncaptured cell of it cannot be emptied by them.
+        let mut tail = [CELL_BITS; MAX_SEMI + 1];
+        for i in (0..count).rev() {
+            tail[i] = tail[i + 1]
+                & if list[i] == carrier {
+                    CELL_BITS
+                } else {
+                    list[i]
+                };
+        }
         // Depth-first over the others in list order: (next index, intersection, union, used).
         let mut stack = [(0usize, 0 as CellSet, 0 as CellSet, 0usize); MAX_SEMI * MAX_OR];
         stack[0] = (0, carrier, carrier, 1);
@@ -392,7 +416,7 @@ impl Connections {
             stack_len -= 1;
             let (from, inter, union, used) = stack[stack_len];
             for i in from..count {
-                let (c, _) = list[i];
+                let c = list[i];
                 if c == carrier {
                     continue;
                 }
@@ -405,7 +429,10 @@ impl Connections {
                         found[found_len] = union | c | captured_touching(&caps, meet);
                         found_len += 1;
                     }
-                } else if used + 1 < MAX_OR && stack_len < stack.len() {
+                } else if used + 1 < MAX_OR
+                    && stack_len < stack.len()
+                    && meet & tail[i + 1] & !cap == 0
+                {
                     stack[stack_len] = (i + 1, meet, union | c, used + 1);
                     stack_len += 1;
                 }
@@ -488,9 +515,21 @@ impl Connections {
     }
 
     /// The edge-to-edge semi connections (carrier, key).
-    pub(super) fn edge_semis(&self) -> &[(CellSet, u8)] {
-        let k = pair(EDGE_FIRST, EDGE_LAST);
-        &self.semi[k][..self.semi_count[k] as usize]
+    pub(super) fn edge_semis(&self) -> impl ExactSizeIterator<Item = (CellSet, u8)> + '_ {
+        self.semis(EDGE_FIRST, EDGE_LAST)
+    }
+
+    /// The semi connections (carrier, key) between two points (cells, or 121 and 122 for the
+    /// first and last edge).
+    pub(super) fn semis(
+        &self,
+        x: usize,
+        y: usize,
+    ) -> impl ExactSizeIterator<Item = (CellSet, u8)> + '_ {
+        let k = pair(x, y);
+        self.semi[k][..self.semi_count[k] as usize]
+            .iter()
+            .map(|&s| unpack_semi(s))
     }
 
     /// Where the other colour must play to stop this one joining its edges by moving next:
@@ -504,16 +543,26 @@ impl Connections {
             return None;
         }
         let semis = self.edge_semis();
-        if semis.is_empty() {
+        if semis.len() == 0 {
             return None;
         }
-        Some(semis.iter().fold(!0, |acc, &(c, _)| acc & c) | self.own_captured)
+        Some(semis.fold(!0, |acc, (c, _)| acc & c) | self.own_captured)
     }
 
     /// AND attempts made (for tests and figures).
     pub(super) fn work(&self) -> u64 {
         self.work
     }
+}
+
+/// A semi connection as kept: its carrier with its key's number above the cells' bits.
+const fn pack_semi(carrier: CellSet, key: u8) -> CellSet {
+    carrier | (key as CellSet) << CELLS
+}
+
+/// A kept semi connection's carrier and key.
+const fn unpack_semi(semi: CellSet) -> (CellSet, u8) {
+    (semi & CELL_BITS, (semi >> CELLS) as u8)
 }
 
 /// The captured sets among `caps` that the cells `overlap` fall in, joined: what a carrier
@@ -532,11 +581,5 @@ impl Connections {
     pub(super) fn fulls(&self, x: usize, y: usize) -> &[CellSet] {
         let k = pair(x, y);
         &self.full[k][..self.full_count[k] as usize]
-    }
-
-    /// The semi connections (carrier, key) between two points, numbered as in [`Self::fulls`].
-    pub(super) fn semis(&self, x: usize, y: usize) -> &[(CellSet, u8)] {
-        let k = pair(x, y);
-        &self.semi[k][..self.semi_count[k] as usize]
     }
 }

@@ -309,7 +309,7 @@ impl UctWorker {
             .connections
             .get_or_insert_with(|| Box::new(Connections::new()));
         vc.search(board, mover);
-        if vc.won() || !vc.edge_semis().is_empty() {
+        if vc.won() || vc.edge_semis().len() > 0 {
             return Err(LOST);
         }
         vc.search(board, 1 - mover);
