@@ -1826,3 +1826,46 @@ fn h_search_connections_near_an_edge_hold_against_any_defence() {
         "{checked} {through_edge_or_captured} {semis_checked}"
     );
 }
+
+/// Each level is at least as strong as the one below by construction (no more noise, no
+/// fewer playouts or less time; 0 playouts is no cap), and the top is the engine's defaults.
+#[test]
+fn each_level_searches_at_least_as_much_as_the_one_below() {
+    let cap = |playouts: u64| if playouts == 0 { u64::MAX } else { playouts };
+    for pair in super::LEVELS.windows(2) {
+        let (below, above) = (pair[0], pair[1]);
+        assert!(above.noise <= below.noise, "{above:?} after {below:?}");
+        assert!(
+            cap(above.playouts) >= cap(below.playouts),
+            "{above:?} after {below:?}"
+        );
+        assert!(above.time_ms >= below.time_ms, "{above:?} after {below:?}");
+        assert!(above != below, "two equal levels: {above:?}");
+    }
+    // The top level is what `arena engines` lists as the options' defaults.
+    let top = super::LEVELS[super::LEVELS.len() - 1];
+    let listed = |name: &str| {
+        INFO.options
+            .iter()
+            .find(|o| o.name == name)
+            .map(|o| o.default.parse::<u64>().expect("a whole number"))
+            .expect("listed")
+    };
+    assert_eq!(
+        (
+            u64::from(top.noise),
+            top.playouts,
+            top.time_ms,
+            u64::from(top.vc),
+            top.ab_below as u64
+        ),
+        (
+            listed("noise"),
+            listed("playouts"),
+            listed("time_ms"),
+            listed("vc"),
+            listed("ab_below")
+        )
+    );
+    assert_eq!(listed("level"), super::LEVELS.len() as u64);
+}
