@@ -23,6 +23,26 @@ pub struct Level {
     pub noise_pct: u32,
 }
 
+impl Level {
+    /// The full search with `noise_pct` per cent of random moves.
+    pub const fn noisy(noise_pct: u32) -> Level {
+        Level {
+            time_ms: None,
+            depth: None,
+            noise_pct,
+        }
+    }
+
+    /// A search cut at `depth` and `time_ms`, with `noise_pct` per cent of random moves.
+    pub const fn limited(depth: u32, time_ms: u64, noise_pct: u32) -> Level {
+        Level {
+            time_ms: Some(time_ms),
+            depth: Some(depth),
+            noise_pct,
+        }
+    }
+}
+
 /// The top level: the engine's default strength.
 pub const FULL_STRENGTH: Level = Level {
     time_ms: None,

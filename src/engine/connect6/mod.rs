@@ -95,31 +95,11 @@ const DEFAULT_TIME_MS: u64 = 10_000;
 /// each random move costs so much against a sound search that the steps are a few per cent
 /// apart. Measured against each other in docs/engines.md ("Levels").
 pub const LEVELS: &[Level] = &[
-    Level {
-        time_ms: None,
-        depth: None,
-        noise_pct: 35,
-    },
-    Level {
-        time_ms: None,
-        depth: None,
-        noise_pct: 27,
-    },
-    Level {
-        time_ms: None,
-        depth: None,
-        noise_pct: 21,
-    },
-    Level {
-        time_ms: None,
-        depth: None,
-        noise_pct: 16,
-    },
-    Level {
-        time_ms: None,
-        depth: None,
-        noise_pct: 10,
-    },
+    Level::noisy(35),
+    Level::noisy(27),
+    Level::noisy(21),
+    Level::noisy(16),
+    Level::noisy(10),
     FULL_STRENGTH,
 ];
 

@@ -57,26 +57,10 @@ pub const INFO: EngineInfo = EngineInfo {
 /// so costly over a game of some 200 moves a side that 10% of them take depth 2 about as far
 /// down as depth 1 (and 20% lose every game), so level 1 is depth 2 with 10%.
 pub const LEVELS: &[Level] = &[
-    Level {
-        time_ms: Some(100),
-        depth: Some(2),
-        noise_pct: 10,
-    },
-    Level {
-        time_ms: Some(100),
-        depth: Some(2),
-        noise_pct: 0,
-    },
-    Level {
-        time_ms: Some(200),
-        depth: Some(3),
-        noise_pct: 0,
-    },
-    Level {
-        time_ms: Some(1000),
-        depth: Some(4),
-        noise_pct: 0,
-    },
+    Level::limited(2, 100, 10),
+    Level::limited(2, 100, 0),
+    Level::limited(3, 200, 0),
+    Level::limited(4, 1000, 0),
     FULL_STRENGTH,
 ];
 

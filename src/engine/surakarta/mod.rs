@@ -86,26 +86,10 @@ pub const INFO: EngineInfo = EngineInfo {
 /// depth 1 is no level of its own). The time caps are far above what those depths take and
 /// only bound a slow machine.
 pub const LEVELS: &[Level] = &[
-    Level {
-        time_ms: Some(100),
-        depth: Some(2),
-        noise_pct: 0,
-    },
-    Level {
-        time_ms: Some(200),
-        depth: Some(3),
-        noise_pct: 0,
-    },
-    Level {
-        time_ms: Some(500),
-        depth: Some(4),
-        noise_pct: 0,
-    },
-    Level {
-        time_ms: Some(1000),
-        depth: Some(6),
-        noise_pct: 0,
-    },
+    Level::limited(2, 100, 0),
+    Level::limited(3, 200, 0),
+    Level::limited(4, 500, 0),
+    Level::limited(6, 1000, 0),
     FULL_STRENGTH,
 ];
 
