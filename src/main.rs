@@ -233,6 +233,11 @@ enum Command {
         /// table; the open-files limit is raised to fit where the system allows.
         #[arg(long)]
         matches: Option<usize>,
+        /// Let each bot play this many games at once over its one connection (the league's
+        /// `max_games`), so that a run holds that many times more matches per socket: 10,000
+        /// matches need 20,000 sockets in each process with 1, 10,000 with 2.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+        games_per_bot: u16,
         /// Keep one core busy with a spinning process during the load phases, as other work
         /// on a busy contest server would (docs/benchmarks.md).
         #[arg(long)]
@@ -683,6 +688,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             quick,
             web_clients,
             matches,
+            games_per_bot,
             hog,
             web_load,
             hammer_clients,
@@ -716,6 +722,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                     exe: std::env::current_exe().context("cannot find this executable")?,
                     web_clients,
                     matches: None,
+                    games_per_bot: 1,
                     hog,
                 };
                 let report =
@@ -731,6 +738,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                     arena::bench::BotsOptions {
                         server,
                         bots,
+                        games_per_bot: usize::from(games_per_bot),
                         think_max_ms,
                         seed,
                         web_events: web_events.map(|addr| (addr, web_clients)),
@@ -744,6 +752,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                     exe: std::env::current_exe().context("cannot find this executable")?,
                     web_clients,
                     matches,
+                    games_per_bot: usize::from(games_per_bot),
                     hog,
                 };
                 let report = arena::bench::run(&options, &mut io::stderr())?;

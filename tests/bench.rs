@@ -193,6 +193,7 @@ fn quick_bench_prints_every_figure_as_json() {
     assert_eq!(report["kernel_receive_timestamps"], true, "{report}");
     assert_eq!(report["quick"], true);
     assert_eq!(report["matches"], 100);
+    assert_eq!(report["games_per_bot"], 1);
     assert!(report["timed_moves"].as_u64().unwrap_or(0) > 0, "{report}");
     // The bots' kernel stamps their turns too, so the bot's own delay is told apart.
     let stamped = report["bot_stamped_moves"].as_u64().unwrap_or(0);
@@ -228,9 +229,18 @@ fn quick_bench_prints_every_figure_as_json() {
 }
 
 #[test]
-fn quick_bench_with_the_web_view_on_follows_its_event_streams() {
-    let report = quick_bench(&["--web-clients", "2"]);
+fn quick_bench_with_the_web_view_on_and_two_games_per_bot() {
+    // Two options in one run (each run takes a minute): the web view's streams, and bots that
+    // play two games at once over their one connection (50 bots for the 100 matches).
+    let report = quick_bench(&["--web-clients", "2", "--games-per-bot", "2"]);
     assert_eq!(report["web_clients"], 2);
+    assert_eq!(report["games_per_bot"], 2);
+    assert_eq!(report["matches"], 100);
+    // With one game a connection at a time, 50 bots could hold at most 50 matches.
+    assert!(number(&report, "matches_running_mean") > 50.0, "{report}");
+    assert!(number(&report, "relay_moves_per_s") > 0.0, "{report}");
+    assert!(report["timed_moves"].as_u64().unwrap_or(0) > 0, "{report}");
+    assert!(number(&report, "relay_latency_us_p50") > 0.0, "{report}");
     // The load generator's streams read the league's events while the referee relayed moves.
     assert!(number(&report, "web_event_bytes") > 0.0, "{report}");
     assert!(number(&report, "referee_moves_per_s") > 0.0, "{report}");

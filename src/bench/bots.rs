@@ -6,7 +6,6 @@
 //! referee has closed every connection.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,6 +42,8 @@ const CONNECTING_AT_ONCE: usize = 64;
 pub struct BotsOptions {
     pub server: String,
     pub bots: usize,
+    /// Games each bot offers to play at once (its `hello`'s `max_games`).
+    pub games_per_bot: usize,
     /// 0: reply at once; otherwise sleep a uniform random 0..=think_max_ms before replying.
     pub think_max_ms: u64,
     pub seed: u64,
@@ -193,6 +194,47 @@ struct Pending {
     ply: u32,
 }
 
+/// When a bot last wrote a move in each of its games (µs since the epoch), taken by its
+/// opponent's next `turn` in that game. An entry is kept (its stamp 0 once taken) while its
+/// game goes on, so a move costs no allocation; the oldest goes once more games than the bot
+/// plays at once (and their successors) are listed.
+struct SentStamps {
+    stamps: std::sync::Mutex<Vec<(String, u64)>>,
+    keep: usize,
+}
+
+impl SentStamps {
+    fn new(games_per_bot: usize) -> SentStamps {
+        SentStamps {
+            stamps: std::sync::Mutex::new(Vec::new()),
+            keep: 2 * games_per_bot.max(1) + 2,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(String, u64)>> {
+        self.stamps.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn store(&self, match_id: &str, at: u64) {
+        let mut stamps = self.lock();
+        if let Some(entry) = stamps.iter_mut().find(|(id, _)| id == match_id) {
+            entry.1 = at;
+            return;
+        }
+        if stamps.len() >= self.keep {
+            stamps.remove(0);
+        }
+        stamps.push((match_id.to_string(), at));
+    }
+
+    /// The stamp of `match_id`'s last move, if one was stored since the last take.
+    fn take(&self, match_id: &str) -> Option<u64> {
+        let mut stamps = self.lock();
+        let entry = stamps.iter_mut().find(|(id, _)| id == match_id)?;
+        Some(std::mem::take(&mut entry.1)).filter(|&at| at > 0)
+    }
+}
+
 /// Microseconds since `epoch`, never 0 (0 means "no move sent yet").
 fn stamp(epoch: Instant) -> u64 {
     u64::try_from(epoch.elapsed().as_micros())
@@ -205,10 +247,10 @@ struct Bot {
     options: Arc<BotsOptions>,
     script: Arc<Vec<String>>,
     epoch: Instant,
-    /// When this bot's opponent last wrote a move (µs since `epoch`).
-    opponent_sent: Arc<AtomicU64>,
-    /// When this bot last wrote a move.
-    own_sent: Arc<AtomicU64>,
+    /// When this bot's opponent last wrote a move in each game (µs since `epoch`).
+    opponent_sent: Arc<SentStamps>,
+    /// When this bot last wrote a move in each game.
+    own_sent: Arc<SentStamps>,
 }
 
 impl Bot {
@@ -219,7 +261,7 @@ impl Bot {
             format!("b{}", self.index),
             bot_token(self.index),
             vec!["connect6".to_string()],
-            1,
+            u32::try_from(self.options.games_per_bot.max(1)).unwrap_or(u32::MAX),
             Some("arena bench".to_string()),
             None,
         );
@@ -264,28 +306,40 @@ impl Bot {
             CappedLineCodec::new(MAX_LINE_BYTES),
         );
         let mut rng = SmallRng::seed_from_u64(self.options.seed ^ (self.index as u64) << 20);
-        let mut pending: Option<Pending> = None;
-        // The last move this bot wrote.
-        let mut last_move: Option<TimedMove> = None;
+        // Moves waiting for their think time, one per game at most (a bot plays
+        // `games_per_bot` games at once).
+        let mut pending: Vec<Pending> = Vec::new();
+        // The last move this bot wrote in each game (kept as `SentStamps` keeps its stamps).
+        let mut last_moves: Vec<TimedMove> = Vec::new();
+        let keep_last = 2 * self.options.games_per_bot.max(1) + 2;
         loop {
-            let due = pending.as_ref().map(|p| p.due);
+            let next_due = pending
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, p)| p.due)
+                .map(|(i, p)| (i, p.due));
             let frame = tokio::select! {
                 frame = timeout(IDLE_LIMIT, lines.next()) => frame,
-                _ = async { if let Some(at) = due { sleep_until(at).await } }, if due.is_some() => {
-                    if let Some(p) = pending.take() {
+                _ = async { if let Some((_, at)) = next_due { sleep_until(at).await } }, if next_due.is_some() => {
+                    if let Some((i, _)) = next_due {
+                        let p = pending.swap_remove(i);
                         let sent = self.send_move(&mut write_half, &p.match_id, p.ply, &mut stats).await;
                         // Measured once the move is written: a process held up between its
                         // timer and its write has used that time too.
                         let think = u64::try_from(p.read_at.elapsed().as_micros()).unwrap_or(u64::MAX);
                         let made = TimedMove {
-                            match_id: p.match_id.clone(),
+                            match_id: p.match_id,
                             ply: p.ply,
                             think_us: think,
                             read_mono_us: p.read_mono_us,
                             arrived_mono_us: p.arrived_mono_us,
                         };
                         stats.think.push(made.clone());
-                        last_move = Some(made);
+                        last_moves.retain(|m| m.match_id != made.match_id);
+                        if last_moves.len() >= keep_last {
+                            last_moves.remove(0);
+                        }
+                        last_moves.push(made);
                         if !sent {
                             break;
                         }
@@ -322,8 +376,7 @@ impl Bot {
                         continue;
                     };
                     if ply > 0 {
-                        let sent = self.opponent_sent.swap(0, Ordering::Relaxed);
-                        if sent > 0 {
+                        if let Some(sent) = self.opponent_sent.take(match_id) {
                             let now = stamp(self.epoch);
                             stats
                                 .relay_us
@@ -339,7 +392,8 @@ impl Bot {
                         }
                     } else {
                         let think = rng.gen_range(0..=self.options.think_max_ms);
-                        pending = Some(Pending {
+                        pending.retain(|p| p.match_id != match_id);
+                        pending.push(Pending {
                             due: read_at + Duration::from_millis(think),
                             read_at,
                             read_mono_us,
@@ -351,25 +405,32 @@ impl Bot {
                 }
                 "end" => {
                     stats.games_ended += 1;
+                    let ended = message.match_id;
+                    let waiting = pending
+                        .iter()
+                        .position(|p| Some(p.match_id.as_str()) == ended)
+                        .map(|i| pending.swap_remove(i));
                     if message.reason == Some(EndReason::Timeout) {
                         stats.timeouts_seen += 1;
                         if message.result == Some(BotResult::Loss) {
-                            let lost = match &pending {
+                            let lost = match waiting {
                                 Some(p) => Some(TimedMove {
-                                    match_id: p.match_id.clone(),
-                                    ply: p.ply,
                                     think_us: u64::try_from(
                                         read_at.saturating_duration_since(p.read_at).as_micros(),
                                     )
                                     .unwrap_or(u64::MAX),
+                                    match_id: p.match_id,
+                                    ply: p.ply,
                                     read_mono_us: p.read_mono_us,
                                     arrived_mono_us: p.arrived_mono_us,
                                 }),
-                                None => last_move.take(),
+                                None => last_moves
+                                    .iter()
+                                    .position(|m| Some(m.match_id.as_str()) == ended)
+                                    .map(|i| last_moves.swap_remove(i)),
                             };
                             let used_us = lost.as_ref().map_or(0, |m| m.think_us);
-                            if let (Some(mut lost), Some(match_id)) = (lost, message.match_id) {
-                                match_id.clone_into(&mut lost.match_id);
+                            if let Some(lost) = lost {
                                 stats.lost_on_time.push(lost);
                             }
                             if used_us <= self.options.think_max_ms.saturating_mul(1000) {
@@ -379,7 +440,6 @@ impl Bot {
                             }
                         }
                     }
-                    pending = None;
                 }
                 "error" => stats.errors_seen += 1,
                 _ => {}
@@ -401,7 +461,7 @@ impl Bot {
             return true;
         };
         let line = format!(r#"{{"type":"move","match":"{match_id}","move":"{mv}"}}"#) + "\n";
-        self.own_sent.store(stamp(self.epoch), Ordering::Relaxed);
+        self.own_sent.store(match_id, stamp(self.epoch));
         stats.moves_sent += 1;
         write_half.write_all(line.as_bytes()).await.is_ok()
     }
@@ -530,10 +590,9 @@ pub fn run_bots(
         let epoch = Instant::now();
         let slots = Arc::new(Semaphore::new(CONNECTING_AT_ONCE));
         let mut tasks = Vec::with_capacity(bots);
-        let mut sent: Vec<Arc<AtomicU64>> = Vec::with_capacity(bots);
-        for _ in 0..bots {
-            sent.push(Arc::new(AtomicU64::new(0)));
-        }
+        let sent: Vec<Arc<SentStamps>> = (0..bots)
+            .map(|_| Arc::new(SentStamps::new(options.games_per_bot)))
+            .collect();
         for index in 0..bots {
             let opponent = index ^ 1;
             let (Some(own_sent), Some(opponent_sent)) = (sent.get(index), sent.get(opponent))

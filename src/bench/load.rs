@@ -21,8 +21,10 @@ use super::BenchError;
 /// What one phase runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadPlan {
-    /// Matches at once (twice as many bots).
+    /// Matches at once (a multiple of `games_per_bot`).
     pub matches: usize,
+    /// Games each bot plays at once over its one connection (1: two sockets a match; 2: one).
+    pub games_per_bot: usize,
     /// 0: bots reply at once; otherwise a random sleep of 0..=think_max_ms.
     pub think_max_ms: u64,
     /// The per-move limit (0: none).
@@ -204,20 +206,32 @@ pub fn process_cpu_us(pid: u32) -> u64 {
 /// The connection caps of a phase of `matches` matches followed by `web_clients` event
 /// streams: the bot port's `max_connections`, and the web port's `web_max_connections` (0: no
 /// web view).
-pub fn bench_config_caps(matches: usize, web_clients: usize) -> (usize, usize) {
+pub fn bench_config_caps(
+    matches: usize,
+    games_per_bot: usize,
+    web_clients: usize,
+) -> (usize, usize) {
     let web = if web_clients > 0 {
         ServerConfig::default().web_max_connections + web_clients
     } else {
         0
     };
-    (2 * matches + 100, web)
+    (bots_for(matches, games_per_bot) + 100, web)
+}
+
+/// The bots (and their connections) of `matches` matches when each bot plays `games_per_bot`
+/// of them at once: two a match, shared by that many matches.
+pub fn bots_for(matches: usize, games_per_bot: usize) -> usize {
+    2 * matches / games_per_bot.max(1)
 }
 
 /// The generated arena configuration of a phase.
 pub fn bench_config(plan: &LoadPlan, out_dir: &Path) -> Result<Config, BenchError> {
-    let bots = 2 * plan.matches;
+    let games_per_bot = plan.games_per_bot.max(1);
+    let bots = bots_for(plan.matches, games_per_bot);
     let defaults = ServerConfig::default();
-    let (max_connections, web_max_connections) = bench_config_caps(plan.matches, plan.web_clients);
+    let (max_connections, web_max_connections) =
+        bench_config_caps(plan.matches, games_per_bot, plan.web_clients);
     let mut config = Config {
         server: ServerConfig {
             listen: "127.0.0.1:0".into(),
@@ -243,11 +257,12 @@ pub fn bench_config(plan: &LoadPlan, out_dir: &Path) -> Result<Config, BenchErro
                 token: Some(bot_token(i)),
                 builtin: None,
                 options: serde_json::Value::Null,
-                max_games: 1,
+                max_games: u32::try_from(games_per_bot).unwrap_or(u32::MAX),
                 ..BotConfig::default()
             })
             .collect(),
-        tournaments: (0..plan.matches)
+        // One tournament a pair of bots, playing `games_per_bot` games at once.
+        tournaments: (0..bots / 2)
             .map(|k| TournamentConfig {
                 name: format!("m{k}"),
                 game: GameId::Connect6,
@@ -256,7 +271,7 @@ pub fn bench_config(plan: &LoadPlan, out_dir: &Path) -> Result<Config, BenchErro
                 // Far more games than a phase lasts: the pair plays game after game.
                 games_per_pairing: 50,
                 rounds: 1,
-                concurrency: 1,
+                concurrency: u32::try_from(games_per_bot).unwrap_or(u32::MAX),
                 clock: crate::protocol::ClockSpec {
                     initial_ms: 3_600_000,
                     increment_ms: 0,
@@ -352,7 +367,9 @@ pub(super) fn spawn_bots(
     command
         .args(["bench", "--bots-only", "--server", addr])
         .arg("--bots")
-        .arg((2 * plan.matches).to_string())
+        .arg(bots_for(plan.matches, plan.games_per_bot).to_string())
+        .arg("--games-per-bot")
+        .arg(plan.games_per_bot.max(1).to_string())
         .arg("--think-max-ms")
         .arg(plan.think_max_ms.to_string())
         .arg("--seed")
@@ -550,7 +567,12 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
     probe::disable();
     let think = probe::take_think_samples();
     let referee_timeouts = probe::take_timeout_samples();
-    let bots_text = finish_child(&mut child, reader, 2 * plan.matches + plan.web_clients).await;
+    let bots_text = finish_child(
+        &mut child,
+        reader,
+        bots_for(plan.matches, plan.games_per_bot) + plan.web_clients,
+    )
+    .await;
     let (
         hammer,
         before,

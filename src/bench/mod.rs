@@ -50,6 +50,9 @@ pub struct BenchOptions {
     pub web_clients: usize,
     /// Matches at once (`None`: 1,000, or 100 with `quick`).
     pub matches: Option<usize>,
+    /// Games each bot plays at once over its one connection (1: two sockets a match). More
+    /// than one lets a run hold more matches under the same open-files limit.
+    pub games_per_bot: usize,
     /// Keep one CPU core busy with a spinning child process during the load phases, as other
     /// work on a contest server would.
     pub hog: bool,
@@ -152,21 +155,24 @@ pub fn raise_open_files_limit(wanted: u64) -> u64 {
 }
 
 /// The open-files limit a run of `matches` matches and `web_clients` event streams wants: each
-/// process holds two sockets per match (and the web streams), and the server gives its bot port
+/// process holds a socket per bot (two a match, or fewer when bots play several games at once)
+/// and the web streams, and the server gives its bot port
 /// two thirds of what is left after an eighth is kept back (`server::open_files`).
-fn open_files_wanted(matches: usize, web_clients: usize) -> u64 {
-    u64::try_from(4 * matches + 4 * web_clients + 1000).unwrap_or(u64::MAX)
+fn open_files_wanted(matches: usize, games_per_bot: usize, web_clients: usize) -> u64 {
+    u64::try_from(2 * load::bots_for(matches, games_per_bot) + 4 * web_clients + 1000)
+        .unwrap_or(u64::MAX)
 }
 
 /// The most matches, up to `matches`, that both processes can hold under the open-files limit
 /// `limit` (which the load generator inherits): the server's bot port, as the server shares the
-/// limit (`OpenFilesBudget`), takes two connections a match, its web port the streams, and the
-/// load generator two sockets a match and the streams, with a few files to spare.
-fn matches_that_fit(limit: u64, matches: usize, web_clients: usize) -> usize {
+/// limit (`OpenFilesBudget`), takes a connection a bot, its web port the streams, and the load
+/// generator a socket a bot and the streams, with a few files to spare.
+fn matches_that_fit(limit: u64, matches: usize, games_per_bot: usize, web_clients: usize) -> usize {
     let fits = |m: usize| {
-        let (bot_cap, web_cap) = load::bench_config_caps(m, web_clients);
+        let (bot_cap, web_cap) = load::bench_config_caps(m, games_per_bot, web_clients);
         let budget = OpenFilesBudget::fit(Some(limit), bot_cap, web_cap);
-        let generator = u64::try_from(2 * m + web_clients + 200).unwrap_or(u64::MAX);
+        let generator =
+            u64::try_from(load::bots_for(m, games_per_bot) + web_clients + 200).unwrap_or(u64::MAX);
         // The bot port's whole configured cap, not just two a match: bots that reconnect or
         // wait for a slot would otherwise time out their `hello`.
         budget.bot_connections >= bot_cap
@@ -357,14 +363,30 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
     let date = chrono::Local::now().to_rfc3339();
     let load_average = load_average_now();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut matches = options
-        .matches
-        .unwrap_or(if options.quick { 100 } else { 1000 });
-    let open_files_limit = raise_open_files_limit(open_files_wanted(matches, options.web_clients));
-    let fit = matches_that_fit(open_files_limit, matches, options.web_clients);
+    let games_per_bot = options.games_per_bot.max(1);
+    // Every bot plays `games_per_bot` games at once: a whole number of them per pair.
+    let whole = |m: usize| m / games_per_bot * games_per_bot;
+    let mut matches = whole(
+        options
+            .matches
+            .unwrap_or(if options.quick { 100 } else { 1000 }),
+    )
+    .max(games_per_bot);
+    let open_files_limit = raise_open_files_limit(open_files_wanted(
+        matches,
+        games_per_bot,
+        options.web_clients,
+    ));
+    let fit = whole(matches_that_fit(
+        open_files_limit,
+        matches,
+        games_per_bot,
+        options.web_clients,
+    ));
     if fit < matches {
         say(&format!(
-            "open-files limit {open_files_limit} is too low for {matches} matches (the server's bot port and the load generator hold two sockets a match); running {fit}"
+            "open-files limit {open_files_limit} is too low for {matches} matches (the server's bot port and the load generator hold a socket a bot, {} bots); running {fit}",
+            load::bots_for(matches, games_per_bot)
         ));
         matches = fit;
         if matches == 0 {
@@ -419,6 +441,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
     };
     let instant_plan = LoadPlan {
         matches,
+        games_per_bot,
         think_max_ms: 0,
         move_limit_ms: 0,
         warmup,
@@ -467,6 +490,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
     }
     let timed_plan = LoadPlan {
         matches,
+        games_per_bot,
         think_max_ms: 180,
         move_limit_ms: 200,
         warmup,
@@ -557,6 +581,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         cores,
         load_average,
         open_files_limit,
+        games_per_bot,
         perft_surakarta_6_s,
         perft_surakarta_6_nodes,
         perft_nps: figures
@@ -651,17 +676,21 @@ mod tests {
     #[test]
     fn the_matches_run_fit_both_processes_under_the_open_files_limit() {
         // Plenty of files: every match asked for.
-        assert_eq!(matches_that_fit(1 << 20, 10_000, 1_000), 10_000);
+        assert_eq!(matches_that_fit(1 << 20, 10_000, 1, 1_000), 10_000);
         // 20,000 files: the server keeps an eighth back, so its bot port holds 17,500
         // connections: 8,700 matches and 100 to spare, not the 9,900 that two sockets a match
         // would suggest.
-        let fit = matches_that_fit(20_000, 10_000, 0);
+        let fit = matches_that_fit(20_000, 10_000, 1, 0);
         assert_eq!(fit, 8_700);
         let budget = OpenFilesBudget::fit(Some(20_000), 2 * fit + 100, 0);
         assert_eq!(budget.bot_connections, 2 * fit + 100);
         // The streams need files in both processes.
-        assert!(matches_that_fit(20_000, 10_000, 1_000) < fit);
-        assert_eq!(matches_that_fit(100, 10, 0), 0);
+        assert!(matches_that_fit(20_000, 10_000, 1, 1_000) < fit);
+        assert_eq!(matches_that_fit(100, 10, 1, 0), 0);
+        // Bots playing two games at once on one connection: one socket a match, so 10,000
+        // matches fit where 8,700 did.
+        assert_eq!(matches_that_fit(20_000, 10_000, 2, 0), 10_000);
+        assert_eq!(matches_that_fit(20_000, 20_000, 2, 0), 17_400);
     }
 
     /// Runs `settle_disk` over probe results given in advance, returning its state and the

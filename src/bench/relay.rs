@@ -21,7 +21,7 @@ use crate::protocol::{CappedLineCodec, Frame, MAX_LINE_BYTES};
 use crate::server::{outbox, write_lines, LineSink, LinkClose, OutboxSender, TcpSink};
 
 use super::bots::connect6_draw_script;
-use super::load::{own_cpu_us, process_cpu_us, read_child_output, spawn_bots, LoadPlan};
+use super::load::{bots_for, own_cpu_us, process_cpu_us, read_child_output, spawn_bots, LoadPlan};
 use super::BenchError;
 
 /// Lines queued for one bot before it is dropped (as the server's `write_queue_lines`).
@@ -36,10 +36,15 @@ pub struct RelayResult {
     pub bots_cpu_us: u64,
 }
 
-/// One pair of bots: their outgoing queues, the ply of their game and how many games they began.
-#[derive(Default)]
+/// One pair of bots: their outgoing queues and, for each of the games they play at once (their
+/// slots), its ply and how many games that slot began.
 struct Pair {
     writers: [Option<OutboxSender>; 2],
+    slots: Vec<Slot>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Slot {
     ply: u32,
     game: u32,
 }
@@ -49,7 +54,8 @@ struct Relay {
     /// Moves of the scripted game: the game ends (and the next begins) after this many.
     plies_per_game: u32,
     moves: AtomicU64,
-    pairs_playing: AtomicUsize,
+    /// Games begun by pairs whose bots are both in (each pair begins all its slots at once).
+    games_playing: AtomicUsize,
 }
 
 /// The text between `"key":"` and the next `"` in `line`, if there is one.
@@ -59,11 +65,20 @@ fn quoted_after<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     Some(&rest[..rest.find('"')?])
 }
 
-fn turn_line(pair: usize, game: u32, moves: Option<&str>, ply: u32) -> String {
+fn match_id(pair: usize, slot: usize, game: u32) -> String {
+    format!("relay-{pair}-{slot}-{game}")
+}
+
+fn turn_line(id: &str, moves: Option<&str>, ply: u32) -> String {
     let moves = moves.map_or_else(String::new, |m| format!("\"{m}\""));
     format!(
-        "{{\"type\":\"turn\",\"match\":\"relay-{pair}-{game}\",\"moves\":[{moves}],\"ply\":{ply},\"clock\":{{\"you_ms\":600000,\"opponent_ms\":600000}}}}\n"
+        "{{\"type\":\"turn\",\"match\":\"{id}\",\"moves\":[{moves}],\"ply\":{ply},\"clock\":{{\"you_ms\":600000,\"opponent_ms\":600000}}}}\n"
     )
+}
+
+/// The slot of a relay match id (`relay-PAIR-SLOT-GAME`).
+fn slot_of(match_id: &str) -> Option<usize> {
+    match_id.split('-').nth(2)?.parse().ok()
 }
 
 impl Relay {
@@ -73,47 +88,58 @@ impl Relay {
             .map(|p| p.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// Registers bot `bot`'s queue; starts its pair's game once both are in.
+    /// Registers bot `bot`'s queue; begins its pair's games once both are in.
     fn join(&self, bot: usize, writer: OutboxSender) {
         let Some(mut pair) = self.pair(bot / 2) else {
             return;
         };
         pair.writers[bot % 2] = Some(writer);
         if pair.writers.iter().all(Option::is_some) {
-            self.pairs_playing.fetch_add(1, Ordering::Relaxed);
-            let line = turn_line(bot / 2, pair.game, None, 0);
-            if let Some(first) = &pair.writers[0] {
-                let _ = first.push_line(line);
+            self.games_playing
+                .fetch_add(pair.slots.len(), Ordering::Relaxed);
+            for (slot, state) in pair.slots.iter().enumerate() {
+                let line = turn_line(&match_id(bot / 2, slot, state.game), None, 0);
+                if let Some(first) = &pair.writers[0] {
+                    let _ = first.push_line(line);
+                }
             }
         }
     }
 
-    /// Relays bot `bot`'s move `text` to its opponent as a `turn`; after the game's last move,
-    /// ends it for both and begins the next.
-    fn relay(&self, bot: usize, text: &str) {
+    /// Relays bot `bot`'s move `text` in the game of slot `slot` to its opponent as a `turn`;
+    /// after the game's last move, ends it for both and begins the slot's next game.
+    fn relay(&self, bot: usize, slot: usize, text: &str) {
         let Some(mut pair) = self.pair(bot / 2) else {
             return;
         };
+        let Some(state) = pair.slots.get_mut(slot) else {
+            return;
+        };
         self.moves.fetch_add(1, Ordering::Relaxed);
-        pair.ply += 1;
-        if pair.ply >= self.plies_per_game {
+        state.ply += 1;
+        let Slot { ply, game } = *state;
+        if ply >= self.plies_per_game {
+            let id = match_id(bot / 2, slot, game);
             let end = format!(
-                "{{\"type\":\"end\",\"match\":\"relay-{}-{}\",\"result\":\"draw\",\"reason\":\"board_full\",\"moves\":[]}}\n",
-                bot / 2,
-                pair.game
+                "{{\"type\":\"end\",\"match\":\"{id}\",\"result\":\"draw\",\"reason\":\"board_full\",\"moves\":[]}}\n"
             );
             for writer in pair.writers.iter().flatten() {
                 let _ = writer.push_line(end.clone());
             }
-            pair.ply = 0;
-            pair.game += 1;
-            let line = turn_line(bot / 2, pair.game, None, 0);
+            let next = Slot {
+                ply: 0,
+                game: game + 1,
+            };
+            if let Some(state) = pair.slots.get_mut(slot) {
+                *state = next;
+            }
+            let line = turn_line(&match_id(bot / 2, slot, next.game), None, 0);
             if let Some(first) = &pair.writers[0] {
                 let _ = first.push_line(line);
             }
             return;
         }
-        let line = turn_line(bot / 2, pair.game, Some(text), pair.ply);
+        let line = turn_line(&match_id(bot / 2, slot, game), Some(text), ply);
         if let Some(opponent) = &pair.writers[1 - bot % 2] {
             let _ = opponent.push_line(line);
         }
@@ -154,8 +180,9 @@ async fn serve(relay: Arc<Relay>, socket: TcpStream, stop: CancellationToken) {
                 bot = Some(index);
             }
             Some(index) => {
-                if let Some(text) = quoted_after(&line, "\"move\":\"") {
-                    relay.relay(index, text);
+                let slot = quoted_after(&line, "\"match\":\"").and_then(slot_of);
+                if let (Some(slot), Some(text)) = (slot, quoted_after(&line, "\"move\":\"")) {
+                    relay.relay(index, slot, text);
                 }
             }
         }
@@ -197,10 +224,17 @@ pub fn run_relay_phase(plan: &LoadPlan, exe: &Path) -> Result<RelayResult, Bench
 async fn measure(plan: &LoadPlan, exe: &Path) -> Result<RelayResult, BenchError> {
     let plies_per_game = u32::try_from(connect6_draw_script()?.len()).unwrap_or(u32::MAX);
     let relay = Arc::new(Relay {
-        pairs: (0..plan.matches).map(|_| Mutex::default()).collect(),
+        pairs: (0..bots_for(plan.matches, plan.games_per_bot) / 2)
+            .map(|_| {
+                Mutex::new(Pair {
+                    writers: [None, None],
+                    slots: vec![Slot::default(); plan.games_per_bot.max(1)],
+                })
+            })
+            .collect(),
         plies_per_game,
         moves: AtomicU64::new(0),
-        pairs_playing: AtomicUsize::new(0),
+        games_playing: AtomicUsize::new(0),
     });
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
@@ -214,11 +248,11 @@ async fn measure(plan: &LoadPlan, exe: &Path) -> Result<RelayResult, BenchError>
     let reader = read_child_output(child.stdout.take(), None);
     let outcome = async {
         let deadline = Instant::now() + Duration::from_secs(120);
-        while relay.pairs_playing.load(Ordering::Relaxed) < plan.matches {
+        while relay.games_playing.load(Ordering::Relaxed) < plan.matches {
             if Instant::now() > deadline {
                 return Err(BenchError::Setup(format!(
-                    "only {} of {} relay pairs started within 2 minutes",
-                    relay.pairs_playing.load(Ordering::Relaxed),
+                    "only {} of {} relay games started within 2 minutes",
+                    relay.games_playing.load(Ordering::Relaxed),
                     plan.matches
                 )));
             }
@@ -266,9 +300,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn moves_and_names_are_found_in_the_bytes() {
-        let line = r#"{"type":"move","match":"relay-3-0","move":"J10,K11"}"#;
+    fn moves_names_and_slots_are_found_in_the_bytes() {
+        let line = r#"{"type":"move","match":"relay-3-1-0","move":"J10,K11"}"#;
         assert_eq!(quoted_after(line, "\"move\":\""), Some("J10,K11"));
+        assert_eq!(
+            quoted_after(line, "\"match\":\"").and_then(slot_of),
+            Some(1)
+        );
+        assert_eq!(slot_of("relay-3"), None);
         let hello = r#"{"type":"hello","protocol":1,"name":"b17","token":"t"}"#;
         assert_eq!(quoted_after(hello, "\"name\":\"b"), Some("17"));
         assert_eq!(
@@ -280,10 +319,13 @@ mod tests {
     #[test]
     fn a_move_becomes_the_opponents_turn_and_the_last_move_restarts_the_game() {
         let relay = Relay {
-            pairs: vec![Mutex::default()],
+            pairs: vec![Mutex::new(Pair {
+                writers: [None, None],
+                slots: vec![Slot::default(); 2],
+            })],
             plies_per_game: 2,
             moves: AtomicU64::new(0),
-            pairs_playing: AtomicUsize::new(0),
+            games_playing: AtomicUsize::new(0),
         };
         // Without a socket, every line is queued for a writer: the test reads the queues.
         let (tx0, rx0) = outbox(8, None);
@@ -292,22 +334,33 @@ mod tests {
         relay.join(0, tx0);
         assert!(line(&rx0).is_none(), "no turn before both bots are in");
         relay.join(1, tx1);
-        assert_eq!(relay.pairs_playing.load(Ordering::Relaxed), 1);
-        assert!(line(&rx0).unwrap().contains("\"ply\":0"));
-        relay.relay(0, "J10");
+        // Both slots' games begin, each with its own match id.
+        assert_eq!(relay.games_playing.load(Ordering::Relaxed), 2);
+        let first = line(&rx0).unwrap();
+        assert!(
+            first.contains("relay-0-0-0") && first.contains("\"ply\":0"),
+            "{first}"
+        );
+        assert!(line(&rx0).unwrap().contains("relay-0-1-0"));
+        relay.relay(0, 1, "J10");
         let turn = line(&rx1).unwrap();
         assert!(
-            turn.contains("\"moves\":[\"J10\"]") && turn.contains("\"ply\":1"),
+            turn.contains("relay-0-1-0")
+                && turn.contains("\"moves\":[\"J10\"]")
+                && turn.contains("\"ply\":1"),
             "{turn}"
         );
-        relay.relay(1, "K10,K11");
+        relay.relay(1, 1, "K10,K11");
         assert!(line(&rx0).unwrap().contains("\"type\":\"end\""));
         assert!(line(&rx1).unwrap().contains("\"type\":\"end\""));
         let next = line(&rx0).unwrap();
         assert!(
-            next.contains("relay-0-1") && next.contains("\"ply\":0"),
+            next.contains("relay-0-1-1") && next.contains("\"ply\":0"),
             "{next}"
         );
+        // Slot 0's game was not touched, and a move for a slot the pair lacks is ignored.
+        relay.relay(0, 7, "A1");
+        assert!(line(&rx1).is_none());
         assert_eq!(relay.moves.load(Ordering::Relaxed), 2);
     }
 }

@@ -39,6 +39,8 @@ pub struct BenchReport {
     /// How long the bench waited for that.
     pub disk_wait_s: f64,
     pub matches: usize,
+    /// Games each bot played at once over its one connection (1: two connections a match).
+    pub games_per_bot: usize,
     /// Matches running on average during the throughput window (the others were between two
     /// games).
     pub matches_running_mean: f64,
@@ -210,8 +212,11 @@ impl BenchReport {
         }
         writeln!(
             out,
-            "referee under load: {} concurrent Connect6 matches over loopback TCP, {:.1} s window",
-            self.matches, self.window_s
+            "referee under load: {} concurrent Connect6 matches over loopback TCP ({} game{} per bot connection), {:.1} s window",
+            self.matches,
+            self.games_per_bot,
+            if self.games_per_bot == 1 { "" } else { "s" },
+            self.window_s
         )?;
         writeln!(out, "  bots: {}", self.bots_run_in)?;
         writeln!(

@@ -342,6 +342,7 @@ pub fn run(
             ));
             let plan = LoadPlan {
                 matches: 1,
+                games_per_bot: 1,
                 think_max_ms: 20,
                 move_limit_ms: 0,
                 warmup: Duration::from_millis(500),
