@@ -6,6 +6,8 @@
 
 use serde_json::Value;
 
+use crate::log_text::client_text;
+
 /// One `KEY=VALUE` item: the key and the value with the spaces around them dropped (the value
 /// is everything after the first `=`, so it may hold `=` itself), and where the item starts in
 /// the caller's unit (a byte offset for `read_list`).
@@ -16,14 +18,16 @@ pub struct Pair<'a> {
     pub at: usize,
 }
 
-/// Text that is not a list of `KEY=VALUE` pairs.
+/// Text that is not a list of `KEY=VALUE` pairs. The messages show the item escaped and cut
+/// (`log_text::client_text`): the text may come from a web visitor or a bot, and an item can be
+/// kilobytes long.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PairError {
-    #[error("expected key=value, found {item:?}")]
+    #[error("expected key=value, found \"{}\"", client_text(.item))]
     NoEquals { item: String, at: usize },
-    #[error("{item:?} has no key before its =")]
+    #[error("\"{}\" has no key before its =", client_text(.item))]
     NoKey { item: String, at: usize },
-    #[error("{key} is given twice")]
+    #[error("{} is given twice", client_text(.key))]
     Duplicate { key: String, at: usize },
 }
 
@@ -190,5 +194,17 @@ mod tests {
             json!({"depth": 3, "book": true, "style": "sharp", "ratio": 0.5})
         );
         assert_eq!(json_value("\"quoted\""), json!("quoted"));
+    }
+
+    #[test]
+    fn a_long_or_hostile_item_is_shown_escaped_and_cut() {
+        let long = format!("{}\u{202e}\nforged", "x".repeat(4000));
+        let message = read_list(&long).unwrap_err().to_string();
+        assert!(message.len() < 200, "{message}");
+        assert!(message.contains("bytes)"), "{message}");
+        let message = read_list("a\nb").unwrap_err().to_string();
+        assert_eq!(message, "expected key=value, found \"a\\nb\"");
+        let message = read_list("=1").unwrap_err().to_string();
+        assert_eq!(message, "\"=1\" has no key before its =");
     }
 }
