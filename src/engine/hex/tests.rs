@@ -1876,6 +1876,10 @@ fn each_level_searches_at_least_as_much_as_the_one_below() {
         .collect();
     let (last, rest) = shares.split_last().expect("noisy levels");
     let text = format!("noise {} and {last}", rest.join(", "));
-    let about = INFO.options.iter().find(|o| o.name == "level").expect("listed");
+    let about = INFO
+        .options
+        .iter()
+        .find(|o| o.name == "level")
+        .expect("listed");
     assert!(about.about.contains(&text), "{text}: {}", about.about);
 }
