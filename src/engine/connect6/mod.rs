@@ -90,11 +90,25 @@ const DEFAULT_TT_MB: u64 = 16;
 /// Default cap on think time per move, in milliseconds.
 const DEFAULT_TIME_MS: u64 = 10_000;
 
-/// The `level` option's rows, weakest first: the full search with a share of random moves.
-/// Depth does not grade this engine (depths 2, 4 and 14 score alike against each other), and
-/// each random move costs so much against a sound search that the steps are a few per cent
-/// apart. Measured against each other in docs/engines.md ("Levels").
+/// The `level` option's rows, weakest first. Levels 1-11: the cheapest search (depth 1, at
+/// most 100 ms) with a share of random moves falling from 99% to 43%, so that level 1 is barely
+/// better than `random`; levels 12-17: the full search with 35% to 0% random moves. Depth
+/// hardly grades this engine (depths 2, 4 and 14 score alike against each other), and each
+/// random move costs so much against a sound search that the upper steps are a few per cent
+/// apart; near 100% one per cent is a step of its own. Measured against each other in
+/// docs/engines.md ("Levels").
 pub const LEVELS: &[Level] = &[
+    Level::limited(1, 100, 99),
+    Level::limited(1, 100, 98),
+    Level::limited(1, 100, 96),
+    Level::limited(1, 100, 93),
+    Level::limited(1, 100, 90),
+    Level::limited(1, 100, 83),
+    Level::limited(1, 100, 78),
+    Level::limited(1, 100, 72),
+    Level::limited(1, 100, 65),
+    Level::limited(1, 100, 50),
+    Level::limited(1, 100, 43),
     Level::noisy(35),
     Level::noisy(27),
     Level::noisy(21),
@@ -141,11 +155,18 @@ pub const INFO: EngineInfo = EngineInfo {
         },
         EngineOption {
             name: "level",
-            default: "6",
-            about: "strength 1-6, each level's share of random moves (the other moves are the \
-                    full search's): 1: 35% random moves; 2: 27% random moves; 3: 21% random \
-                    moves; 4: 16% random moves; 5: 10% random moves; 6: full strength (the \
-                    default); depth and time_ms given beside it limit the search",
+            default: "17",
+            about: "strength 1-17: levels 1-11 a depth-1 search capped at 100 ms, levels 12-16 \
+                    the full search, each with a share of random moves: 1: depth 1, 100 ms, \
+                    99% random moves; 2: depth 1, 100 ms, 98% random moves; 3: depth 1, 100 \
+                    ms, 96% random moves; 4: depth 1, 100 ms, 93% random moves; 5: depth 1, \
+                    100 ms, 90% random moves; 6: depth 1, 100 ms, 83% random moves; 7: depth \
+                    1, 100 ms, 78% random moves; 8: depth 1, 100 ms, 72% random moves; 9: \
+                    depth 1, 100 ms, 65% random moves; 10: depth 1, 100 ms, 50% random moves; \
+                    11: depth 1, 100 ms, 43% random moves; 12: 35% random moves; 13: 27% \
+                    random moves; 14: 21% random moves; 15: 16% random moves; 16: 10% random \
+                    moves; 17: full strength (the default); depth and time_ms given beside it \
+                    limit the search",
         },
     ],
 };
@@ -1227,7 +1248,8 @@ mod tests {
     #[test]
     fn levels_set_the_limits_and_options_beside_them_win() {
         let limits = |e: &Connect6Engine| (e.max_depth, e.threat_depth, e.proof_depth, e.time_ms);
-        // The levels only add random moves: their search is the default one.
+        // Levels with a depth cut the search (the threat searches too) and cap its time; the
+        // others only add random moves to the default search.
         let default = limits(&engine(serde_json::Value::Null));
         assert_eq!(
             default,
@@ -1238,13 +1260,29 @@ mod tests {
                 DEFAULT_TIME_MS
             )
         );
-        for level in 1..=LEVELS.len() {
+        for (level, row) in (1..).zip(LEVELS) {
+            let expected = match (row.depth, row.time_ms) {
+                (Some(depth), Some(ms)) => (
+                    depth,
+                    DEFAULT_THREAT_DEPTH.min(depth),
+                    DEFAULT_PROOF_DEPTH.min(depth),
+                    ms,
+                ),
+                _ => default,
+            };
             assert_eq!(
                 limits(&engine(serde_json::json!({ "level": level }))),
-                default
+                expected,
+                "level {level}"
             );
         }
-        let capped = engine(serde_json::json!({"level": 2, "depth": 5, "time_ms": 70}));
+        assert_eq!(
+            limits(&engine(serde_json::json!({"level": 1}))),
+            (1, 1, 1, 100)
+        );
+        // Level 12 is the weakest with the full search.
+        assert_eq!(LEVELS[11].depth, None);
+        let capped = engine(serde_json::json!({"level": 12, "depth": 5, "time_ms": 70}));
         assert_eq!(
             limits(&capped),
             (5, DEFAULT_THREAT_DEPTH, DEFAULT_PROOF_DEPTH, 70)

@@ -1868,4 +1868,18 @@ fn each_level_searches_at_least_as_much_as_the_one_below() {
         )
     );
     assert_eq!(listed("level"), super::LEVELS.len() as u64);
+    // The level option's text repeats the noisy levels' shares, in order.
+    let shares: Vec<String> = super::LEVELS
+        .iter()
+        .filter(|l| l.playouts == 1500)
+        .map(|l| l.noise.to_string())
+        .collect();
+    let (last, rest) = shares.split_last().expect("noisy levels");
+    let text = format!("noise {} and {last}", rest.join(", "));
+    let about = INFO
+        .options
+        .iter()
+        .find(|o| o.name == "level")
+        .expect("listed");
+    assert!(about.about.contains(&text), "{text}: {}", about.about);
 }
