@@ -57,7 +57,7 @@ pub const INFO: EngineInfo = EngineInfo {
                     ms, 64% random moves; 18: depth 1, 100 ms, 61% random moves; 19: depth 1, \
                     100 ms, 58% random moves; 20: depth 1, 100 ms, 55% random moves; 21: depth \
                     1, 100 ms, 52% random moves; 22: depth 1, 100 ms, 49% random moves; 23: \
-                    depth 1, 100 ms, 45% random moves; 24: depth 1, 100 ms, 41% random moves; \
+                    depth 1, 100 ms, 45% random moves; 24: depth 1, 100 ms, 40% random moves; \
                     25: depth 1, 100 ms, 37% random moves; 26: depth 1, 100 ms, 33% random \
                     moves; 27: depth 1, 100 ms, 29% random moves; 28: depth 1, 100 ms, 24% \
                     random moves; 29: depth 1, 100 ms, 20% random moves; 30: depth 1, 100 ms, \
@@ -99,7 +99,7 @@ pub const LEVELS: &[Level] = &[
     Level::limited(1, 100, 52),
     Level::limited(1, 100, 49),
     Level::limited(1, 100, 45),
-    Level::limited(1, 100, 41),
+    Level::limited(1, 100, 40),
     Level::limited(1, 100, 37),
     Level::limited(1, 100, 33),
     Level::limited(1, 100, 29),
