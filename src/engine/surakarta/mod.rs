@@ -90,12 +90,12 @@ pub const INFO: EngineInfo = EngineInfo {
 };
 
 /// The `level` option's rows, weakest first (measured against each other in docs/engines.md,
-/// "Levels"). Levels 1-18 are depth 1 with a share of random moves falling from 93% (about 70%
-/// against `random`) to none, in steps a few per cent apart (each about 60-80% against the one
-/// below); above them depth alone sets the levels apart, over 40 games each: depth 2 wins 62%
-/// against depth 1, depth 3 65% against depth 2, depth 4 60% against 3, depth 6 75% against 4
-/// and the full search 76% against 6. The time caps are far above what those depths take and
-/// only bound a slow machine.
+/// "Levels"). Levels 1-18 are depth 1 with a share of random moves falling from 93% (77.5%
+/// against `random` over 80 games) to none, a few per cent a level (61-77% against the level
+/// below); above them depth alone sets the levels apart: depth 2 wins 63% against depth 1
+/// (80 games), and over 40 games depth 3 65% against depth 2, depth 4 65% against 3, depth 6
+/// 71% against 4 and the full search 76% against 6. The time caps are far above what those
+/// depths take and only bound a slow machine.
 pub const LEVELS: &[Level] = &[
     Level::limited(1, 100, 93),
     Level::limited(1, 100, 88),
