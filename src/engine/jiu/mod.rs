@@ -43,21 +43,73 @@ pub const INFO: EngineInfo = EngineInfo {
         },
         EngineOption {
             name: "level",
-            default: "5",
-            about: "strength 1-5, each level's limits (battle depth in plies; time cap; share \
-                    of random moves, placement included): 1: depth 2, 100 ms, 10% random \
-                    moves; 2: depth 2, 100 ms; 3: depth 3, 200 ms; 4: depth 4, 1000 ms; 5: full \
-                    strength (the default); depth and time_ms given beside it win",
+            default: "38",
+            about: "strength 1-38, each level's limits (battle depth in plies; time cap; share \
+                    of random moves, placement included): 1: depth 1, 100 ms, 99% random moves; \
+                    2: depth 1, 100 ms, 98% random moves; 3: depth 1, 100 ms, 97% random moves; \
+                    4: depth 1, 100 ms, 96% random moves; 5: depth 1, 100 ms, 95% random moves; \
+                    6: depth 1, 100 ms, 93% random moves; 7: depth 1, 100 ms, 92% random moves; \
+                    8: depth 1, 100 ms, 90% random moves; 9: depth 1, 100 ms, 88% random moves; \
+                    10: depth 1, 100 ms, 85% random moves; 11: depth 1, 100 ms, 82% random \
+                    moves; 12: depth 1, 100 ms, 79% random moves; 13: depth 1, 100 ms, 76% \
+                    random moves; 14: depth 1, 100 ms, 73% random moves; 15: depth 1, 100 ms, \
+                    70% random moves; 16: depth 1, 100 ms, 67% random moves; 17: depth 1, 100 \
+                    ms, 64% random moves; 18: depth 1, 100 ms, 61% random moves; 19: depth 1, \
+                    100 ms, 58% random moves; 20: depth 1, 100 ms, 55% random moves; 21: depth \
+                    1, 100 ms, 52% random moves; 22: depth 1, 100 ms, 49% random moves; 23: \
+                    depth 1, 100 ms, 45% random moves; 24: depth 1, 100 ms, 40% random moves; \
+                    25: depth 1, 100 ms, 37% random moves; 26: depth 1, 100 ms, 33% random \
+                    moves; 27: depth 1, 100 ms, 29% random moves; 28: depth 1, 100 ms, 24% \
+                    random moves; 29: depth 1, 100 ms, 20% random moves; 30: depth 1, 100 ms, \
+                    15% random moves; 31: depth 1, 100 ms, 10% random moves; 32: depth 1, 100 \
+                    ms, 4% random moves; 33: depth 1, 100 ms; 34: depth 2, 100 ms, 3% random \
+                    moves; 35: depth 2, 100 ms; 36: depth 3, 200 ms; 37: depth 4, 1000 ms; 38: \
+                    full strength (the default); depth and time_ms given beside it win",
         },
     ],
 };
 
 /// The `level` option's rows, weakest first (measured against each other in docs/engines.md,
-/// "Levels"). Each ply of depth up to 4 wins 80-90% against the one below; random moves are
-/// so costly over a game of some 200 moves a side that 10% of them take depth 2 about as far
-/// down as depth 1 (and 20% lose every game), so level 1 is depth 2 with 10%.
+/// "Levels"). Over a game of some 200 moves a side each random move costs so much that every
+/// few per cent of them is a level: levels 1-33 are depth 1 with a share of random moves
+/// falling from 99% (about 75% against `random`; 1-2 per cent a step near the top, 3-6 lower
+/// down) to none. Depth 2 wins about 90% against depth 1, so depth 2 with 3% random moves
+/// stands between them; depths 3 and 4 win 70-75% against the depth below.
 pub const LEVELS: &[Level] = &[
-    Level::limited(2, 100, 10),
+    Level::limited(1, 100, 99),
+    Level::limited(1, 100, 98),
+    Level::limited(1, 100, 97),
+    Level::limited(1, 100, 96),
+    Level::limited(1, 100, 95),
+    Level::limited(1, 100, 93),
+    Level::limited(1, 100, 92),
+    Level::limited(1, 100, 90),
+    Level::limited(1, 100, 88),
+    Level::limited(1, 100, 85),
+    Level::limited(1, 100, 82),
+    Level::limited(1, 100, 79),
+    Level::limited(1, 100, 76),
+    Level::limited(1, 100, 73),
+    Level::limited(1, 100, 70),
+    Level::limited(1, 100, 67),
+    Level::limited(1, 100, 64),
+    Level::limited(1, 100, 61),
+    Level::limited(1, 100, 58),
+    Level::limited(1, 100, 55),
+    Level::limited(1, 100, 52),
+    Level::limited(1, 100, 49),
+    Level::limited(1, 100, 45),
+    Level::limited(1, 100, 40),
+    Level::limited(1, 100, 37),
+    Level::limited(1, 100, 33),
+    Level::limited(1, 100, 29),
+    Level::limited(1, 100, 24),
+    Level::limited(1, 100, 20),
+    Level::limited(1, 100, 15),
+    Level::limited(1, 100, 10),
+    Level::limited(1, 100, 4),
+    Level::limited(1, 100, 0),
+    Level::limited(2, 100, 3),
     Level::limited(2, 100, 0),
     Level::limited(3, 200, 0),
     Level::limited(4, 1000, 0),
