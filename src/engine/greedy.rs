@@ -16,6 +16,7 @@ pub const INFO: EngineInfo = EngineInfo {
     about:
         "one-ply greedy baseline: best immediate evaluation (material, lines, connection distance)",
     options: &[],
+    levels: None,
 };
 
 /// Plays the move with the best one-ply evaluation.

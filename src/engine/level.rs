@@ -196,10 +196,24 @@ mod engine_tests {
             let option = info.options.iter().find(|o| o.name == "level").unwrap();
             assert_eq!(option.default, levels.len().to_string(), "{id}");
             assert!(
-                option.about.contains(&describe(levels)),
+                option
+                    .about
+                    .contains(&format!("strength 1-{}", levels.len())),
                 "{id}: {}",
                 option.about
             );
+            // The listing (`arena engines`, text and JSON) says every row as it is.
+            let listed = crate::engine::listing::option_about(&info, option);
+            assert!(listed.contains(&describe(levels)), "{id}: {listed}");
+            let json = crate::engine::listing::engines_json();
+            let listed_json = json
+                .as_array()
+                .and_then(|e| e.iter().find(|e| e["id"] == id))
+                .and_then(|e| e["options"].as_array())
+                .and_then(|o| o.iter().find(|o| o["name"] == "level"))
+                .and_then(|o| o["about"].as_str())
+                .unwrap();
+            assert_eq!(listed_json, listed, "{id}");
             assert_eq!(
                 levels.last(),
                 Some(&FULL_STRENGTH),

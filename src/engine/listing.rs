@@ -6,7 +6,18 @@ use std::io::Write;
 
 use serde_json::{json, Value};
 
-use super::{catalogue, EngineInfo};
+use super::{catalogue, level, EngineInfo, EngineOption};
+
+/// An option's text as the listing shows it: a `level` option of an engine with a shared level
+/// table gets each level's limits appended.
+pub fn option_about(info: &EngineInfo, option: &EngineOption) -> String {
+    match info.levels {
+        Some(levels) if option.name == "level" => {
+            format!("{}: {}", option.about, level::describe(levels))
+        }
+        _ => option.about.to_string(),
+    }
+}
 
 /// The catalogue as JSON (`arena engines --json`).
 pub fn engines_json() -> Value {
@@ -21,7 +32,7 @@ pub fn engines_json() -> Value {
                     "options": info.options.iter().map(|o| json!({
                         "name": o.name,
                         "default": o.default,
-                        "about": o.about,
+                        "about": option_about(info, o),
                     })).collect::<Vec<_>>(),
                 })
             })
@@ -64,7 +75,9 @@ pub fn write_engine_table_of(engines: &[EngineInfo], out: &mut impl Write) -> st
             writeln!(
                 out,
                 "{:id_width$}  {:games_width$}  --option {setting:name_width$}  {}",
-                "", "", option.about
+                "",
+                "",
+                option_about(info, option)
             )?;
         }
     }
@@ -84,6 +97,7 @@ mod tests {
                 id: "a",
                 games: &[GameId::Hex],
                 about: "first",
+                levels: None,
                 options: &[
                     EngineOption {
                         name: "depth",
@@ -102,6 +116,7 @@ mod tests {
                 games: &[GameId::Connect6, GameId::Jiu],
                 about: "second",
                 options: &[],
+                levels: None,
             },
         ];
         let mut out = Vec::new();

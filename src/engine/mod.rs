@@ -118,6 +118,10 @@ pub struct EngineInfo {
     pub games: &'static [GameId],
     pub about: &'static str,
     pub options: &'static [EngineOption],
+    /// The engine's rows of the shared level table, if its `level` option uses one: the
+    /// listing appends what each level limits (`level::describe`) to that option's text, so
+    /// the text is never written out by hand beside the rows.
+    pub levels: Option<&'static [level::Level]>,
 }
 
 /// Every built-in engine. A game's own id names its strongest engine for that game.

@@ -12,6 +12,7 @@ pub const INFO: EngineInfo = EngineInfo {
     games: &GameId::ALL,
     about: "uniformly random legal moves; a baseline any bot should beat",
     options: &[],
+    levels: None,
 };
 
 /// Picks uniformly among the legal moves.

@@ -156,19 +156,12 @@ pub const INFO: EngineInfo = EngineInfo {
         EngineOption {
             name: "level",
             default: "17",
-            about: "strength 1-17: levels 1-11 a depth-1 search capped at 100 ms, levels 12-16 \
-                    the full search, each with a share of random moves: 1: depth 1, 100 ms, \
-                    99% random moves; 2: depth 1, 100 ms, 98% random moves; 3: depth 1, 100 \
-                    ms, 96% random moves; 4: depth 1, 100 ms, 93% random moves; 5: depth 1, \
-                    100 ms, 90% random moves; 6: depth 1, 100 ms, 83% random moves; 7: depth \
-                    1, 100 ms, 78% random moves; 8: depth 1, 100 ms, 72% random moves; 9: \
-                    depth 1, 100 ms, 65% random moves; 10: depth 1, 100 ms, 50% random moves; \
-                    11: depth 1, 100 ms, 43% random moves; 12: 35% random moves; 13: 27% \
-                    random moves; 14: 21% random moves; 15: 16% random moves; 16: 10% random \
-                    moves; 17: full strength (the default); depth and time_ms given beside it \
-                    limit the search",
+            about: "strength 1-17 (levels 1-11 a depth-1 search capped at 100 ms, levels 12-16 the \
+                    full search, each with a share of random moves; depth and time_ms given \
+                    beside it limit the search)",
         },
     ],
+    levels: Some(LEVELS),
 };
 
 /// The `connect6` engine's options as given (`INFO.options` lists them); `None`: not given.

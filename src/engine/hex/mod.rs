@@ -123,6 +123,8 @@ pub const INFO: EngineInfo = EngineInfo {
                     parallelism); alpha-beta stays on one thread",
         },
     ],
+    // Its levels preset options of its own (see `LEVELS`); the `level` option's text says them.
+    levels: None,
 };
 
 mod alpha_beta;

@@ -44,29 +44,11 @@ pub const INFO: EngineInfo = EngineInfo {
         EngineOption {
             name: "level",
             default: "38",
-            about: "strength 1-38, each level's limits (battle depth in plies; time cap; share \
-                    of random moves, placement included): 1: depth 1, 100 ms, 99% random moves; \
-                    2: depth 1, 100 ms, 98% random moves; 3: depth 1, 100 ms, 97% random moves; \
-                    4: depth 1, 100 ms, 96% random moves; 5: depth 1, 100 ms, 95% random moves; \
-                    6: depth 1, 100 ms, 93% random moves; 7: depth 1, 100 ms, 92% random moves; \
-                    8: depth 1, 100 ms, 90% random moves; 9: depth 1, 100 ms, 88% random moves; \
-                    10: depth 1, 100 ms, 85% random moves; 11: depth 1, 100 ms, 82% random \
-                    moves; 12: depth 1, 100 ms, 79% random moves; 13: depth 1, 100 ms, 76% \
-                    random moves; 14: depth 1, 100 ms, 73% random moves; 15: depth 1, 100 ms, \
-                    70% random moves; 16: depth 1, 100 ms, 67% random moves; 17: depth 1, 100 \
-                    ms, 64% random moves; 18: depth 1, 100 ms, 61% random moves; 19: depth 1, \
-                    100 ms, 58% random moves; 20: depth 1, 100 ms, 55% random moves; 21: depth \
-                    1, 100 ms, 52% random moves; 22: depth 1, 100 ms, 49% random moves; 23: \
-                    depth 1, 100 ms, 45% random moves; 24: depth 1, 100 ms, 40% random moves; \
-                    25: depth 1, 100 ms, 37% random moves; 26: depth 1, 100 ms, 33% random \
-                    moves; 27: depth 1, 100 ms, 29% random moves; 28: depth 1, 100 ms, 24% \
-                    random moves; 29: depth 1, 100 ms, 20% random moves; 30: depth 1, 100 ms, \
-                    15% random moves; 31: depth 1, 100 ms, 10% random moves; 32: depth 1, 100 \
-                    ms, 4% random moves; 33: depth 1, 100 ms; 34: depth 2, 100 ms, 3% random \
-                    moves; 35: depth 2, 100 ms; 36: depth 3, 200 ms; 37: depth 4, 1000 ms; 38: \
-                    full strength (the default); depth and time_ms given beside it win",
+            about: "strength 1-38, each level's limits (battle depth in plies; time cap; share of \
+                    random moves, placement included); depth and time_ms given beside it win",
         },
     ],
+    levels: Some(LEVELS),
 };
 
 /// The `level` option's rows, weakest first (measured against each other in docs/engines.md,

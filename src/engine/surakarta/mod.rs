@@ -72,21 +72,11 @@ pub const INFO: EngineInfo = EngineInfo {
         EngineOption {
             name: "level",
             default: "23",
-            about: "strength 1-23, each level's limits (depth in plies; time cap; share of \
-                    random moves): 1: depth 1, 100 ms, 93% random moves; 2: depth 1, 100 ms, 88% \
-                    random moves; 3: depth 1, 100 ms, 83% random moves; 4: depth 1, 100 ms, 77% \
-                    random moves; 5: depth 1, 100 ms, 71% random moves; 6: depth 1, 100 ms, 65% \
-                    random moves; 7: depth 1, 100 ms, 57% random moves; 8: depth 1, 100 ms, 50% \
-                    random moves; 9: depth 1, 100 ms, 44% random moves; 10: depth 1, 100 ms, 38% \
-                    random moves; 11: depth 1, 100 ms, 32% random moves; 12: depth 1, 100 ms, \
-                    26% random moves; 13: depth 1, 100 ms, 20% random moves; 14: depth 1, 100 \
-                    ms, 14% random moves; 15: depth 1, 100 ms, 11% random moves; 16: depth 1, \
-                    100 ms, 7% random moves; 17: depth 1, 100 ms, 4% random moves; 18: depth 1, \
-                    100 ms; 19: depth 2, 100 ms; 20: depth 3, 200 ms; 21: depth 4, 500 ms; 22: \
-                    depth 6, 1000 ms; 23: full strength (the default); depth and time_ms given \
-                    beside it win",
+            about: "strength 1-23, each level's limits (depth in plies; time cap; share of random \
+                    moves); depth and time_ms given beside it win",
         },
     ],
+    levels: Some(LEVELS),
 };
 
 /// The `level` option's rows, weakest first (measured against each other in docs/engines.md,
