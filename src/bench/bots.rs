@@ -194,6 +194,12 @@ struct Pending {
     ply: u32,
 }
 
+/// How many games a bot keeps per-game notes for (stamps, last moves): those it plays at
+/// once and their successors, which may begin before an old game's last line is read.
+fn games_remembered(games_per_bot: usize) -> usize {
+    2 * games_per_bot.max(1) + 2
+}
+
 /// When a bot last wrote a move in each of its games (µs since the epoch), taken by its
 /// opponent's next `turn` in that game. An entry is kept (its stamp 0 once taken) while its
 /// game goes on, so a move costs no allocation; the oldest goes once more games than the bot
@@ -207,7 +213,7 @@ impl SentStamps {
     fn new(games_per_bot: usize) -> SentStamps {
         SentStamps {
             stamps: std::sync::Mutex::new(Vec::new()),
-            keep: 2 * games_per_bot.max(1) + 2,
+            keep: games_remembered(games_per_bot),
         }
     }
 
@@ -311,7 +317,7 @@ impl Bot {
         let mut pending: Vec<Pending> = Vec::new();
         // The last move this bot wrote in each game (kept as `SentStamps` keeps its stamps).
         let mut last_moves: Vec<TimedMove> = Vec::new();
-        let keep_last = 2 * self.options.games_per_bot.max(1) + 2;
+        let keep_last = games_remembered(self.options.games_per_bot);
         loop {
             let next_due = pending
                 .iter()
