@@ -297,7 +297,7 @@ mod tests {
                 },
                 JournalEntry::Finished {
                     id: g.match_id.clone(),
-                    record: Box::new(g.clone()),
+                    record: std::sync::Arc::new(g.clone()),
                 },
             ] {
                 journal.append(&entry).unwrap();

@@ -225,7 +225,11 @@ pub enum JournalEntry {
         second_clock_ms: u64,
     },
     /// A game finished; `record` is its whole games.jsonl line.
-    Finished { id: String, record: Box<GameLine> },
+    Finished {
+        id: String,
+        /// Shared with the output queue and the scheduler (no copy of the game's moves each).
+        record: std::sync::Arc<GameLine>,
+    },
     /// A Swiss bye: `bot` sits out `round` and scores a win.
     Bye {
         tournament: String,
@@ -239,6 +243,43 @@ pub enum JournalEntry {
         time: String,
         why: String,
     },
+}
+
+impl JournalEntry {
+    /// A `move` entry's JSON (no newline), byte for byte what `serde_json` writes for it (a
+    /// unit test compares them); any other entry writes nothing.
+    fn write_move_line(&self, out: &mut Vec<u8>) {
+        use crate::json_out::{push_key, push_str, push_u64};
+        let JournalEntry::Move {
+            id,
+            ply,
+            text,
+            think_ms,
+            lag_ms,
+            first_clock_ms,
+            second_clock_ms,
+        } = self
+        else {
+            return;
+        };
+        out.extend_from_slice(b"{\"kind\":\"move\"");
+        push_key(out, "id", false);
+        push_str(out, id);
+        push_key(out, "ply", false);
+        push_u64(out, u64::from(*ply));
+        push_key(out, "text", false);
+        push_str(out, text);
+        for (key, value) in [
+            ("think_ms", think_ms),
+            ("lag_ms", lag_ms),
+            ("first_clock_ms", first_clock_ms),
+            ("second_clock_ms", second_clock_ms),
+        ] {
+            push_key(out, key, false);
+            push_u64(out, *value);
+        }
+        out.push(b'}');
+    }
 }
 
 /// One journaled move.
@@ -464,7 +505,7 @@ impl JournalState {
                 if game.finished.is_some() {
                     return Err(format!("game {id:?} finished twice"));
                 }
-                game.finished = Some(*record);
+                game.finished = Some(std::sync::Arc::unwrap_or_clone(record));
             }
             JournalEntry::Bye {
                 tournament,
@@ -607,7 +648,10 @@ impl Journal {
         lines.clear();
         let mut written = Ok(());
         for entry in entries {
-            if let Err(e) = serde_json::to_writer(&mut lines, entry) {
+            if let JournalEntry::Move { .. } = entry {
+                // One per move of every game: written without serde_json's serializer.
+                entry.write_move_line(&mut lines);
+            } else if let Err(e) = serde_json::to_writer(&mut lines, entry) {
                 written = Err(e.into());
                 break;
             }
@@ -763,7 +807,7 @@ mod tests {
                 mv("g1", 2, "E7"),
                 JournalEntry::Finished {
                     id: "g1".into(),
-                    record: Box::new(record.clone()),
+                    record: std::sync::Arc::new(record.clone()),
                 },
                 started("g2"),
                 mv("g2", 1, "A1"),
@@ -891,11 +935,11 @@ mod tests {
                     scheduled("g1"),
                     JournalEntry::Finished {
                         id: "g1".into(),
-                        record: Box::new(game_line("m-g1", &[])),
+                        record: std::sync::Arc::new(game_line("m-g1", &[])),
                     },
                     JournalEntry::Finished {
                         id: "g1".into(),
-                        record: Box::new(game_line("m-g1", &[])),
+                        record: std::sync::Arc::new(game_line("m-g1", &[])),
                     },
                 ],
                 3,
@@ -1025,5 +1069,26 @@ mod tests {
         let (line, what) = JournalState::from_bytes(&bytes).unwrap_err();
         assert_eq!(line, 1);
         assert!(what.contains("does not match"), "{what}");
+    }
+
+    #[test]
+    fn move_entries_are_written_as_serde_json_writes_them() {
+        for (i, text) in crate::json_out::tests::AWKWARD.iter().enumerate() {
+            let entry = JournalEntry::Move {
+                id: std::sync::Arc::from(*text),
+                ply: u32::try_from(i).unwrap() * 1000,
+                text: text.to_string(),
+                think_ms: u64::MAX,
+                lag_ms: 0,
+                first_clock_ms: 599_999,
+                second_clock_ms: 7,
+            };
+            let mut line = Vec::new();
+            entry.write_move_line(&mut line);
+            assert_eq!(
+                String::from_utf8(line).unwrap(),
+                serde_json::to_string(&entry).unwrap()
+            );
+        }
     }
 }

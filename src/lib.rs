@@ -7,7 +7,8 @@
 //!
 //! 1. **Rules and players**: `game` (pure: no I/O, clocks or randomness), `engine` (the
 //!    built-in players, on `game`), and the leaf helpers `hash`, `quantile`, `atomic_file`,
-//!    `fanout`, `console`, `log_text`, `options_text` (the one `KEY=VALUE` reader).
+//!    `fanout`, `console`, `log_text`, `options_text` (the one `KEY=VALUE` reader),
+//!    `json_out` (the JSON lines written at every move, without `serde_json`'s serializer).
 //! 2. **Formats**: `protocol`, `clock_settings` with `clock` (both clocks of a match, pure),
 //!    `game_line`, `journal`, `record`, `openings`,
 //!    `league` (standings), `config`, `program`/`sandbox` (how a student's program is named
@@ -41,6 +42,7 @@ pub mod game;
 pub mod game_line;
 pub mod hash;
 pub mod journal;
+pub mod json_out;
 pub mod league;
 pub mod log_text;
 pub mod matches;
@@ -73,6 +75,7 @@ mod layout_tests {
         ("console", 1),
         ("log_text", 1),
         ("options_text", 1),
+        ("json_out", 1),
         ("protocol", 2),
         ("clock_settings", 2),
         ("clock", 2),

@@ -233,49 +233,40 @@ impl RefereeMessage {
     }
 }
 
-/// A `turn` built from borrowed parts: the same JSON as [`RefereeMessage::Turn`], which the
-/// referee would otherwise build at every move by copying the match id and the new moves' texts.
-#[derive(Serialize)]
-#[serde(tag = "type", rename = "turn")]
-struct TurnLine<'a, M> {
-    #[serde(rename = "match")]
-    match_id: &'a str,
-    moves: M,
-    ply: u32,
-    clock: TurnClock,
-}
-
-/// Move texts serialised as a JSON array straight from an iterator (no vector of them).
-struct TextsOf<I>(I);
-
-impl<'a, I: Iterator<Item = &'a str> + Clone> Serialize for TextsOf<I> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.clone())
-    }
-}
-
 /// Writes a `turn` line with its `\n` into `line` (emptied first): byte for byte what
 /// `RefereeMessage::Turn { .. }.to_wire_line()` gives for the same fields, without building the
-/// message (the referee sends one per move, into a buffer it keeps).
+/// message or running `serde_json`'s serializer (the referee sends one per move, into a buffer
+/// it keeps; see `json_out`).
 pub fn write_turn_line<'a>(
     line: &mut Vec<u8>,
     match_id: &str,
-    moves: impl Iterator<Item = &'a str> + Clone,
+    moves: impl Iterator<Item = &'a str>,
     ply: u32,
     clock: TurnClock,
 ) {
+    use crate::json_out::{push_key, push_str, push_u64};
     line.clear();
-    let turn = TurnLine {
-        match_id,
-        moves: TextsOf(moves),
-        ply,
-        clock,
-    };
-    if serde_json::to_writer(&mut *line, &turn).is_err() {
-        line.clear();
-        line.extend_from_slice(b"{}");
+    line.extend_from_slice(b"{\"type\":\"turn\"");
+    push_key(line, "match", false);
+    push_str(line, match_id);
+    push_key(line, "moves", false);
+    line.push(b'[');
+    for (i, text) in moves.enumerate() {
+        if i > 0 {
+            line.push(b',');
+        }
+        push_str(line, text);
     }
-    line.push(b'\n');
+    line.push(b']');
+    push_key(line, "ply", false);
+    push_u64(line, u64::from(ply));
+    push_key(line, "clock", false);
+    line.push(b'{');
+    push_key(line, "you_ms", true);
+    push_u64(line, clock.you_ms);
+    push_key(line, "opponent_ms", false);
+    push_u64(line, clock.opponent_ms);
+    line.extend_from_slice(b"}}\n");
 }
 
 impl BotMessage {
@@ -734,14 +725,16 @@ mod tests {
             vec![],
             vec!["E7"],
             vec!["J10", "K11", "a \"quoted\" \u{e9}"],
+            crate::json_out::tests::AWKWARD.to_vec(),
         ] {
             let clock = TurnClock {
                 you_ms: 599_000,
                 opponent_ms: 7,
             };
-            write_turn_line(&mut line, "t-r1-p2-g3", moves.iter().copied(), 41, clock);
+            let id = moves.last().copied().unwrap_or("t-r1-p2-g3");
+            write_turn_line(&mut line, id, moves.iter().copied(), 41, clock);
             let message = RefereeMessage::Turn {
-                match_id: "t-r1-p2-g3".into(),
+                match_id: id.into(),
                 moves: moves.iter().map(|m| m.to_string()).collect(),
                 ply: 41,
                 clock,

@@ -131,7 +131,7 @@ fn a_torn_journal_fixture_opens_and_is_repaired() {
     journal
         .append(&JournalEntry::Finished {
             id: "t-r1-p1-g1".into(),
-            record: Box::new(record("a", "b", Some(Side::First), &[])),
+            record: std::sync::Arc::new(record("a", "b", Some(Side::First), &[])),
         })
         .unwrap();
     drop(journal);
@@ -301,7 +301,7 @@ fn a_swiss_league_rebuilds_from_its_journal_after_a_crash() {
             journal
                 .append(&JournalEntry::Finished {
                     id: g.id.clone(),
-                    record: Box::new(value),
+                    record: std::sync::Arc::new(value),
                 })
                 .unwrap();
         }

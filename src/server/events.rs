@@ -50,7 +50,7 @@ pub enum ServerEvent<'a> {
     /// every tournament's, shared.
     StandingsChanged {
         tournament: String,
-        standings: StandingsSnapshot,
+        standings: StandingsBoard,
     },
     /// A tournament finished: its final standings.
     TournamentFinished(Arc<TournamentStandings>),
@@ -153,6 +153,52 @@ pub struct LeagueProgress {
 
 /// Every tournament's standings at one moment, shared.
 pub type StandingsSnapshot = Arc<Vec<Arc<TournamentStandings>>>;
+
+/// Every tournament's latest standings, one slot each, shared by the scheduler and their
+/// readers (the standings files, the web view). A finished game replaces its tournament's slot
+/// and copies nothing else; a reader takes a snapshot of them all when it needs one. (With a
+/// tournament per pair of bots, as the bench runs 10,000 matches, a copy of every slot at
+/// every game's end cost the server more per move the more tournaments there were.)
+#[derive(Debug, Clone)]
+pub struct StandingsBoard(Arc<std::sync::Mutex<Board>>);
+
+#[derive(Debug)]
+struct Board {
+    slots: Vec<Arc<TournamentStandings>>,
+    /// Grows by one with each change.
+    version: u64,
+}
+
+impl StandingsBoard {
+    pub fn new(slots: Vec<Arc<TournamentStandings>>) -> StandingsBoard {
+        StandingsBoard(Arc::new(std::sync::Mutex::new(Board { slots, version: 0 })))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Board> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Replaces tournament `index`'s standings (nothing if there is no such tournament).
+    pub fn set(&self, index: usize, standings: Arc<TournamentStandings>) {
+        let mut board = self.lock();
+        if let Some(slot) = board.slots.get_mut(index) {
+            *slot = standings;
+            board.version += 1;
+        }
+    }
+
+    /// How many changes the board has seen: a reader compares it with the version of what it
+    /// last took to know whether anything changed since.
+    pub fn version(&self) -> u64 {
+        self.lock().version
+    }
+
+    /// Every tournament's standings now, with their version.
+    pub fn snapshot(&self) -> (u64, StandingsSnapshot) {
+        let board = self.lock();
+        (board.version, Arc::new(board.slots.clone()))
+    }
+}
 
 /// What the scheduler sees waiting (see [`ServerEvent::Schedule`]).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -302,5 +348,30 @@ mod tests {
         assert!(!events.is_followed_live());
         // Publishing to nobody is allowed and does nothing.
         events.publish(&ServerEvent::OutputCaughtUp(OutputKind::Games));
+    }
+
+    #[test]
+    fn a_standings_board_replaces_one_slot_and_counts_each_change() {
+        let standings = |name: &str, finished| {
+            Arc::new(TournamentStandings::new(
+                name,
+                GameId::Hex,
+                finished,
+                Vec::new(),
+            ))
+        };
+        let board = StandingsBoard::new(vec![standings("a", false), standings("b", false)]);
+        let (before, first) = board.snapshot();
+        board.set(1, standings("b", true));
+        assert_eq!(board.version(), before + 1);
+        // A tournament that does not exist changes nothing.
+        board.set(2, standings("c", true));
+        assert_eq!(board.version(), before + 1);
+        let (version, now) = board.snapshot();
+        assert_eq!(version, before + 1);
+        // The snapshot taken before is not changed by later ones; the other slot is shared.
+        assert!(!first[1].finished);
+        assert!(now[1].finished);
+        assert!(Arc::ptr_eq(&first[0], &now[0]));
     }
 }

@@ -108,7 +108,7 @@ pub async fn play(claimed: ClaimedMatch, plan: MatchPlan) -> MatchDone {
 pub struct MatchDone {
     pub tournament: usize,
     pub id: String,
-    pub game: Option<(FinishedGame, GameLine)>,
+    pub game: Option<(FinishedGame, Arc<GameLine>)>,
     /// Held for a game lost by a fault (timeout, illegal move) until the scheduler has counted
     /// it: its players' slots stay taken, so no next game starts with a bot that this loss
     /// suspends.
@@ -134,11 +134,12 @@ pub async fn write_game_output(
     journal: SharedJournal,
     id: String,
     game: FinishedGame,
-) -> Option<(FinishedGame, GameLine)> {
-    let line = output.game_line(&game);
+) -> Option<(FinishedGame, Arc<GameLine>)> {
+    // One copy of the line, shared by the journal entry, the output queue and the scheduler.
+    let line = Arc::new(output.game_line(&game));
     let entry = JournalEntry::Finished {
         id: id.clone(),
-        record: Box::new(line.clone()),
+        record: line.clone(),
     };
     match tokio::task::spawn_blocking(move || journal.append_blocking(vec![entry])).await {
         Ok(Ok(())) => {}

@@ -63,7 +63,8 @@ fn io_error(path: &Path) -> impl FnOnce(io::Error) -> OutputError + '_ {
 /// A finished game whose outputs wait to be written.
 #[derive(Debug, Clone)]
 struct QueuedGame {
-    line: GameLine,
+    /// Shared: the writer takes a copy of the queue's front to write outside the lock.
+    line: Arc<GameLine>,
     /// Whether its record file is to be written (or checked).
     record: bool,
     /// Whether its games.jsonl line is to be appended.
@@ -144,7 +145,9 @@ impl Output {
     /// [`Record::file_name_for_match`]).
     pub fn game_line(&self, game: &FinishedGame) -> GameLine {
         let spec = &game.spec;
-        let record = record_of(game, &self.event, &self.place).file_name_for_match(&spec.match_id);
+        // The file's name does not depend on the moves: they are not copied for it.
+        let record = record_without_moves(game, &self.event, &self.place)
+            .file_name_for_match(&spec.match_id);
         GameLine {
             match_id: spec.match_id.clone(),
             tournament: spec.tournament.clone(),
@@ -169,7 +172,7 @@ impl Output {
     }
 
     /// Queues a journaled finished game for its record file and games.jsonl line.
-    pub fn enqueue(&self, line: GameLine) {
+    pub fn enqueue(&self, line: Arc<GameLine>) {
         self.push(QueuedGame {
             line,
             record: true,
@@ -189,7 +192,7 @@ impl Output {
             .games
             .iter()
             .find(|g| g.line.match_id == match_id)
-            .map(|g| g.line.clone())
+            .map(|g| GameLine::clone(&g.line))
     }
 
     /// How many finished games wait for their outputs.
@@ -351,7 +354,7 @@ impl Output {
             if record || append {
                 repaired += usize::from(record) + usize::from(append);
                 self.push(QueuedGame {
-                    line: line.clone(),
+                    line: Arc::new(line.clone()),
                     record,
                     append,
                 });
@@ -395,8 +398,8 @@ pub fn record_of_line(line: &GameLine, event: &str, place: &str) -> Option<Recor
     })
 }
 
-/// The contest record of a finished game.
-pub fn record_of(game: &FinishedGame, event: &str, place: &str) -> Record {
+/// The contest record of a finished game, without its moves (all a file name needs).
+fn record_without_moves(game: &FinishedGame, event: &str, place: &str) -> Record {
     Record {
         game: game.spec.game,
         first: game.spec.players[0].clone(),
@@ -405,7 +408,7 @@ pub fn record_of(game: &FinishedGame, event: &str, place: &str) -> Record {
         played_at: game.started.naive_local(),
         place: place.to_string(),
         event: event.to_string(),
-        moves: game.moves.clone(),
+        moves: Vec::new(),
         rules: Value::clone(&game.spec.rules),
     }
 }
@@ -465,8 +468,8 @@ mod tests {
             "{}",
             first.record
         );
-        output.enqueue(first.clone());
-        output.enqueue(second.clone());
+        output.enqueue(Arc::new(first.clone()));
+        output.enqueue(Arc::new(second.clone()));
         assert_eq!(drain(&output), None);
         assert_eq!(output.read_games(), vec![first.clone(), second.clone()]);
         let text = fs::read_to_string(output.records_dir().join(&first.record)).unwrap();
@@ -506,7 +509,7 @@ mod tests {
             .map(|n| output.game_line(&hex_game(&format!("t-r1-p1-g{n}"))))
             .collect();
         for line in &lines {
-            output.enqueue(line.clone());
+            output.enqueue(Arc::new(line.clone()));
         }
         let until = Instant::now() + Duration::from_secs(20);
         while output.health().faults().is_empty() && Instant::now() < until {
@@ -538,8 +541,8 @@ mod tests {
         let output = output_in(dir.path());
         let first = output.game_line(&hex_game("t-r1-p1-g1"));
         let second = output.game_line(&hex_game("t-r1-p1-g2"));
-        output.enqueue(first.clone());
-        output.enqueue(second.clone());
+        output.enqueue(Arc::new(first.clone()));
+        output.enqueue(Arc::new(second.clone()));
         assert_eq!(drain(&output), None);
         let record = output.records_dir().join(&second.record);
         let record_text = fs::read_to_string(&record).unwrap();
@@ -580,7 +583,7 @@ mod tests {
         // As an older version could journal them: two games under one name.
         first.record = "shared.txt".into();
         second.record = "shared.txt".into();
-        output.enqueue(first.clone());
+        output.enqueue(Arc::new(first.clone()));
         assert_eq!(drain(&output), None);
         let path = output.records_dir().join("shared.txt");
         let held = fs::read(&path).unwrap();

@@ -885,17 +885,25 @@ pub async fn run_journaled_match(
             no_move_by_verdict,
         );
     }
-    for side in [Side::First, Side::Second] {
-        referee.send(
-            side,
-            &RefereeMessage::End {
-                match_id: referee.spec.match_id.clone(),
-                result: BotResult::for_side(outcome.winner, side),
-                reason: outcome.reason,
-                moves: referee.moves.read().texts_from(0),
-            },
-        );
+    // Who made each move follows from the game (`GameId::mover_of_ply`): not kept.
+    let (moves, _, think_ms, lag_ms) = referee.moves.read().columns();
+    // One message for both sides, told apart by their results: the game's move texts are
+    // copied once, not once per side and again for the finished game.
+    let mut end = RefereeMessage::End {
+        match_id: referee.spec.match_id.clone(),
+        result: BotResult::for_side(outcome.winner, Side::First),
+        reason: outcome.reason,
+        moves,
+    };
+    referee.send(Side::First, &end);
+    if let RefereeMessage::End { result, .. } = &mut end {
+        *result = BotResult::for_side(outcome.winner, Side::Second);
     }
+    referee.send(Side::Second, &end);
+    let moves = match end {
+        RefereeMessage::End { moves, .. } => moves,
+        _ => Vec::new(),
+    };
     tracing::info!(
         match_id = %referee.spec.match_id,
         result = outcome.result_str(),
@@ -907,8 +915,6 @@ pub async fn run_journaled_match(
         // A live view (the web's) keeps the latest finished games' logs for a while.
         referee.moves.read().shrink_to_fit();
     }
-    // Who made each move follows from the game (`GameId::mover_of_ply`): not kept.
-    let (moves, _, think_ms, lag_ms) = referee.moves.read().columns();
     Some(FinishedGame {
         spec: referee.spec.clone(),
         outcome,

@@ -31,7 +31,7 @@ use crate::fanout::{Fanout, WhenFull};
 use crate::game::{EndReason, GameId};
 use crate::game_line::LineResult;
 pub use crate::server::events::{MatchSpec, MoveLog, SharedMoveLog};
-use crate::server::events::{ScheduleSeen, ServerEvent, StandingsSnapshot, Subscriber};
+use crate::server::events::{ScheduleSeen, ServerEvent, StandingsBoard, Subscriber};
 
 /// Events each receiver may have queued: a game's stream that falls this far behind is
 /// dropped; the league feed misses events instead.
@@ -249,9 +249,9 @@ struct LiveState {
     schedule: Arc<ScheduleSeen>,
     /// Every tournament's standings as of the last finished game (pointers: the JSON text is
     /// made only when someone asks, not after every game).
-    standings: Option<StandingsSnapshot>,
-    /// The JSON text of `standings`, once made.
-    standings_text: Option<Arc<String>>,
+    standings: Option<StandingsBoard>,
+    /// The JSON text of `standings` once made, with the board's version it was made from.
+    standings_text: Option<(u64, Arc<String>)>,
 }
 
 #[derive(Debug)]
@@ -607,12 +607,8 @@ impl Live {
     }
 
     /// The standings changed (`standings`: every tournament's, as `standings.json` has them).
-    fn standings_changed(&self, tournament: &str, standings: StandingsSnapshot) {
-        {
-            let mut state = self.lock();
-            state.standings = Some(standings);
-            state.standings_text = None;
-        }
+    fn standings_changed(&self, tournament: &str, standings: StandingsBoard) {
+        self.lock().standings = Some(standings);
         self.publish("standings", None, json!({ "tournament": tournament }));
     }
 
@@ -639,21 +635,26 @@ impl Live {
     /// The last standings as `standings.json` text, if any game has finished this run (made
     /// on the first request after a change, outside the lock).
     pub fn standings(&self) -> Option<Arc<String>> {
-        let snapshot = {
+        let board = {
             let state = self.lock();
-            if let Some(text) = &state.standings_text {
-                return Some(text.clone());
+            let board = state.standings.clone()?;
+            if let Some((version, text)) = &state.standings_text {
+                if *version == board.version() {
+                    return Some(text.clone());
+                }
             }
-            state.standings.clone()?
+            board
         };
+        let (version, snapshot) = board.snapshot();
         let text = Arc::new(crate::league::report::standings_json(&snapshot));
         let mut state = self.lock();
+        // Kept unless a request that saw a newer version kept its text meanwhile.
         if state
-            .standings
+            .standings_text
             .as_ref()
-            .is_some_and(|now| Arc::ptr_eq(now, &snapshot))
+            .is_none_or(|(kept, _)| *kept < version)
         {
-            state.standings_text = Some(text.clone());
+            state.standings_text = Some((version, text.clone()));
         }
         Some(text)
     }
@@ -1016,5 +1017,36 @@ mod tests {
         assert_eq!(count(&mut league), EVENT_QUEUE);
         play(&live, &log, "m", "F6", || "after".into());
         assert!(league.try_recv().is_ok(), "the league feed is still there");
+    }
+
+    #[test]
+    fn the_standings_text_follows_every_change_of_the_board() {
+        use crate::league::TournamentStandings;
+        let live = Live::default();
+        assert_eq!(live.standings(), None);
+        let standings = |finished| {
+            Arc::new(TournamentStandings::new(
+                "t",
+                GameId::Hex,
+                finished,
+                Vec::new(),
+            ))
+        };
+        let board = crate::server::events::StandingsBoard::new(vec![standings(false)]);
+        live.take(&ServerEvent::StandingsChanged {
+            tournament: "t".into(),
+            standings: board.clone(),
+        });
+        let before = live.standings().expect("standings");
+        assert!(before.contains("\"finished\": false"), "{before}");
+        // Asked again with nothing changed: the same text, not made again.
+        assert!(Arc::ptr_eq(&before, &live.standings().expect("standings")));
+        board.set(0, standings(true));
+        live.take(&ServerEvent::StandingsChanged {
+            tournament: "t".into(),
+            standings: board,
+        });
+        let after = live.standings().expect("standings");
+        assert!(after.contains("\"finished\": true"), "{after}");
     }
 }

@@ -30,7 +30,7 @@ use crate::league::{
 };
 
 use super::events::{
-    Events, GameFinished, LeagueProgress, ScheduleSeen, ServerEvent, StandingsSnapshot,
+    Events, GameFinished, LeagueProgress, ScheduleSeen, ServerEvent, StandingsBoard,
     TournamentProgress, WaitingPair,
 };
 use super::journaling::SharedJournal;
@@ -251,9 +251,9 @@ pub struct Scheduler {
     /// tournament whose game finished).
     /// Shared, so that handing the writer a snapshot after every game copies pointers, not
     /// every tournament's table.
-    standings: Vec<Arc<TournamentStandings>>,
+    standings: StandingsBoard,
     /// The newest standings for the writer task (only the newest is kept).
-    standings_tx: Option<tokio::sync::watch::Sender<StandingsSnapshot>>,
+    standings_tx: Option<tokio::sync::watch::Sender<()>>,
     /// Every tournament and bot name, shared: what a live view is told waits names them
     /// four times a second without a string each.
     live_names: std::collections::HashSet<Arc<str>>,
@@ -320,10 +320,12 @@ impl Scheduler {
             registry,
             output,
             journal,
-            standings: tournaments
-                .iter()
-                .map(|t| Arc::new(t.standings()))
-                .collect(),
+            standings: StandingsBoard::new(
+                tournaments
+                    .iter()
+                    .map(|t| Arc::new(t.standings()))
+                    .collect(),
+            ),
             tournaments,
             running: JoinSet::new(),
             task_tournaments: HashMap::new(),
@@ -353,10 +355,11 @@ impl Scheduler {
     /// The standings files are written by a task of their own, so that a burst of finished
     /// games costs one rewrite instead of one each; the last state is on disk when this returns.
     pub async fn run(&mut self, stop: CancellationToken) -> bool {
-        let (tx, rx) = tokio::sync::watch::channel(Arc::new(self.standings.clone()));
+        let (tx, rx) = tokio::sync::watch::channel(());
         self.standings_tx = Some(tx);
         self.standings_writer = Some(tokio::spawn(write_standings_as_they_come(
             self.config.server.out_dir.clone(),
+            self.standings.clone(),
             rx,
             self.output.health().clone(),
         )));
@@ -440,7 +443,13 @@ impl Scheduler {
     /// Takes a finished game whose output (journal entry, record, games.jsonl line `line`) is
     /// already written: progress (published as an event when someone follows the news),
     /// standings, the next Swiss round, and the final standings when the tournament is over.
-    async fn finish(&mut self, tournament: usize, id: String, game: FinishedGame, line: GameLine) {
+    async fn finish(
+        &mut self,
+        tournament: usize,
+        id: String,
+        game: FinishedGame,
+        line: Arc<GameLine>,
+    ) {
         self.summary.push(GameSummary::of(&game));
         let Some(t) = self.tournaments.get_mut(tournament) else {
             return;
@@ -458,7 +467,7 @@ impl Scheduler {
                 };
                 self.events
                     .publish(&ServerEvent::GameFinished(Arc::new(GameFinished {
-                        line,
+                        line: Arc::unwrap_or_clone(line),
                         progress,
                     })));
             }
@@ -489,13 +498,12 @@ impl Scheduler {
 
     /// Recomputes tournament `index`'s standings and tells the subscribers.
     fn refresh_standings(&mut self, index: usize) {
-        if let (Some(slot), Some(t)) = (self.standings.get_mut(index), self.tournaments.get(index))
-        {
-            *slot = Arc::new(t.standings());
+        if let Some(t) = self.tournaments.get(index) {
+            self.standings.set(index, Arc::new(t.standings()));
             if self.events.is_followed() {
                 self.events.publish(&ServerEvent::StandingsChanged {
                     tournament: t.config.name.clone(),
-                    standings: Arc::new(self.standings.clone()),
+                    standings: self.standings.clone(),
                 });
             }
         }
@@ -624,7 +632,8 @@ impl Scheduler {
     /// Hands the current standings to the writer task (atomic files, off the runtime threads).
     async fn write_standings(&self) {
         if let Some(tx) = &self.standings_tx {
-            tx.send_replace(Arc::new(self.standings.clone()));
+            // A wake-up: the writer takes the board's newest state when it is ready to write.
+            tx.send_replace(());
         }
     }
 
@@ -862,7 +871,7 @@ mod tests {
         journal
             .append_blocking(vec![JournalEntry::Finished {
                 id: round1[0].id.clone(),
-                record: Box::new(line(&round1[0])),
+                record: Arc::new(line(&round1[0])),
             }])
             .unwrap();
         std::fs::write(

@@ -134,7 +134,7 @@ pub(super) fn take_finished(
         } else if let Some(line) = jsonl.get(&id) {
             entries.push(JournalEntry::Finished {
                 id: id.clone(),
-                record: Box::new(line.clone()),
+                record: std::sync::Arc::new(line.clone()),
             });
             ts.mark_finished(id, line);
             ts.recovered_lines.push(line.clone());

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::league::write_standings;
-use crate::server::events::StandingsSnapshot;
+use crate::server::events::StandingsBoard;
 use crate::server::journaling::MAX_RETRY_PAUSE;
 use crate::server::output_health::{OutputHealth, OutputKind};
 
@@ -25,26 +25,27 @@ pub(super) const STANDINGS_REST: std::time::Duration = std::time::Duration::from
 /// `STANDINGS_STOPPING_TRIES` more (the next start writes the standings anew from the journal).
 pub(super) async fn write_standings_as_they_come(
     dir: std::path::PathBuf,
-    mut rx: tokio::sync::watch::Receiver<StandingsSnapshot>,
+    board: StandingsBoard,
+    mut rx: tokio::sync::watch::Receiver<()>,
     health: Arc<OutputHealth>,
 ) {
-    let mut written: Option<StandingsSnapshot> = None;
+    // The board's version last written.
+    let mut written: Option<u64> = None;
     let mut pause = Duration::ZERO;
     let mut stopped_at: Option<Instant> = None;
     loop {
-        let latest = rx.borrow_and_update().clone();
-        if written.as_ref().is_some_and(|w| Arc::ptr_eq(w, &latest)) {
+        rx.borrow_and_update();
+        if written == Some(board.version()) {
             if rx.changed().await.is_err() {
-                // The sender is gone: done once its last snapshot is written.
-                let last = rx.borrow().clone();
-                if written.as_ref().is_some_and(|w| Arc::ptr_eq(w, &last)) {
+                // The sender is gone: done once its last state is written.
+                if written == Some(board.version()) {
                     return;
                 }
             }
             continue;
         }
         let began = Instant::now();
-        let snapshot = latest.clone();
+        let (latest, snapshot) = board.snapshot();
         let dir_for_task = dir.clone();
         let failed =
             match tokio::task::spawn_blocking(move || write_standings(&dir_for_task, &snapshot))
