@@ -7,7 +7,8 @@
 //!
 //! 1. **Rules and players**: `game` (pure: no I/O, clocks or randomness), `engine` (the
 //!    built-in players, on `game`), and the leaf helpers `hash`, `quantile`, `atomic_file`,
-//!    `fanout`, `console`, `log_text`, `options_text` (the one `KEY=VALUE` reader),
+//!    `fanout`, `console`, `log_text`, `log_writer` (log output on a thread of its own),
+//!    `options_text` (the one `KEY=VALUE` reader),
 //!    `json_out` (the JSON lines written at every move, without `serde_json`'s serializer).
 //! 2. **Formats**: `protocol`, `clock_settings` with `clock` (both clocks of a match, pure),
 //!    `game_line`, `journal`, `record`, `openings`,
@@ -45,6 +46,7 @@ pub mod journal;
 pub mod json_out;
 pub mod league;
 pub mod log_text;
+pub mod log_writer;
 pub mod matches;
 pub mod openings;
 pub mod options_text;
@@ -74,6 +76,7 @@ mod layout_tests {
         ("fanout", 1),
         ("console", 1),
         ("log_text", 1),
+        ("log_writer", 1),
         ("options_text", 1),
         ("json_out", 1),
         ("protocol", 2),

@@ -456,6 +456,40 @@ impl Login {
     }
 }
 
+/// The log's writer threads, told to write what they still hold when the program ends.
+static LOG_THREADS: std::sync::Mutex<Vec<arena::log_writer::WriterThread>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// A writer for one log output: a thread of its own, or, if none can be started (the system is
+/// out of threads), stderr, written where each line is logged.
+fn background_writer(
+    name: &str,
+    out: Box<dyn io::Write + Send>,
+) -> tracing_subscriber::fmt::writer::BoxMakeWriter {
+    use tracing_subscriber::fmt::writer::BoxMakeWriter;
+    let (writer, thread) =
+        match arena::log_writer::spawn(name, out, arena::log_writer::QUEUED_LINES) {
+            Ok(started) => started,
+            Err(e) => {
+                eprintln!("arena: cannot start the log's writer thread ({e}); logging directly");
+                return BoxMakeWriter::new(io::stderr);
+            }
+        };
+    LOG_THREADS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(thread);
+    BoxMakeWriter::new(writer)
+}
+
+/// Lets the log's writer threads write what they hold (for a bounded time) before the program
+/// ends.
+fn finish_logging() {
+    for thread in LOG_THREADS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        thread.finish(arena::log_writer::FINISH_WAIT);
+    }
+}
+
 /// The log file `arena serve` keeps in its out_dir: the whole log, whatever the console shows.
 const LOG_FILE: &str = "arena.log";
 
@@ -472,13 +506,17 @@ fn init_logging(verbose: u8, console: &str, file: Option<std::fs::File>) {
         tracing_subscriber::EnvFilter::try_from_default_env()
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
     };
+    // Each output is written by a thread of its own (`log_writer`): a paused terminal or a
+    // slow disk delays the log, never the server. Where no thread can be started, lines are
+    // written where they are logged, as before.
+    let console_writer = background_writer("log-console", Box::new(io::stderr()));
     let console = tracing_subscriber::fmt::layer()
-        .with_writer(io::stderr)
+        .with_writer(console_writer)
         .with_ansi(io::IsTerminal::is_terminal(&io::stderr()))
         .with_filter(filter(level(console)));
     let file = file.map(|file| {
         tracing_subscriber::fmt::layer()
-            .with_writer(std::sync::Mutex::new(file))
+            .with_writer(background_writer("log-file", Box::new(file)))
             .with_ansi(false)
             .with_filter(filter(level("info")))
     });
@@ -1307,7 +1345,9 @@ fn parse_cli() -> (Cli, ArgMatches) {
 fn main() -> ExitCode {
     keep_large_buffers_out_of_the_heap();
     let (cli, matches) = parse_cli();
-    match run(cli, &matches) {
+    let result = run(cli, &matches);
+    finish_logging();
+    match result {
         Ok(code) => code,
         // A reader that stopped early (`arena moves jiu < positions | head`) is not an error:
         // stop quietly, as other command-line tools do.
