@@ -246,9 +246,10 @@ pub enum JournalEntry {
 }
 
 impl JournalEntry {
-    /// A `move` entry's JSON (no newline), byte for byte what `serde_json` writes for it (a
-    /// unit test compares them); any other entry writes nothing.
-    fn write_move_line(&self, out: &mut Vec<u8>) {
+    /// Writes a `move` entry's JSON (no newline), byte for byte what `serde_json` writes for it
+    /// (a unit test compares them), and returns true; any other entry writes nothing and
+    /// returns false.
+    fn write_move_line(&self, out: &mut Vec<u8>) -> bool {
         use crate::json_out::{push_key, push_str, push_u64};
         let JournalEntry::Move {
             id,
@@ -260,7 +261,7 @@ impl JournalEntry {
             second_clock_ms,
         } = self
         else {
-            return;
+            return false;
         };
         out.extend_from_slice(b"{\"kind\":\"move\"");
         push_key(out, "id", false);
@@ -279,6 +280,7 @@ impl JournalEntry {
             push_u64(out, *value);
         }
         out.push(b'}');
+        true
     }
 }
 
@@ -648,10 +650,12 @@ impl Journal {
         lines.clear();
         let mut written = Ok(());
         for entry in entries {
-            if let JournalEntry::Move { .. } = entry {
-                // One per move of every game: written without serde_json's serializer.
-                entry.write_move_line(&mut lines);
-            } else if let Err(e) = serde_json::to_writer(&mut lines, entry) {
+            // A move (one per move of every game) is written without serde_json's serializer.
+            let encoded = match entry.write_move_line(&mut lines) {
+                true => Ok(()),
+                false => serde_json::to_writer(&mut lines, entry),
+            };
+            if let Err(e) = encoded {
                 written = Err(e.into());
                 break;
             }
@@ -1084,7 +1088,7 @@ mod tests {
                 second_clock_ms: 7,
             };
             let mut line = Vec::new();
-            entry.write_move_line(&mut line);
+            assert!(entry.write_move_line(&mut line));
             assert_eq!(
                 String::from_utf8(line).unwrap(),
                 serde_json::to_string(&entry).unwrap()

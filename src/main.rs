@@ -1428,7 +1428,7 @@ mod tests {
             league_planned: 10,
         };
         let game = |line: &arena::game_line::GameLine| arena::server::events::GameFinished {
-            line: line.clone(),
+            line: std::sync::Arc::new(line.clone()),
             progress,
         };
         assert_eq!(

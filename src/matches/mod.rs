@@ -188,7 +188,7 @@ pub async fn run(
                 &mut seen,
             ),
             Heard::Finished(game) => {
-                add_lines(&mut std::iter::once(&game.line), &mut tally, &mut seen)
+                add_lines(&mut std::iter::once(&*game.line), &mut tally, &mut seen)
             }
         };
         if added > 0 {

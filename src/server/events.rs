@@ -46,8 +46,8 @@ pub enum ServerEvent<'a> {
         round: u32,
         rounds: u32,
     },
-    /// A finished game (or a suspension) changed `tournament`'s standings; `standings` are
-    /// every tournament's, shared.
+    /// A finished game (or a suspension) changed `tournament`'s standings; `standings` holds
+    /// every tournament's, as they are now (a reader takes a snapshot when it needs one).
     StandingsChanged {
         tournament: String,
         standings: StandingsBoard,
@@ -137,7 +137,8 @@ impl std::fmt::Debug for MovePlayed<'_> {
 /// A finished game: its games.jsonl line, and how far its tournament and the league are.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GameFinished {
-    pub line: GameLine,
+    /// Shared with the output queue (no copy of the game's moves for the event).
+    pub line: Arc<GameLine>,
     pub progress: LeagueProgress,
 }
 

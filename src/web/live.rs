@@ -769,7 +769,7 @@ mod tests {
             record: "r.txt".into(),
         };
         ServerEvent::GameFinished(Arc::new(crate::server::events::GameFinished {
-            line,
+            line: Arc::new(line),
             progress: Default::default(),
         }))
     }

@@ -248,11 +248,10 @@ pub struct Scheduler {
     task_tournaments: HashMap<tokio::task::Id, usize>,
     pub summary: Vec<GameSummary>,
     /// Each tournament's standings as of its last finished game (recomputed only for the
-    /// tournament whose game finished).
-    /// Shared, so that handing the writer a snapshot after every game copies pointers, not
-    /// every tournament's table.
+    /// tournament whose game finished), shared with the standings writer and the web view,
+    /// which take a snapshot of them when they need one.
     standings: StandingsBoard,
-    /// The newest standings for the writer task (only the newest is kept).
+    /// Wakes the standings writer task after a change of `standings`.
     standings_tx: Option<tokio::sync::watch::Sender<()>>,
     /// Every tournament and bot name, shared: what a live view is told waits names them
     /// four times a second without a string each.
@@ -467,7 +466,7 @@ impl Scheduler {
                 };
                 self.events
                     .publish(&ServerEvent::GameFinished(Arc::new(GameFinished {
-                        line: Arc::unwrap_or_clone(line),
+                        line,
                         progress,
                     })));
             }

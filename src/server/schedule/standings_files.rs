@@ -15,8 +15,9 @@ use crate::server::output_health::{OutputHealth, OutputKind};
 /// state is written when the league stops, without waiting).
 pub(super) const STANDINGS_REST: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Writes each standings snapshot it receives, skipping to the newest when several are waiting;
-/// ends when the sender is dropped and the last snapshot is written. After each write it rests
+/// Writes the board's standings whenever `rx` says they changed, taking the newest state when
+/// it is ready to write (changes meanwhile cost nothing more); ends when the sender is dropped
+/// and the last state is written. After each write it rests
 /// nine times as long as the write took, and at least `STANDINGS_REST`, so that with many
 /// tournaments and many games ending the files cost at most a tenth of a core, never the
 /// referees' share (the web view's standings do not wait for the files). A write that fails is
