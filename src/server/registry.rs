@@ -112,6 +112,9 @@ pub struct BotStatus {
     pub session: Option<(HashSet<GameId>, u32)>,
     /// Matches it is playing now.
     pub busy: u32,
+    /// The ids of those matches, sorted: taken from the same state as `busy`, so the two never
+    /// disagree (the web view's game list learns of a new game a moment later).
+    pub playing: Vec<String>,
     /// Why it was suspended, until it connects again.
     pub suspended: Option<String>,
 }
@@ -366,6 +369,17 @@ impl Registry {
         for (name, busy) in &state.busy {
             out.entry(name.clone()).or_default().busy = *busy;
         }
+        for (match_id, entry) in &state.matches {
+            for name in &entry.players {
+                out.entry(name.clone())
+                    .or_default()
+                    .playing
+                    .push(match_id.clone());
+            }
+        }
+        for status in out.values_mut() {
+            status.playing.sort_unstable();
+        }
         for (name, why) in &state.suspended {
             out.entry(name.clone()).or_default().suspended = Some(why.clone());
         }
@@ -385,5 +399,52 @@ impl Registry {
         }
         drop(state);
         self.changed.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::link::{outbox, LinkClose};
+    use tokio_util::sync::CancellationToken;
+
+    fn session(conn_id: u64, max_games: u32) -> Session {
+        let (tx, _reader) = outbox(16, None);
+        Session {
+            link: BotLink::new(conn_id, tx, LinkClose::new(CancellationToken::new())),
+            games: HashSet::from([GameId::Hex]),
+            max_games,
+        }
+    }
+
+    #[test]
+    fn a_bots_status_names_the_matches_it_is_counted_busy_for() {
+        let registry = Arc::new(Registry::default());
+        let welcome = RefereeMessage::Welcome {
+            protocol: 1,
+            name: "a".into(),
+            server: "arena".into(),
+            ticket: None,
+        };
+        registry.register("a", session(1, 2), &welcome);
+        registry.register("b", session(2, 1), &welcome);
+        let players = ["a".to_string(), "b".to_string()];
+        let claimed = registry
+            .claim_match("m1", &players, GameId::Hex)
+            .expect("both are free");
+        // `b` is at its max_games: a second match is refused, and neither is away.
+        assert_eq!(
+            registry.claim_match("m2", &players, GameId::Hex).err(),
+            Some([false, false])
+        );
+        let statuses = registry.statuses();
+        for name in ["a", "b"] {
+            assert_eq!(statuses[name].busy, 1, "{name}");
+            assert_eq!(statuses[name].playing, ["m1"], "{name}");
+        }
+        drop(claimed);
+        let statuses = registry.statuses();
+        assert_eq!((statuses["a"].busy, statuses["a"].playing.len()), (0, 0));
+        assert_eq!((statuses["b"].busy, statuses["b"].playing.len()), (0, 0));
     }
 }

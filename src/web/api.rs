@@ -272,7 +272,7 @@ pub fn bots(
         let status = status_of(&bot.name);
         let session = status.session.as_ref();
         let busy = status.busy;
-        let playing = live.playing(&bot.name);
+        let playing = &status.playing;
         let mut hello_games: Vec<&str> = session
             .map(|(games, _)| games.iter().map(|g| g.as_str()).collect())
             .unwrap_or_default();
@@ -335,8 +335,7 @@ pub fn bots(
                 match &them.session {
                     Some((games, max_games)) if games.contains(&t.game) => {
                         if them.busy >= *max_games {
-                            let with_us =
-                                live.playing(opponent).iter().any(|id| playing.contains(id));
+                            let with_us = them.playing.iter().any(|id| playing.contains(id));
                             reasons.push(if with_us {
                                 format!(
                                     "{}: the next game with {opponent} waits for the one they are playing now",

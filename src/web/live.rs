@@ -664,20 +664,6 @@ impl Live {
     pub fn schedule(&self) -> Arc<ScheduleSeen> {
         self.lock().schedule.clone()
     }
-
-    /// The games `name` is playing now.
-    pub fn playing(&self, name: &str) -> Vec<String> {
-        self.lock()
-            .games
-            .iter()
-            .filter_map(|s| match s {
-                Slot::Full { game, .. } => Some(game),
-                Slot::Dropped(_) => None,
-            })
-            .filter(|g| g.result.is_none() && g.spec.players.iter().any(|p| p == name))
-            .map(|g| g.spec.match_id.clone())
-            .collect()
-    }
 }
 
 /// A stream following one game move by move (`Live::follow`); dropping it stops that.
@@ -791,7 +777,7 @@ mod tests {
         let mut events = live.subscribe_league();
         let log = start(&live, "m");
         play(&live, &log, "m", "F6", || "pos".into());
-        assert_eq!(live.playing("a"), vec!["m".to_string()]);
+        assert_eq!(live.games()[0]["status"], "playing");
         assert_eq!(live.games()[0]["ply"], 1);
         server.publish(&finished("m", crate::game::EndReason::Resign));
         server.publish(&finished("never-started", crate::game::EndReason::Forfeit));
@@ -806,7 +792,6 @@ mod tests {
         assert_eq!(g.record.as_deref(), Some("r.txt"));
         assert_eq!(live.games()[0]["status"], "finished");
         assert!(live.game("never-started").is_none());
-        assert!(live.playing("a").is_empty());
     }
 
     #[test]
