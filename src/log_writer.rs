@@ -84,7 +84,7 @@ fn write_lines(lines: Receiver<Message>, mut out: Box<dyn Write + Send>) {
     let mut batch: Vec<u8> = Vec::with_capacity(BATCH_BYTES);
     let mut flushed: Vec<SyncSender<()>> = Vec::new();
     // Write errors are ignored, as a logger must: there is nowhere else to report them.
-    let mut write = |out: &mut Box<dyn Write + Send>, batch: &mut Vec<u8>| {
+    let write = |out: &mut Box<dyn Write + Send>, batch: &mut Vec<u8>| {
         if !batch.is_empty() {
             let _ = out.write_all(batch);
             batch.clear();

@@ -745,6 +745,9 @@ pub trait AnyGame: Send + Sync + fmt::Debug {
     /// Parses, checks and plays a move; returns its canonical text as records keep it
     /// (see `Rules::recorded_move`).
     fn play_text(&mut self, text: &str) -> Result<String, PlayError>;
+    /// [`AnyGame::play_text`] writing the canonical text into `recorded` (emptied first): a
+    /// caller that plays many moves keeps one buffer instead of allocating a string per move.
+    fn play_text_into(&mut self, text: &str, recorded: &mut String) -> Result<(), PlayError>;
     /// What `arena moves` prints for this position.
     fn move_listing(&self) -> Vec<String>;
     /// `Rules::move_choices`: what the web view offers a person to click.
@@ -786,14 +789,22 @@ impl<R: Rules> AnyGame for R {
         Ok(mv.to_string())
     }
     fn play_text(&mut self, text: &str) -> Result<String, PlayError> {
+        let mut recorded = String::new();
+        self.play_text_into(text, &mut recorded)?;
+        Ok(recorded)
+    }
+    fn play_text_into(&mut self, text: &str, recorded: &mut String) -> Result<(), PlayError> {
+        use std::fmt::Write;
         let mv = R::parse_move(text)?;
         self.check_move(&mv).map_err(|e| PlayError::Illegal {
             text: text.to_string(),
             why: e.to_string(),
         })?;
-        let recorded = self.recorded_move(&mv).to_string();
+        recorded.clear();
+        // Writing into a string cannot fail.
+        let _ = write!(recorded, "{}", self.recorded_move(&mv));
         self.play_unchecked(&mv);
-        Ok(recorded)
+        Ok(())
     }
     fn move_listing(&self) -> Vec<String> {
         Rules::move_listing(self)
@@ -902,6 +913,43 @@ mod tests {
                 position.play_text(&mv).unwrap();
             }
             assert!(ply > 0);
+        }
+    }
+
+    #[test]
+    fn playing_into_a_kept_buffer_records_what_play_text_returns() {
+        for g in GameId::ALL {
+            let mut by_string = new_game(g, &serde_json::Value::Null).unwrap();
+            let mut by_buffer = by_string.clone_box();
+            // Left over from another move: emptied, not appended to.
+            let mut recorded = String::from("leftover text");
+            let mut played = 0;
+            for ply in 0..40 {
+                if by_string.outcome().is_some() {
+                    break;
+                }
+                // The last legal move, in lower case where the game allows it: the canonical
+                // text differs from what was sent.
+                let mv = by_string.legal_move_texts().pop().unwrap().to_lowercase();
+                let expected = by_string.play_text(&mv);
+                let got = by_buffer.play_text_into(&mv, &mut recorded);
+                assert_eq!(expected.is_ok(), got.is_ok(), "{g} ply {ply} {mv}");
+                if let Ok(text) = expected {
+                    assert_eq!(recorded, text, "{g} ply {ply}");
+                    played += 1;
+                }
+                assert_eq!(by_buffer.position_text(), by_string.position_text());
+            }
+            assert!(played >= 10, "{g}: only {played} moves played");
+            let before = by_buffer.position_text();
+            assert!(by_buffer
+                .play_text_into("not a move", &mut recorded)
+                .is_err());
+            assert_eq!(
+                by_buffer.position_text(),
+                before,
+                "{g}: a refused move changes nothing"
+            );
         }
     }
 

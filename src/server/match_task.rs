@@ -7,7 +7,7 @@ use std::sync::Arc;
 use chrono::Local;
 use tokio_util::sync::CancellationToken;
 
-use crate::game::EndReason;
+use crate::game::{EndReason, Side};
 use crate::game_line::GameLine;
 use crate::journal::JournalEntry;
 
@@ -19,6 +19,7 @@ use super::referee::{
     run_journaled_match, FinishedGame, MatchJournaling, RefereeSettings, ResumePoint,
 };
 use super::registry::{ClaimedMatch, MatchSlot};
+use super::report::GameSummary;
 
 /// Everything a match needs besides its claim in the registry.
 pub struct MatchPlan {
@@ -83,7 +84,11 @@ pub async fn play(claimed: ClaimedMatch, plan: MatchPlan) -> MatchDone {
     let finished =
         run_journaled_match(spec, settings, links, inbox, Some(&door), stop, journaling).await;
     let slot = match &finished {
-        Some(game) if hold_slot_on_fault && lost_by_fault(game) => Some(slot),
+        Some(game)
+            if hold_slot_on_fault && lost_by_fault(game.outcome.winner, game.outcome.reason) =>
+        {
+            Some(slot)
+        }
         _ => {
             // Free the players for their next games while the output is written.
             drop(slot);
@@ -108,35 +113,34 @@ pub async fn play(claimed: ClaimedMatch, plan: MatchPlan) -> MatchDone {
 pub struct MatchDone {
     pub tournament: usize,
     pub id: String,
-    pub game: Option<(FinishedGame, Arc<GameLine>)>,
+    pub game: Option<(GameSummary, Arc<GameLine>)>,
     /// Held for a game lost by a fault (timeout, illegal move) until the scheduler has counted
     /// it: its players' slots stay taken, so no next game starts with a bot that this loss
     /// suspends.
     pub slot: Option<MatchSlot>,
 }
 
-/// Whether a game ended in a loss that counts toward `suspend_after_faults`.
-pub fn lost_by_fault(game: &FinishedGame) -> bool {
-    game.outcome.winner.is_some()
-        && matches!(
-            game.outcome.reason,
-            EndReason::Timeout | EndReason::IllegalMove
-        )
+/// Whether a game won by `winner` for `reason` was lost by a fault, which counts toward
+/// `suspend_after_faults`.
+pub fn lost_by_fault(winner: Option<Side>, reason: EndReason) -> bool {
+    winner.is_some() && matches!(reason, EndReason::Timeout | EndReason::IllegalMove)
 }
 
 /// Finishes a game's output: journals it as finished (made durable on the journal's writer
 /// thread, which keeps trying while the disk fails), then queues its record file and games.jsonl
 /// line for the output writer, which writes them in finishing order and retries what fails.
-/// Returns the game and its games.jsonl line. `None` only if the blocking task itself was lost
-/// (the runtime shutting down).
+/// Returns the game's summary and its games.jsonl line. `None` only if the blocking task itself
+/// was lost (the runtime shutting down).
 pub async fn write_game_output(
     output: Arc<Output>,
     journal: SharedJournal,
     id: String,
     game: FinishedGame,
-) -> Option<(FinishedGame, Arc<GameLine>)> {
-    // One copy of the line, shared by the journal entry, the output queue and the scheduler.
-    let line = Arc::new(output.game_line(&game));
+) -> Option<(GameSummary, Arc<GameLine>)> {
+    let summary = GameSummary::of(&game);
+    // One copy of the line, shared by the journal entry, the output queue and the scheduler;
+    // the finished game's moves move into it.
+    let line = Arc::new(output.game_line(game));
     let entry = JournalEntry::Finished {
         id: id.clone(),
         record: line.clone(),
@@ -155,5 +159,5 @@ pub async fn write_game_output(
         }
     }
     output.enqueue(line.clone());
-    Some((game, line))
+    Some((summary, line))
 }

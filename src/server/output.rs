@@ -143,10 +143,10 @@ impl Output {
 
     /// The games.jsonl line of a finished game, naming the record file it gets (see
     /// [`Record::file_name_for_match`]).
-    pub fn game_line(&self, game: &FinishedGame) -> GameLine {
+    pub fn game_line(&self, game: FinishedGame) -> GameLine {
         let spec = &game.spec;
         // The file's name does not depend on the moves: they are not copied for it.
-        let record = record_without_moves(game, &self.event, &self.place)
+        let record = record_without_moves(&game, &self.event, &self.place)
             .file_name_for_match(&spec.match_id);
         GameLine {
             match_id: spec.match_id.clone(),
@@ -156,14 +156,15 @@ impl Output {
             second: spec.players[1].clone(),
             result: LineResult::of(&game.outcome),
             reason: game.outcome.reason,
-            moves: game.moves.clone(),
-            think_ms: game.think_ms.clone(),
-            lag_ms: game.lag_ms.clone(),
             rules: Value::clone(&spec.rules),
             clock: spec.clock,
             started: game.started.to_rfc3339(),
             finished: game.finished.to_rfc3339(),
             record,
+            // Moved, not copied: the finished game is not needed past its line.
+            moves: game.moves,
+            think_ms: game.think_ms,
+            lag_ms: game.lag_ms,
         }
     }
 
@@ -460,8 +461,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let output = output_in(dir.path());
         // Same players, result, minute, event and place: only the match ids differ.
-        let first = output.game_line(&hex_game("t-r1-p1-g1"));
-        let second = output.game_line(&hex_game("t-r1-p1-g2"));
+        let first = output.game_line(hex_game("t-r1-p1-g1"));
+        let second = output.game_line(hex_game("t-r1-p1-g2"));
         assert_ne!(first.record, second.record);
         assert!(
             first.record.ends_with(" (t-r1-p1-g1).txt"),
@@ -506,7 +507,7 @@ mod tests {
         fs::write(output.records_dir(), b"in the way").unwrap();
         let writer = output.start_writer().unwrap();
         let lines: Vec<GameLine> = (1..=3)
-            .map(|n| output.game_line(&hex_game(&format!("t-r1-p1-g{n}"))))
+            .map(|n| output.game_line(hex_game(&format!("t-r1-p1-g{n}"))))
             .collect();
         for line in &lines {
             output.enqueue(Arc::new(line.clone()));
@@ -539,8 +540,8 @@ mod tests {
     fn repair_restores_a_lost_or_partial_record_and_line_and_drops_repeats() {
         let dir = tempfile::tempdir().unwrap();
         let output = output_in(dir.path());
-        let first = output.game_line(&hex_game("t-r1-p1-g1"));
-        let second = output.game_line(&hex_game("t-r1-p1-g2"));
+        let first = output.game_line(hex_game("t-r1-p1-g1"));
+        let second = output.game_line(hex_game("t-r1-p1-g2"));
         output.enqueue(Arc::new(first.clone()));
         output.enqueue(Arc::new(second.clone()));
         assert_eq!(drain(&output), None);
@@ -577,8 +578,8 @@ mod tests {
     fn repair_never_writes_one_games_record_over_anothers() {
         let dir = tempfile::tempdir().unwrap();
         let output = output_in(dir.path());
-        let mut first = output.game_line(&hex_game("t-r1-p1-g1"));
-        let mut second = output.game_line(&hex_game("t-r1-p1-g2"));
+        let mut first = output.game_line(hex_game("t-r1-p1-g1"));
+        let mut second = output.game_line(hex_game("t-r1-p1-g2"));
         second.moves = vec!["A1".into()];
         // As an older version could journal them: two games under one name.
         first.record = "shared.txt".into();

@@ -230,6 +230,8 @@ struct Referee {
     ended: Option<Outcome>,
     /// The `turn` line being sent, kept between moves (one is encoded at every move).
     turn_line: Vec<u8>,
+    /// The canonical text of the move being played, kept between moves like `turn_line`.
+    recorded: String,
 }
 
 impl Referee {
@@ -496,15 +498,15 @@ impl Referee {
                 else {
                     return Handled::Ended(Outcome::win(side.opponent(), EndReason::Timeout));
                 };
-                match self.game.play_text(&text) {
+                match self.game.play_text_into(&text, &mut self.recorded) {
                     Err(e) => {
                         self.send_error(side, ErrorCode::IllegalMove, e.to_string());
                         // The error quotes the bot's move text: escaped and cut for the log.
                         tracing::info!(match_id = %self.spec.match_id, bot = %self.spec.players[side.index()], error = %crate::log_text::client_text(&e.to_string()), "illegal move");
                         Handled::Ended(Outcome::win(side.opponent(), EndReason::IllegalMove))
                     }
-                    Ok(recorded) => {
-                        self.moves.push(&recorded, side, ms(think), ms(credit));
+                    Ok(()) => {
+                        self.moves.push(&self.recorded, side, ms(think), ms(credit));
                         self.clocks.charge(side, think);
                         self.reported[side.index()] = self.moves.len();
                         Handled::Moved(MoveTimes {
@@ -753,6 +755,7 @@ pub async fn run_journaled_match(
         recheck_at: None,
         direct_open: false,
         turn_line: Vec::new(),
+        recorded: String::new(),
         ended: None,
     };
     let desk = Arc::new(Desk {

@@ -446,10 +446,10 @@ impl Scheduler {
         &mut self,
         tournament: usize,
         id: String,
-        game: FinishedGame,
+        summary: GameSummary,
         line: Arc<GameLine>,
     ) {
-        self.summary.push(GameSummary::of(&game));
+        self.summary.push(summary);
         let Some(t) = self.tournaments.get_mut(tournament) else {
             return;
         };
@@ -466,7 +466,7 @@ impl Scheduler {
                 };
                 self.events
                     .publish(&ServerEvent::GameFinished(Arc::new(GameFinished {
-                        line,
+                        line: line.clone(),
                         progress,
                     })));
             }
@@ -489,7 +489,7 @@ impl Scheduler {
             }
         }
         self.journal.append(entries).await;
-        self.count_faults(&game).await;
+        self.count_faults(&line).await;
         self.refresh_standings(tournament);
         self.write_standings().await;
         self.announce_if_finished(tournament);
@@ -511,22 +511,20 @@ impl Scheduler {
     /// Counts each player's losses in a row by timeout or illegal move (any other result of a
     /// game it played ends the run; a forfeit says nothing) and suspends a bot whose run
     /// reaches `server.suspend_after_faults`.
-    async fn count_faults(&mut self, game: &FinishedGame) {
+    async fn count_faults(&mut self, game: &GameLine) {
         let limit = usize::try_from(self.config.server.suspend_after_faults).unwrap_or(usize::MAX);
-        if limit == 0 || game.outcome.reason == EndReason::Forfeit {
+        if limit == 0 || game.reason == EndReason::Forfeit {
             return;
         }
-        for (side, name) in [Side::First, Side::Second]
-            .into_iter()
-            .zip(&game.spec.players)
-        {
-            let fault = lost_by_fault(game) && game.outcome.winner == Some(side.opponent());
+        let winner = game.winner();
+        for (side, name) in [(Side::First, &game.first), (Side::Second, &game.second)] {
+            let fault = lost_by_fault(winner, game.reason) && winner == Some(side.opponent());
             if !fault {
                 self.faults.remove(name);
                 continue;
             }
             let run = self.faults.entry(name.clone()).or_default();
-            run.push(format!("{} in {}", game.outcome.reason, game.spec.match_id));
+            run.push(format!("{} in {}", game.reason, game.match_id));
             if run.len() >= limit {
                 let run = self.faults.remove(name).unwrap_or_default();
                 self.suspend(name, &run).await;
