@@ -382,16 +382,18 @@ fn fields_of(message_type: &str) -> &'static [(&'static str, FieldKind, bool)] {
     }
 }
 
-/// A `move` line's fields, borrowed from the line where no escape forces a copy; other fields
-/// are ignored, as [`BotMessage`] ignores them.
+/// A `move` line's fields, borrowed from the line; other fields are ignored, as [`BotMessage`]
+/// ignores them. A string with an escape in it cannot be borrowed: such a line fails here and
+/// is read the full way. (`Option<Cow<str>>` would not do: serde borrows into a `Cow` only when
+/// it is the field's whole type, and copied every move's two strings.)
 #[derive(Deserialize)]
 struct MoveFields<'a> {
     #[serde(rename = "type", borrow)]
     kind: std::borrow::Cow<'a, str>,
     #[serde(rename = "match", borrow, default)]
-    match_id: Option<std::borrow::Cow<'a, str>>,
+    match_id: Option<&'a str>,
     #[serde(rename = "move", borrow, default)]
-    mv: Option<std::borrow::Cow<'a, str>>,
+    mv: Option<&'a str>,
     #[serde(default)]
     ply: Option<u32>,
 }
@@ -411,6 +413,38 @@ fn match_in_broken_json(line: &str) -> Option<String> {
 /// message names the field). The error carries the line's `match` when it named one. Unknown
 /// extra fields are ignored.
 pub fn parse_bot_line(line: &str) -> Result<BotMessage, LineError> {
+    read_bot_line(line).map(BotLine::into_message)
+}
+
+/// A line from a bot as the server reads it: a `move` whose strings hold no escape keeps them
+/// borrowed from the line (the referee's direct path then copies nothing but what it keeps);
+/// anything else, a move with escapes included, is a [`BotMessage`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum BotLine<'a> {
+    Move {
+        match_id: &'a str,
+        mv: &'a str,
+        ply: Option<u32>,
+    },
+    Message(BotMessage),
+}
+
+impl BotLine<'_> {
+    /// The line as an owned message.
+    pub fn into_message(self) -> BotMessage {
+        match self {
+            BotLine::Move { match_id, mv, ply } => BotMessage::Move {
+                match_id: match_id.to_string(),
+                mv: mv.to_string(),
+                ply,
+            },
+            BotLine::Message(message) => message,
+        }
+    }
+}
+
+/// [`parse_bot_line`] without copying a move's fields out of the line.
+pub fn read_bot_line(line: &str) -> Result<BotLine<'_>, LineError> {
     // Most lines are moves: read into borrowed fields in one pass, without the buffering of
     // every field that a tagged enum needs. Anything else, or a move line this cannot take
     // whole, is read as below, which decides what it is.
@@ -418,9 +452,9 @@ pub fn parse_bot_line(line: &str) -> Result<BotMessage, LineError> {
         if let (true, Some(match_id), Some(mv)) =
             (fields.kind == "move", fields.match_id, fields.mv)
         {
-            return Ok(BotMessage::Move {
-                match_id: match_id.into_owned(),
-                mv: mv.into_owned(),
+            return Ok(BotLine::Move {
+                match_id,
+                mv,
                 ply: fields.ply,
             });
         }
@@ -428,7 +462,7 @@ pub fn parse_bot_line(line: &str) -> Result<BotMessage, LineError> {
     // A well-formed line (nearly every line) is read in one pass; only a refused one is read
     // again as a JSON value to say exactly what is wrong with it.
     if let Ok(message) = serde_json::from_str::<BotMessage>(line) {
-        return Ok(message);
+        return Ok(BotLine::Message(message));
     }
     let value: Value = serde_json::from_str(line).map_err(|e| {
         LineError::new(ErrorCode::BadJson, format!("not valid JSON: {e}"))
@@ -477,6 +511,7 @@ pub fn parse_bot_line(line: &str) -> Result<BotMessage, LineError> {
         return Err(LineError::new(ErrorCode::MissingField, problem).about(match_id));
     }
     serde_json::from_value(value)
+        .map(BotLine::Message)
         .map_err(|e| LineError::new(ErrorCode::MissingField, e.to_string()).about(match_id))
 }
 
@@ -757,6 +792,14 @@ mod tests {
             let fast = parse_bot_line(line).unwrap();
             let full = serde_json::from_str::<BotMessage>(line).unwrap();
             assert_eq!(fast, full, "{line}");
+            assert_eq!(read_bot_line(line).unwrap().into_message(), full, "{line}");
+        }
+        // A move with nothing to unescape is read without copying its fields out of the line.
+        match read_bot_line(r#"{"type":"move","match":"m1","move":"J10","ply":4}"#).unwrap() {
+            BotLine::Move { match_id, mv, ply } => {
+                assert_eq!((match_id, mv, ply), ("m1", "J10", Some(4)));
+            }
+            other => panic!("not read as a move: {other:?}"),
         }
         // Lines the fast path cannot take whole are refused as before, naming what is wrong.
         for (line, code) in [

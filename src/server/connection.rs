@@ -19,14 +19,14 @@ use crate::config::Config;
 use crate::game::GameId;
 use crate::log_text::client_text;
 use crate::protocol::{
-    parse_bot_line, BotMessage, CappedLineCodec, ErrorCode, Frame, RefereeMessage, MAX_LINE_BYTES,
-    PROTOCOL_VERSION,
+    read_bot_line, BotLine, BotMessage, CappedLineCodec, ErrorCode, Frame, RefereeMessage,
+    MAX_LINE_BYTES, PROTOCOL_VERSION,
 };
 
 use super::address::AddressShare;
 use super::arrival::{ArrivalStampedRead, ReadProgress};
 use super::link::{
-    outbox, write_lines, BotLink, LineSink, LinkClose, RefereeInput, StreamSink, TcpSink,
+    outbox, write_lines, BotLink, LineSink, LinkClose, MoveInput, RefereeInput, StreamSink, TcpSink,
 };
 use super::log_summary::LogSummary;
 use super::login_guard::LoginGuard;
@@ -372,9 +372,9 @@ impl Connection {
                     self.refuse(ErrorCode::BadJson, "line is not valid UTF-8".into(), None)
                 }
                 Some(Ok(Frame::Line(line))) if line.trim().is_empty() => Next::Continue,
-                Some(Ok(Frame::Line(line))) => match parse_bot_line(&line) {
+                Some(Ok(Frame::Line(line))) => match read_bot_line(&line) {
                     Err(e) => self.refuse(e.code, e.message, e.match_id),
-                    Ok(BotMessage::Pong { .. }) if self.name.is_none() => {
+                    Ok(BotLine::Message(BotMessage::Pong { .. })) if self.name.is_none() => {
                         // As any other first line that is not `hello`.
                         self.error(
                             ErrorCode::AuthFailed,
@@ -383,7 +383,7 @@ impl Connection {
                         );
                         Next::Close("spoke before hello".into())
                     }
-                    Ok(BotMessage::Pong { id }) => {
+                    Ok(BotLine::Message(BotMessage::Pong { id })) => {
                         // Only a liveness signal: lag credit never comes from how fast the
                         // bot's process answers (it could answer late on purpose).
                         self.bad_lines = 0;
@@ -400,7 +400,13 @@ impl Connection {
                             Some(rtt) => self.link.set_rtt(rtt),
                             None => self.link.clear_rtt(),
                         }
-                        let next = self.handle(message, received, now).await;
+                        let next = match message {
+                            // The common line, its fields borrowed from the line.
+                            BotLine::Move { match_id, mv, ply } if self.name.is_some() => {
+                                self.forward_move(match_id, mv, ply, received, now).await
+                            }
+                            other => self.handle(other.into_message(), received, now).await,
+                        };
                         if self.name.is_some() {
                             self.unauthenticated = None;
                         }
@@ -446,59 +452,79 @@ impl Connection {
                 Next::Continue
             }
             BotMessage::Move { match_id, mv, ply } => {
-                let conn_id = self.link.conn_id;
-                self.forward_to_referee(match_id, |side| RefereeInput::Move {
-                    side,
-                    conn_id,
-                    text: mv,
-                    ply,
-                    received,
-                    read,
-                })
-                .await
+                self.forward_move(&match_id, &mv, ply, received, read).await
             }
             BotMessage::Resign { match_id } => {
                 let conn_id = self.link.conn_id;
-                self.forward_to_referee(match_id, |side| RefereeInput::Resign { side, conn_id })
+                let Some(playing) = self.playing(&match_id) else {
+                    return Next::Continue;
+                };
+                let side = playing.side;
+                self.hand_to_referee_task(RefereeInput::Resign { side, conn_id })
                     .await
             }
             BotMessage::Pong { .. } => Next::Continue,
         }
     }
 
-    /// Hands a logged-in bot's input to the referee of its match `match_id`.
-    async fn forward_to_referee(
-        &mut self,
-        match_id: String,
-        input: impl FnOnce(crate::game::Side) -> RefereeInput,
-    ) -> Next {
-        if !self.playing.as_ref().is_some_and(|p| p.serves(&match_id)) {
+    /// The match `match_id` this connection plays, found in the registry once and kept; `None`
+    /// (and the bot told) if it plays no such match.
+    fn playing(&mut self, match_id: &str) -> Option<&PlayingMatch> {
+        if !self.playing.as_ref().is_some_and(|p| p.serves(match_id)) {
             let found = self
                 .name
                 .as_deref()
-                .and_then(|name| self.ctx.registry.match_for(&match_id, name));
+                .and_then(|name| self.ctx.registry.match_for(match_id, name));
             let Some((side, door)) = found else {
                 self.error(
                     ErrorCode::UnknownMatch,
                     format!("you are not playing a match {match_id:?}"),
-                    Some(match_id),
+                    Some(match_id.to_string()),
                 );
-                return Next::Continue;
+                return None;
             };
             self.playing = Some(PlayingMatch {
-                match_id,
+                match_id: match_id.to_string(),
                 side,
                 door,
             });
         }
-        let Some(playing) = &self.playing else {
+        self.playing.as_ref()
+    }
+
+    /// Hands a logged-in bot's move to the referee of its match `match_id`: played right here
+    /// when the referee takes it directly (most moves: under the referee's lock, no hand-over
+    /// to its task, the text not copied), through its inbox otherwise.
+    async fn forward_move(
+        &mut self,
+        match_id: &str,
+        text: &str,
+        ply: Option<u32>,
+        received: Instant,
+        read: Instant,
+    ) -> Next {
+        let conn_id = self.link.conn_id;
+        let Some(playing) = self.playing(match_id) else {
             return Next::Continue;
         };
-        // Most moves are played right here, under the referee's lock (no hand-over to its
-        // task); what the referee gives back goes through its inbox.
-        let input = match playing.door.try_direct(input(playing.side)) {
-            Ok(()) => return Next::Continue,
-            Err(input) => input,
+        let mv = MoveInput {
+            side: playing.side,
+            conn_id,
+            text,
+            ply,
+            received,
+            read,
+        };
+        if playing.door.try_direct(mv) {
+            return Next::Continue;
+        }
+        self.hand_to_referee_task(mv.to_owned_input()).await
+    }
+
+    /// Hands `input` to the task of the referee of the match this connection plays now.
+    async fn hand_to_referee_task(&mut self, input: RefereeInput) -> Next {
+        let Some(playing) = &self.playing else {
+            return Next::Continue;
         };
         // The inbox almost always has room: handing the input over without building a send
         // future is the common path (the future showed in the bench's profile); only a full

@@ -530,11 +530,41 @@ pub enum RefereeInput {
     },
 }
 
+/// A `move` as the connection that read it hands it over: its text borrowed from the line read,
+/// so a move the referee takes directly is copied only into the game's move log.
+/// [`RefereeInput::Move`] is its owned form, for the inbox.
+#[derive(Debug, Clone, Copy)]
+pub struct MoveInput<'a> {
+    pub side: Side,
+    pub conn_id: u64,
+    pub text: &'a str,
+    /// The `ply` the bot says it answers, if it said.
+    pub ply: Option<u32>,
+    pub received: Instant,
+    pub read: Instant,
+}
+
+impl MoveInput<'_> {
+    /// The move as the referee's inbox takes it (its text copied).
+    pub fn to_owned_input(self) -> RefereeInput {
+        RefereeInput::Move {
+            side: self.side,
+            conn_id: self.conn_id,
+            text: self.text.to_string(),
+            ply: self.ply,
+            received: self.received,
+            read: self.read,
+        }
+    }
+}
+
 /// A referee that can take a move on the calling connection's own task, under its own lock,
 /// instead of through its inbox: no hand-over to the referee's task and no wake-up of it per
-/// move. It gives the input back whenever only its task may handle it now.
+/// move. Only moves go this way; everything else goes to its task.
 pub trait DirectMoves: Send + Sync {
-    fn try_play(&self, input: RefereeInput) -> Result<(), RefereeInput>;
+    /// Plays `mv` now; false if only the referee's task may take it now (the move then goes
+    /// through the inbox).
+    fn try_play(&self, mv: MoveInput<'_>) -> bool;
 }
 
 /// How connections reach the referee of a match: its inbox, and the direct path once the
@@ -574,11 +604,12 @@ impl RefereeDoor {
         let _ = self.direct.set(direct);
     }
 
-    /// Hands `input` to the referee directly if it takes it now; gives it back otherwise.
-    pub fn try_direct(&self, input: RefereeInput) -> Result<(), RefereeInput> {
+    /// Plays `mv` directly if the referee takes it now; false otherwise (the caller then hands
+    /// it to the inbox).
+    pub fn try_direct(&self, mv: MoveInput<'_>) -> bool {
         match self.direct.get() {
-            Some(direct) if self.inbox.is_empty() => direct.try_play(input),
-            _ => Err(input),
+            Some(direct) if self.inbox.is_empty() => direct.try_play(mv),
+            _ => false,
         }
     }
 }

@@ -26,7 +26,7 @@ use crate::journal::JournalMove;
 use crate::protocol::{write_turn_line, BotResult, ErrorCode, RefereeMessage};
 
 use super::journaling::MoveJournal;
-use super::link::{BotLink, DirectMoves, RefereeDoor, RefereeInput, WriteStamp};
+use super::link::{BotLink, DirectMoves, MoveInput, RefereeDoor, RefereeInput, WriteStamp};
 use super::match_spec::MatchSpec;
 use super::move_log::SharedMoveLog;
 use super::probe;
@@ -159,19 +159,21 @@ enum LateInput {
 }
 
 impl LateInput {
+    /// What a move of `side` received at `received` does after the mover's `deadline`.
+    fn of_move(side: Side, received: Instant, mover: Side, deadline: Instant) -> LateInput {
+        match (side == mover, received <= deadline) {
+            (true, true) | (false, _) => LateInput::Handle,
+            (true, false) => LateInput::Timeout,
+        }
+    }
+
     fn of(input: &RefereeInput, mover: Side, deadline: Instant) -> LateInput {
         match input {
-            RefereeInput::Move { side, received, .. } if *side == mover => {
-                if *received <= deadline {
-                    LateInput::Handle
-                } else {
-                    LateInput::Timeout
-                }
+            RefereeInput::Move { side, received, .. } => {
+                LateInput::of_move(*side, *received, mover, deadline)
             }
             RefereeInput::Resign { side, .. } if *side != mover => LateInput::Ignore,
-            RefereeInput::Move { side, .. }
-            | RefereeInput::Disconnected { side, .. }
-            | RefereeInput::Connected { side, .. } => {
+            RefereeInput::Disconnected { side, .. } | RefereeInput::Connected { side, .. } => {
                 if *side == mover {
                     LateInput::Timeout
                 } else {
@@ -393,19 +395,65 @@ impl Referee {
     /// is judged by [`LateInput`], the rest by [`Referee::handle`]; a stream of other input
     /// does not hold the mover's clock back.
     fn accept(&mut self, input: RefereeInput) -> Handled {
+        if let RefereeInput::Move {
+            side,
+            conn_id,
+            ref text,
+            ply,
+            received,
+            read,
+        } = input
+        {
+            return self.accept_move(MoveInput {
+                side,
+                conn_id,
+                text,
+                ply,
+                received,
+                read,
+            });
+        }
+        if let Some(handled) =
+            self.late_verdict(|mover, deadline| LateInput::of(&input, mover, deadline))
+        {
+            return handled;
+        }
+        let handled = self.handle(input);
+        self.unless_time_is_up(handled)
+    }
+
+    /// [`Referee::accept`] for a move (borrowed from the line its connection read).
+    fn accept_move(&mut self, mv: MoveInput<'_>) -> Handled {
+        let late = |mover, deadline| LateInput::of_move(mv.side, mv.received, mover, deadline);
+        if let Some(handled) = self.late_verdict(late) {
+            return handled;
+        }
+        let handled = self.handle_move(mv);
+        self.unless_time_is_up(handled)
+    }
+
+    /// What an input does that came once the mover's deadline had passed (`late` says, given
+    /// the mover and the deadline); `None` if it came in time or is handled as usual.
+    fn late_verdict(&self, late: impl FnOnce(Side, Instant) -> LateInput) -> Option<Handled> {
         let mover = self.game.turn();
         // Fresh: the writer may have stamped the turn since the timer was set.
         let clock_end = self.deadline(mover);
-        if Instant::now() > clock_end {
-            match LateInput::of(&input, mover, clock_end) {
-                LateInput::Handle => {}
-                LateInput::Ignore => return Handled::Nothing,
-                LateInput::Timeout => {
-                    return Handled::Ended(Outcome::win(mover.opponent(), EndReason::Timeout))
-                }
-            }
+        if Instant::now() <= clock_end {
+            return None;
         }
-        match self.handle(input) {
+        match late(mover, clock_end) {
+            LateInput::Handle => None,
+            LateInput::Ignore => Some(Handled::Nothing),
+            LateInput::Timeout => Some(Handled::Ended(Outcome::win(
+                mover.opponent(),
+                EndReason::Timeout,
+            ))),
+        }
+    }
+
+    /// An input that did not move the game on still ends it if the mover's time is up.
+    fn unless_time_is_up(&self, handled: Handled) -> Handled {
+        match handled {
             Handled::Nothing => {
                 let m = self.game.turn();
                 if self.time_is_up(m, Instant::now()) {
@@ -459,6 +507,65 @@ impl Referee {
         verdict.min(now + shortest + self.settings.timeout_settle)
     }
 
+    /// Handles a move: accepted, refused, or the match over.
+    fn handle_move(&mut self, mv: MoveInput<'_>) -> Handled {
+        let MoveInput {
+            side,
+            conn_id,
+            text,
+            ply,
+            received,
+            read,
+        } = mv;
+        let mover = self.game.turn();
+        if !self.is_current(side, conn_id) {
+            return Handled::Nothing;
+        }
+        if side == mover {
+            if let Some(why) = self.answers_another_turn(ply, received) {
+                tracing::info!(match_id = %self.spec.match_id, bot = %self.spec.players[side.index()], why = %why, "move refused: not an answer to the current turn");
+                self.send_error(side, ErrorCode::NotYourTurn, why);
+                return Handled::Nothing;
+            }
+        }
+        if side != mover {
+            self.send_error(
+                side,
+                ErrorCode::NotYourTurn,
+                format!(
+                    "it is {}'s move, not yours",
+                    self.spec.players[mover.index()]
+                ),
+            );
+            return Handled::Nothing;
+        }
+        let elapsed = received.saturating_duration_since(self.turn_start());
+        let Ok(MoveCharge { think, credit }) =
+            self.clocks.charge_for(side, elapsed, self.lag_credit(side))
+        else {
+            return Handled::Ended(Outcome::win(side.opponent(), EndReason::Timeout));
+        };
+        match self.game.play_text_into(text, &mut self.recorded) {
+            Err(e) => {
+                self.send_error(side, ErrorCode::IllegalMove, e.to_string());
+                // The error quotes the bot's move text: escaped and cut for the log.
+                tracing::info!(match_id = %self.spec.match_id, bot = %self.spec.players[side.index()], error = %crate::log_text::client_text(&e.to_string()), "illegal move");
+                Handled::Ended(Outcome::win(side.opponent(), EndReason::IllegalMove))
+            }
+            Ok(()) => {
+                self.moves.push(&self.recorded, side, ms(think), ms(credit));
+                self.clocks.charge(side, think);
+                self.reported[side.index()] = self.moves.len();
+                Handled::Moved(MoveTimes {
+                    received,
+                    read,
+                    elapsed,
+                    think,
+                })
+            }
+        }
+    }
+
     /// Handles one input: a move accepted, the match over, or nothing that moves it on.
     fn handle(&mut self, input: RefereeInput) -> Handled {
         let mover = self.game.turn();
@@ -470,54 +577,14 @@ impl Referee {
                 ply,
                 received,
                 read,
-            } => {
-                if !self.is_current(side, conn_id) {
-                    return Handled::Nothing;
-                }
-                if side == mover {
-                    if let Some(why) = self.answers_another_turn(ply, received) {
-                        tracing::info!(match_id = %self.spec.match_id, bot = %self.spec.players[side.index()], why = %why, "move refused: not an answer to the current turn");
-                        self.send_error(side, ErrorCode::NotYourTurn, why);
-                        return Handled::Nothing;
-                    }
-                }
-                if side != mover {
-                    self.send_error(
-                        side,
-                        ErrorCode::NotYourTurn,
-                        format!(
-                            "it is {}'s move, not yours",
-                            self.spec.players[mover.index()]
-                        ),
-                    );
-                    return Handled::Nothing;
-                }
-                let elapsed = received.saturating_duration_since(self.turn_start());
-                let Ok(MoveCharge { think, credit }) =
-                    self.clocks.charge_for(side, elapsed, self.lag_credit(side))
-                else {
-                    return Handled::Ended(Outcome::win(side.opponent(), EndReason::Timeout));
-                };
-                match self.game.play_text_into(&text, &mut self.recorded) {
-                    Err(e) => {
-                        self.send_error(side, ErrorCode::IllegalMove, e.to_string());
-                        // The error quotes the bot's move text: escaped and cut for the log.
-                        tracing::info!(match_id = %self.spec.match_id, bot = %self.spec.players[side.index()], error = %crate::log_text::client_text(&e.to_string()), "illegal move");
-                        Handled::Ended(Outcome::win(side.opponent(), EndReason::IllegalMove))
-                    }
-                    Ok(()) => {
-                        self.moves.push(&self.recorded, side, ms(think), ms(credit));
-                        self.clocks.charge(side, think);
-                        self.reported[side.index()] = self.moves.len();
-                        Handled::Moved(MoveTimes {
-                            received,
-                            read,
-                            elapsed,
-                            think,
-                        })
-                    }
-                }
-            }
+            } => self.handle_move(MoveInput {
+                side,
+                conn_id,
+                text: &text,
+                ply,
+                received,
+                read,
+            }),
             RefereeInput::Resign { side, conn_id } => {
                 if self.is_current(side, conn_id) {
                     Handled::Ended(Outcome::win(side.opponent(), EndReason::Resign))
@@ -613,19 +680,16 @@ impl Desk {
 }
 
 impl DirectMoves for Desk {
-    fn try_play(&self, input: RefereeInput) -> Result<(), RefereeInput> {
-        // Resignations and the rest are rare: the task takes them. A backed-up journal makes
-        // a move wait for the disk, which only the task can do.
-        if !matches!(input, RefereeInput::Move { .. })
-            || self.journal.as_ref().is_some_and(MoveJournal::is_backed_up)
-        {
-            return Err(input);
+    fn try_play(&self, mv: MoveInput<'_>) -> bool {
+        // A backed-up journal makes a move wait for the disk, which only the task can do.
+        if self.journal.as_ref().is_some_and(MoveJournal::is_backed_up) {
+            return false;
         }
         let mut referee = self.lock();
         if !referee.direct_open {
-            return Err(input);
+            return false;
         }
-        let outcome = match referee.accept(input) {
+        let outcome = match referee.accept_move(mv) {
             Handled::Nothing => None,
             Handled::Ended(outcome) => Some(outcome),
             Handled::Moved(times) => self.journal_and_go_on(&mut referee, times),
@@ -636,7 +700,7 @@ impl DirectMoves for Desk {
             drop(referee);
             self.ended.notify_one();
         }
-        Ok(())
+        true
     }
 }
 
@@ -1042,9 +1106,28 @@ mod tests {
         /// Hands `input` over as a connection does: directly if the referee takes it so,
         /// through the inbox otherwise.
         async fn send(&self, input: RefereeInput) {
-            if let Err(input) = self.door.try_direct(input) {
-                self.send_to_task(input).await;
+            if let RefereeInput::Move {
+                side,
+                conn_id,
+                ref text,
+                ply,
+                received,
+                read,
+            } = input
+            {
+                let mv = MoveInput {
+                    side,
+                    conn_id,
+                    text,
+                    ply,
+                    received,
+                    read,
+                };
+                if self.door.try_direct(mv) {
+                    return;
+                }
             }
+            self.send_to_task(input).await;
         }
 
         /// Hands `input` to the referee's task through its inbox.
@@ -1340,6 +1423,23 @@ mod tests {
         move_received(side, text, Instant::now())
     }
 
+    /// `side`'s move `text` as a connection offers it to the direct path, received and read
+    /// now.
+    fn direct_move(side: Side, text: &str) -> MoveInput<'_> {
+        let now = Instant::now();
+        MoveInput {
+            side,
+            conn_id: match side {
+                Side::First => 1,
+                Side::Second => 2,
+            },
+            text,
+            ply: None,
+            received: now,
+            read: now,
+        }
+    }
+
     /// `side`'s move `text`, received by the kernel at `received` and read now.
     fn move_received(side: Side, text: &str, received: Instant) -> RefereeInput {
         RefereeInput::Move {
@@ -1367,11 +1467,8 @@ mod tests {
         let mut h = Harness::start();
         h.expect(Side::First, "turn").await;
         let_the_task_settle().await;
-        let taken = h.door.try_direct(move_of(Side::First, "F6"));
-        assert!(
-            taken.is_ok(),
-            "the referee takes a move directly while it waits"
-        );
+        let taken = h.door.try_direct(direct_move(Side::First, "F6"));
+        assert!(taken, "the referee takes a move directly while it waits");
         // No await since: the opponent's turn was queued on this task.
         let mut queued = Vec::new();
         while let Some(outgoing) = h.lines[1].try_recv() {
@@ -1391,15 +1488,23 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_resignation_goes_to_the_referees_task() {
+    async fn a_move_is_not_taken_directly_past_an_input_waiting_in_the_inbox() {
         let mut h = Harness::start();
         h.expect(Side::First, "turn").await;
         let_the_task_settle().await;
-        let given_back = h.door.try_direct(RefereeInput::Resign {
-            side: Side::First,
-            conn_id: 1,
-        });
-        assert!(matches!(given_back, Err(RefereeInput::Resign { .. })));
+        // An input waits in the inbox (the task has not run since): a move taken directly now
+        // would overtake it, so it is not taken; it follows through the inbox.
+        h.door
+            .inbox()
+            .try_send(move_of(Side::Second, "E7"))
+            .expect("room in the inbox");
+        assert!(!h.door.try_direct(direct_move(Side::First, "F6")));
+        h.send_to_task(direct_move(Side::First, "F6").to_owned_input())
+            .await;
+        let turn = h.expect(Side::Second, "turn").await;
+        assert_eq!(turn["moves"], serde_json::json!(["F6"]));
+        h.resign(Side::Second).await;
+        assert_eq!(h.finished().await.moves, vec!["F6".to_string()]);
     }
 
     #[tokio::test(start_paused = true)]
@@ -1407,10 +1512,10 @@ mod tests {
         let mut h = Harness::start();
         h.expect(Side::First, "turn").await;
         let_the_task_settle().await;
-        assert!(h.door.try_direct(move_of(Side::First, "F6")).is_ok());
+        assert!(h.door.try_direct(direct_move(Side::First, "F6")));
         h.expect(Side::Second, "turn").await;
         // F6 is taken.
-        assert!(h.door.try_direct(move_of(Side::Second, "F6")).is_ok());
+        assert!(h.door.try_direct(direct_move(Side::Second, "F6")));
         let end = h.expect(Side::Second, "end").await;
         assert_eq!(
             (end["result"].as_str(), end["reason"].as_str()),
@@ -1419,8 +1524,8 @@ mod tests {
         let door = h.door.clone();
         let game = h.finished().await;
         assert_eq!(game.outcome.reason, EndReason::IllegalMove);
-        // The match is over: a later move is given back, for the inbox to refuse.
-        assert!(door.try_direct(move_of(Side::First, "E7")).is_err());
+        // The match is over: a later move is not taken, for the inbox to refuse.
+        assert!(!door.try_direct(direct_move(Side::First, "E7")));
     }
 
     #[tokio::test(start_paused = true)]
@@ -1442,7 +1547,7 @@ mod tests {
         let_the_task_settle().await;
         tokio::time::sleep(Duration::from_millis(10)).await;
         assert!(
-            h.door.try_direct(move_of(Side::Second, "E7")).is_ok(),
+            h.door.try_direct(direct_move(Side::Second, "E7")),
             "played directly"
         );
         let first_turn = Instant::now();
