@@ -274,6 +274,40 @@ pub struct Scheduler {
     /// The soonest moment a game waiting for an absent bot is forfeited, as far as the looks
     /// so far found (a look at every tournament finds it afresh).
     forfeit_due: Option<Instant>,
+    /// The league's games done and planned, kept game by game.
+    progress: ProgressTally,
+}
+
+/// The league's games done and planned: each tournament's share as last counted, and their
+/// sums. A finished game updates its own tournament's share instead of summing every
+/// tournament's (10,000 of them in the largest bench) each time someone follows the league.
+#[derive(Debug, Default)]
+struct ProgressTally {
+    counted: Vec<(usize, usize)>,
+    totals: (usize, usize),
+}
+
+impl ProgressTally {
+    fn of(tournaments: &[TournamentState]) -> ProgressTally {
+        let mut tally = ProgressTally {
+            counted: vec![(0, 0); tournaments.len()],
+            totals: (0, 0),
+        };
+        for (index, t) in tournaments.iter().enumerate() {
+            tally.set(index, t);
+        }
+        tally
+    }
+
+    /// Counts tournament `index` as `t` stands now.
+    fn set(&mut self, index: usize, t: &TournamentState) {
+        let now = (t.done(), t.planned());
+        if let Some(counted) = self.counted.get_mut(index) {
+            let before = std::mem::replace(counted, now);
+            self.totals.0 = (self.totals.0 + now.0).saturating_sub(before.0);
+            self.totals.1 = (self.totals.1 + now.1).saturating_sub(before.1);
+        }
+    }
 }
 
 /// The tournaments each bot of `tournaments` plays in.
@@ -315,6 +349,7 @@ impl Scheduler {
             to_look_at: std::collections::BTreeSet::new(),
             look_at_all: true,
             forfeit_due: None,
+            progress: ProgressTally::of(&tournaments),
             config,
             registry,
             output,
@@ -340,10 +375,9 @@ impl Scheduler {
         !self.tournaments.is_empty() && self.tournaments.iter().all(TournamentState::is_finished)
     }
 
+    /// The league's games done and planned.
     pub fn league_progress(&self) -> (usize, usize) {
-        self.tournaments
-            .iter()
-            .fold((0, 0), |(d, p), t| (d + t.done(), p + t.planned()))
+        self.progress.totals
     }
 
     fn finished(&self) -> bool {
@@ -455,8 +489,8 @@ impl Scheduler {
         };
         t.mark_finished(id, &line);
         if let Some(t) = self.tournaments.get(tournament) {
+            self.progress.set(tournament, t);
             if self.events.is_followed() {
-                // A pass over every tournament: only when someone follows the news.
                 let (league_done, league_planned) = self.league_progress();
                 let progress = LeagueProgress {
                     tournament_done: t.done(),
@@ -477,6 +511,8 @@ impl Scheduler {
             .map(TournamentState::next_swiss_round)
             .unwrap_or_default();
         if let Some(t) = self.tournaments.get(tournament) {
+            // A Swiss tournament that cannot pair another round plans fewer games.
+            self.progress.set(tournament, t);
             if let Some(round) = entries.iter().find_map(|e| match e {
                 JournalEntry::Scheduled { round, .. } => Some(*round),
                 _ => None,
@@ -929,6 +965,33 @@ mod tests {
         assert_eq!(tournaments[0].planned(), 6);
         assert_eq!(tournaments[0].done(), 2);
         assert_eq!(tournaments[0].pending.len(), 2);
+    }
+
+    #[test]
+    fn the_league_tally_follows_each_tournament_it_is_told_of() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = swiss_config(dir.path());
+        let mut second = config.tournaments[0].clone();
+        second.name = "s2".into();
+        config.tournaments.push(second);
+        let out = output(dir.path());
+        let (_journal, mut tournaments, _) = prepare_league(&config, &out).unwrap();
+        let sum = |ts: &[TournamentState]| {
+            ts.iter()
+                .fold((0, 0), |(d, p), t| (d + t.done(), p + t.planned()))
+        };
+        let mut tally = ProgressTally::of(&tournaments);
+        assert_eq!(tally.totals, (0, 12));
+        for index in [0, 1, 1] {
+            let game = tournaments[index].pending.remove(0).game;
+            tournaments[index].mark_finished(game.id.clone(), &line(&game));
+            tally.set(index, &tournaments[index]);
+            assert_eq!(tally.totals, sum(&tournaments));
+        }
+        assert_eq!(tally.totals, (3, 12));
+        // Told of the same state again, nothing is counted twice.
+        tally.set(1, &tournaments[1]);
+        assert_eq!(tally.totals, (3, 12));
     }
 
     #[test]
