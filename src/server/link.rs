@@ -558,6 +558,30 @@ impl MoveInput<'_> {
     }
 }
 
+impl RefereeInput {
+    /// The move this input is, borrowed (its [`MoveInput`] form); `None` for other inputs.
+    pub fn as_move(&self) -> Option<MoveInput<'_>> {
+        match self {
+            RefereeInput::Move {
+                side,
+                conn_id,
+                text,
+                ply,
+                received,
+                read,
+            } => Some(MoveInput {
+                side: *side,
+                conn_id: *conn_id,
+                text,
+                ply: *ply,
+                received: *received,
+                read: *read,
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// A referee that can take a move on the calling connection's own task, under its own lock,
 /// instead of through its inbox: no hand-over to the referee's task and no wake-up of it per
 /// move. Only moves go this way; everything else goes to its task.

@@ -395,23 +395,8 @@ impl Referee {
     /// is judged by [`LateInput`], the rest by [`Referee::handle`]; a stream of other input
     /// does not hold the mover's clock back.
     fn accept(&mut self, input: RefereeInput) -> Handled {
-        if let RefereeInput::Move {
-            side,
-            conn_id,
-            ref text,
-            ply,
-            received,
-            read,
-        } = input
-        {
-            return self.accept_move(MoveInput {
-                side,
-                conn_id,
-                text,
-                ply,
-                received,
-                read,
-            });
+        if let Some(mv) = input.as_move() {
+            return self.accept_move(mv);
         }
         if let Some(handled) =
             self.late_verdict(|mover, deadline| LateInput::of(&input, mover, deadline))
@@ -570,21 +555,10 @@ impl Referee {
     fn handle(&mut self, input: RefereeInput) -> Handled {
         let mover = self.game.turn();
         match input {
-            RefereeInput::Move {
-                side,
-                conn_id,
-                text,
-                ply,
-                received,
-                read,
-            } => self.handle_move(MoveInput {
-                side,
-                conn_id,
-                text: &text,
-                ply,
-                received,
-                read,
-            }),
+            RefereeInput::Move { .. } => match input.as_move() {
+                Some(mv) => self.handle_move(mv),
+                None => Handled::Nothing,
+            },
             RefereeInput::Resign { side, conn_id } => {
                 if self.is_current(side, conn_id) {
                     Handled::Ended(Outcome::win(side.opponent(), EndReason::Resign))
@@ -1106,26 +1080,8 @@ mod tests {
         /// Hands `input` over as a connection does: directly if the referee takes it so,
         /// through the inbox otherwise.
         async fn send(&self, input: RefereeInput) {
-            if let RefereeInput::Move {
-                side,
-                conn_id,
-                ref text,
-                ply,
-                received,
-                read,
-            } = input
-            {
-                let mv = MoveInput {
-                    side,
-                    conn_id,
-                    text,
-                    ply,
-                    received,
-                    read,
-                };
-                if self.door.try_direct(mv) {
-                    return;
-                }
+            if input.as_move().is_some_and(|mv| self.door.try_direct(mv)) {
+                return;
             }
             self.send_to_task(input).await;
         }
