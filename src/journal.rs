@@ -651,9 +651,10 @@ impl Journal {
         let mut written = Ok(());
         for entry in entries {
             // A move (one per move of every game) is written without serde_json's serializer.
-            let encoded = match entry.write_move_line(&mut lines) {
-                true => Ok(()),
-                false => serde_json::to_writer(&mut lines, entry),
+            let encoded = if entry.write_move_line(&mut lines) {
+                Ok(())
+            } else {
+                serde_json::to_writer(&mut lines, entry)
             };
             if let Err(e) = encoded {
                 written = Err(e.into());
