@@ -300,7 +300,8 @@ fn false_timeout_delays(result: &LoadResult, think_max_ms: u64) -> Vec<Option<Tu
 pub struct TurnDelay {
     pub received_ms: Option<f64>,
     pub read_ms: f64,
-    /// The time the bot had used by its own clock.
+    /// The time the bot had used by its own clock (from its kernel's receipt of `turn` where
+    /// stamped, else from reading it).
     pub used_ms: f64,
     /// When the referee declared the loss.
     pub declared_ms: f64,

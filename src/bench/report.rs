@@ -122,7 +122,7 @@ pub struct BenchReport {
     /// In the clock phase: how long moves waited in the socket before being read (not charged).
     pub clock_socket_wait_ms_p99: f64,
     /// Clock phase: games a bot lost on time although, by its own clock, it had used at most
-    /// 90% of the limit on that move (from reading `turn` to writing its move).
+    /// 90% of the limit on that move (from its kernel receiving `turn` to writing its move).
     pub false_timeouts: u64,
     /// For each false timeout, how long its `turn` took from the referee writing it to the
     /// bot's kernel receiving it and to the bot's process reading it (null where the referee's
@@ -360,7 +360,8 @@ impl BenchReport {
                         "{}/{:.1}/{:.1}/{:.1}{}",
                         d.received_ms.map_or("?".to_string(), |r| format!("{r:.1}")),
                         d.read_ms,
-                        d.read_ms + d.used_ms,
+                        // The bot's own clock runs from its kernel's receipt where stamped.
+                        d.received_ms.unwrap_or(d.read_ms) + d.used_ms,
                         d.declared_ms,
                         if d.no_move_read {
                             " (no move read)"
