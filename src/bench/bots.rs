@@ -1,7 +1,8 @@
 //! The load generator: `arena bench --bots-only` connects bots `b0..bN` to a referee and plays a
 //! precomputed Connect6 game that fills the board to a draw (181 moves, so games are long and
 //! moves cheap). Each bot replies to `turn` at once, or after a random sleep of up to
-//! `think_max_ms` (counted from its kernel's receipt of `turn`) while still answering pings at once. It runs in its own process so that bot
+//! `think_max_ms` (counted from its kernel's receipt of `turn`) while still answering pings at
+//! once. It runs in its own process so that bot
 //! work never shares the server's runtime, and prints one JSON object (`BotsReport`) when the
 //! referee has closed every connection.
 
@@ -68,11 +69,11 @@ pub struct BotsReport {
     pub web_event_bytes: u64,
     pub games_ended: u64,
     pub timeouts_seen: u64,
-    /// Games a bot lost on time having used at most `think_max_ms` by its own clock (from its
-    /// kernel receiving `turn` to writing its move, or to reading `end` if it had not written
-    /// it yet): false timeouts.
+    /// Games a bot lost on time having used at most `think_max_ms` (`TimedMove::used_us`: from
+    /// its kernel receiving `turn` to writing its move, or to reading `end` if it had not
+    /// written it yet): false timeouts.
     pub timeouts_within_plan: u64,
-    /// Games a bot lost on time after using more than `think_max_ms` by its own clock (its
+    /// Games a bot lost on time after using more than `think_max_ms` at the wire (its
     /// process was held up past its planned think time).
     pub timeouts_overran: u64,
     pub errors_seen: u64,
@@ -88,14 +89,24 @@ pub struct BotsReport {
 pub struct TimedMove {
     pub match_id: String,
     pub ply: u32,
-    /// True think time: from the bot's kernel receiving `turn` (or, unstamped, the bot
-    /// reading it) to the write of the move returning.
+    /// True think time: from reading `turn` to the write of the move returning.
     pub think_us: u64,
     /// When the bot's process read `turn`.
     pub read_mono_us: u64,
     /// When the bot's kernel received the bytes that completed `turn` (the receive stamp of
     /// the read), if it stamped them: never earlier than the line's arrival.
     pub arrived_mono_us: Option<u64>,
+}
+
+impl TimedMove {
+    /// The time the bot had used on the move at the wire: its think time plus, where its kernel
+    /// stamped `turn`, the time `turn` waited in its socket before the read.
+    pub fn used_us(&self) -> u64 {
+        let in_socket = self
+            .arrived_mono_us
+            .map_or(0, |arrived| self.read_mono_us.saturating_sub(arrived));
+        self.think_us.saturating_add(in_socket)
+    }
 }
 
 /// The moves of a Connect6 game that fills the board without six in a row (a draw by full
@@ -188,9 +199,7 @@ struct BotStats {
 /// A move waiting for its think time to pass.
 struct Pending {
     due: Instant,
-    /// When the bot's time on this move began: its kernel's receipt of `turn` where stamped,
-    /// else the read.
-    began: Instant,
+    read_at: Instant,
     read_mono_us: u64,
     arrived_mono_us: Option<u64>,
     match_id: String,
@@ -335,7 +344,7 @@ impl Bot {
                         let sent = self.send_move(&mut write_half, &p.match_id, p.ply, &mut stats).await;
                         // Measured once the move is written: a process held up between its
                         // timer and its write has used that time too.
-                        let think = u64::try_from(p.began.elapsed().as_micros()).unwrap_or(u64::MAX);
+                        let think = u64::try_from(p.read_at.elapsed().as_micros()).unwrap_or(u64::MAX);
                         let made = TimedMove {
                             match_id: p.match_id,
                             ply: p.ply,
@@ -363,10 +372,10 @@ impl Bot {
                 let age = read_at.saturating_duration_since(at).as_micros();
                 read_mono_us.saturating_sub(u64::try_from(age).unwrap_or(u64::MAX))
             });
-            // The bot's time on a move runs from its kernel's receipt of `turn`, as a bot
-            // process that is not held up would see it: a wait in this crowded process's
-            // socket before the read (the load generator's own scheduling, not the referee's)
-            // is then spent from the planned think time instead of added to it.
+            // A bot's planned sleep runs from its kernel's receipt of `turn`, as a bot process
+            // that is not held up would see it: a wait in this crowded process's socket before
+            // the read (the load generator's own scheduling, not the referee's) is spent from
+            // the sleep instead of added to it.
             let began = arrived_at.map_or(read_at, |at| at.min(read_at));
             let line = match frame {
                 Ok(Some(Ok(Frame::Line(line)))) => line,
@@ -410,7 +419,7 @@ impl Bot {
                         pending.retain(|p| p.match_id != match_id);
                         pending.push(Pending {
                             due: began + Duration::from_millis(think),
-                            began,
+                            read_at,
                             read_mono_us,
                             arrived_mono_us,
                             match_id: match_id.to_string(),
@@ -431,7 +440,7 @@ impl Bot {
                             let lost = match waiting {
                                 Some(p) => Some(TimedMove {
                                     think_us: u64::try_from(
-                                        read_at.saturating_duration_since(p.began).as_micros(),
+                                        read_at.saturating_duration_since(p.read_at).as_micros(),
                                     )
                                     .unwrap_or(u64::MAX),
                                     match_id: p.match_id,
@@ -444,7 +453,7 @@ impl Bot {
                                     .position(|m| Some(m.match_id.as_str()) == ended)
                                     .map(|i| last_moves.swap_remove(i)),
                             };
-                            let used_us = lost.as_ref().map_or(0, |m| m.think_us);
+                            let used_us = lost.as_ref().map_or(0, TimedMove::used_us);
                             if let Some(lost) = lost {
                                 stats.lost_on_time.push(lost);
                             }

@@ -263,8 +263,8 @@ fn clock_errors(result: &LoadResult) -> ClockErrors {
     e
 }
 
-/// For each game the load generator lost on time within its plan (at most `think_max_ms` by its
-/// own clock): its `turn`, from the referee writing it to the bot's kernel receiving it (where
+/// For each game the load generator lost on time within its plan (at most `think_max_ms` used
+/// at the wire, `TimedMove::used_us`): its `turn`, from the referee writing it to the bot's kernel receiving it (where
 /// the bot's kernel stamped it) and to the bot's process reading it, in ms on the machine-wide
 /// monotonic clock; `None` where the referee kept no stamp.
 fn false_timeout_delays(result: &LoadResult, think_max_ms: u64) -> Vec<Option<TurnDelay>> {
@@ -272,7 +272,7 @@ fn false_timeout_delays(result: &LoadResult, think_max_ms: u64) -> Vec<Option<Tu
         .bots
         .lost_on_time
         .iter()
-        .filter(|lost| lost.think_us <= think_max_ms.saturating_mul(1000))
+        .filter(|lost| lost.used_us() <= think_max_ms.saturating_mul(1000))
         .map(|lost| {
             result
                 .referee_timeouts
@@ -285,7 +285,7 @@ fn false_timeout_delays(result: &LoadResult, think_max_ms: u64) -> Vec<Option<Tu
                     TurnDelay {
                         received_ms: lost.arrived_mono_us.map(since_written),
                         read_ms: since_written(lost.read_mono_us),
-                        used_ms: lost.think_us as f64 / 1000.0,
+                        used_ms: lost.used_us() as f64 / 1000.0,
                         declared_ms: since_written(t.declared_mono_us),
                         no_move_read: t.no_move_read,
                     }
@@ -300,8 +300,8 @@ fn false_timeout_delays(result: &LoadResult, think_max_ms: u64) -> Vec<Option<Tu
 pub struct TurnDelay {
     pub received_ms: Option<f64>,
     pub read_ms: f64,
-    /// The time the bot had used by its own clock (from its kernel's receipt of `turn` where
-    /// stamped, else from reading it).
+    /// The time the bot had used at the wire (`TimedMove::used_us`: from its kernel's receipt
+    /// of `turn` where stamped, else from reading it).
     pub used_ms: f64,
     /// When the referee declared the loss.
     pub declared_ms: f64,
@@ -804,9 +804,12 @@ mod tests {
             arrived_mono_us,
         };
         result.bots.lost_on_time = vec![
-            // Received 0.2 ms and read 25 ms after it was written, used 180 ms by its own
-            // clock: false, and the bot's process held the turn.
-            lost("m1-r1-g1", 7, 180_000, 35_000, Some(10_200)),
+            // Received 0.2 ms and read 25 ms after it was written, then thought 155 ms: it
+            // used 179.8 ms from its kernel's receipt, within plan, so the loss is false.
+            lost("m1-r1-g1", 7, 155_000, 35_000, Some(10_200)),
+            // Thought 170 ms after its turn waited 24.8 ms in its socket: 194.8 ms at the
+            // wire, the load generator's own delay, not counted.
+            lost("m4-r1-g1", 5, 170_000, 35_000, Some(10_200)),
             // Used 230 ms by its own clock: it overran, not counted.
             lost("m2-r1-g1", 3, 230_000, 50_000, None),
             // Within plan, but the referee kept no stamp for it.
@@ -818,7 +821,7 @@ mod tests {
                 Some(TurnDelay {
                     received_ms: Some(0.2),
                     read_ms: 25.0,
-                    used_ms: 180.0,
+                    used_ms: 179.8,
                     declared_ms: 250.0,
                     no_move_read: true,
                 }),

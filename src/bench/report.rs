@@ -121,8 +121,8 @@ pub struct BenchReport {
     pub bot_stamped_moves: usize,
     /// In the clock phase: how long moves waited in the socket before being read (not charged).
     pub clock_socket_wait_ms_p99: f64,
-    /// Clock phase: games a bot lost on time although, by its own clock, it had used at most
-    /// 90% of the limit on that move (from its kernel receiving `turn` to writing its move).
+    /// Clock phase: games a bot lost on time although it had used at most 90% of the limit on
+    /// that move at the wire (from its kernel receiving `turn` to writing its move).
     pub false_timeouts: u64,
     /// For each false timeout, how long its `turn` took from the referee writing it to the
     /// bot's kernel receiving it and to the bot's process reading it (null where the referee's
@@ -130,8 +130,8 @@ pub struct BenchReport {
     pub false_timeout_turn_delays: Vec<Option<TurnDelay>>,
     /// Clock phase: every game that ended on time, as the referees recorded them.
     pub timeouts_total: usize,
-    /// Clock phase: games lost on time by a bot that had itself used more than 90% by its own
-    /// clock (the load generator's process was held up past its planned sleep).
+    /// Clock phase: games lost on time by a bot that had itself used more than 90% at the wire
+    /// (the load generator's process was held up past its planned sleep).
     pub timeouts_bot_overran: u64,
     pub bot_errors_seen: u64,
     pub total_s: f64,
@@ -379,7 +379,7 @@ impl BenchReport {
         }
         writeln!(
             out,
-            "  games lost on time: {} in all; {} of them by a bot whose own clock says it used more than 90% (its process was held up)",
+            "  games lost on time: {} in all; {} of them by a bot that had used more than 90% at the wire (its process was held up)",
             self.timeouts_total, self.timeouts_bot_overran
         )?;
         writeln!(
