@@ -315,6 +315,8 @@ impl Connection {
         // Only a bot that has answered a ping can be closed for leaving one unanswered: the
         // protocol does not oblige a bot to answer (TCP keepalive finds a dead network anyway).
         let mut answers_pings = false;
+        // The round-trip time last told to the link (`None` until the first line).
+        let mut rtt_told: Option<Option<Duration>> = None;
         // Created once, not per line (see `write_lines`). The link's token is a child of the
         // server's shutdown token, so this one wait also ends the loop at shutdown. Waiting on
         // the shutdown token itself as well would lock that token (shared by every
@@ -395,10 +397,17 @@ impl Connection {
                     }
                     Ok(message) => {
                         self.bad_lines = 0;
-                        // Lag credit: the kernel's own round-trip estimate, from ACKs.
-                        match lines.get_ref().kernel_rtt() {
-                            Some(rtt) => self.link.set_rtt(rtt),
-                            None => self.link.clear_rtt(),
+                        // Lag credit: the kernel's own round-trip estimate, from ACKs. Told
+                        // to the link only when it changes: the link's copy sits in memory the
+                        // referee uses from another core, and even a look at it cost the
+                        // reader a cache miss at every move (in the bench's profile).
+                        let rtt = lines.get_ref().kernel_rtt();
+                        if rtt_told != Some(rtt) {
+                            match rtt {
+                                Some(rtt) => self.link.set_rtt(rtt),
+                                None => self.link.clear_rtt(),
+                            }
+                            rtt_told = Some(rtt);
                         }
                         let next = match message {
                             // The common line, its fields borrowed from the line.

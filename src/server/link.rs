@@ -32,57 +32,82 @@ use crate::protocol::RefereeMessage;
 /// Round-trip time not measured yet.
 const RTT_UNKNOWN: u64 = u64::MAX;
 
-/// When a line reached the socket: set by the connection's writer right after writing it, read
-/// by the referee that queued it (a `turn`, whose clock runs from that moment). A plain
-/// instant behind an uncontended lock: one write and one or two reads per turn.
-#[derive(Debug, Default)]
+/// When a line reached the socket: set by whoever writes it (the queuing task, or the
+/// connection's writer), read by the referee that queued it (a `turn`, whose clock runs from
+/// that moment). Two instants kept as atomics, as nanoseconds after the stamp was made plus one
+/// (0: not yet), so that the referee's several reads per move take no lock.
+#[derive(Debug)]
 pub struct WriteStamp {
-    /// (when the writer began writing the line, when the write returned).
-    written: Mutex<(Option<tokio::time::Instant>, Option<tokio::time::Instant>)>,
+    origin: tokio::time::Instant,
+    /// When the writer began writing the line (before the bytes reach the socket: nothing
+    /// that arrived earlier can be an answer to it).
+    begun: AtomicU64,
+    /// When the write returned.
+    written: AtomicU64,
+}
+
+impl Default for WriteStamp {
+    fn default() -> WriteStamp {
+        WriteStamp::new()
+    }
 }
 
 impl WriteStamp {
     pub fn new() -> WriteStamp {
-        WriteStamp::default()
+        WriteStamp {
+            origin: tokio::time::Instant::now(),
+            begun: AtomicU64::new(0),
+            written: AtomicU64::new(0),
+        }
     }
 
-    #[allow(clippy::type_complexity)]
-    fn slot(&self) -> MutexGuard<'_, (Option<tokio::time::Instant>, Option<tokio::time::Instant>)> {
-        self.written.lock().unwrap_or_else(|e| e.into_inner())
+    /// `at` as kept: never 0, and an instant before the stamp was made (which no write can
+    /// be) counts as the moment it was made.
+    fn encode(&self, at: tokio::time::Instant) -> u64 {
+        let nanos = at.saturating_duration_since(self.origin).as_nanos();
+        u64::try_from(nanos)
+            .unwrap_or(u64::MAX - 1)
+            .min(u64::MAX - 1)
+            + 1
+    }
+
+    fn decode(&self, kept: u64) -> Option<tokio::time::Instant> {
+        kept.checked_sub(1)
+            .map(|nanos| self.origin + Duration::from_nanos(nanos))
     }
 
     /// Forgets the last stamp (a new line is about to be queued).
     pub fn clear(&self) {
-        *self.slot() = (None, None);
+        self.begun.store(0, Ordering::Release);
+        self.written.store(0, Ordering::Release);
     }
 
-    /// Records `at` as the moment the writer began writing the line (before the bytes reach
-    /// the socket: nothing that arrived earlier can be an answer to it).
+    /// Records `at` as the moment the writer began writing the line, unless it had begun.
     pub fn begin(&self, at: tokio::time::Instant) {
-        let mut slot = self.slot();
-        if slot.0.is_none() {
-            slot.0 = Some(at);
-        }
+        // Failing means it had begun: the first moment is kept.
+        let _ =
+            self.begun
+                .compare_exchange(0, self.encode(at), Ordering::AcqRel, Ordering::Acquire);
     }
 
     /// Records `at` as the moment the line was written (and as its beginning, if the writer
     /// did not say so before).
     pub fn set(&self, at: tokio::time::Instant) {
-        let mut slot = self.slot();
-        if slot.0.is_none() {
-            slot.0 = Some(at);
-        }
-        slot.1 = Some(at);
+        let kept = self.encode(at);
+        let _ = self
+            .begun
+            .compare_exchange(0, kept, Ordering::AcqRel, Ordering::Acquire);
+        self.written.store(kept, Ordering::Release);
     }
 
     /// When the line was written, if it has been.
     pub fn get(&self) -> Option<tokio::time::Instant> {
-        self.slot().1
+        self.decode(self.written.load(Ordering::Acquire))
     }
 
     /// When the writer began writing the line, if it has.
     pub fn begun(&self) -> Option<tokio::time::Instant> {
-        self.slot().0
+        self.decode(self.begun.load(Ordering::Acquire))
     }
 }
 
@@ -471,11 +496,8 @@ impl BotLink {
         let us = u64::try_from(rtt.as_micros())
             .unwrap_or(RTT_UNKNOWN - 1)
             .min(RTT_UNKNOWN - 1);
-        // Set on every move but changed only when the reader asks the kernel again: storing
-        // the same value would still take the referee's cache line away from it.
-        if self.rtt_us.load(Ordering::Relaxed) != us {
-            self.rtt_us.store(us, Ordering::Relaxed);
-        }
+        // The reader calls this only when the kernel's figure changed (see `read_loop`).
+        self.rtt_us.store(us, Ordering::Relaxed);
     }
 
     /// Forgets the round-trip time (no credit until it is measured again).
@@ -764,6 +786,31 @@ mod tests {
 
     fn ping_line(id: u64) -> String {
         RefereeMessage::Ping { id }.to_wire_line()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_write_stamp_keeps_its_instants_exactly_and_the_first_beginning() {
+        let stamp = WriteStamp::new();
+        assert_eq!((stamp.begun(), stamp.get()), (None, None));
+        let began = Instant::now() + Duration::from_nanos(1_234_567);
+        stamp.begin(began);
+        stamp.begin(began + Duration::from_millis(5));
+        assert_eq!(stamp.begun(), Some(began), "the first beginning is kept");
+        assert_eq!(stamp.get(), None, "begun is not written");
+        let written = began + Duration::from_micros(250);
+        stamp.set(written);
+        assert_eq!((stamp.begun(), stamp.get()), (Some(began), Some(written)));
+        stamp.clear();
+        assert_eq!((stamp.begun(), stamp.get()), (None, None));
+        // Written without a beginning: it began when it was written.
+        tokio::time::advance(Duration::from_secs(3600)).await;
+        let later = Instant::now();
+        stamp.set(later);
+        assert_eq!((stamp.begun(), stamp.get()), (Some(later), Some(later)));
+        // An instant from before the stamp was made (no write can be) reads as its making.
+        let young = WriteStamp::new();
+        young.set(later - Duration::from_secs(1));
+        assert_eq!(young.get(), Some(later));
     }
 
     #[test]
