@@ -2,9 +2,8 @@
 //! precomputed Connect6 game that fills the board to a draw (181 moves, so games are long and
 //! moves cheap). Each bot replies to `turn` at once, or after a random sleep of up to
 //! `think_max_ms` (counted from its kernel's receipt of `turn`) while still answering pings at
-//! once. It runs in its own process so that bot
-//! work never shares the server's runtime, and prints one JSON object (`BotsReport`) when the
-//! referee has closed every connection.
+//! once. It runs in its own process so that bot work never shares the server's runtime, and
+//! prints one JSON object (`BotsReport`) when the referee has closed every connection.
 
 use std::io::Write;
 use std::sync::Arc;

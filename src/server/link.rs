@@ -73,7 +73,7 @@ impl WriteStamp {
 
     fn decode(&self, kept: u64) -> Option<tokio::time::Instant> {
         kept.checked_sub(1)
-            .map(|nanos| self.origin + Duration::from_nanos(nanos))
+            .and_then(|nanos| self.origin.checked_add(Duration::from_nanos(nanos)))
     }
 
     /// Forgets the last stamp (a new line is about to be queued).
