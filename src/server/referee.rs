@@ -494,20 +494,13 @@ impl Referee {
 
     /// Handles a move: accepted, refused, or the match over.
     fn handle_move(&mut self, mv: MoveInput<'_>) -> Handled {
-        let MoveInput {
-            side,
-            conn_id,
-            text,
-            ply,
-            received,
-            read,
-        } = mv;
+        let (side, received) = (mv.side, mv.received);
         let mover = self.game.turn();
-        if !self.is_current(side, conn_id) {
+        if !self.is_current(side, mv.conn_id) {
             return Handled::Nothing;
         }
         if side == mover {
-            if let Some(why) = self.answers_another_turn(ply, received) {
+            if let Some(why) = self.answers_another_turn(mv.ply, received) {
                 tracing::info!(match_id = %self.spec.match_id, bot = %self.spec.players[side.index()], why = %why, "move refused: not an answer to the current turn");
                 self.send_error(side, ErrorCode::NotYourTurn, why);
                 return Handled::Nothing;
@@ -530,7 +523,7 @@ impl Referee {
         else {
             return Handled::Ended(Outcome::win(side.opponent(), EndReason::Timeout));
         };
-        match self.game.play_text_into(text, &mut self.recorded) {
+        match self.game.play_text_into(mv.text, &mut self.recorded) {
             Err(e) => {
                 self.send_error(side, ErrorCode::IllegalMove, e.to_string());
                 // The error quotes the bot's move text: escaped and cut for the log.
@@ -543,7 +536,7 @@ impl Referee {
                 self.reported[side.index()] = self.moves.len();
                 Handled::Moved(MoveTimes {
                     received,
-                    read,
+                    read: mv.read,
                     elapsed,
                     think,
                 })
