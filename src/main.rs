@@ -242,6 +242,10 @@ enum Command {
         /// on a busy contest server would (docs/benchmarks.md).
         #[arg(long)]
         hog: bool,
+        /// Run the server (and the relay it is compared with) on this many worker threads
+        /// instead of one per core, as `server.threads` does for `arena serve`.
+        #[arg(long, default_value_t = 0)]
+        server_threads: usize,
         /// Instead of the usual run: measure how much web clients hammering every endpoint
         /// slow a live game (windows without and with them, three of each; about 2 minutes).
         #[arg(long)]
@@ -728,6 +732,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             matches,
             games_per_bot,
             hog,
+            server_threads,
             web_load,
             hammer_clients,
             hammer_only,
@@ -762,6 +767,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                     matches: None,
                     games_per_bot: 1,
                     hog,
+                    server_threads,
                 };
                 let report =
                     arena::bench::web_load::run(&options, hammer_clients, &mut io::stderr())?;
@@ -792,6 +798,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                     matches,
                     games_per_bot: usize::from(games_per_bot),
                     hog,
+                    server_threads,
                 };
                 let report = arena::bench::run(&options, &mut io::stderr())?;
                 if json {
@@ -1132,7 +1139,8 @@ fn serve(
     }
     let out_dir = config.server.out_dir.clone();
     let league_config = config.clone();
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let runtime =
+        arena::server::runtime(config.server.threads).context("cannot start the async runtime")?;
     let summary = runtime.block_on(async move {
         let listener = arena::server::bind(&config, listen).await?;
         let web = match config.web_addr()? {

@@ -161,6 +161,8 @@ fn quick_bench_prints_every_figure_as_json() {
         );
     }
     assert_eq!(report["hog"], false);
+    // One worker a core by default, as `arena serve` runs.
+    assert!(number(&report, "server_workers") >= 1.0, "{report}");
     assert_eq!(
         number(&report, "web_event_bytes"),
         0.0,
@@ -230,9 +232,18 @@ fn quick_bench_prints_every_figure_as_json() {
 
 #[test]
 fn quick_bench_with_the_web_view_on_and_two_games_per_bot() {
-    // Two options in one run (each run takes a minute): the web view's streams, and bots that
-    // play two games at once over their one connection (50 bots for the 100 matches).
-    let report = quick_bench(&["--web-clients", "2", "--games-per-bot", "2"]);
+    // Three options in one run (each run takes a minute): the web view's streams, bots that
+    // play two games at once over their one connection (50 bots for the 100 matches), and a
+    // server on one worker thread.
+    let report = quick_bench(&[
+        "--web-clients",
+        "2",
+        "--games-per-bot",
+        "2",
+        "--server-threads",
+        "1",
+    ]);
+    assert_eq!(report["server_workers"], 1, "{report}");
     assert_eq!(report["web_clients"], 2);
     assert_eq!(report["games_per_bot"], 2);
     assert_eq!(report["matches"], 100);

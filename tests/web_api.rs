@@ -635,7 +635,9 @@ fn arena() -> std::process::Command {
 #[test]
 fn serve_prints_the_web_address_and_writes_the_site_when_done() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("arena.toml"), LEAGUE).unwrap();
+    // On one worker thread (`threads`), which the log's first line confirms below.
+    let config = LEAGUE.replace("[server]\n", "[server]\nthreads = 1\n");
+    std::fs::write(dir.path().join("arena.toml"), config).unwrap();
     let serve = || {
         arena()
             .current_dir(dir.path())
@@ -671,6 +673,11 @@ fn serve_prints_the_web_address_and_writes_the_site_when_done() {
     assert!(stdout.contains("sur 1/1"), "{stdout}");
     let log = std::fs::read_to_string(dir.path().join("out/arena.log")).unwrap();
     assert!(log.contains(" INFO "), "{log}");
+    let listening = log
+        .lines()
+        .find(|l| l.contains("arena server listening"))
+        .unwrap_or_else(|| panic!("no listening line in {log}"));
+    assert!(listening.contains(" workers=1 "), "{listening}");
 
     // Started again, the finished league says so and how to serve its site, and exits.
     let again = serve();

@@ -40,11 +40,16 @@ pub struct LoadPlan {
     /// With the web view on: this many clients hammering every endpoint from another process
     /// (`arena bench --hammer-only`) from the matches' start to the window's end (0: none).
     pub web_hammer: usize,
+    /// Worker threads of the server's (and the relay's) runtime; 0: one per core, as
+    /// `arena serve` with `server.threads = 0`.
+    pub server_threads: usize,
 }
 
 /// What one phase measured.
 #[derive(Debug, Clone)]
 pub struct LoadResult {
+    /// Worker threads the server's runtime ran on.
+    pub server_workers: usize,
     pub window_s: f64,
     /// Moves accepted by referees during the window.
     pub moves_in_window: u64,
@@ -396,9 +401,7 @@ pub(super) fn spawn_bots(
 /// Runs one phase: server up, load generator connected, every match running, warm-up, window.
 pub fn run_phase(dir: &Path, plan: &LoadPlan, exe: &Path) -> Result<LoadResult, BenchError> {
     let config = bench_config(plan, dir)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
+    let runtime = crate::server::runtime(plan.server_threads)
         .map_err(|e| BenchError::Setup(format!("server runtime: {e}")))?;
     runtime.block_on(measure(config, plan, exe))
 }
@@ -588,6 +591,7 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
     let bots: BotsReport = serde_json::from_str(bots_text.trim())
         .map_err(|e| BenchError::Setup(format!("cannot read the load generator's report: {e}")))?;
     Ok(LoadResult {
+        server_workers: tokio::runtime::Handle::current().metrics().num_workers(),
         window_s,
         moves_in_window: after.moves.saturating_sub(before.moves),
         overhead_us: after.overhead_us.since(&before.overhead_us),

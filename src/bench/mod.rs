@@ -56,6 +56,8 @@ pub struct BenchOptions {
     /// Keep one CPU core busy with a spinning child process during the load phases, as other
     /// work on a contest server would.
     pub hog: bool,
+    /// Worker threads of the server's and the relay's runtimes (0: one per core).
+    pub server_threads: usize,
 }
 
 /// `arena bench --hog-only`: spins on the last core this process may use until killed (the
@@ -451,6 +453,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         seed: 1,
         web_clients: options.web_clients,
         web_hammer: 0,
+        server_threads: options.server_threads,
     };
     // The relay has no web view: its plan is the referee's without the event streams.
     let relay_plan = LoadPlan {
@@ -504,6 +507,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         seed: 2,
         web_clients: options.web_clients,
         web_hammer: 0,
+        server_threads: options.server_threads,
     };
     say(&format!(
         "clocks: {matches} matches of bots sleeping 0-{} ms under a {} ms move limit",
@@ -611,6 +615,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         cpu_ratio_max,
         relay_cpu_us_per_move: median(rounds.iter().map(|r| r.relay_cpu_us_per_move)),
         hog: options.hog,
+        server_workers: first.server_workers,
         move_overhead_us_p50: median_of(&|r| r.overhead_us.quantile(0.5).unwrap_or(0) as f64)
             as u64,
         move_overhead_us_p99: median_of(&|r| r.overhead_us.quantile(0.99).unwrap_or(0) as f64)
@@ -760,6 +765,7 @@ mod tests {
 
     fn result_with(think: Vec<ThinkSample>, bots: Vec<bots::TimedMove>) -> LoadResult {
         LoadResult {
+            server_workers: 2,
             window_s: 1.0,
             moves_in_window: 0,
             overhead_us: Histogram::new().snapshot(),

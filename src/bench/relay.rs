@@ -214,9 +214,7 @@ async fn accept(
 /// Runs the relay phase of `plan` (its match count, warm-up and window) with the same load
 /// generator as the referee phases.
 pub fn run_relay_phase(plan: &LoadPlan, exe: &Path) -> Result<RelayResult, BenchError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
+    let runtime = crate::server::runtime(plan.server_threads)
         .map_err(|e| BenchError::Setup(format!("relay runtime: {e}")))?;
     runtime.block_on(measure(plan, exe))
 }

@@ -67,6 +67,9 @@ pub struct BenchReport {
     pub relay_cpu_us_per_move: f64,
     /// Whether a spinning child process held one core during the load phases (`--hog`).
     pub hog: bool,
+    /// Worker threads the server's runtime ran on (one per core, or `--server-threads`; the
+    /// relay's runtime has as many).
+    pub server_workers: usize,
     pub move_overhead_us_p50: u64,
     pub move_overhead_us_p99: u64,
     pub move_overhead_samples: u64,
@@ -172,7 +175,7 @@ impl BenchReport {
     pub fn write_text(&self, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
-            "arena bench{}{}{} — {} — {} cores, load average {} at start, open-files limit {}",
+            "arena bench{}{}{} — {} — {} cores, server on {} worker thread{}, load average {} at start, open-files limit {}",
             if self.quick {
                 " --quick (smoke test, not a measurement)"
             } else {
@@ -193,6 +196,8 @@ impl BenchReport {
             },
             self.date,
             self.cores,
+            self.server_workers,
+            if self.server_workers == 1 { "" } else { "s" },
             self.load_average,
             self.open_files_limit
         )?;

@@ -352,6 +352,7 @@ pub fn run(
                 // One spectator following the events, so the web view is on in both.
                 web_clients: 1,
                 web_hammer: hammer,
+                server_threads: options.server_threads,
             };
             let result = run_phase(
                 &scratch.phase_dir(&format!("web-{round}-{hammer}")),

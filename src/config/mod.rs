@@ -116,6 +116,9 @@ pub use validate::MAX_DURATION_MS;
 /// Highest `server.timeout_settle_ms` accepted.
 pub const MAX_TIMEOUT_SETTLE_MS: u64 = 1000;
 
+/// Highest `server.threads` accepted.
+pub const MAX_SERVER_THREADS: usize = 256;
+
 /// Most characters in a tournament name: it is part of every match id, and so of every record
 /// file name, which must stay within the file system's 255 bytes.
 pub const MAX_TOURNAMENT_NAME_CHARS: usize = 40;
@@ -135,6 +138,9 @@ pub struct ServerConfig {
     pub record_encoding: RecordEncoding,
     /// Our addition: most simultaneous connections (others wait in the accept queue).
     pub max_connections: usize,
+    /// Our addition: worker threads of the server's runtime (0: one per core). Built-in
+    /// engines and program bots search in threads and processes of their own either way.
+    pub threads: usize,
     /// Our addition: a connection that has not sent `hello` this long after connecting is closed.
     pub hello_timeout_ms: u64,
     /// Our addition: how often each connection is pinged (round-trip time for lag credit).
@@ -211,6 +217,7 @@ impl Default for ServerConfig {
             exit_when_done: true,
             record_encoding: RecordEncoding::Utf8,
             max_connections: 1024,
+            threads: 0,
             hello_timeout_ms: 10_000,
             ping_interval_ms: 5_000,
             pong_timeout_ms: 120_000,
@@ -694,6 +701,18 @@ mod tests {
         let text = base.replacen("max_lag_ms = 500", "max_lag_ms = 9223372036854775000", 1);
         let err = Config::from_toml(&text).unwrap_err();
         assert_eq!(err.key(), Some("server.max_lag_ms"), "{err}");
+    }
+
+    #[test]
+    fn the_server_threads_default_to_one_per_core_and_too_many_are_refused() {
+        let base = std::fs::read_to_string(fixture("full.toml")).unwrap();
+        assert_eq!(Config::from_toml(&base).unwrap().server.threads, 0);
+        let with = |threads: &str| {
+            base.replacen("[server]\n", &format!("[server]\nthreads = {threads}\n"), 1)
+        };
+        assert_eq!(Config::from_toml(&with("1")).unwrap().server.threads, 1);
+        assert_eq!(refused_key(&with("257")).as_deref(), Some("server.threads"));
+        assert!(Config::from_toml(&with("-1")).is_err());
     }
 
     #[test]

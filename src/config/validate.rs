@@ -5,7 +5,9 @@
 
 use std::collections::HashSet;
 
-use super::{Config, ConfigError, MAX_TIMEOUT_SETTLE_MS, MAX_TOURNAMENT_NAME_CHARS};
+use super::{
+    Config, ConfigError, MAX_SERVER_THREADS, MAX_TIMEOUT_SETTLE_MS, MAX_TOURNAMENT_NAME_CHARS,
+};
 use crate::game::normalize_rules;
 
 impl Config {
@@ -74,6 +76,12 @@ impl Config {
             return Err(ConfigError::invalid(
                 "server.timeout_settle_ms",
                 format!("at most {MAX_TIMEOUT_SETTLE_MS} (it delays every loss on time)"),
+            ));
+        }
+        if s.threads > MAX_SERVER_THREADS {
+            return Err(ConfigError::invalid(
+                "server.threads",
+                format!("at most {MAX_SERVER_THREADS} (0: one per core)"),
             ));
         }
         if s.out_dir.as_os_str().is_empty() {

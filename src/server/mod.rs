@@ -51,6 +51,16 @@ use registry::Registry;
 pub use report::{GameSummary, ResumeReport, ServerError, ServerSummary};
 use schedule::Scheduler;
 
+/// The runtime a server runs on: `threads` worker threads (`server.threads`), or one per core
+/// if 0.
+pub fn runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if threads > 0 {
+        builder.worker_threads(threads);
+    }
+    builder.enable_all().build()
+}
+
 /// Binds the configured listen address (or `listen` when given).
 pub async fn bind(config: &Config, listen: Option<&str>) -> Result<TcpListener, ServerError> {
     let addr = match listen {
@@ -249,7 +259,9 @@ pub async fn run_with(
     });
     let companion = companion.map(|start| start(ctx.clone(), stop.clone()));
     probe::server_ready();
-    tracing::info!(%address, open_files_limit = ?budget.limit, bot_connections = budget.bot_connections, web_connections = budget.web_connections, "arena server listening");
+    // The runtime's worker threads: one per core, or `server.threads` (see `arena serve`).
+    let workers = tokio::runtime::Handle::current().metrics().num_workers();
+    tracing::info!(%address, workers, open_files_limit = ?budget.limit, bot_connections = budget.bot_connections, web_connections = budget.web_connections, "arena server listening");
     events.publish(&ServerEvent::Ready {
         address,
         web: companion_address,
