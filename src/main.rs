@@ -243,9 +243,9 @@ enum Command {
         #[arg(long)]
         hog: bool,
         /// Run the server (and the relay it is compared with) on this many worker threads
-        /// instead of one per core, as `server.threads` does for `arena serve`.
-        #[arg(long, default_value_t = 0)]
-        server_threads: usize,
+        /// instead of one per core, as `server.threads` does for `arena serve` (at most 256).
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=256))]
+        server_threads: u16,
         /// Instead of the usual run: measure how much web clients hammering every endpoint
         /// slow a live game (windows without and with them, three of each; about 2 minutes).
         #[arg(long)]
@@ -767,7 +767,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                     matches: None,
                     games_per_bot: 1,
                     hog,
-                    server_threads,
+                    server_threads: usize::from(server_threads),
                 };
                 let report =
                     arena::bench::web_load::run(&options, hammer_clients, &mut io::stderr())?;
@@ -798,7 +798,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                     matches,
                     games_per_bot: usize::from(games_per_bot),
                     hog,
-                    server_threads,
+                    server_threads: usize::from(server_threads),
                 };
                 let report = arena::bench::run(&options, &mut io::stderr())?;
                 if json {

@@ -635,7 +635,7 @@ fn arena() -> std::process::Command {
 #[test]
 fn serve_prints_the_web_address_and_writes_the_site_when_done() {
     let dir = tempfile::tempdir().unwrap();
-    // On one worker thread (`threads`), which the log's first line confirms below.
+    // On one worker thread (`threads`), which the log's listening line confirms below.
     let config = LEAGUE.replace("[server]\n", "[server]\nthreads = 1\n");
     std::fs::write(dir.path().join("arena.toml"), config).unwrap();
     let serve = || {
