@@ -266,9 +266,9 @@ fn clock_errors(result: &LoadResult) -> ClockErrors {
 }
 
 /// For each game the load generator lost on time within its plan (at most `think_max_ms` used
-/// at the wire, `TimedMove::used_us`): its `turn`, from the referee writing it to the bot's kernel receiving it (where
-/// the bot's kernel stamped it) and to the bot's process reading it, in ms on the machine-wide
-/// monotonic clock; `None` where the referee kept no stamp.
+/// at the wire, `TimedMove::used_us`): its `turn`, from the referee writing it to the bot's
+/// kernel receiving it (where the bot's kernel stamped it) and to the bot's process reading
+/// it, in ms on the machine-wide monotonic clock; `None` where the referee kept no stamp.
 fn false_timeout_delays(result: &LoadResult, think_max_ms: u64) -> Vec<Option<TurnDelay>> {
     result
         .bots
