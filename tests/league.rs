@@ -1147,6 +1147,20 @@ async fn tokens_never_reach_logs_files_or_the_web_view() {
 }
 
 /// `arena serve` on `config` listening on `listen`, as `spawn_server` but on a given address.
+/// A free loopback port below Linux's default ephemeral range (32768–60999), so that no
+/// server or client binding port 0 is given it.
+fn port_outside_the_ephemeral_range() -> u16 {
+    use rand::Rng;
+    let mut rng = rand::thread_rng();
+    for _ in 0..1000 {
+        let port = rng.gen_range(20_000..32_000);
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in 20000..32000");
+}
+
 async fn spawn_server_on(config: &Path, listen: &str) -> support::ServerProcess {
     use tokio::io::{AsyncBufReadExt, BufReader};
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_arena"))
@@ -1191,8 +1205,11 @@ async fn arena_bots_reconnect_after_the_server_is_killed_and_restarted() {
     let out: PathBuf = dir.path().join("out");
     let config_path = dir.path().join("arena.toml");
     std::fs::write(&config_path, scripted_config(&out, 60_000)).unwrap();
-    let mut server = spawn_server_on(&config_path, "127.0.0.1:0").await;
-    let port = server.addr.port();
+    // Not a port the kernel hands out for port 0: while this server is down, another test's
+    // server binding port 0 could get it, and this test's bots (named and keyed like every
+    // scripted league's) would log in there and play that test's games.
+    let port = port_outside_the_ephemeral_range();
+    let mut server = spawn_server_on(&config_path, &format!("127.0.0.1:{port}")).await;
     let bot = |name: &str, token: &str| {
         tokio::process::Command::new(env!("CARGO_BIN_EXE_arena"))
             .args(["bot", "--server", &server.addr.to_string(), "--name", name])
