@@ -244,7 +244,7 @@ enum Command {
         hog: bool,
         /// Run the server (and the relay it is compared with) on this many worker threads
         /// instead of one per core, as `server.threads` does for `arena serve` (at most 256).
-        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=256))]
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=arena::config::MAX_SERVER_THREADS as i64))]
         server_threads: u16,
         /// Instead of the usual run: measure how much web clients hammering every endpoint
         /// slow a live game (windows without and with them, three of each; about 2 minutes).

@@ -1146,7 +1146,6 @@ async fn tokens_never_reach_logs_files_or_the_web_view() {
     }
 }
 
-/// `arena serve` on `config` listening on `listen`, as `spawn_server` but on a given address.
 /// A free loopback port below Linux's default ephemeral range (32768–60999), so that no
 /// server or client binding port 0 is given it.
 fn port_outside_the_ephemeral_range() -> u16 {
@@ -1161,6 +1160,7 @@ fn port_outside_the_ephemeral_range() -> u16 {
     panic!("no free port in 20000..32000");
 }
 
+/// `arena serve` on `config` listening on `listen`, as `spawn_server` but on a given address.
 async fn spawn_server_on(config: &Path, listen: &str) -> support::ServerProcess {
     use tokio::io::{AsyncBufReadExt, BufReader};
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_arena"))
