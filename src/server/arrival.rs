@@ -139,9 +139,8 @@ impl ArrivalStampedRead {
     /// The kernel's round-trip estimate of the connection (`TCP_INFO`'s minimum RTT, or its
     /// smoothed RTT where no minimum is known; measured from ACKs, which the bot's process cannot
     /// delay); `None` where the system does not give it. Read from the kernel at most every
-    /// `RTT_REFRESH`.
-    pub fn kernel_rtt(&self) -> Option<std::time::Duration> {
-        let now = Instant::now();
+    /// `RTT_REFRESH` (`now` is the caller's reading of the clock, taken as it read a line).
+    pub fn kernel_rtt(&self, now: Instant) -> Option<std::time::Duration> {
         if let Some((read, rtt)) = self.rtt.get() {
             if now.saturating_duration_since(read) < RTT_REFRESH {
                 return rtt;

@@ -75,8 +75,8 @@ pub trait BotRead: tokio::io::AsyncRead + Unpin + Send {
     /// When the reader last emptied its socket, if it can tell (see `ReadProgress`).
     fn read_progress(&self) -> Option<Arc<ReadProgress>>;
     /// The kernel's round-trip estimate of the connection, the only source of lag credit
-    /// (`None`: no credit).
-    fn kernel_rtt(&self) -> Option<std::time::Duration>;
+    /// (`None`: no credit); `now` is the caller's reading of the clock.
+    fn kernel_rtt(&self, now: Instant) -> Option<std::time::Duration>;
 }
 
 impl BotRead for ArrivalStampedRead {
@@ -86,8 +86,8 @@ impl BotRead for ArrivalStampedRead {
     fn read_progress(&self) -> Option<Arc<ReadProgress>> {
         self.progress()
     }
-    fn kernel_rtt(&self) -> Option<std::time::Duration> {
-        ArrivalStampedRead::kernel_rtt(self)
+    fn kernel_rtt(&self, now: Instant) -> Option<std::time::Duration> {
+        ArrivalStampedRead::kernel_rtt(self, now)
     }
 }
 
@@ -114,7 +114,7 @@ impl<R: tokio::io::AsyncRead + Unpin + Send> BotRead for UnstampedRead<R> {
     }
     /// A bridged stream (the web view's WebSocket) has no TCP connection of its own to ask, so
     /// it gets no lag credit.
-    fn kernel_rtt(&self) -> Option<std::time::Duration> {
+    fn kernel_rtt(&self, _now: Instant) -> Option<std::time::Duration> {
         None
     }
 }
@@ -401,7 +401,7 @@ impl Connection {
                         // to the link only when it changes: the link's copy sits in memory the
                         // referee uses from another core, and even a look at it cost the
                         // reader a cache miss at every move (in the bench's profile).
-                        let rtt = lines.get_ref().kernel_rtt();
+                        let rtt = lines.get_ref().kernel_rtt(now);
                         if rtt_told != Some(rtt) {
                             match rtt {
                                 Some(rtt) => self.link.set_rtt(rtt),

@@ -302,9 +302,10 @@ impl Referee {
 
     /// Starts `side`'s turn now: its clock runs from the moment its `turn` line is written.
     fn begin_turn(&mut self, side: Side) {
-        self.turn_started = Instant::now();
+        let now = Instant::now();
+        self.turn_started = now;
         self.turn_written[side.index()].clear();
-        self.send_turn(side, true);
+        self.send_turn(side, true, now);
     }
 
     /// When the current turn's clock started: when its `turn` was written, or, until the writer
@@ -343,10 +344,10 @@ impl Referee {
         read || now >= verdict + READER_WAIT_MAX
     }
 
-    /// Sends `turn` to the side to move, with its time left now; `stamped` for the line that
-    /// starts the turn (not one sent again after a reconnect: the clock kept running).
-    fn send_turn(&mut self, side: Side, stamped: bool) {
-        let elapsed = Instant::now().saturating_duration_since(self.turn_started);
+    /// Sends `turn` to the side to move, with its time left at `now`; `stamped` for the line
+    /// that starts the turn (not one sent again after a reconnect: the clock kept running).
+    fn send_turn(&mut self, side: Side, stamped: bool, now: Instant) {
+        let elapsed = now.saturating_duration_since(self.turn_started);
         let clock = self.clocks.turn_clock(side, elapsed);
         let ply = {
             let log = self.moves.read();
@@ -407,11 +408,16 @@ impl Referee {
         self.unless_time_is_up(handled)
     }
 
-    /// [`Referee::accept`] for a move (borrowed from the line its connection read).
+    /// [`Referee::accept`] for a move (borrowed from the line its connection read). Whether a
+    /// move is late is told by when it was received, never after now, so unlike other input
+    /// it needs no look at the clock: a move received in time is handled however late it is
+    /// read, and one received after the deadline is late whenever it is read.
     fn accept_move(&mut self, mv: MoveInput<'_>) -> Handled {
-        let late = |mover, deadline| LateInput::of_move(mv.side, mv.received, mover, deadline);
-        if let Some(handled) = self.late_verdict(late) {
-            return handled;
+        let mover = self.game.turn();
+        if LateInput::of_move(mv.side, mv.received, mover, self.deadline(mover))
+            == LateInput::Timeout
+        {
+            return Handled::Ended(Outcome::win(mover.opponent(), EndReason::Timeout));
         }
         let handled = self.handle_move(mv);
         self.unless_time_is_up(handled)
@@ -583,8 +589,9 @@ impl Referee {
                 if side == mover {
                     // A turn begun while the side was away was never written: its answers
                     // can come from now on.
-                    self.turn_written[side.index()].begin(Instant::now());
-                    self.send_turn(side, false);
+                    let now = Instant::now();
+                    self.turn_written[side.index()].begin(now);
+                    self.send_turn(side, false, now);
                 }
                 Handled::Nothing
             }
