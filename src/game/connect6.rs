@@ -85,9 +85,14 @@ impl Move {
 
 impl fmt::Display for Move {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Piece by piece, as `Point`'s own formatting (see there).
         match self {
-            Move::One(a) => write!(f, "{a}"),
-            Move::Two(a, b) => write!(f, "{a},{b}"),
+            Move::One(a) => fmt::Display::fmt(a, f),
+            Move::Two(a, b) => {
+                fmt::Display::fmt(a, f)?;
+                f.write_str(",")?;
+                fmt::Display::fmt(b, f)
+            }
         }
     }
 }
