@@ -9,7 +9,8 @@
 //!    built-in players, on `game`), and the leaf helpers `hash`, `quantile`, `atomic_file`,
 //!    `fanout`, `console`, `log_text`, `log_writer` (log output on a thread of its own),
 //!    `options_text` (the one `KEY=VALUE` reader),
-//!    `json_out` (the JSON lines written at every move, without `serde_json`'s serializer).
+//!    `json_out` (the JSON lines written at every move, without `serde_json`'s serializer),
+//!    `heap_count` (the heap in use, counted by the allocator wrapper `main.rs` installs).
 //! 2. **Formats**: `protocol`, `clock_settings` with `clock` (both clocks of a match, pure),
 //!    `game_line`, `journal`, `record`, `openings`,
 //!    `league` (standings), `config`, `program`/`sandbox` (how a student's program is named
@@ -42,6 +43,7 @@ pub mod fanout;
 pub mod game;
 pub mod game_line;
 pub mod hash;
+pub mod heap_count;
 pub mod journal;
 pub mod json_out;
 pub mod league;
@@ -79,6 +81,7 @@ mod layout_tests {
         ("log_writer", 1),
         ("options_text", 1),
         ("json_out", 1),
+        ("heap_count", 1),
         ("protocol", 2),
         ("clock_settings", 2),
         ("clock", 2),

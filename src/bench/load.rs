@@ -90,15 +90,15 @@ pub struct LoadResult {
     pub hammer: Option<super::web_load::HammerReport>,
 }
 
-/// How often the window's memory is looked at. Each look at the heap walks the allocator's free
-/// lists under its lock (a profile with 1,000 matches put 1.1% of the window's server CPU in it
-/// at one look every 100 ms), so the looks are spaced out: 40 over a 10 s window.
+/// How often the window's memory is looked at: 40 looks over a 10 s window. (Each look once
+/// walked glibc's free lists under its lock, 1.1% of the window's server CPU at one look every
+/// 100 ms; the counted heap is read in a few hundred nanoseconds.)
 const SAMPLE_EVERY: Duration = Duration::from_millis(250);
 
 /// Looks at the running matches, the heap and the resident size every `SAMPLE_EVERY` for
 /// `window`; also returns the CPU time those looks took (in microseconds), which is the bench's,
-/// not the server's: `mallinfo2` walks the allocator's free lists, which grow with the number
-/// of matches (at 1,000 matches a profile put 8% of the window's server CPU in it).
+/// not the server's (the heap count is cheap to read, but the resident size is a file read and
+/// the look at the matches takes the probe's lock).
 async fn sample_window(window: Duration) -> (Vec<WindowSample>, u64) {
     let end = Instant::now() + window;
     let mut samples = Vec::new();
@@ -143,17 +143,11 @@ fn mean(samples: &[WindowSample], value: impl Fn(&WindowSample) -> u64) -> f64 {
     samples.iter().map(|s| value(s) as f64).sum::<f64>() / samples.len().max(1) as f64
 }
 
-/// Heap this process has allocated and not freed, in KiB (glibc's `mallinfo2`), 0 if unknown:
-/// unlike the resident size, it leaves out memory the allocator holds freed.
+/// Heap this process has allocated and not freed, in KiB (counted by the `arena` binary's
+/// allocator, see `heap_count`), 0 if not counted: unlike the resident size, it leaves out
+/// memory the allocator holds freed.
 pub fn heap_in_use_kib() -> u64 {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        // SAFETY: mallinfo2 only reads the allocator's counters.
-        let info = unsafe { libc::mallinfo2() };
-        u64::try_from(info.uordblks + info.hblkhd).unwrap_or(0) / 1024
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    0
+    crate::heap_count::heap_in_use_bytes().map_or(0, |bytes| bytes / 1024)
 }
 
 /// Resident memory of this process in KiB (Linux `/proc/self/statm`), 0 if unknown.
