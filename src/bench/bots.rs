@@ -414,7 +414,15 @@ impl Bot {
                             break;
                         }
                     } else {
-                        let think = rng.gen_range(0..=self.options.think_max_ms);
+                        // A `turn` whose arrival this process cannot see (no kernel stamp: the
+                        // first turn, read by the handshake with `welcome`) may have waited in
+                        // this crowded process for tens of ms before the read, which a sleep
+                        // planned from the read would add to its think time and turn into a
+                        // loss on time that the referee did not cause. It is answered at once.
+                        let think = match arrived_at {
+                            Some(_) => rng.gen_range(0..=self.options.think_max_ms),
+                            None => 0,
+                        };
                         pending.retain(|p| p.match_id != match_id);
                         pending.push(Pending {
                             due: began + Duration::from_millis(think),
