@@ -16,9 +16,9 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand}
 
 use arena::game::GameId;
 
-/// mimalloc: a server's many small allocations that live on different threads cost it much
-/// less than glibc's malloc (a fifth of the referee's CPU a move in the bench), counted for
-/// the bench's memory figures.
+/// mimalloc: a server's many small allocations, made and freed on different threads, cost it
+/// less than under glibc's malloc (the referee's CPU a move fell by about a tenth in the
+/// bench), counted for the bench's memory figures.
 #[global_allocator]
 static ALLOCATOR: arena::heap_count::CountingAllocator<mimalloc::MiMalloc> =
     arena::heap_count::CountingAllocator(mimalloc::MiMalloc);

@@ -414,14 +414,17 @@ impl Bot {
                             break;
                         }
                     } else {
-                        // A `turn` whose arrival this process cannot see (no kernel stamp: the
-                        // first turn, read by the handshake with `welcome`) may have waited in
-                        // this crowded process for tens of ms before the read, which a sleep
+                        // With the socket stamping, a `turn` without a stamp was read by the
+                        // log-in with `welcome` (the first turn): it may have waited in this
+                        // crowded process for tens of ms before that read, which a sleep
                         // planned from the read would add to its think time and turn into a
                         // loss on time that the referee did not cause. It is answered at once.
-                        let think = match arrived_at {
-                            Some(_) => rng.gen_range(0..=self.options.think_max_ms),
-                            None => 0,
+                        let read_by_log_in =
+                            arrived_at.is_none() && lines.get_ref().get_ref().1.is_stamping();
+                        let think = if read_by_log_in {
+                            0
+                        } else {
+                            rng.gen_range(0..=self.options.think_max_ms)
                         };
                         pending.retain(|p| p.match_id != match_id);
                         pending.push(Pending {

@@ -126,7 +126,6 @@ impl ArrivalStampedRead {
     }
 
     /// Whether reads carry the kernel's receive time.
-    #[cfg(test)]
     pub fn is_stamping(&self) -> bool {
         self.stamping
     }

@@ -154,6 +154,8 @@ impl SharedMoveLog {
             let at = |times: &[u64]| times.get(ply).copied().unwrap_or(0);
             log.push(text, game.mover_of_ply(ply + 1), at(think_ms), at(lag_ms));
         }
+        // A finished game grows no more: no room kept for moves to come.
+        log.shrink_to_fit();
         SharedMoveLog::new(log)
     }
 
