@@ -159,18 +159,28 @@ impl SharedMoveLog {
         SharedMoveLog::new(log)
     }
 
-    /// The log, locked for reading (appending goes through `push`).
-    pub fn read(&self) -> MutexGuard<'_, MoveLog> {
+    fn lock(&self) -> MutexGuard<'_, MoveLog> {
         // A panic elsewhere while holding it leaves a log that is still whole: each push is
         // one append.
         self.0.log.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The log, locked for reading: appending goes through `push` only, which keeps `len`
+    /// with it.
+    pub fn read(&self) -> ReadMoveLog<'_> {
+        ReadMoveLog(self.lock())
+    }
+
     /// Appends a move (see `MoveLog::push`).
     pub fn push(&self, text: &str, mover: Side, think_ms: u64, lag_ms: u64) {
-        let mut log = self.read();
+        let mut log = self.lock();
         log.push(text, mover, think_ms, lag_ms);
         self.0.len.store(log.len(), Ordering::Release);
+    }
+
+    /// Gives back the spare room the log grew into (see `MoveLog::shrink_to_fit`).
+    pub fn shrink_to_fit(&self) {
+        self.lock().shrink_to_fit();
     }
 
     /// Moves so far.
@@ -180,6 +190,17 @@ impl SharedMoveLog {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// A shared log locked for reading (see [`SharedMoveLog::read`]).
+pub struct ReadMoveLog<'a>(MutexGuard<'a, MoveLog>);
+
+impl std::ops::Deref for ReadMoveLog<'_> {
+    type Target = MoveLog;
+
+    fn deref(&self) -> &MoveLog {
+        &self.0
     }
 }
 

@@ -954,7 +954,7 @@ pub async fn run_journaled_match(
     );
     if desk.events.is_followed_live() {
         // A live view (the web's) keeps the latest finished games' logs for a while.
-        referee.moves.read().shrink_to_fit();
+        referee.moves.shrink_to_fit();
     }
     Some(FinishedGame {
         spec: referee.spec.clone(),
