@@ -16,12 +16,13 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand}
 
 use arena::game::GameId;
 
-/// mimalloc: a server's many small allocations, made and freed on different threads, cost it
-/// less than under glibc's malloc (the referee's CPU a move fell by about a tenth in the
-/// bench), counted for the bench's memory figures.
+/// The system allocator, its heap in use counted for the bench's memory figures. (mimalloc cut
+/// the referee's CPU a move by about a tenth, but its reserved address space counts against
+/// the RLIMIT_AS that `engine-exec` sets before it execs a program bot, and that process then
+/// failed to start threads or allocate: see docs/benchmarks.md.)
 #[global_allocator]
-static ALLOCATOR: arena::heap_count::CountingAllocator<mimalloc::MiMalloc> =
-    arena::heap_count::CountingAllocator(mimalloc::MiMalloc);
+static ALLOCATOR: arena::heap_count::CountingAllocator<std::alloc::System> =
+    arena::heap_count::CountingAllocator(std::alloc::System);
 
 #[derive(Parser)]
 #[command(
