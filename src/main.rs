@@ -16,13 +16,14 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand}
 
 use arena::game::GameId;
 
-/// The system allocator, its heap in use counted for the bench's memory figures. (mimalloc cut
-/// the referee's CPU a move by about a tenth, but its reserved address space counts against
-/// the RLIMIT_AS that `engine-exec` sets before it execs a program bot, and that process then
-/// failed to start threads or allocate: see docs/benchmarks.md.)
+/// mimalloc: a server's many small allocations, made and freed on different threads, cost it
+/// less than under glibc's malloc (the referee's CPU a move fell by 4–33% in the bench),
+/// counted for the bench's memory figures. It reserves a gigabyte of address space at start,
+/// so `engine-exec` sets a program bot's address-space cap only as the bot's program replaces
+/// it, and starts no thread (see `arena::program::Limits::exec`).
 #[global_allocator]
-static ALLOCATOR: arena::heap_count::CountingAllocator<std::alloc::System> =
-    arena::heap_count::CountingAllocator(std::alloc::System);
+static ALLOCATOR: arena::heap_count::CountingAllocator<mimalloc::MiMalloc> =
+    arena::heap_count::CountingAllocator(mimalloc::MiMalloc);
 
 #[derive(Parser)]
 #[command(
@@ -505,9 +506,19 @@ fn finish_logging() {
 /// The log file `arena serve` keeps in its out_dir: the whole log, whatever the console shows.
 const LOG_FILE: &str = "arena.log";
 
+/// Who writes the log's lines out.
+#[derive(Clone, Copy)]
+enum LogWriters {
+    /// A thread of its own for each output (`log_writer`).
+    Threads,
+    /// The console's lines written by the thread that logs, straight away: for `engine-exec`,
+    /// which must start no thread (and keeps no log file).
+    Direct,
+}
+
 /// Logs to stderr at `console` by default (debug with -v, trace with -vv; RUST_LOG overrides)
 /// and, with `file`, the whole log there (info by default, or the -v level or RUST_LOG).
-fn init_logging(verbose: u8, console: &str, file: Option<std::fs::File>) {
+fn init_logging(verbose: u8, console: &str, file: Option<std::fs::File>, writers: LogWriters) {
     use tracing_subscriber::{layer::SubscriberExt, util::SubscriberInitExt, Layer};
     let level = |default| match verbose {
         0 => default,
@@ -521,7 +532,11 @@ fn init_logging(verbose: u8, console: &str, file: Option<std::fs::File>) {
     // Each output is written by a thread of its own (`log_writer`): a paused terminal or a
     // slow disk delays the log, never the server. Where no thread can be started, lines are
     // written where they are logged, as before.
-    let console_writer = background_writer("log-console", Box::new(io::stderr()));
+    use tracing_subscriber::fmt::writer::BoxMakeWriter;
+    let console_writer = match writers {
+        LogWriters::Threads => background_writer("log-console", Box::new(io::stderr())),
+        LogWriters::Direct => BoxMakeWriter::new(io::stderr),
+    };
     let console = tracing_subscriber::fmt::layer()
         .with_writer(console_writer)
         .with_ansi(io::IsTerminal::is_terminal(&io::stderr()))
@@ -634,9 +649,14 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
         None | Some(Command::Serve { .. }) => {}
         // `arena match` shows its own progress line; the server's per-game log would drown it.
         Some(Command::Match(_) | Command::Duel { .. } | Command::Bot { stdio: true, .. }) => {
-            init_logging(cli.verbose, "warn", None)
+            init_logging(cli.verbose, "warn", None, LogWriters::Threads)
         }
-        Some(_) => init_logging(cli.verbose, "info", None),
+        // No writer thread: the engine's limits (its address-space cap) must meet no thread
+        // of this process still starting when they are set, just before the engine replaces it.
+        Some(Command::EngineExec { .. }) => {
+            init_logging(cli.verbose, "warn", None, LogWriters::Direct)
+        }
+        Some(_) => init_logging(cli.verbose, "info", None, LogWriters::Threads),
     }
     // Not `stdout().lock()`: the server prints progress lines from its own threads (in-process
     // under `arena bench`), which would wait forever on a lock this thread holds.
@@ -1130,6 +1150,7 @@ fn serve(
         verbose,
         "warn",
         Some(open_log_file(&config.server.out_dir)?),
+        LogWriters::Threads,
     );
     let (refused, weak) = arena::server::bots_with_short_tokens(&config);
     if !refused.is_empty() {

@@ -176,7 +176,10 @@ impl Limits {
     }
 
     /// Applies the limits to this process, then replaces it with `command`. Returns only on
-    /// failure.
+    /// failure. The resource limits are set last, as `command` replaces this process: this
+    /// program's own address space (its allocator reserves a gigabyte up front) must not meet
+    /// the engine's cap while this program still allocates, and a thread of it still starting
+    /// then would fail to get its stack (so `engine-exec` starts none: main.rs).
     pub fn exec(&self, command: &[String]) -> std::io::Error {
         use std::os::unix::process::CommandExt;
         let Some((program, args)) = command.split_first() else {
@@ -195,32 +198,47 @@ impl Limits {
                 return std::io::Error::new(e.kind(), format!("folder {}: {e}", dir.display()));
             }
         }
-        let mib = |mb: u64| mb.saturating_mul(1 << 20);
-        for (resource, value) in [
-            (libc::RLIMIT_AS, self.memory_mb.map(mib)),
-            (libc::RLIMIT_NPROC, self.processes),
-            (libc::RLIMIT_FSIZE, self.file_size_mb.map(mib)),
-            (libc::RLIMIT_NOFILE, self.open_files),
-            // No core dumps: a crash must not write its memory into the engine's folder.
-            (libc::RLIMIT_CORE, self.is_sandboxed().then_some(0)),
-        ] {
-            let Some(value) = value else { continue };
-            let limit = libc::rlimit {
-                rlim_cur: value as libc::rlim_t,
-                rlim_max: value as libc::rlim_t,
-            };
-            // SAFETY: setrlimit only reads the struct passed.
-            if unsafe { libc::setrlimit(resource, &limit) } != 0 {
-                return std::io::Error::last_os_error();
-            }
-        }
         if !self.cpus.is_empty() {
             if let Err(e) = set_affinity(&self.cpus) {
                 // Not fatal: an engine without pinning still plays.
                 tracing::warn!(cpus = ?self.cpus, error = %e, "cannot pin the engine to its cores");
             }
         }
-        std::process::Command::new(program).args(args).exec()
+        let mib = |mb: u64| mb.saturating_mul(1 << 20);
+        let limits: Vec<_> = [
+            (libc::RLIMIT_AS, self.memory_mb.map(mib)),
+            (libc::RLIMIT_NPROC, self.processes),
+            (libc::RLIMIT_FSIZE, self.file_size_mb.map(mib)),
+            (libc::RLIMIT_NOFILE, self.open_files),
+            // No core dumps: a crash must not write its memory into the engine's folder.
+            (libc::RLIMIT_CORE, self.is_sandboxed().then_some(0)),
+        ]
+        .into_iter()
+        .filter_map(|(resource, value)| Some((resource, value? as libc::rlim_t)))
+        .collect();
+        let mut command = std::process::Command::new(program);
+        command.args(args);
+        // The limits are set in the last step before the engine replaces this process, when the
+        // command is ready and nothing here allocates or starts a thread any more: this
+        // program's own reserved address space (its allocator's, a thread's stack) must not
+        // meet the engine's address-space cap.
+        // SAFETY: the hook only calls setrlimit, which reads the structs passed and allocates
+        // nothing.
+        unsafe {
+            command.pre_exec(move || {
+                for &(resource, value) in &limits {
+                    let limit = libc::rlimit {
+                        rlim_cur: value,
+                        rlim_max: value,
+                    };
+                    if libc::setrlimit(resource, &limit) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        command.exec()
     }
 }
 
