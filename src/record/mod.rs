@@ -119,6 +119,18 @@ pub enum RecordError {
     File(#[from] AtomicFileError),
 }
 
+/// How the record writer learns which side made each move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MoveSides {
+    /// By replaying the moves from the start position, which also checks every move (a record
+    /// from anywhere: a file, a person, another program).
+    Replayed,
+    /// From each move's number (`GameId::mover_of_ply`), without replaying: for the moves of a
+    /// game this referee played, each checked and written in its recorded form as it was
+    /// played. Each text is still read as notation, so a text that is not a move is refused.
+    Refereed,
+}
+
 /// Characters that may not appear in a file name on common systems.
 const UNSAFE_IN_FILE_NAMES: [char; 9] = ['/', '\\', ':', '*', '?', '"', '<', '>', '|'];
 /// Each free-text part of a file name (team, place, event) is cut to this many characters.
@@ -143,6 +155,11 @@ impl Record {
     /// Brackets in names are written as parentheses and line breaks or other control
     /// characters as blanks, so that the header stays readable.
     pub fn to_text(&self) -> Result<String, RecordError> {
+        self.to_text_with(MoveSides::Replayed)
+    }
+
+    /// The record text, each move's side found as `sides` says.
+    pub fn to_text_with(&self, sides: MoveSides) -> Result<String, RecordError> {
         let mut text = format!(
             "{{[{code}][{first} {c1}][{second} {c2}][{result}][{when}][{event}]",
             code = self.game.record_code(),
@@ -159,10 +176,14 @@ impl Record {
         );
         // About a token and a half per move (Connect6 turns have two), `;B(J,10)` each.
         text.reserve(self.moves.len() * 12);
-        self.for_each_token(|token| {
+        let each = |token: &str| {
             text.push(';');
             text.push_str(token);
-        })?;
+        };
+        match sides {
+            MoveSides::Replayed => self.for_each_token(each)?,
+            MoveSides::Refereed => self.for_each_refereed_token(each)?,
+        }
         text.push('}');
         Ok(text)
     }
@@ -202,9 +223,35 @@ impl Record {
         Ok(())
     }
 
-    /// The record text in `encoding`.
+    /// [`Record::for_each_token`] for the moves of a refereed game ([`MoveSides::Refereed`]):
+    /// each side from the move's number, no replay.
+    fn for_each_refereed_token(&self, mut each: impl FnMut(&str)) -> Result<(), RecordError> {
+        let mut scratch = String::new();
+        for (k, mv) in self.moves.iter().enumerate() {
+            let mover = self.game.mover_of_ply(k + 1);
+            tokens::for_each_token(self.game, mover, mv, &mut scratch, &mut each).map_err(|e| {
+                RecordError::Replay {
+                    number: k + 1,
+                    text: mv.clone(),
+                    why: e.to_string(),
+                }
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The record text in `encoding`, each move's side found by replaying the moves.
     pub fn encode(&self, encoding: RecordEncoding) -> Result<Vec<u8>, RecordError> {
-        Ok(encoding.encode(&self.to_text()?))
+        self.encode_with(encoding, MoveSides::Replayed)
+    }
+
+    /// The record text in `encoding`, each move's side found as `sides` says.
+    pub fn encode_with(
+        &self,
+        encoding: RecordEncoding,
+        sides: MoveSides,
+    ) -> Result<Vec<u8>, RecordError> {
+        Ok(encoding.encode(&self.to_text_with(sides)?))
     }
 
     /// `CODE-FIRST C1 vs SECOND C2-RESULT-yyyy.mm.dd HH.MM PLACE-EVENT.txt`, with the
@@ -354,6 +401,76 @@ mod tests {
             moves: Vec::new(),
             rules: serde_json::Value::Null,
         }
+    }
+
+    /// A game of random legal moves (a small linear congruential generator picks them), its
+    /// moves as the referee keeps them (`play_text`'s recorded texts), `forced` played first.
+    fn random_refereed_game(
+        game: GameId,
+        rules: serde_json::Value,
+        forced: &[&str],
+        seed: u64,
+    ) -> Record {
+        let mut position = game::new_game(game, &rules).unwrap();
+        let mut moves = Vec::new();
+        for text in forced {
+            moves.push(position.play_text(text).unwrap());
+        }
+        let mut state = seed;
+        while position.outcome().is_none() && moves.len() < 600 {
+            let legal = position.legal_move_texts();
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let pick = &legal[(state >> 33) as usize % legal.len()];
+            moves.push(position.play_text(pick).unwrap());
+        }
+        Record {
+            game,
+            moves,
+            rules,
+            ..record("a", "b", "", "")
+        }
+    }
+
+    #[test]
+    fn refereed_moves_give_the_tokens_a_replay_gives() {
+        let mut longest_jiu = 0;
+        for game in GameId::ALL {
+            for seed in 1..=3 {
+                let played = random_refereed_game(game, serde_json::Value::Null, &[], seed);
+                if game == GameId::Jiu {
+                    longest_jiu = longest_jiu.max(played.moves.len());
+                }
+                assert_eq!(
+                    played.to_text_with(MoveSides::Refereed).unwrap(),
+                    played.to_text().unwrap(),
+                    "{game:?}, seed {seed}"
+                );
+            }
+        }
+        // Past Jiu's last placement, where Black moves twice in a row.
+        assert!(longest_jiu > 197, "{longest_jiu}");
+        let swapped = random_refereed_game(
+            GameId::Hex,
+            serde_json::json!({"swap": true}),
+            &["C3", "swap"],
+            7,
+        );
+        let text = swapped.to_text_with(MoveSides::Refereed).unwrap();
+        assert_eq!(text, swapped.to_text().unwrap());
+        assert!(text.contains(";B(swap)"), "{text}");
+    }
+
+    #[test]
+    fn refereed_moves_that_are_not_notation_are_refused() {
+        let mut bad = record("a", "b", "", "");
+        bad.moves = vec!["C3".to_string(), "3C".to_string()];
+        let error = bad.to_text_with(MoveSides::Refereed).unwrap_err();
+        assert!(
+            matches!(&error, RecordError::Replay { number: 2, text, .. } if text == "3C"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -30,7 +30,7 @@ use serde_json::Value;
 use crate::atomic_file::{append_line, create_new_file, sync_file_system, write_atomically, Flush};
 use crate::config::RecordEncoding;
 use crate::game_line::{GameLine, LineResult};
-use crate::record::{Record, RecordResult};
+use crate::record::{MoveSides, Record, RecordResult};
 
 use super::journaling::MAX_RETRY_PAUSE;
 use super::output_health::{OutputFault, OutputHealth, OutputKind};
@@ -69,6 +69,9 @@ struct QueuedGame {
     record: bool,
     /// Whether its games.jsonl line is to be appended.
     append: bool,
+    /// How the record's writer finds each move's side: from the move numbers for a game this
+    /// server just refereed, by replaying for one read back from the journal after a crash.
+    sides: MoveSides,
 }
 
 /// The write queue, in finishing order, and whether the server is stopping.
@@ -178,6 +181,7 @@ impl Output {
             line,
             record: true,
             append: true,
+            sides: MoveSides::Refereed,
         });
     }
 
@@ -291,7 +295,7 @@ impl Output {
             if let Some(record) = record_of_line(&game.line, &self.event, &self.place) {
                 let records = self.records_dir();
                 fs::create_dir_all(&records).map_err(io_error(&records))?;
-                let bytes = record.encode(self.encoding)?;
+                let bytes = record.encode_with(self.encoding, game.sides)?;
                 write_record_file(&records.join(&game.line.record), &bytes)?;
             }
             let mut queue = self.lock_queue();
@@ -358,6 +362,7 @@ impl Output {
                     line: Arc::new(line.clone()),
                     record,
                     append,
+                    sides: MoveSides::Replayed,
                 });
             }
         }
