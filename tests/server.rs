@@ -1235,3 +1235,38 @@ async fn when_the_league_is_over_bots_are_told_and_stop() {
     }
     server.shutdown.cancel();
 }
+
+/// A bot that has answered a ping and then leaves one unanswered for `pong_timeout_ms` is
+/// disconnected; one that never answered any is not (the protocol does not oblige a bot to).
+/// Each logs in alone, so no game starts.
+#[tokio::test(start_paused = true)]
+async fn a_bot_that_stops_answering_pings_is_disconnected_one_that_never_did_is_not() {
+    let server = TestServer::start_virtual_clock(
+        &two_bot_config("hex", "pong_timeout_ms = 300", "")
+            .replace("ping_interval_ms = 1000", "ping_interval_ms = 100"),
+    )
+    .await;
+    let mut a = Client::login(server.addr, "a", "ta", &["hex"]).await;
+    a.answer_pings = false;
+    let first = a.expect("ping").await;
+    a.send(json!({"type":"pong","id":first["id"]})).await;
+    // Now `a` goes quiet: its next ping goes unanswered and it is dropped.
+    let second = a.expect("ping").await;
+    assert_ne!(second["id"], first["id"]);
+    let quiet_since = tokio::time::Instant::now();
+    let rest = a.until_closed().await;
+    let waited = quiet_since.elapsed();
+    assert!(rest.iter().all(|line| line["type"] == "ping"), "{rest:?}");
+    assert!(
+        waited >= Duration::from_millis(300) && waited < Duration::from_millis(1000),
+        "dropped {waited:?} after the unanswered ping"
+    );
+    // `b` never answers its ping (and gets no other while it is outstanding): long after the
+    // pong timeout it is still connected, and still answered.
+    let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
+    b.answer_pings = false;
+    b.expect("ping").await;
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    b.play("no-such-match", "A1").await;
+    b.expect_error("unknown_match").await;
+}

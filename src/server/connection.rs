@@ -7,10 +7,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
+use futures_util::future::Either;
+use futures_util::stream::FuturesUnordered;
+use futures_util::{FutureExt, StreamExt};
 use subtle::ConstantTimeEq;
 use tokio::net::TcpStream;
-use tokio::time::{interval_at, sleep_until, Instant, MissedTickBehavior};
+use tokio::time::{sleep_until, Instant};
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
@@ -274,6 +276,14 @@ impl PlayingMatch {
     }
 }
 
+/// What woke the reader, other than a line.
+enum ReaderWake {
+    /// The connection was dropped by the server, or the server is stopping.
+    Dropped,
+    /// A ping interval has passed.
+    PingDue,
+}
+
 /// What the reader does after handling a line.
 enum Next {
     Continue,
@@ -308,8 +318,6 @@ impl Connection {
             sleep_until(Instant::now() + Duration::from_millis(server.hello_timeout_ms));
         let ping_every = Duration::from_millis(server.ping_interval_ms);
         let pong_timeout = Duration::from_millis(server.pong_timeout_ms);
-        let mut ping_timer = interval_at(Instant::now() + ping_every, ping_every);
-        ping_timer.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut ping_id: u64 = 0;
         let mut ping_out: Option<(u64, Instant)> = None;
         // Only a bot that has answered a ping can be closed for leaving one unanswered: the
@@ -317,19 +325,47 @@ impl Connection {
         let mut answers_pings = false;
         // The round-trip time last told to the link (`None` until the first line).
         let mut rtt_told: Option<Option<Duration>> = None;
-        // Created once, not per line (see `write_lines`). The link's token is a child of the
-        // server's shutdown token, so this one wait also ends the loop at shutdown. Waiting on
-        // the shutdown token itself as well would lock that token (shared by every
-        // connection of the server) twice at every line read.
-        let dropped = self.link.dropped();
-        tokio::pin!(dropped, hello_deadline);
+        // The loop's two waits besides the lines, held in one set that polls each only when
+        // its own waker fired: the loop goes round at every line, and polling them there cost
+        // the reader more than its parsing (a cancellation wait takes two locks at each poll,
+        // a timer registers its waker again). The link's token is a child of the server's
+        // shutdown token, so its wait also ends the loop at shutdown (waiting on the shutdown
+        // token itself would lock that token, shared by every connection, at every line).
+        let ping_at = |at: Instant| Either::Right(sleep_until(at).map(|()| ReaderWake::PingDue));
+        let mut waits = FuturesUnordered::new();
+        waits.push(Either::Left(
+            self.link.dropped().map(|()| ReaderWake::Dropped),
+        ));
+        waits.push(ping_at(Instant::now() + ping_every));
+        tokio::pin!(hello_deadline);
         let reason = loop {
             let authed = self.name.is_some();
             let frame = tokio::select! {
-                _ = &mut dropped => break match self.link.closed_because() {
-                    Some(why) => format!("dropped by the server: {why}"),
-                    // Its token is the shutdown's child: cancelled with it, without a reason.
-                    None => "server shutting down".to_string(),
+                Some(wake) = waits.next() => match wake {
+                    ReaderWake::Dropped => break match self.link.closed_because() {
+                        Some(why) => format!("dropped by the server: {why}"),
+                        // Its token is the shutdown's child: cancelled with it, without a reason.
+                        None => "server shutting down".to_string(),
+                    },
+                    ReaderWake::PingDue => {
+                        // The next ping is due a whole interval after this one was handled.
+                        waits.push(ping_at(Instant::now() + ping_every));
+                        if !authed {
+                            continue;
+                        }
+                        match ping_out {
+                            Some((_, sent)) if answers_pings && server.pong_timeout_ms > 0 && sent.elapsed() > pong_timeout => {
+                                break "no pong in time".to_string();
+                            }
+                            Some(_) => {}
+                            None => {
+                                ping_id += 1;
+                                ping_out = Some((ping_id, Instant::now()));
+                                self.link.send(&RefereeMessage::Ping { id: ping_id });
+                            }
+                        }
+                        continue;
+                    }
                 },
                 _ = &mut hello_deadline, if !authed => {
                     self.error(
@@ -338,20 +374,6 @@ impl Connection {
                         None,
                     );
                     break "no hello in time".to_string();
-                }
-                _ = ping_timer.tick(), if authed => {
-                    match ping_out {
-                        Some((_, sent)) if answers_pings && server.pong_timeout_ms > 0 && sent.elapsed() > pong_timeout => {
-                            break "no pong in time".to_string();
-                        }
-                        Some(_) => {}
-                        None => {
-                            ping_id += 1;
-                            ping_out = Some((ping_id, Instant::now()));
-                            self.link.send(&RefereeMessage::Ping { id: ping_id });
-                        }
-                    }
-                    continue;
                 }
                 frame = lines.next() => frame,
             };
