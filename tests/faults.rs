@@ -134,12 +134,24 @@ fn league_dir() -> (tempfile::TempDir, PathBuf) {
     (dir, out)
 }
 
-/// Shell lines that wait until games.jsonl has at least `$1` lines (at most 60 s).
+/// Shell functions: `wait_for_games N` waits until games.jsonl has at least N lines (at most
+/// 60 s); `records_read_only` remounts the records folder read-only.
 const WAIT_FOR_GAMES: &str = r#"
 wait_for_games() {
     i=0
     while [ "$(cat "$OUT/games.jsonl" 2>/dev/null | wc -l)" -lt "$1" ] && [ $i -lt 1200 ]; do
         sleep 0.05; i=$((i+1))
+    done
+}
+# Makes the records folder read-only. The kernel refuses while a file in it is open for
+# writing ("mount point is busy"): the server writes a record file now and then, briefly, so
+# the remount is tried again until it lands between two writes.
+records_read_only() {
+    i=0
+    until mount -o remount,bind,ro "$OUT/records" 2>/dev/null; do
+        i=$((i+1))
+        if [ $i -ge 200 ]; then mount -o remount,bind,ro "$OUT/records"; return; fi
+        sleep 0.01
     done
 }
 "#;
@@ -223,7 +235,7 @@ mount --bind "$OUT/records" "$OUT/records"
 pid=$!
 wait_for_games 10
 echo "FAULT ON"
-mount -o remount,bind,ro "$OUT/records"
+records_read_only
 sleep 1
 mount -o remount,bind,rw "$OUT/records"
 echo "FAULT OFF"
@@ -288,7 +300,7 @@ mount --bind "$OUT/records" "$OUT/records"
 "$ARENA" serve --config "$CONF" > "$OUT/../first-run.txt" 2>&1 &
 pid=$!
 wait_for_games 10
-mount -o remount,bind,ro "$OUT/records"
+records_read_only
 i=0
 while ! grep -q "OUTPUT BEHIND" "$OUT/../first-run.txt" && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done
 sleep 0.3
