@@ -234,6 +234,10 @@ struct Referee {
     turn_line: Vec<u8>,
     /// The canonical text of the move being played, kept between moves like `turn_line`.
     recorded: String,
+    /// The number of moves in the log when `recorded` was appended to it as the last one (0:
+    /// none was): while the log still has that many moves, `recorded` is its last move's
+    /// text, and a `turn` that reports only that move is written without locking the log.
+    recorded_as_move: usize,
 }
 
 impl Referee {
@@ -349,7 +353,23 @@ impl Referee {
     fn send_turn(&mut self, side: Side, stamped: bool, now: Instant) {
         let elapsed = now.saturating_duration_since(self.turn_started);
         let clock = self.clocks.turn_clock(side, elapsed);
-        let ply = {
+        let played = self.moves.len();
+        let ply = if played > 0
+            && self.recorded_as_move == played
+            && self.reported[side.index()] + 1 == played
+        {
+            // The usual turn: it reports the one move just played, whose text is at hand.
+            let texts = std::iter::once(self.recorded.as_str());
+            let ply32 = u32::try_from(played).unwrap_or(u32::MAX);
+            write_turn_line(
+                &mut self.turn_line,
+                &self.spec.match_id,
+                texts,
+                ply32,
+                clock,
+            );
+            played
+        } else {
             let log = self.moves.read();
             let from = self.reported[side.index()].min(log.len());
             let ply = u32::try_from(log.len()).unwrap_or(u32::MAX);
@@ -538,6 +558,7 @@ impl Referee {
             }
             Ok(()) => {
                 self.moves.push(&self.recorded, side, ms(think), ms(credit));
+                self.recorded_as_move = self.moves.len();
                 self.clocks.charge(side, think);
                 self.reported[side.index()] = self.moves.len();
                 Handled::Moved(MoveTimes {
@@ -794,6 +815,7 @@ pub async fn run_journaled_match(
         direct_open: false,
         turn_line: Vec::new(),
         recorded: String::new(),
+        recorded_as_move: 0,
         ended: None,
     };
     let desk = Arc::new(Desk {
