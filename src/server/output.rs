@@ -27,7 +27,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::atomic_file::{append_line, create_new_file, sync_file_system, write_atomically, Flush};
+use crate::atomic_file::{
+    append_line, create_new_file, sync_file_system, write_atomically, AtomicFileError, Flush,
+};
 use crate::config::RecordEncoding;
 use crate::game_line::{GameLine, LineResult};
 use crate::record::{MoveSides, Record, RecordResult};
@@ -293,10 +295,8 @@ impl Output {
     fn write_game(&self, game: &QueuedGame) -> Result<(), OutputError> {
         if game.record && !game.line.record.is_empty() {
             if let Some(record) = record_of_line(&game.line, &self.event, &self.place) {
-                let records = self.records_dir();
-                fs::create_dir_all(&records).map_err(io_error(&records))?;
                 let bytes = record.encode_with(self.encoding, game.sides)?;
-                write_record_file(&records.join(&game.line.record), &bytes)?;
+                write_record_file(&self.records_dir().join(&game.line.record), &bytes)?;
             }
             let mut queue = self.lock_queue();
             if let Some(front) = queue.games.front_mut() {
@@ -370,17 +370,32 @@ impl Output {
     }
 }
 
-/// Writes a record file at `path` unless it holds `bytes` already: created when missing,
-/// replaced (atomically) when it holds a part of them (a crash or a full disk cut it short).
-/// A file that holds anything else is another game's record: an error, never replaced.
+/// Writes a record file at `path`, creating its folder if it is missing. A file already there
+/// is this game's if it holds these bytes (written before a crash or a failed try) or their
+/// start (cut short: completed); any other content is another game's and is not replaced.
+/// The common case, a new name in an existing folder, costs one `open`.
 fn write_record_file(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    let open_error = |e: &AtomicFileError| match e {
+        AtomicFileError::Open { source, .. } => Some(source.kind()),
+        _ => None,
+    };
+    match create_new_file(path, bytes) {
+        Ok(()) => return Ok(()),
+        Err(e) if open_error(&e) == Some(io::ErrorKind::NotFound) => {
+            if let Some(folder) = path.parent() {
+                fs::create_dir_all(folder).map_err(io_error(folder))?;
+            }
+            return Ok(create_new_file(path, bytes)?);
+        }
+        Err(e) if open_error(&e) == Some(io::ErrorKind::AlreadyExists) => {}
+        Err(e) => return Err(e.into()),
+    }
     match fs::read(path) {
         Ok(held) if held == bytes => Ok(()),
         Ok(held) if bytes.starts_with(&held) => Ok(write_atomically(path, bytes)?),
         Ok(_) => Err(OutputError::NameHeldByAnotherGame {
             path: path.to_path_buf(),
         }),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(create_new_file(path, bytes)?),
         Err(e) => Err(io_error(path)(e)),
     }
 }

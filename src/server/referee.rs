@@ -354,10 +354,7 @@ impl Referee {
         let elapsed = now.saturating_duration_since(self.turn_started);
         let clock = self.clocks.turn_clock(side, elapsed);
         let played = self.moves.len();
-        let ply = if played > 0
-            && self.recorded_as_move == played
-            && self.reported[side.index()] + 1 == played
-        {
+        let ply = if self.recorded_as_move == played && self.reported[side.index()] + 1 == played {
             // The usual turn: it reports the one move just played, whose text is at hand.
             let texts = std::iter::once(self.recorded.as_str());
             let ply32 = u32::try_from(played).unwrap_or(u32::MAX);
