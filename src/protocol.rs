@@ -547,7 +547,14 @@ mod bytes_codec {
         searched: usize,
         /// Inside an oversized line, throwing bytes away until the next `\n`.
         discarding: bool,
+        /// A line handed back by its reader (see [`CappedLineCodec::recycle`]): the next line
+        /// is copied into it instead of a new allocation.
+        spare: String,
     }
+
+    /// The largest line buffer [`CappedLineCodec::recycle`] keeps: a move line fits many
+    /// times over, and a connection that once sent a long line does not hold it.
+    const SPARE_MAX_BYTES: usize = 256;
 
     impl CappedLineCodec {
         pub fn new(max: usize) -> CappedLineCodec {
@@ -555,6 +562,16 @@ mod bytes_codec {
                 max,
                 searched: 0,
                 discarding: false,
+                spare: String::new(),
+            }
+        }
+
+        /// Hands a line back once it has been read, so that the next line reuses its buffer
+        /// (a busy server reads a line per move; each was an allocation and a free). Kept
+        /// only while small.
+        pub fn recycle(&mut self, line: String) {
+            if line.capacity() <= SPARE_MAX_BYTES {
+                self.spare = line;
             }
         }
     }
@@ -592,7 +609,12 @@ mod bytes_codec {
                             bytes = &bytes[..bytes.len() - 1];
                         }
                         let frame = match std::str::from_utf8(bytes) {
-                            Ok(s) => Frame::Line(s.to_string()),
+                            Ok(s) => {
+                                let mut line = std::mem::take(&mut self.spare);
+                                line.clear();
+                                line.push_str(s);
+                                Frame::Line(line)
+                            }
                             Err(_) => Frame::NotUtf8,
                         };
                         buf.advance(end + 1);
@@ -686,6 +708,32 @@ mod tests {
                 Frame::Line("fine".into())
             ]
         );
+    }
+
+    #[test]
+    fn a_recycled_line_buffer_carries_the_next_line_and_nothing_of_the_last() {
+        let mut codec = CappedLineCodec::new(1024);
+        let mut buf = BytesMut::from(&b"{\"type\":\"move\",\"move\":\"J10,K11\"}\nab\n"[..]);
+        let Some(Frame::Line(first)) = codec.decode(&mut buf).unwrap() else {
+            panic!("expected a line");
+        };
+        let reused = first.as_ptr();
+        codec.recycle(first);
+        let Some(Frame::Line(second)) = codec.decode(&mut buf).unwrap() else {
+            panic!("expected a line");
+        };
+        assert_eq!(second, "ab");
+        assert_eq!(second.as_ptr(), reused, "the handed-back buffer is reused");
+        // A buffer grown past the cap is not kept: the next line gets a fresh one.
+        let mut big = String::with_capacity(4096);
+        big.push_str("old");
+        codec.recycle(big);
+        buf.extend_from_slice(b"cd\n");
+        let Some(Frame::Line(third)) = codec.decode(&mut buf).unwrap() else {
+            panic!("expected a line");
+        };
+        assert_eq!(third, "cd");
+        assert!(third.capacity() < 4096, "a large buffer is not kept");
     }
 
     #[test]

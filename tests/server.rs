@@ -632,6 +632,93 @@ async fn a_bot_with_max_games_two_plays_two_matches_at_once() {
     }
 }
 
+/// A bot in two matches at once that moves in one, then the other, then the first again: each
+/// move reaches its own match (the connection keeps the way to both referees), and one match
+/// ending leaves the other going.
+#[tokio::test]
+async fn a_bot_alternating_between_two_matches_has_each_move_reach_its_own() {
+    let config = support::config(
+        "",
+        &["a", "b", "c"],
+        "hex",
+        "format = \"gauntlet\"\ngames_per_pairing = 1\nconcurrency = 2",
+    );
+    let server = TestServer::start(&config).await;
+    let mut a = Client::login_with(server.addr, "a", "ta", &["hex"], 2).await;
+    let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
+    let mut c = Client::login(server.addr, "c", "tc", &["hex"]).await;
+    // a's two starts and the turn of the match it moves first in.
+    let (mut a_first, mut a_second) = (None, None);
+    let mut turns = 0;
+    while a_first.is_none() || a_second.is_none() || turns < 1 {
+        let v = a.recv().await;
+        match v["type"].as_str() {
+            Some("start") if v["side"] == "first" => a_first = Some(v),
+            Some("start") => a_second = Some(v),
+            Some("turn") => turns += 1,
+            _ => panic!("unexpected {v}"),
+        }
+    }
+    let (a_first, a_second) = (a_first.unwrap(), a_second.unwrap());
+    let m1 = a_first["match"].as_str().unwrap().to_string();
+    let m2 = a_second["match"].as_str().unwrap().to_string();
+    // x: a's opponent where a moves first; y: where a moves second.
+    let (x, y) = if a_first["opponent"] == "b" {
+        (&mut b, &mut c)
+    } else {
+        (&mut c, &mut b)
+    };
+    assert_eq!(y.expect("start").await["match"], m2);
+    assert_eq!(y.expect("turn").await["match"], m2);
+    y.play(&m2, "A1").await;
+    let t = a.expect("turn").await;
+    assert_eq!((&t["match"], &t["moves"]), (&json!(m2), &json!(["A1"])));
+    a.play(&m1, "B2").await;
+    assert_eq!(x.expect("start").await["match"], m1);
+    let t = x.expect("turn").await;
+    assert_eq!((&t["match"], &t["moves"]), (&json!(m1), &json!(["B2"])));
+    a.play(&m2, "C3").await;
+    let t = y.expect("turn").await;
+    assert_eq!((&t["match"], &t["moves"]), (&json!(m2), &json!(["C3"])));
+    x.play(&m1, "D4").await;
+    let t = a.expect("turn").await;
+    assert_eq!((&t["match"], &t["moves"]), (&json!(m1), &json!(["D4"])));
+    a.play(&m1, "E5").await;
+    let t = x.expect("turn").await;
+    assert_eq!((&t["match"], &t["moves"]), (&json!(m1), &json!(["E5"])));
+    y.play(&m2, "F6").await;
+    let t = a.expect("turn").await;
+    assert_eq!((&t["match"], &t["moves"]), (&json!(m2), &json!(["F6"])));
+    a.play(&m2, "G7").await;
+    let t = y.expect("turn").await;
+    assert_eq!((&t["match"], &t["moves"]), (&json!(m2), &json!(["G7"])));
+    // The first match ends; the second goes on.
+    x.send(json!({"type":"resign","match":m1})).await;
+    assert_eq!(x.expect("end").await["result"], "loss");
+    let end = a.expect("end").await;
+    assert_eq!((&end["match"], &end["result"]), (&json!(m1), &json!("win")));
+    y.play(&m2, "H8").await;
+    let t = a.expect("turn").await;
+    assert_eq!((&t["match"], &t["moves"]), (&json!(m2), &json!(["H8"])));
+    a.play(&m2, "I9").await;
+    let t = y.expect("turn").await;
+    assert_eq!((&t["match"], &t["moves"]), (&json!(m2), &json!(["I9"])));
+    y.send(json!({"type":"resign","match":m2})).await;
+    assert_eq!(y.expect("end").await["result"], "loss");
+    let (summary, out_dir, _dir) = server.finished().await;
+    assert_eq!(summary.games.len(), 2);
+    let games = support::read_games(&out_dir);
+    let moves_of = |id: &str| {
+        games
+            .iter()
+            .find(|g| g["match"] == id)
+            .map(|g| g["moves"].clone())
+            .unwrap()
+    };
+    assert_eq!(moves_of(&m1), json!(["B2", "D4", "E5"]));
+    assert_eq!(moves_of(&m2), json!(["A1", "C3", "F6", "G7", "H8", "I9"]));
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_bot_that_never_shows_up_forfeits() {
     let server =

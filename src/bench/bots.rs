@@ -414,18 +414,12 @@ impl Bot {
                             break;
                         }
                     } else {
-                        // With the socket stamping, a `turn` without a stamp was read by the
-                        // log-in with `welcome` (the first turn): it may have waited in this
-                        // crowded process for tens of ms before that read, which a sleep
-                        // planned from the read would add to its think time and turn into a
-                        // loss on time that the referee did not cause. It is answered at once.
-                        let read_by_log_in =
-                            arrived_at.is_none() && lines.get_ref().get_ref().1.is_stamping();
-                        let think = if read_by_log_in {
-                            0
-                        } else {
-                            rng.gen_range(0..=self.options.think_max_ms)
-                        };
+                        let think = planned_think_ms(
+                            arrived_at.is_some(),
+                            lines.get_ref().get_ref().1.is_stamping(),
+                            self.options.think_max_ms,
+                            &mut rng,
+                        );
                         pending.retain(|p| p.match_id != match_id);
                         pending.push(Pending {
                             due: began + Duration::from_millis(think),
@@ -685,6 +679,21 @@ pub fn run_bots(
     Ok(())
 }
 
+/// How long a bench bot sleeps before answering a `turn`, in ms: a random time up to
+/// `think_max_ms`, except for a `turn` that came without a kernel stamp on a socket that
+/// stamps. That one was read by the log-in together with `welcome` (the first turn of the
+/// connection's first game): it may have waited in this crowded process for tens of ms before
+/// that read, which a sleep planned from the read would add to its think time and turn into a
+/// loss on time that the referee did not cause. It is answered at once.
+fn planned_think_ms(stamped: bool, socket_stamps: bool, think_max_ms: u64, rng: &mut SmallRng) -> u64 {
+    let read_by_log_in = !stamped && socket_stamps;
+    if read_by_log_in {
+        0
+    } else {
+        rng.gen_range(0..=think_max_ms)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -716,5 +725,24 @@ mod tests {
             (m.kind, m.match_id, m.ply),
             ("turn", Some("m1-r1-g1"), Some(3))
         );
+    }
+
+    #[test]
+    fn a_first_turn_read_with_welcome_is_answered_at_once_every_other_turn_thinks() {
+        let mut rng = SmallRng::seed_from_u64(7);
+        let think_max_ms = 1_000;
+        // Unstamped on a stamping socket: read by the log-in, never slept on.
+        for _ in 0..100 {
+            assert_eq!(planned_think_ms(false, true, think_max_ms, &mut rng), 0);
+        }
+        // Stamped, or on a socket that cannot stamp: a random think time within the plan,
+        // not always 0.
+        for (stamped, socket_stamps) in [(true, true), (false, false)] {
+            let thinks: Vec<u64> = (0..100)
+                .map(|_| planned_think_ms(stamped, socket_stamps, think_max_ms, &mut rng))
+                .collect();
+            assert!(thinks.iter().all(|&t| t <= think_max_ms));
+            assert!(thinks.iter().any(|&t| t > 0), "{thinks:?}");
+        }
     }
 }

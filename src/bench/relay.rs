@@ -186,6 +186,9 @@ async fn serve(relay: Arc<Relay>, socket: TcpStream, stop: CancellationToken) {
                 }
             }
         }
+        // As the server's reader does: the ceiling gets every saving the referee's own
+        // reading gets.
+        lines.decoder_mut().recycle(line);
     }
     drop(tx);
     stop.cancel();

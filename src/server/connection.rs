@@ -205,7 +205,7 @@ async fn serve_lines<R: BotRead + 'static, S: LineSink>(
         name: None,
         bad_lines: 0,
         unauthenticated,
-        playing: None,
+        playing: Vec::new(),
     };
     let why = connection.read_loop(lines).await;
     if let Some(name) = &connection.name {
@@ -256,11 +256,16 @@ struct Connection {
     bad_lines: u32,
     /// The address's share of connections that have not said `hello`, given back on login.
     unauthenticated: Option<AddressShare>,
-    /// The match this bot last sent a move or resignation for, as the registry gave it: the
-    /// next line for the same match reaches its referee without the registry's lock and hash
-    /// lookup, while that referee's task still runs.
-    playing: Option<PlayingMatch>,
+    /// The matches this bot sent moves or resignations for lately, as the registry gave them,
+    /// the latest last: the next line for one of them reaches its referee without the
+    /// registry's lock and hash lookup, while that referee's task still runs. A bot playing
+    /// several games at once (`max_games`) keeps each of them here (at most
+    /// `PLAYING_KEPT`); with one kept, its every move missed.
+    playing: Vec<PlayingMatch>,
 }
+
+/// Most matches a connection keeps the way to (see `Connection::playing`).
+const PLAYING_KEPT: usize = 8;
 
 /// A match of this connection's bot and how to reach its referee.
 struct PlayingMatch {
@@ -270,9 +275,9 @@ struct PlayingMatch {
 }
 
 impl PlayingMatch {
-    /// Whether this is `match_id`'s referee, still running (its inbox still has a reader).
-    fn serves(&self, match_id: &str) -> bool {
-        self.match_id == match_id && !self.door.inbox().is_disconnected()
+    /// Whether its referee still runs (its inbox still has a reader).
+    fn is_running(&self) -> bool {
+        !self.door.inbox().is_disconnected()
     }
 }
 
@@ -395,55 +400,63 @@ impl Connection {
                 Some(Ok(Frame::NotUtf8)) => {
                     self.refuse(ErrorCode::BadJson, "line is not valid UTF-8".into(), None)
                 }
-                Some(Ok(Frame::Line(line))) if line.trim().is_empty() => Next::Continue,
-                Some(Ok(Frame::Line(line))) => match read_bot_line(&line) {
-                    Err(e) => self.refuse(e.code, e.message, e.match_id),
-                    Ok(BotLine::Message(BotMessage::Pong { .. })) if self.name.is_none() => {
-                        // As any other first line that is not `hello`.
-                        self.error(
-                            ErrorCode::AuthFailed,
-                            "the first message must be hello",
-                            None,
-                        );
-                        Next::Close("spoke before hello".into())
-                    }
-                    Ok(BotLine::Message(BotMessage::Pong { id })) => {
-                        // Only a liveness signal: lag credit never comes from how fast the
-                        // bot's process answers (it could answer late on purpose).
-                        self.bad_lines = 0;
-                        if ping_out.is_some_and(|(expected, _)| expected == id) {
-                            ping_out = None;
-                            answers_pings = true;
+                Some(Ok(Frame::Line(line))) if line.trim().is_empty() => {
+                    lines.decoder_mut().recycle(line);
+                    Next::Continue
+                }
+                Some(Ok(Frame::Line(line))) => {
+                    let next = match read_bot_line(&line) {
+                        Err(e) => self.refuse(e.code, e.message, e.match_id),
+                        Ok(BotLine::Message(BotMessage::Pong { .. })) if self.name.is_none() => {
+                            // As any other first line that is not `hello`.
+                            self.error(
+                                ErrorCode::AuthFailed,
+                                "the first message must be hello",
+                                None,
+                            );
+                            Next::Close("spoke before hello".into())
                         }
-                        Next::Continue
-                    }
-                    Ok(message) => {
-                        self.bad_lines = 0;
-                        // Lag credit: the kernel's own round-trip estimate, from ACKs. Told
-                        // to the link only when it changes: the link's copy sits in memory the
-                        // referee uses from another core, and even a look at it cost the
-                        // reader a cache miss at every move (in the bench's profile).
-                        let rtt = lines.get_ref().kernel_rtt(now);
-                        if rtt_told != Some(rtt) {
-                            match rtt {
-                                Some(rtt) => self.link.set_rtt(rtt),
-                                None => self.link.clear_rtt(),
+                        Ok(BotLine::Message(BotMessage::Pong { id })) => {
+                            // Only a liveness signal: lag credit never comes from how fast the
+                            // bot's process answers (it could answer late on purpose).
+                            self.bad_lines = 0;
+                            if ping_out.is_some_and(|(expected, _)| expected == id) {
+                                ping_out = None;
+                                answers_pings = true;
                             }
-                            rtt_told = Some(rtt);
+                            Next::Continue
                         }
-                        let next = match message {
-                            // The common line, its fields borrowed from the line.
-                            BotLine::Move { match_id, mv, ply } if self.name.is_some() => {
-                                self.forward_move(match_id, mv, ply, received, now).await
+                        Ok(message) => {
+                            self.bad_lines = 0;
+                            // Lag credit: the kernel's own round-trip estimate, from ACKs. Told
+                            // to the link only when it changes: the link's copy sits in memory the
+                            // referee uses from another core, and even a look at it cost the
+                            // reader a cache miss at every move (in the bench's profile).
+                            let rtt = lines.get_ref().kernel_rtt(now);
+                            if rtt_told != Some(rtt) {
+                                match rtt {
+                                    Some(rtt) => self.link.set_rtt(rtt),
+                                    None => self.link.clear_rtt(),
+                                }
+                                rtt_told = Some(rtt);
                             }
-                            other => self.handle(other.into_message(), received, now).await,
-                        };
-                        if self.name.is_some() {
-                            self.unauthenticated = None;
+                            let next = match message {
+                                // The common line, its fields borrowed from the line.
+                                BotLine::Move { match_id, mv, ply } if self.name.is_some() => {
+                                    self.forward_move(match_id, mv, ply, received, now).await
+                                }
+                                other => self.handle(other.into_message(), received, now).await,
+                            };
+                            if self.name.is_some() {
+                                self.unauthenticated = None;
+                            }
+                            next
                         }
-                        next
-                    }
-                },
+                    };
+                    // Its buffer carries the next line (one allocation less a move).
+                    lines.decoder_mut().recycle(line);
+                    next
+                }
             };
             if let Next::Close(reason) = next {
                 break reason;
@@ -498,29 +511,45 @@ impl Connection {
         }
     }
 
-    /// The match `match_id` this connection plays, found in the registry once and kept; `None`
-    /// (and the bot told) if it plays no such match.
+    /// The match `match_id` this connection plays, found in the registry once and kept (made
+    /// the latest of `self.playing`); `None` (and the bot told) if it plays no such match.
     fn playing(&mut self, match_id: &str) -> Option<&PlayingMatch> {
-        if !self.playing.as_ref().is_some_and(|p| p.serves(match_id)) {
-            let found = self
-                .name
-                .as_deref()
-                .and_then(|name| self.ctx.registry.match_for(match_id, name));
-            let Some((side, door)) = found else {
-                self.error(
-                    ErrorCode::UnknownMatch,
-                    format!("you are not playing a match {match_id:?}"),
-                    Some(match_id.to_string()),
-                );
-                return None;
-            };
-            self.playing = Some(PlayingMatch {
-                match_id: match_id.to_string(),
-                side,
-                door,
-            });
+        let known = self.playing.iter().position(|p| p.match_id == match_id);
+        match known {
+            Some(i) if self.playing[i].is_running() => {
+                let latest = self.playing.len() - 1;
+                self.playing.swap(i, latest);
+            }
+            _ => {
+                if let Some(i) = known {
+                    // Its referee has finished: asked again below.
+                    self.playing.swap_remove(i);
+                }
+                let found = self
+                    .name
+                    .as_deref()
+                    .and_then(|name| self.ctx.registry.match_for(match_id, name));
+                let Some((side, door)) = found else {
+                    self.error(
+                        ErrorCode::UnknownMatch,
+                        format!("you are not playing a match {match_id:?}"),
+                        Some(match_id.to_string()),
+                    );
+                    return None;
+                };
+                // Finished matches make room first (and let their referees' state go).
+                self.playing.retain(PlayingMatch::is_running);
+                if self.playing.len() >= PLAYING_KEPT {
+                    self.playing.remove(0);
+                }
+                self.playing.push(PlayingMatch {
+                    match_id: match_id.to_string(),
+                    side,
+                    door,
+                });
+            }
         }
-        self.playing.as_ref()
+        self.playing.last()
     }
 
     /// Hands a logged-in bot's move to the referee of its match `match_id`: played right here
@@ -552,9 +581,10 @@ impl Connection {
         self.hand_to_referee_task(mv.to_owned_input()).await
     }
 
-    /// Hands `input` to the task of the referee of the match this connection plays now.
+    /// Hands `input` to the task of the referee of the match this connection last named (the
+    /// latest of `self.playing`, as `playing` left it).
     async fn hand_to_referee_task(&mut self, input: RefereeInput) -> Next {
-        let Some(playing) = &self.playing else {
+        let Some(playing) = self.playing.last() else {
             return Next::Continue;
         };
         // The inbox almost always has room: handing the input over without building a send

@@ -46,8 +46,10 @@ impl MatchEntry {
 struct RegistryState {
     sessions: HashMap<String, Session>,
     matches: HashMap<String, MatchEntry>,
-    /// Matches each bot is playing now (counted against its `max_games`).
-    busy: HashMap<String, u32>,
+    /// The ids of the matches each bot is playing now (counted against its `max_games`): a
+    /// bot's matches are found here, not by looking through every running match (a log-in of
+    /// a league of 10,000 matches spent milliseconds doing so under this lock).
+    playing: HashMap<String, Vec<String>>,
     /// Bots suspended for repeated faults and not connected since: why.
     suspended: HashMap<String, String>,
     /// `program` bots whose program failed to start several times in a row and that have not
@@ -84,11 +86,23 @@ impl Changes {
 }
 
 impl RegistryState {
+    /// The matches `name` plays now: its side in each and its referee's inbox.
+    fn matches_of(&self, name: &str) -> BotMatches {
+        self.playing
+            .get(name)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.matches.get(id))
+            .filter_map(|m| m.side_of(name).map(|side| (side, m.door.inbox().clone())))
+            .collect()
+    }
+
     /// Whether `name` is connected, plays `game` and has a free match slot.
     fn available(&self, name: &str, game: GameId) -> bool {
         match self.sessions.get(name) {
             Some(s) => {
-                s.games.contains(&game) && self.busy.get(name).copied().unwrap_or(0) < s.max_games
+                s.games.contains(&game)
+                    && self.playing.get(name).map_or(0, Vec::len) < s.max_games as usize
             }
             None => false,
         }
@@ -195,11 +209,7 @@ impl Registry {
         state.suspended.remove(name);
         state.cannot_start.remove(name);
         state.changes.bot(name);
-        let resumed = state
-            .matches
-            .values()
-            .filter_map(|m| m.side_of(name).map(|side| (side, m.door.inbox().clone())))
-            .collect();
+        let resumed = state.matches_of(name);
         drop(state);
         self.changed.notify_one();
         Registered { resumed, replaced }
@@ -219,11 +229,7 @@ impl Registry {
         }
         state.sessions.remove(name);
         state.changes.bot(name);
-        let left = state
-            .matches
-            .values()
-            .filter_map(|m| m.side_of(name).map(|side| (side, m.door.inbox().clone())))
-            .collect();
+        let left = state.matches_of(name);
         drop(state);
         self.changed.notify_one();
         Some(left)
@@ -244,11 +250,7 @@ impl Registry {
             match_id: None,
         });
         session.link.close_because(super::link::SUSPENDED);
-        let left = state
-            .matches
-            .values()
-            .filter_map(|m| m.side_of(name).map(|side| (side, m.door.inbox().clone())))
-            .collect();
+        let left = state.matches_of(name);
         drop(state);
         self.changed.notify_one();
         Some((session.link.conn_id, left))
@@ -329,7 +331,11 @@ impl Registry {
             },
         );
         for p in players {
-            *state.busy.entry(p.clone()).or_insert(0) += 1;
+            state
+                .playing
+                .entry(p.clone())
+                .or_default()
+                .push(match_id.to_string());
         }
         Ok(ClaimedMatch {
             links,
@@ -366,16 +372,10 @@ impl Registry {
             out.entry(name.clone()).or_default().session =
                 Some((session.games.clone(), session.max_games));
         }
-        for (name, busy) in &state.busy {
-            out.entry(name.clone()).or_default().busy = *busy;
-        }
-        for (match_id, entry) in &state.matches {
-            for name in &entry.players {
-                out.entry(name.clone())
-                    .or_default()
-                    .playing
-                    .push(match_id.clone());
-            }
+        for (name, ids) in &state.playing {
+            let status = out.entry(name.clone()).or_default();
+            status.busy = u32::try_from(ids.len()).unwrap_or(u32::MAX);
+            status.playing.clone_from(ids);
         }
         for status in out.values_mut() {
             status.playing.sort_unstable();
@@ -391,8 +391,11 @@ impl Registry {
         let mut state = self.lock();
         if let Some(entry) = state.matches.remove(match_id) {
             for name in entry.players {
-                if let Some(n) = state.busy.get_mut(&name) {
-                    *n = n.saturating_sub(1);
+                if let Some(ids) = state.playing.get_mut(&name) {
+                    ids.retain(|id| id != match_id);
+                    if ids.is_empty() {
+                        state.playing.remove(&name);
+                    }
                 }
                 state.changes.bot(&name);
             }
