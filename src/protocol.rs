@@ -552,9 +552,10 @@ mod bytes_codec {
         spare: String,
     }
 
-    /// The largest line buffer [`CappedLineCodec::recycle`] keeps: a move line fits many
-    /// times over, and a connection that once sent a long line does not hold it.
-    const SPARE_MAX_BYTES: usize = 256;
+    /// The largest line buffer [`CappedLineCodec::recycle`] keeps: a move line fits (about 60
+    /// bytes), and a connection that once sent a longer line (its `hello`) does not hold it:
+    /// the buffer is part of every connection's memory.
+    const SPARE_MAX_BYTES: usize = 128;
 
     impl CappedLineCodec {
         pub fn new(max: usize) -> CappedLineCodec {

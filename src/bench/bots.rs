@@ -685,7 +685,12 @@ pub fn run_bots(
 /// connection's first game): it may have waited in this crowded process for tens of ms before
 /// that read, which a sleep planned from the read would add to its think time and turn into a
 /// loss on time that the referee did not cause. It is answered at once.
-fn planned_think_ms(stamped: bool, socket_stamps: bool, think_max_ms: u64, rng: &mut SmallRng) -> u64 {
+fn planned_think_ms(
+    stamped: bool,
+    socket_stamps: bool,
+    think_max_ms: u64,
+    rng: &mut SmallRng,
+) -> u64 {
     let read_by_log_in = !stamped && socket_stamps;
     if read_by_log_in {
         0

@@ -206,6 +206,7 @@ async fn serve_lines<R: BotRead + 'static, S: LineSink>(
         bad_lines: 0,
         unauthenticated,
         playing: Vec::new(),
+        playing_kept: 1,
     };
     let why = connection.read_loop(lines).await;
     if let Some(name) = &connection.name {
@@ -258,10 +259,13 @@ struct Connection {
     unauthenticated: Option<AddressShare>,
     /// The matches this bot sent moves or resignations for lately, as the registry gave them,
     /// the latest last: the next line for one of them reaches its referee without the
-    /// registry's lock and hash lookup, while that referee's task still runs. A bot playing
-    /// several games at once (`max_games`) keeps each of them here (at most
-    /// `PLAYING_KEPT`); with one kept, its every move missed.
+    /// registry's lock and hash lookup, while that referee's task still runs. As many are
+    /// kept as the bot plays games at once (its `max_games`, at most `PLAYING_KEPT`): with
+    /// one kept, a bot playing two games missed at every move. No more than that, as a kept
+    /// way holds its referee's state (the whole finished game) until it is let go.
     playing: Vec<PlayingMatch>,
+    /// How many of `playing` are kept: the bot's `max_games` once it logged in.
+    playing_kept: usize,
 }
 
 /// Most matches a connection keeps the way to (see `Connection::playing`).
@@ -539,8 +543,11 @@ impl Connection {
                 };
                 // Finished matches make room first (and let their referees' state go).
                 self.playing.retain(PlayingMatch::is_running);
-                if self.playing.len() >= PLAYING_KEPT {
+                if self.playing.len() >= self.playing_kept {
                     self.playing.remove(0);
+                }
+                if self.playing.capacity() == 0 {
+                    self.playing.reserve_exact(self.playing_kept);
                 }
                 self.playing.push(PlayingMatch {
                     match_id: match_id.to_string(),
@@ -781,6 +788,9 @@ impl Connection {
             "authenticated"
         );
         self.name = Some(Arc::from(name));
+        self.playing_kept = usize::try_from(max_games)
+            .unwrap_or(PLAYING_KEPT)
+            .clamp(1, PLAYING_KEPT);
         for (side, inbox) in resumed {
             let _ = inbox
                 .send_async(RefereeInput::Connected {

@@ -49,7 +49,10 @@ struct RegistryState {
     /// The ids of the matches each bot is playing now (counted against its `max_games`): a
     /// bot's matches are found here, not by looking through every running match (a log-in of
     /// a league of 10,000 matches spent milliseconds doing so under this lock).
-    playing: HashMap<String, Vec<String>>,
+    /// (Each id an exact-size `Box<str>`, in a list that starts with room for one: most bots
+    /// play one game at a time, and a list and its ids per bot are part of each match's
+    /// memory.)
+    playing: HashMap<String, Vec<Box<str>>>,
     /// Bots suspended for repeated faults and not connected since: why.
     suspended: HashMap<String, String>,
     /// `program` bots whose program failed to start several times in a row and that have not
@@ -92,7 +95,7 @@ impl RegistryState {
             .get(name)
             .into_iter()
             .flatten()
-            .filter_map(|id| self.matches.get(id))
+            .filter_map(|id| self.matches.get(&**id))
             .filter_map(|m| m.side_of(name).map(|side| (side, m.door.inbox().clone())))
             .collect()
     }
@@ -334,8 +337,8 @@ impl Registry {
             state
                 .playing
                 .entry(p.clone())
-                .or_default()
-                .push(match_id.to_string());
+                .or_insert_with(|| Vec::with_capacity(1))
+                .push(Box::from(match_id));
         }
         Ok(ClaimedMatch {
             links,
@@ -375,7 +378,7 @@ impl Registry {
         for (name, ids) in &state.playing {
             let status = out.entry(name.clone()).or_default();
             status.busy = u32::try_from(ids.len()).unwrap_or(u32::MAX);
-            status.playing.clone_from(ids);
+            status.playing = ids.iter().map(|id| id.to_string()).collect();
         }
         for status in out.values_mut() {
             status.playing.sort_unstable();
@@ -392,7 +395,7 @@ impl Registry {
         if let Some(entry) = state.matches.remove(match_id) {
             for name in entry.players {
                 if let Some(ids) = state.playing.get_mut(&name) {
-                    ids.retain(|id| id != match_id);
+                    ids.retain(|id| &**id != match_id);
                     if ids.is_empty() {
                         state.playing.remove(&name);
                     }
