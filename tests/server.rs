@@ -581,8 +581,9 @@ async fn the_connection_cap_holds_extra_connections_back() {
     server.stop().await;
 }
 
-#[tokio::test]
-async fn a_bot_with_max_games_two_plays_two_matches_at_once() {
+/// A Hex gauntlet of `a` against `b` and `c`, both games at once: `a` logs in with
+/// `max_games` 2, then `b` and `c`.
+async fn gauntlet_with_a_playing_two_at_once() -> (TestServer, Client, Client, Client) {
     let config = support::config(
         "",
         &["a", "b", "c"],
@@ -590,9 +591,25 @@ async fn a_bot_with_max_games_two_plays_two_matches_at_once() {
         "format = \"gauntlet\"\ngames_per_pairing = 1\nconcurrency = 2",
     );
     let server = TestServer::start(&config).await;
-    let mut a = Client::login_with(server.addr, "a", "ta", &["hex"], 2).await;
-    let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
-    let mut c = Client::login(server.addr, "c", "tc", &["hex"]).await;
+    let a = Client::login_with(server.addr, "a", "ta", &["hex"], 2).await;
+    let b = Client::login(server.addr, "b", "tb", &["hex"]).await;
+    let c = Client::login(server.addr, "c", "tc", &["hex"]).await;
+    (server, a, b, c)
+}
+
+/// Reads `client`'s next message: a `turn` in `match_id` reporting `moves`.
+async fn expect_turn(client: &mut Client, match_id: &str, moves: Value) {
+    let t = client.expect("turn").await;
+    assert_eq!(
+        (&t["match"], &t["moves"]),
+        (&json!(match_id), &moves),
+        "{t}"
+    );
+}
+
+#[tokio::test]
+async fn a_bot_with_max_games_two_plays_two_matches_at_once() {
+    let (server, mut a, mut b, mut c) = gauntlet_with_a_playing_two_at_once().await;
     let mut starts = Vec::new();
     while starts.len() < 2 {
         let v = a.recv().await;
@@ -637,16 +654,7 @@ async fn a_bot_with_max_games_two_plays_two_matches_at_once() {
 /// ending leaves the other going.
 #[tokio::test]
 async fn a_bot_alternating_between_two_matches_has_each_move_reach_its_own() {
-    let config = support::config(
-        "",
-        &["a", "b", "c"],
-        "hex",
-        "format = \"gauntlet\"\ngames_per_pairing = 1\nconcurrency = 2",
-    );
-    let server = TestServer::start(&config).await;
-    let mut a = Client::login_with(server.addr, "a", "ta", &["hex"], 2).await;
-    let mut b = Client::login(server.addr, "b", "tb", &["hex"]).await;
-    let mut c = Client::login(server.addr, "c", "tc", &["hex"]).await;
+    let (server, mut a, mut b, mut c) = gauntlet_with_a_playing_two_at_once().await;
     // a's two starts and the turn of the match it moves first in.
     let (mut a_first, mut a_second) = (None, None);
     let mut turns = 0;
@@ -671,38 +679,29 @@ async fn a_bot_alternating_between_two_matches_has_each_move_reach_its_own() {
     assert_eq!(y.expect("start").await["match"], m2);
     assert_eq!(y.expect("turn").await["match"], m2);
     y.play(&m2, "A1").await;
-    let t = a.expect("turn").await;
-    assert_eq!((&t["match"], &t["moves"]), (&json!(m2), &json!(["A1"])));
+    expect_turn(&mut a, &m2, json!(["A1"])).await;
     a.play(&m1, "B2").await;
     assert_eq!(x.expect("start").await["match"], m1);
-    let t = x.expect("turn").await;
-    assert_eq!((&t["match"], &t["moves"]), (&json!(m1), &json!(["B2"])));
+    expect_turn(x, &m1, json!(["B2"])).await;
     a.play(&m2, "C3").await;
-    let t = y.expect("turn").await;
-    assert_eq!((&t["match"], &t["moves"]), (&json!(m2), &json!(["C3"])));
+    expect_turn(y, &m2, json!(["C3"])).await;
     x.play(&m1, "D4").await;
-    let t = a.expect("turn").await;
-    assert_eq!((&t["match"], &t["moves"]), (&json!(m1), &json!(["D4"])));
+    expect_turn(&mut a, &m1, json!(["D4"])).await;
     a.play(&m1, "E5").await;
-    let t = x.expect("turn").await;
-    assert_eq!((&t["match"], &t["moves"]), (&json!(m1), &json!(["E5"])));
+    expect_turn(x, &m1, json!(["E5"])).await;
     y.play(&m2, "F6").await;
-    let t = a.expect("turn").await;
-    assert_eq!((&t["match"], &t["moves"]), (&json!(m2), &json!(["F6"])));
+    expect_turn(&mut a, &m2, json!(["F6"])).await;
     a.play(&m2, "G7").await;
-    let t = y.expect("turn").await;
-    assert_eq!((&t["match"], &t["moves"]), (&json!(m2), &json!(["G7"])));
+    expect_turn(y, &m2, json!(["G7"])).await;
     // The first match ends; the second goes on.
     x.send(json!({"type":"resign","match":m1})).await;
     assert_eq!(x.expect("end").await["result"], "loss");
     let end = a.expect("end").await;
     assert_eq!((&end["match"], &end["result"]), (&json!(m1), &json!("win")));
     y.play(&m2, "H8").await;
-    let t = a.expect("turn").await;
-    assert_eq!((&t["match"], &t["moves"]), (&json!(m2), &json!(["H8"])));
+    expect_turn(&mut a, &m2, json!(["H8"])).await;
     a.play(&m2, "I9").await;
-    let t = y.expect("turn").await;
-    assert_eq!((&t["match"], &t["moves"]), (&json!(m2), &json!(["I9"])));
+    expect_turn(y, &m2, json!(["I9"])).await;
     y.send(json!({"type":"resign","match":m2})).await;
     assert_eq!(y.expect("end").await["result"], "loss");
     let (summary, out_dir, _dir) = server.finished().await;
