@@ -4,7 +4,7 @@
 //! time. Off unless the bench switches them on: then each hook costs
 //! one relaxed atomic load.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -170,26 +170,106 @@ pub struct TimeoutSample {
     pub no_move_read: bool,
 }
 
-struct Probe {
-    enabled: AtomicBool,
-    keep_think: AtomicBool,
+/// How many shares the per-move counters are split into. Each thread counts into a share of
+/// its own (threads beyond this many share), so the referees on two cores never take turns
+/// owning one cache line at every move: in a profile of the bench, the move counter sat on the
+/// line of the flag every hook reads, and each core's count made the other's next look a miss.
+const SHARES: usize = 8;
+
+/// One thread's share of the per-move counters, on cache lines of its own.
+#[repr(align(128))]
+struct MoveShare {
     moves: AtomicU64,
-    started: AtomicU64,
-    ended: AtomicU64,
     overhead_us: Histogram,
     socket_wait_us: Histogram,
+}
+
+impl MoveShare {
+    const fn new() -> MoveShare {
+        MoveShare {
+            moves: AtomicU64::new(0),
+            overhead_us: Histogram::new(),
+            socket_wait_us: Histogram::new(),
+        }
+    }
+}
+
+/// The switches every hook reads: written only by `enable` and `disable`, on a line of their
+/// own.
+#[repr(align(128))]
+struct Switches {
+    enabled: AtomicBool,
+    keep_think: AtomicBool,
+}
+
+/// Matches started and ended: written once per match, on a line of their own.
+#[repr(align(128))]
+struct MatchCounts {
+    started: AtomicU64,
+    ended: AtomicU64,
+}
+
+/// The per-move counters, in `SHARES` shares.
+struct MoveShares([MoveShare; SHARES]);
+
+impl MoveShares {
+    const fn new() -> MoveShares {
+        MoveShares([const { MoveShare::new() }; SHARES])
+    }
+
+    /// The calling thread's share (given out in turn, at its first use in this process).
+    fn own(&self) -> &MoveShare {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        thread_local! {
+            static INDEX: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+        }
+        let index = INDEX.with(|index| {
+            index.get().unwrap_or_else(|| {
+                let given = NEXT.fetch_add(1, Ordering::Relaxed) % SHARES;
+                index.set(Some(given));
+                given
+            })
+        });
+        &self.0[index % SHARES]
+    }
+
+    fn moves(&self) -> u64 {
+        self.0
+            .iter()
+            .map(|share| share.moves.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// The sum of every share's histogram `which`.
+    fn summed(&self, which: impl Fn(&MoveShare) -> &Histogram) -> HistogramSnapshot {
+        let mut counts = vec![0u64; BUCKETS];
+        for share in &self.0 {
+            for (sum, count) in counts.iter_mut().zip(which(share).counts.iter()) {
+                *sum += count.load(Ordering::Relaxed);
+            }
+        }
+        HistogramSnapshot { counts }
+    }
+}
+
+struct Probe {
+    switches: Switches,
+    matches: MatchCounts,
+    shares: MoveShares,
     think: Mutex<Vec<ThinkSample>>,
     timeouts: Mutex<Vec<TimeoutSample>>,
 }
 
 static PROBE: Probe = Probe {
-    enabled: AtomicBool::new(false),
-    keep_think: AtomicBool::new(false),
-    moves: AtomicU64::new(0),
-    started: AtomicU64::new(0),
-    ended: AtomicU64::new(0),
-    overhead_us: Histogram::new(),
-    socket_wait_us: Histogram::new(),
+    switches: Switches {
+        enabled: AtomicBool::new(false),
+        keep_think: AtomicBool::new(false),
+    },
+    matches: MatchCounts {
+        started: AtomicU64::new(0),
+        ended: AtomicU64::new(0),
+    },
+    shares: MoveShares::new(),
     think: Mutex::new(Vec::new()),
     timeouts: Mutex::new(Vec::new()),
 };
@@ -197,24 +277,28 @@ static PROBE: Probe = Probe {
 /// Switches the hooks on; with `keep_think`, every charged think time is kept too (one short
 /// lock per move).
 pub fn enable(keep_think: bool) {
-    PROBE.keep_think.store(keep_think, Ordering::Relaxed);
-    PROBE.enabled.store(true, Ordering::Relaxed);
+    PROBE
+        .switches
+        .keep_think
+        .store(keep_think, Ordering::Relaxed);
+    PROBE.switches.enabled.store(true, Ordering::Relaxed);
 }
 
 pub fn disable() {
-    PROBE.enabled.store(false, Ordering::Relaxed);
-    PROBE.keep_think.store(false, Ordering::Relaxed);
+    PROBE.switches.enabled.store(false, Ordering::Relaxed);
+    PROBE.switches.keep_think.store(false, Ordering::Relaxed);
 }
 
 pub fn snapshot() -> ProbeSnapshot {
     ProbeSnapshot {
-        moves: PROBE.moves.load(Ordering::Relaxed),
+        moves: PROBE.shares.moves(),
         matches_running: PROBE
+            .matches
             .started
             .load(Ordering::Relaxed)
-            .saturating_sub(PROBE.ended.load(Ordering::Relaxed)),
-        overhead_us: PROBE.overhead_us.snapshot(),
-        socket_wait_us: PROBE.socket_wait_us.snapshot(),
+            .saturating_sub(PROBE.matches.ended.load(Ordering::Relaxed)),
+        overhead_us: PROBE.shares.summed(|share| &share.overhead_us),
+        socket_wait_us: PROBE.shares.summed(|share| &share.socket_wait_us),
     }
 }
 
@@ -240,19 +324,20 @@ pub fn move_accepted(
     think: Duration,
     turn_queued: bool,
 ) {
-    if !PROBE.enabled.load(Ordering::Relaxed) {
+    if !PROBE.switches.enabled.load(Ordering::Relaxed) {
         return;
     }
-    PROBE.moves.fetch_add(1, Ordering::Relaxed);
-    PROBE
+    let share = PROBE.shares.own();
+    share.moves.fetch_add(1, Ordering::Relaxed);
+    share
         .socket_wait_us
         .record(micros(read.saturating_duration_since(received)));
     if turn_queued {
-        PROBE
+        share
             .overhead_us
             .record(micros(Instant::now().saturating_duration_since(read)));
     }
-    if PROBE.keep_think.load(Ordering::Relaxed) {
+    if PROBE.switches.keep_think.load(Ordering::Relaxed) {
         let ago = micros(Instant::now().saturating_duration_since(received));
         let sample = ThinkSample {
             received_mono_us: monotonic_us().saturating_sub(ago),
@@ -273,7 +358,9 @@ pub fn move_accepted(
 /// `turn_start`; `no_move_read` when no move had been read by the end of the settle window
 /// (kept only with the think samples).
 pub fn timed_out(match_id: &str, ply: usize, turn_start: Instant, no_move_read: bool) {
-    if !PROBE.enabled.load(Ordering::Relaxed) || !PROBE.keep_think.load(Ordering::Relaxed) {
+    if !PROBE.switches.enabled.load(Ordering::Relaxed)
+        || !PROBE.switches.keep_think.load(Ordering::Relaxed)
+    {
         return;
     }
     let ago = micros(Instant::now().saturating_duration_since(turn_start));
@@ -317,14 +404,14 @@ pub struct RunningMatch(());
 
 impl RunningMatch {
     pub fn start() -> RunningMatch {
-        PROBE.started.fetch_add(1, Ordering::Relaxed);
+        PROBE.matches.started.fetch_add(1, Ordering::Relaxed);
         RunningMatch(())
     }
 }
 
 impl Drop for RunningMatch {
     fn drop(&mut self) {
-        PROBE.ended.fetch_add(1, Ordering::Relaxed);
+        PROBE.matches.ended.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -365,5 +452,34 @@ mod tests {
         assert_eq!(window.quantile(0.99), Some(99));
         assert_eq!(window.quantile(1.0), Some(100));
         assert_eq!(Histogram::new().snapshot().quantile(0.5), None);
+    }
+
+    #[test]
+    fn threads_count_into_shares_of_their_own_and_a_look_sums_them() {
+        // Built on the heap: the shares are too large for a test thread's stack.
+        let shares: &'static MoveShares = Box::leak(Box::new(MoveShares::new()));
+        let threads: Vec<_> = (0..4u64)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    let share = shares.own();
+                    for _ in 0..1000 {
+                        share.moves.fetch_add(1, Ordering::Relaxed);
+                        share.socket_wait_us.record(10 + t);
+                    }
+                    std::ptr::from_ref(share) as usize
+                })
+            })
+            .collect();
+        let used: std::collections::BTreeSet<usize> = threads
+            .into_iter()
+            .map(|t| t.join().expect("counting thread"))
+            .collect();
+        assert_eq!(used.len(), 4, "four threads, four shares");
+        assert_eq!(shares.moves(), 4000);
+        let waits = shares.summed(|share| &share.socket_wait_us);
+        assert_eq!(waits.count(), 4000);
+        assert_eq!(waits.quantile(0.25), Some(10));
+        assert_eq!(waits.quantile(1.0), Some(13));
+        assert_eq!(shares.summed(|share| &share.overhead_us).count(), 0);
     }
 }
