@@ -98,3 +98,76 @@ pub(super) async fn write_standings_as_they_come(
 
 /// How long a failing standings write is still tried once the league stops.
 pub(super) const STANDINGS_STOPPING_TRIES: Duration = Duration::from_secs(5);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::game::GameId;
+    use crate::league::TournamentStandings;
+
+    /// The `finished` flag of the one tournament in `dir`'s standings.json, if written.
+    fn written_finished(dir: &std::path::Path) -> Option<bool> {
+        let text = std::fs::read_to_string(dir.join("standings.json")).ok()?;
+        let file: serde_json::Value = serde_json::from_str(&text).ok()?;
+        file["tournaments"][0]["finished"].as_bool()
+    }
+
+    fn standings(finished: bool) -> Arc<TournamentStandings> {
+        Arc::new(TournamentStandings::new(
+            "t",
+            GameId::Hex,
+            finished,
+            Vec::new(),
+        ))
+    }
+
+    /// Waits (a few ms of the test's paused clock at most) until the file says `finished`.
+    async fn until_written(dir: &std::path::Path, finished: bool) {
+        for _ in 0..100 {
+            if written_finished(dir) == Some(finished) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        panic!("standings.json never said finished = {finished}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_change_waits_out_the_rest_after_a_rewrite_and_the_last_state_is_written_at_the_stop()
+    {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let board = StandingsBoard::new(vec![standings(false)]);
+        let (changed, rx) = tokio::sync::watch::channel(());
+        let writer = tokio::spawn(write_standings_as_they_come(
+            dir.path().to_path_buf(),
+            board.clone(),
+            rx,
+            Arc::new(OutputHealth::default()),
+        ));
+        // The first state is written at once.
+        until_written(dir.path(), false).await;
+        let first_written = Instant::now();
+        board.set(0, standings(true));
+        changed.send(()).expect("writer listens");
+        tokio::time::sleep_until(first_written + STANDINGS_REST - Duration::from_millis(200)).await;
+        assert_eq!(
+            written_finished(dir.path()),
+            Some(false),
+            "rewritten before the rest was over"
+        );
+        tokio::time::sleep_until(first_written + STANDINGS_REST + Duration::from_millis(200)).await;
+        until_written(dir.path(), true).await;
+        // The league stops right after a change: its state is written without waiting out the
+        // rest, and the writer ends.
+        board.set(0, standings(false));
+        changed.send(()).expect("writer listens");
+        drop(changed);
+        let stopped = Instant::now();
+        tokio::time::timeout(Duration::from_millis(500), writer)
+            .await
+            .expect("the writer ends once the league stops")
+            .expect("writer task");
+        assert!(stopped.elapsed() < STANDINGS_REST);
+        assert_eq!(written_finished(dir.path()), Some(false));
+    }
+}
