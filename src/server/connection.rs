@@ -285,6 +285,19 @@ impl PlayingMatch {
     }
 }
 
+/// What a connection's reader keeps between lines: its pings and the round-trip time it last
+/// told the link.
+#[derive(Default)]
+struct ReaderState {
+    ping_id: u64,
+    ping_out: Option<(u64, Instant)>,
+    /// Only a bot that has answered a ping can be closed for leaving one unanswered: the
+    /// protocol does not oblige a bot to answer (TCP keepalive finds a dead network anyway).
+    answers_pings: bool,
+    /// The round-trip time last told to the link (`None` until the first line).
+    rtt_told: Option<Option<Duration>>,
+}
+
 /// What woke the reader, other than a line.
 enum ReaderWake {
     /// The connection was dropped by the server, or the server is stopping.
@@ -327,13 +340,7 @@ impl Connection {
             sleep_until(Instant::now() + Duration::from_millis(server.hello_timeout_ms));
         let ping_every = Duration::from_millis(server.ping_interval_ms);
         let pong_timeout = Duration::from_millis(server.pong_timeout_ms);
-        let mut ping_id: u64 = 0;
-        let mut ping_out: Option<(u64, Instant)> = None;
-        // Only a bot that has answered a ping can be closed for leaving one unanswered: the
-        // protocol does not oblige a bot to answer (TCP keepalive finds a dead network anyway).
-        let mut answers_pings = false;
-        // The round-trip time last told to the link (`None` until the first line).
-        let mut rtt_told: Option<Option<Duration>> = None;
+        let mut reader = ReaderState::default();
         // The loop's two waits besides the lines, held in one set that polls each only when
         // its own waker fired: the loop goes round at every line, and polling them there cost
         // the reader more than its parsing (a cancellation wait takes two locks at each poll,
@@ -362,15 +369,15 @@ impl Connection {
                         if !authed {
                             continue;
                         }
-                        match ping_out {
-                            Some((_, sent)) if answers_pings && server.pong_timeout_ms > 0 && sent.elapsed() > pong_timeout => {
+                        match reader.ping_out {
+                            Some((_, sent)) if reader.answers_pings && server.pong_timeout_ms > 0 && sent.elapsed() > pong_timeout => {
                                 break "no pong in time".to_string();
                             }
                             Some(_) => {}
                             None => {
-                                ping_id += 1;
-                                ping_out = Some((ping_id, Instant::now()));
-                                self.link.send(&RefereeMessage::Ping { id: ping_id });
+                                reader.ping_id += 1;
+                                reader.ping_out = Some((reader.ping_id, Instant::now()));
+                                self.link.send(&RefereeMessage::Ping { id: reader.ping_id });
                             }
                         }
                         continue;
@@ -404,59 +411,9 @@ impl Connection {
                 Some(Ok(Frame::NotUtf8)) => {
                     self.refuse(ErrorCode::BadJson, "line is not valid UTF-8".into(), None)
                 }
-                Some(Ok(Frame::Line(line))) if line.trim().is_empty() => {
-                    lines.decoder_mut().recycle(line);
-                    Next::Continue
-                }
                 Some(Ok(Frame::Line(line))) => {
-                    let next = match read_bot_line(&line) {
-                        Err(e) => self.refuse(e.code, e.message, e.match_id),
-                        Ok(BotLine::Message(BotMessage::Pong { .. })) if self.name.is_none() => {
-                            // As any other first line that is not `hello`.
-                            self.error(
-                                ErrorCode::AuthFailed,
-                                "the first message must be hello",
-                                None,
-                            );
-                            Next::Close("spoke before hello".into())
-                        }
-                        Ok(BotLine::Message(BotMessage::Pong { id })) => {
-                            // Only a liveness signal: lag credit never comes from how fast the
-                            // bot's process answers (it could answer late on purpose).
-                            self.bad_lines = 0;
-                            if ping_out.is_some_and(|(expected, _)| expected == id) {
-                                ping_out = None;
-                                answers_pings = true;
-                            }
-                            Next::Continue
-                        }
-                        Ok(message) => {
-                            self.bad_lines = 0;
-                            // Lag credit: the kernel's own round-trip estimate, from ACKs. Told
-                            // to the link only when it changes: the link's copy sits in memory the
-                            // referee uses from another core, and even a look at it cost the
-                            // reader a cache miss at every move (in the bench's profile).
-                            let rtt = lines.get_ref().kernel_rtt(now);
-                            if rtt_told != Some(rtt) {
-                                match rtt {
-                                    Some(rtt) => self.link.set_rtt(rtt),
-                                    None => self.link.clear_rtt(),
-                                }
-                                rtt_told = Some(rtt);
-                            }
-                            let next = match message {
-                                // The common line, its fields borrowed from the line.
-                                BotLine::Move { match_id, mv, ply } if self.name.is_some() => {
-                                    self.forward_move(match_id, mv, ply, received, now).await
-                                }
-                                other => self.handle(other.into_message(), received, now).await,
-                            };
-                            if self.name.is_some() {
-                                self.unauthenticated = None;
-                            }
-                            next
-                        }
-                    };
+                    let rtt = lines.get_ref().kernel_rtt(now);
+                    let next = self.line(&line, received, now, rtt, &mut reader).await;
                     // Its buffer carries the next line (one allocation less a move).
                     lines.decoder_mut().recycle(line);
                     next
@@ -469,6 +426,68 @@ impl Connection {
         Closed {
             name: self.name.as_deref().map(str::to_string),
             reason,
+        }
+    }
+
+    /// Handles one line of a bot: read at `now`, its last bytes received at `received`, with
+    /// the kernel's round-trip estimate of the connection at hand (`rtt`).
+    async fn line(
+        &mut self,
+        line: &str,
+        received: Instant,
+        now: Instant,
+        rtt: Option<Duration>,
+        reader: &mut ReaderState,
+    ) -> Next {
+        if line.trim().is_empty() {
+            return Next::Continue;
+        }
+        match read_bot_line(line) {
+            Err(e) => self.refuse(e.code, e.message, e.match_id),
+            Ok(BotLine::Message(BotMessage::Pong { .. })) if self.name.is_none() => {
+                // As any other first line that is not `hello`.
+                self.error(
+                    ErrorCode::AuthFailed,
+                    "the first message must be hello",
+                    None,
+                );
+                Next::Close("spoke before hello".into())
+            }
+            Ok(BotLine::Message(BotMessage::Pong { id })) => {
+                // Only a liveness signal: lag credit never comes from how fast the bot's
+                // process answers (it could answer late on purpose).
+                self.bad_lines = 0;
+                if reader.ping_out.is_some_and(|(expected, _)| expected == id) {
+                    reader.ping_out = None;
+                    reader.answers_pings = true;
+                }
+                Next::Continue
+            }
+            Ok(message) => {
+                self.bad_lines = 0;
+                // Lag credit: the kernel's own round-trip estimate, from ACKs. Told to the
+                // link only when it changes: the link's copy sits in memory the referee uses
+                // from another core, and even a look at it cost the reader a cache miss at
+                // every move (in the bench's profile).
+                if reader.rtt_told != Some(rtt) {
+                    match rtt {
+                        Some(rtt) => self.link.set_rtt(rtt),
+                        None => self.link.clear_rtt(),
+                    }
+                    reader.rtt_told = Some(rtt);
+                }
+                let next = match message {
+                    // The common line, its fields borrowed from the line.
+                    BotLine::Move { match_id, mv, ply } if self.name.is_some() => {
+                        self.forward_move(match_id, mv, ply, received, now).await
+                    }
+                    other => self.handle(other.into_message(), received, now).await,
+                };
+                if self.name.is_some() {
+                    self.unauthenticated = None;
+                }
+                next
+            }
         }
     }
 
