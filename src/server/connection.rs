@@ -526,8 +526,8 @@ impl Connection {
                 let Some(playing) = self.playing(&match_id) else {
                     return Next::Continue;
                 };
-                let side = playing.side;
-                self.hand_to_referee_task(RefereeInput::Resign { side, conn_id })
+                let (side, door) = (playing.side, playing.door.clone());
+                self.hand_to_referee_task(&door, &match_id, RefereeInput::Resign { side, conn_id })
                     .await
             }
             BotMessage::Pong { .. } => Next::Continue,
@@ -544,10 +544,9 @@ impl Connection {
                 self.playing.swap(i, latest);
             }
             _ => {
-                if let Some(i) = known {
-                    // Its referee has finished: asked again below.
-                    self.playing.swap_remove(i);
-                }
+                // Finished matches (this one too, if its referee has ended) make room and let
+                // their referees' state go; the registry is asked again.
+                self.playing.retain(PlayingMatch::is_running);
                 let found = self
                     .name
                     .as_deref()
@@ -560,8 +559,6 @@ impl Connection {
                     );
                     return None;
                 };
-                // Finished matches make room first (and let their referees' state go).
-                self.playing.retain(PlayingMatch::is_running);
                 if self.playing.len() >= self.playing_kept {
                     self.playing.remove(0);
                 }
@@ -604,30 +601,32 @@ impl Connection {
         if playing.door.try_direct(mv) {
             return Next::Continue;
         }
-        self.hand_to_referee_task(mv.to_owned_input()).await
+        let door = playing.door.clone();
+        self.hand_to_referee_task(&door, match_id, mv.to_owned_input())
+            .await
     }
 
-    /// Hands `input` to the task of the referee of the match this connection last named (the
-    /// latest of `self.playing`, as `playing` left it).
-    async fn hand_to_referee_task(&mut self, input: RefereeInput) -> Next {
-        let Some(playing) = self.playing.last() else {
-            return Next::Continue;
-        };
+    /// Hands `input` to the task of the referee behind `door`, of the match `match_id`.
+    async fn hand_to_referee_task(
+        &self,
+        door: &super::link::RefereeDoor,
+        match_id: &str,
+        input: RefereeInput,
+    ) -> Next {
         // The inbox almost always has room: handing the input over without building a send
         // future is the common path (the future showed in the bench's profile); only a full
         // inbox makes this reader wait.
-        let inbox = playing.door.inbox();
+        let inbox = door.inbox();
         let sent = match inbox.try_send(input) {
             Ok(()) => Ok(()),
             Err(flume::TrySendError::Full(input)) => inbox.send_async(input).await.map_err(|_| ()),
             Err(flume::TrySendError::Disconnected(_)) => Err(()),
         };
         if sent.is_err() {
-            let match_id = playing.match_id.clone();
             self.error(
                 ErrorCode::UnknownMatch,
                 format!("match {match_id:?} is over"),
-                Some(match_id),
+                Some(match_id.to_string()),
             );
         }
         Next::Continue
