@@ -4,6 +4,7 @@
 //! `server::probe` over a fixed window, and its resident memory read from `/proc/self/statm`.
 
 use std::io::{BufRead, Write};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -43,6 +44,39 @@ pub struct LoadPlan {
     /// Worker threads of the server's (and the relay's) runtime; 0: one per core, as
     /// `arena serve` with `server.threads = 0`.
     pub server_threads: usize,
+    /// How the load generator is scheduled: the clock phase raises it (see [`BotsPriority`]).
+    pub bots_priority: BotsPriority,
+}
+
+/// How the load generator of a phase is scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BotsPriority {
+    /// As the bench itself.
+    Same,
+    /// Ahead of the server and of anything else on the machine: real-time round-robin at the
+    /// lowest real-time priority, or where that is refused (it needs root or `CAP_SYS_NICE`)
+    /// nice -10, or where that is refused too the bench's own. For the clock phase: its bots
+    /// then read `turn` as soon as their kernel has it, as bots on machines of their own would,
+    /// so the clock error measures the referee rather than the generator's place in the run
+    /// queue (under `--hog` that place was most of it). The generator sleeps most of that
+    /// phase, and the kernel keeps a tenth of every second from real-time work anyway.
+    Raised,
+}
+
+/// How a process was found to be scheduled: real-time round-robin, or by its nice value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheduling {
+    RealTime { priority: i32 },
+    Nice(i32),
+}
+
+impl std::fmt::Display for Scheduling {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scheduling::RealTime { priority } => write!(f, "real-time (SCHED_RR {priority})"),
+            Scheduling::Nice(nice) => write!(f, "nice {nice}"),
+        }
+    }
 }
 
 /// What one phase measured.
@@ -50,6 +84,9 @@ pub struct LoadPlan {
 pub struct LoadResult {
     /// Worker threads the server's runtime ran on.
     pub server_workers: usize,
+    /// How the load generator was scheduled (see [`LoadPlan::bots_priority`]); `None` if it
+    /// could not be read.
+    pub bots_scheduling: Option<Scheduling>,
     pub window_s: f64,
     /// Moves accepted by referees during the window.
     pub moves_in_window: u64,
@@ -380,6 +417,9 @@ pub(super) fn spawn_bots(
             .arg("--web-clients")
             .arg(plan.web_clients.to_string());
     }
+    if plan.bots_priority == BotsPriority::Raised {
+        ask_raised_priority(&mut command);
+    }
     command
         .stdin(if web.is_some() {
             Stdio::piped()
@@ -390,6 +430,46 @@ pub(super) fn spawn_bots(
         .stderr(Stdio::inherit())
         .spawn()
         .map_err(|e| BenchError::Setup(format!("cannot start the load generator: {e}")))
+}
+
+/// Has the process `command` starts ask for [`BotsPriority::Raised`] before it runs (threads it
+/// starts inherit it). A refusal is not an error: [`scheduling_of`] reads back what it got.
+fn ask_raised_priority(command: &mut Command) {
+    // SAFETY: the hook only calls sched_setscheduler and setpriority, which allocate nothing.
+    unsafe {
+        command.pre_exec(|| {
+            let lowest = libc::sched_get_priority_min(libc::SCHED_RR);
+            let param = libc::sched_param {
+                sched_priority: lowest,
+            };
+            if libc::sched_setscheduler(0, libc::SCHED_RR, &param) != 0 {
+                let _ = libc::setpriority(libc::PRIO_PROCESS, 0, RAISED_NICE);
+            }
+            Ok(())
+        });
+    }
+}
+
+/// The nice value [`BotsPriority::Raised`] falls back to without real-time scheduling.
+const RAISED_NICE: i32 = -10;
+
+/// How process `pid` (its first thread) is scheduled; `None` if it cannot be read.
+fn scheduling_of(pid: u32) -> Option<Scheduling> {
+    let pid = libc::pid_t::try_from(pid).ok()?;
+    // SAFETY: these calls only read the process's scheduling data into the values given.
+    // getpriority returns -1 both as a value and as an error: errno tells them apart.
+    unsafe {
+        let policy = libc::sched_getscheduler(pid);
+        if policy == libc::SCHED_RR || policy == libc::SCHED_FIFO {
+            let mut param = libc::sched_param { sched_priority: 0 };
+            return (libc::sched_getparam(pid, &mut param) == 0).then_some(Scheduling::RealTime {
+                priority: param.sched_priority,
+            });
+        }
+        *libc::__errno_location() = 0;
+        let nice = libc::getpriority(libc::PRIO_PROCESS, pid as libc::id_t);
+        (nice != -1 || *libc::__errno_location() == 0).then_some(Scheduling::Nice(nice))
+    }
 }
 
 /// Runs one phase: server up, load generator connected, every match running, warm-up, window.
@@ -449,6 +529,7 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
     let heap_before_streams_kib = heap_in_use_kib();
 
     let mut child = spawn_bots(exe, &addr.to_string(), plan, web_addr)?;
+    let bots_scheduling = scheduling_of(child.id());
     let (opened_tx, opened) = std::sync::mpsc::channel();
     let reader = read_child_output(child.stdout.take(), Some(opened_tx));
     // With the web view, the load generator opens its event streams first and waits: the idle
@@ -586,6 +667,7 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         .map_err(|e| BenchError::Setup(format!("cannot read the load generator's report: {e}")))?;
     Ok(LoadResult {
         server_workers: tokio::runtime::Handle::current().metrics().num_workers(),
+        bots_scheduling,
         window_s,
         moves_in_window: after.moves.saturating_sub(before.moves),
         overhead_us: after.overhead_us.since(&before.overhead_us),
@@ -691,4 +773,107 @@ async fn finish_child(
     tokio::task::spawn_blocking(move || reader.join().unwrap_or_default())
         .await
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernel's own account of a process's scheduling, from `/proc/<pid>/stat` (fields 19,
+    /// 40 and 41: nice, real-time priority, policy).
+    fn scheduling_in_proc(pid: u32) -> Scheduling {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+        // The command name (field 2) is in parentheses and may hold spaces: count after it.
+        let fields: Vec<i64> = stat[stat.rfind(')').expect("name") + 2..]
+            .split(' ')
+            .map(|field| field.trim().parse().unwrap_or(i64::MIN))
+            .collect();
+        let (nice, rt_priority, policy) = (fields[16], fields[37], fields[38]);
+        if policy == i64::from(libc::SCHED_RR) || policy == i64::from(libc::SCHED_FIFO) {
+            Scheduling::RealTime {
+                priority: rt_priority as i32,
+            }
+        } else {
+            Scheduling::Nice(nice as i32)
+        }
+    }
+
+    /// Starts `sleep 5` with `prepare` applied to its command; returns how it was scheduled, as
+    /// read back and as the kernel says.
+    fn scheduling_of_a_sleep(
+        prepare: impl FnOnce(&mut Command),
+    ) -> (Option<Scheduling>, Scheduling) {
+        let mut command = Command::new("sleep");
+        command.arg("5");
+        prepare(&mut command);
+        let mut child = command.spawn().expect("sleep");
+        let read_back = scheduling_of(child.id());
+        let in_proc = scheduling_in_proc(child.id());
+        let _ = child.kill();
+        let _ = child.wait();
+        (read_back, in_proc)
+    }
+
+    #[test]
+    fn how_a_process_is_scheduled_is_read_back_as_the_kernel_says() {
+        let own = scheduling_of(std::process::id()).expect("own scheduling");
+        assert_eq!(own, scheduling_in_proc(std::process::id()));
+        let Scheduling::Nice(own_nice) = own else {
+            return; // the tests run real-time: nothing below to compare with
+        };
+        // A nice value above one's own needs no privilege.
+        let wanted = (own_nice + 7).min(19);
+        let (read_back, in_proc) = scheduling_of_a_sleep(|command| {
+            // SAFETY: the hook only calls setpriority.
+            unsafe {
+                command.pre_exec(move || {
+                    libc::setpriority(libc::PRIO_PROCESS, 0, wanted);
+                    Ok(())
+                });
+            }
+        });
+        assert_eq!(read_back, Some(Scheduling::Nice(wanted)));
+        assert_eq!(in_proc, Scheduling::Nice(wanted));
+    }
+
+    #[test]
+    fn a_raised_priority_is_real_time_or_a_lower_nice_value_never_worse() {
+        let own = scheduling_of(std::process::id()).expect("own scheduling");
+        let (read_back, in_proc) = scheduling_of_a_sleep(ask_raised_priority);
+        assert_eq!(read_back, Some(in_proc));
+        let lowest_rr = unsafe { libc::sched_get_priority_min(libc::SCHED_RR) };
+        match (own, in_proc) {
+            (_, Scheduling::RealTime { priority }) => assert_eq!(priority, lowest_rr),
+            // Refused real time: nice -10 if allowed, else the bench's own.
+            (Scheduling::Nice(own), Scheduling::Nice(got)) => {
+                assert!(got == RAISED_NICE || got == own, "nice {got}, own {own}")
+            }
+            (Scheduling::RealTime { .. }, Scheduling::Nice(got)) => {
+                panic!("a real-time bench started its generator at nice {got}")
+            }
+        }
+        // Where real time is allowed (root, as in CI), the raise must have taken it.
+        if can_schedule_in_real_time() {
+            assert_eq!(
+                in_proc,
+                Scheduling::RealTime {
+                    priority: lowest_rr
+                }
+            );
+        }
+    }
+
+    /// Whether this process may switch a thread to real-time scheduling (tried on a thread of
+    /// its own, which then ends).
+    fn can_schedule_in_real_time() -> bool {
+        std::thread::spawn(|| {
+            let param = libc::sched_param {
+                sched_priority: unsafe { libc::sched_get_priority_min(libc::SCHED_RR) },
+            };
+            // SAFETY: changes only this short-lived thread's scheduling.
+            unsafe { libc::sched_setscheduler(0, libc::SCHED_RR, &param) == 0 }
+        })
+        .join()
+        .unwrap_or(false)
+    }
 }

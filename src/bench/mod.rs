@@ -24,7 +24,7 @@ use crate::server::open_files::OpenFilesBudget;
 use crate::server::probe::ThinkSample;
 use bots::quantile;
 pub use bots::{run_bots, BotsOptions};
-use load::{run_phase, LoadPlan, LoadResult};
+use load::{run_phase, BotsPriority, LoadPlan, LoadResult};
 pub use report::{BenchReport, GoalCheck, Round};
 
 /// Why the bench could not run.
@@ -454,6 +454,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         web_clients: options.web_clients,
         web_hammer: 0,
         server_threads: options.server_threads,
+        bots_priority: BotsPriority::Same,
     };
     // The relay has no web view: its plan is the referee's without the event streams.
     let relay_plan = LoadPlan {
@@ -508,6 +509,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         web_clients: options.web_clients,
         web_hammer: 0,
         server_threads: options.server_threads,
+        bots_priority: BotsPriority::Raised,
     };
     say(&format!(
         "clocks: {matches} matches of bots sleeping 0-{} ms under a {} ms move limit",
@@ -650,6 +652,9 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         timed_think_max_ms: timed_plan.think_max_ms,
         timed_move_limit_ms: timed_plan.move_limit_ms,
         timed_moves: charged.len(),
+        clock_bots_scheduling: timed
+            .bots_scheduling
+            .map_or_else(|| "unknown".to_string(), |s| s.to_string()),
         clock_error_ms_p50: quantile(&charged, 0.5).map_or(0.0, ms),
         clock_error_ms_p99: quantile(&charged, 0.99).map_or(0.0, ms),
         clock_error_ms_max: charged.last().copied().map_or(0.0, ms),
@@ -766,6 +771,7 @@ mod tests {
     fn result_with(think: Vec<ThinkSample>, bots: Vec<bots::TimedMove>) -> LoadResult {
         LoadResult {
             server_workers: 2,
+            bots_scheduling: None,
             window_s: 1.0,
             moves_in_window: 0,
             overhead_us: Histogram::new().snapshot(),

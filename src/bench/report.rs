@@ -103,6 +103,10 @@ pub struct BenchReport {
     pub timed_think_max_ms: u64,
     pub timed_move_limit_ms: u64,
     pub timed_moves: usize,
+    /// How the clock phase's load generator was scheduled: it asks for real time (see
+    /// `load::BotsPriority::Raised`). At the bench's own priority, under `--hog` the clock
+    /// error includes the generator's own waits for a core.
+    pub clock_bots_scheduling: String,
     pub clock_error_ms_p50: f64,
     pub clock_error_ms_p99: f64,
     pub clock_error_ms_max: f64,
@@ -326,8 +330,12 @@ impl BenchReport {
         )?;
         writeln!(
             out,
-            "clocks: {} matches of bots sleeping 0-{} ms, move limit {} ms, {} moves compared",
-            self.matches, self.timed_think_max_ms, self.timed_move_limit_ms, self.timed_moves
+            "clocks: {} matches of bots sleeping 0-{} ms, move limit {} ms, {} moves compared; the bots' process scheduled {}",
+            self.matches,
+            self.timed_think_max_ms,
+            self.timed_move_limit_ms,
+            self.timed_moves,
+            self.clock_bots_scheduling
         )?;
         writeln!(
             out,

@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpSocket;
 use tokio::time::Instant;
 
-use super::load::{run_phase, LoadPlan, LoadResult, Scratch};
+use super::load::{run_phase, BotsPriority, LoadPlan, LoadResult, Scratch};
 use super::{BenchError, BenchOptions};
 
 /// What `--hammer-only` is told.
@@ -353,6 +353,7 @@ pub fn run(
                 web_clients: 1,
                 web_hammer: hammer,
                 server_threads: options.server_threads,
+                bots_priority: BotsPriority::Same,
             };
             let result = run_phase(
                 &scratch.phase_dir(&format!("web-{round}-{hammer}")),
