@@ -74,6 +74,17 @@ pub fn spin_forever() -> ! {
     }
 }
 
+/// The clock phase's bots think a uniform 0-180 ms under a 200 ms move limit at up to 1,000
+/// matches: about 11,000 moves a second, well within what this kind of machine referees. With
+/// more matches both grow in proportion (0-1,800 ms under 2 s at 10,000), so the phase asks the
+/// same moves a second and its figures say whether the clocks stay fair among that many
+/// matches; at 180 ms they asked 110,000 moves a second at 10,000 matches, more than two cores
+/// referee, and measured the overload instead. Returns (think_max_ms, move_limit_ms).
+fn clock_phase_times(matches: usize) -> (u64, u64) {
+    let scale = u64::try_from(matches.div_ceil(1000).max(1)).unwrap_or(u64::MAX);
+    (180u64.saturating_mul(scale), 200u64.saturating_mul(scale))
+}
+
 /// The CPU hog of `--hog`: killed when dropped.
 struct Hog(std::process::Child);
 
@@ -493,11 +504,12 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         ));
         windows.push((referee, relay, round_load));
     }
+    let (think_max_ms, move_limit_ms) = clock_phase_times(matches);
     let timed_plan = LoadPlan {
         matches,
         games_per_bot,
-        think_max_ms: 180,
-        move_limit_ms: 200,
+        think_max_ms,
+        move_limit_ms,
         warmup,
         window: if options.quick {
             window
@@ -759,6 +771,22 @@ mod tests {
         assert_eq!(median(Vec::new()), 0.0);
         assert_eq!(spread([0.52, 0.44, 0.61]), (0.44, 0.61));
         assert_eq!(spread(Vec::new()), (0.0, 0.0));
+    }
+
+    #[test]
+    fn the_clock_phase_asks_the_same_moves_a_second_from_more_matches() {
+        assert_eq!(clock_phase_times(100), (180, 200));
+        assert_eq!(clock_phase_times(1000), (180, 200));
+        assert_eq!(clock_phase_times(1001), (360, 400));
+        assert_eq!(clock_phase_times(5000), (900, 1000));
+        assert_eq!(clock_phase_times(10_000), (1800, 2000));
+        // Bots keep to 90% of the limit, and the mean think per match grows as the matches do.
+        for matches in [1000, 5000, 10_000] {
+            let (think, limit) = clock_phase_times(matches);
+            assert_eq!(think * 10, limit * 9);
+            let moves_a_second = matches as f64 * 1000.0 / (think as f64 / 2.0);
+            assert!((moves_a_second - 11_111.0).abs() < 1.0, "{moves_a_second}");
+        }
     }
 
     #[test]
