@@ -59,7 +59,7 @@ pub enum BotsPriority {
     /// then read `turn` as soon as their kernel has it, as bots on machines of their own would,
     /// so the clock error measures the referee rather than the generator's place in the run
     /// queue (under `--hog` that place was most of it). The generator sleeps most of that
-    /// phase, and the kernel keeps a tenth of every second from real-time work anyway.
+    /// phase, and the kernel keeps a twentieth of every second from real-time work anyway.
     Raised,
 }
 

@@ -8,6 +8,16 @@ use serde::Serialize;
 
 use super::TurnDelay;
 
+/// What the readable report adds after how the clock phase's bots were scheduled: a caveat
+/// unless they ran in real time.
+fn scheduling_caveat(scheduling: &str) -> &'static str {
+    if scheduling.starts_with("real-time") {
+        ""
+    } else {
+        " (not in real time: on a busy machine the clock error includes the bots' own waits for a core)"
+    }
+}
+
 /// Every figure, as `--json` prints it.
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchReport {
@@ -330,12 +340,13 @@ impl BenchReport {
         )?;
         writeln!(
             out,
-            "clocks: {} matches of bots sleeping 0-{} ms, move limit {} ms, {} moves compared; the bots' process scheduled {}",
+            "clocks: {} matches of bots sleeping 0-{} ms, move limit {} ms, {} moves compared; the bots' process scheduled {}{}",
             self.matches,
             self.timed_think_max_ms,
             self.timed_move_limit_ms,
             self.timed_moves,
-            self.clock_bots_scheduling
+            self.clock_bots_scheduling,
+            scheduling_caveat(&self.clock_bots_scheduling)
         )?;
         writeln!(
             out,
@@ -481,5 +492,27 @@ impl BenchReport {
                 self.false_timeouts == 0,
             ),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::load::Scheduling;
+
+    #[test]
+    fn bots_not_in_real_time_come_with_a_caveat() {
+        let real_time = Scheduling::RealTime { priority: 1 }.to_string();
+        assert_eq!(scheduling_caveat(&real_time), "");
+        for other in [
+            Scheduling::Nice(-10).to_string(),
+            Scheduling::Nice(0).to_string(),
+            "unknown".into(),
+        ] {
+            assert!(
+                scheduling_caveat(&other).contains("not in real time"),
+                "{other}"
+            );
+        }
     }
 }
