@@ -70,6 +70,13 @@ pub enum Scheduling {
     Nice(i32),
 }
 
+/// In the report's JSON as its readable text (`"real-time (SCHED_RR 1)"`, `"nice -10"`).
+impl serde::Serialize for Scheduling {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
 impl std::fmt::Display for Scheduling {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -455,19 +462,21 @@ const RAISED_NICE: i32 = -10;
 
 /// How process `pid` (its first thread) is scheduled; `None` if it cannot be read.
 fn scheduling_of(pid: u32) -> Option<Scheduling> {
-    let pid = libc::pid_t::try_from(pid).ok()?;
+    let signed_pid = libc::pid_t::try_from(pid).ok()?;
     // SAFETY: these calls only read the process's scheduling data into the values given.
     // getpriority returns -1 both as a value and as an error: errno tells them apart.
     unsafe {
-        let policy = libc::sched_getscheduler(pid);
+        let policy = libc::sched_getscheduler(signed_pid);
         if policy == libc::SCHED_RR || policy == libc::SCHED_FIFO {
             let mut param = libc::sched_param { sched_priority: 0 };
-            return (libc::sched_getparam(pid, &mut param) == 0).then_some(Scheduling::RealTime {
-                priority: param.sched_priority,
-            });
+            return (libc::sched_getparam(signed_pid, &mut param) == 0).then_some(
+                Scheduling::RealTime {
+                    priority: param.sched_priority,
+                },
+            );
         }
         *libc::__errno_location() = 0;
-        let nice = libc::getpriority(libc::PRIO_PROCESS, pid as libc::id_t);
+        let nice = libc::getpriority(libc::PRIO_PROCESS, pid);
         (nice != -1 || *libc::__errno_location() == 0).then_some(Scheduling::Nice(nice))
     }
 }

@@ -664,9 +664,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         timed_think_max_ms: timed_plan.think_max_ms,
         timed_move_limit_ms: timed_plan.move_limit_ms,
         timed_moves: charged.len(),
-        clock_bots_scheduling: timed
-            .bots_scheduling
-            .map_or_else(|| "unknown".to_string(), |s| s.to_string()),
+        clock_bots_scheduling: timed.bots_scheduling,
         clock_error_ms_p50: quantile(&charged, 0.5).map_or(0.0, ms),
         clock_error_ms_p99: quantile(&charged, 0.99).map_or(0.0, ms),
         clock_error_ms_max: charged.last().copied().map_or(0.0, ms),

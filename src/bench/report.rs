@@ -6,15 +6,17 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
+use super::load::Scheduling;
 use super::TurnDelay;
 
-/// What the readable report adds after how the clock phase's bots were scheduled: a caveat
-/// unless they ran in real time.
-fn scheduling_caveat(scheduling: &str) -> &'static str {
-    if scheduling.starts_with("real-time") {
-        ""
-    } else {
-        " (not in real time: on a busy machine the clock error includes the bots' own waits for a core)"
+/// How the readable report says the clock phase's bots were scheduled, with a caveat unless
+/// they ran in real time.
+fn bots_scheduling_text(scheduling: Option<Scheduling>) -> String {
+    const CAVEAT: &str = "(not in real time: on a busy machine the clock error includes the bots' own waits for a core)";
+    match scheduling {
+        Some(real_time @ Scheduling::RealTime { .. }) => real_time.to_string(),
+        Some(other) => format!("{other} {CAVEAT}"),
+        None => format!("unknown {CAVEAT}"),
     }
 }
 
@@ -113,10 +115,10 @@ pub struct BenchReport {
     pub timed_think_max_ms: u64,
     pub timed_move_limit_ms: u64,
     pub timed_moves: usize,
-    /// How the clock phase's load generator was scheduled: it asks for real time (see
-    /// `load::BotsPriority::Raised`). At the bench's own priority, under `--hog` the clock
-    /// error includes the generator's own waits for a core.
-    pub clock_bots_scheduling: String,
+    /// How the clock phase's load generator was scheduled (`None`: it could not be read): it
+    /// asks for real time (see `load::BotsPriority::Raised`). At the bench's own priority,
+    /// under `--hog` the clock error includes the generator's own waits for a core.
+    pub clock_bots_scheduling: Option<Scheduling>,
     pub clock_error_ms_p50: f64,
     pub clock_error_ms_p99: f64,
     pub clock_error_ms_max: f64,
@@ -340,13 +342,12 @@ impl BenchReport {
         )?;
         writeln!(
             out,
-            "clocks: {} matches of bots sleeping 0-{} ms, move limit {} ms, {} moves compared; the bots' process scheduled {}{}",
+            "clocks: {} matches of bots sleeping 0-{} ms, move limit {} ms, {} moves compared; the bots' process scheduled {}",
             self.matches,
             self.timed_think_max_ms,
             self.timed_move_limit_ms,
             self.timed_moves,
-            self.clock_bots_scheduling,
-            scheduling_caveat(&self.clock_bots_scheduling)
+            bots_scheduling_text(self.clock_bots_scheduling)
         )?;
         writeln!(
             out,
@@ -498,21 +499,34 @@ impl BenchReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::load::Scheduling;
 
     #[test]
     fn bots_not_in_real_time_come_with_a_caveat() {
-        let real_time = Scheduling::RealTime { priority: 1 }.to_string();
-        assert_eq!(scheduling_caveat(&real_time), "");
-        for other in [
-            Scheduling::Nice(-10).to_string(),
-            Scheduling::Nice(0).to_string(),
-            "unknown".into(),
+        assert_eq!(
+            bots_scheduling_text(Some(Scheduling::RealTime { priority: 1 })),
+            "real-time (SCHED_RR 1)"
+        );
+        for (scheduling, starts) in [
+            (Some(Scheduling::Nice(-10)), "nice -10 "),
+            (Some(Scheduling::Nice(0)), "nice 0 "),
+            (None, "unknown "),
         ] {
+            let text = bots_scheduling_text(scheduling);
             assert!(
-                scheduling_caveat(&other).contains("not in real time"),
-                "{other}"
+                text.starts_with(starts) && text.contains("not in real time"),
+                "{text}"
             );
         }
+    }
+
+    #[test]
+    fn the_json_gives_how_the_bots_were_scheduled_as_text() {
+        let json = |s: Option<Scheduling>| serde_json::to_string(&s).expect("json");
+        assert_eq!(
+            json(Some(Scheduling::RealTime { priority: 1 })),
+            r#""real-time (SCHED_RR 1)""#
+        );
+        assert_eq!(json(Some(Scheduling::Nice(-10))), r#""nice -10""#);
+        assert_eq!(json(None), "null");
     }
 }
