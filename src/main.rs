@@ -255,6 +255,11 @@ enum Command {
         /// instead of one per core, as `server.threads` does for `arena serve` (at most 256).
         #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=arena::config::MAX_SERVER_THREADS as i64))]
         server_threads: u16,
+        /// Run the server (and the relay) on one core and the load generator on the others:
+        /// what the referee costs with a core to itself; not the goals' setting
+        /// (docs/benchmarks.md).
+        #[arg(long)]
+        split_cores: bool,
         /// Instead of the usual run: measure how much web clients hammering every endpoint
         /// slow a live game (windows without and with them, three of each; about 2 minutes).
         #[arg(long)]
@@ -761,6 +766,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
             games_per_bot,
             hog,
             server_threads,
+            split_cores,
             web_load,
             hammer_clients,
             hammer_only,
@@ -788,6 +794,9 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                     &mut out,
                 )?;
             } else if web_load {
+                if split_cores {
+                    anyhow::bail!("--split-cores is for the throughput run, not --web-load");
+                }
                 let options = arena::bench::BenchOptions {
                     quick,
                     exe: std::env::current_exe().context("cannot find this executable")?,
@@ -796,6 +805,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                     games_per_bot: 1,
                     hog,
                     server_threads: usize::from(server_threads),
+                    split_cores,
                 };
                 let report =
                     arena::bench::web_load::run(&options, hammer_clients, &mut io::stderr())?;
@@ -827,6 +837,7 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                     games_per_bot: usize::from(games_per_bot),
                     hog,
                     server_threads: usize::from(server_threads),
+                    split_cores,
                 };
                 let report = arena::bench::run(&options, &mut io::stderr())?;
                 if json {

@@ -272,8 +272,14 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 }
 
 /// Pins the calling thread (and the processes it starts later) to `cpus`.
-#[cfg(target_os = "linux")]
 pub fn set_affinity(cpus: &[usize]) -> std::io::Result<()> {
+    set_thread_affinity(0, cpus)
+}
+
+/// Pins thread `tid` of this process (0: the calling thread) to `cpus`; threads and processes
+/// it starts later inherit it. Allocates nothing (it may run in a `pre_exec` hook).
+#[cfg(target_os = "linux")]
+pub fn set_thread_affinity(tid: libc::pid_t, cpus: &[usize]) -> std::io::Result<()> {
     // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET writes inside it for indices below
     // CPU_SETSIZE (checked), and sched_setaffinity only reads it.
     unsafe {
@@ -283,16 +289,16 @@ pub fn set_affinity(cpus: &[usize]) -> std::io::Result<()> {
                 libc::CPU_SET(cpu, &mut set);
             }
         }
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+        if libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
             return Err(std::io::Error::last_os_error());
         }
     }
     Ok(())
 }
 
-/// Pins the calling thread (and the processes it starts later) to `cpus`.
+/// Pins thread `tid` of this process (0: the calling thread) to `cpus`.
 #[cfg(not(target_os = "linux"))]
-pub fn set_affinity(_cpus: &[usize]) -> std::io::Result<()> {
+pub fn set_thread_affinity(_tid: i32, _cpus: &[usize]) -> std::io::Result<()> {
     Err(std::io::Error::other("CPU affinity is only set on Linux"))
 }
 

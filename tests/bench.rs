@@ -177,6 +177,7 @@ fn quick_bench_prints_every_figure_as_json() {
         );
     }
     assert_eq!(report["hog"], false);
+    assert_eq!(report["split_cores"], false);
     // The clock phase's bots run ahead of the server where the bench may raise them: in real
     // time where this process may use it (root, as in CI), otherwise at a nice value.
     let scheduling = report["clock_bots_scheduling"].as_str().unwrap_or("");
@@ -258,16 +259,20 @@ fn quick_bench_prints_every_figure_as_json() {
 fn quick_bench_with_the_web_view_on_and_two_games_per_bot() {
     // Three options in one run (each run takes a minute): the web view's streams, bots that
     // play two games at once over their one connection (50 bots for the 100 matches), and a
-    // server on one worker thread.
-    let report = quick_bench(&[
-        "--web-clients",
-        "2",
-        "--games-per-bot",
-        "2",
-        "--server-threads",
-        "1",
-    ]);
+    // server on one core with its bots on the others (`--split-cores`: then tokio, asked for a
+    // worker a core, starts one, which shows the server was pinned before its runtime was
+    // built), or on one worker thread where there is only one core.
+    let split = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
+    let one_core = if split {
+        ["--split-cores"].as_slice()
+    } else {
+        ["--server-threads", "1"].as_slice()
+    };
+    let mut args = vec!["--web-clients", "2", "--games-per-bot", "2"];
+    args.extend_from_slice(one_core);
+    let report = quick_bench(&args);
     assert_eq!(report["server_workers"], 1, "{report}");
+    assert_eq!(report["split_cores"], split, "{report}");
     assert_eq!(report["web_clients"], 2);
     assert_eq!(report["games_per_bot"], 2);
     assert_eq!(report["matches"], 100);

@@ -46,6 +46,57 @@ pub struct LoadPlan {
     pub server_threads: usize,
     /// How the load generator is scheduled: the clock phase raises it (see [`BotsPriority`]).
     pub bots_priority: BotsPriority,
+    /// The cores the load generator runs on (`--split-cores`); empty: the bench's own.
+    pub bots_cores: Vec<usize>,
+}
+
+/// `--split-cores`: which core the server (this process) runs on, and which the load
+/// generator does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoreSplit {
+    pub server: usize,
+    pub bots: Vec<usize>,
+}
+
+impl CoreSplit {
+    /// The first of `cores` for the server, the rest for the load generator; `None` with
+    /// fewer than two.
+    pub fn of(cores: &[usize]) -> Option<CoreSplit> {
+        match cores {
+            [server, bots @ ..] if !bots.is_empty() => Some(CoreSplit {
+                server: *server,
+                bots: bots.to_vec(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Pins every thread of this process to `core`, and so every thread and process it starts
+/// from now on (the server's and the relay's runtimes are built after this). A thread that ends
+/// meanwhile is skipped.
+pub(super) fn pin_this_process(core: usize) -> Result<(), BenchError> {
+    let tasks = std::fs::read_dir("/proc/self/task")
+        .map_err(|e| BenchError::Setup(format!("cannot list this process's threads: {e}")))?;
+    for task in tasks.flatten() {
+        let Some(tid) = task
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        match crate::program::set_thread_affinity(tid, &[core]) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+            Err(e) => {
+                return Err(BenchError::Setup(format!(
+                    "cannot pin the server to core {core}: {e}"
+                )))
+            }
+        }
+    }
+    Ok(())
 }
 
 /// How the load generator of a phase is scheduled.
@@ -427,6 +478,9 @@ pub(super) fn spawn_bots(
     if plan.bots_priority == BotsPriority::Raised {
         ask_raised_priority(&mut command);
     }
+    if !plan.bots_cores.is_empty() {
+        run_on_cores(&mut command, plan.bots_cores.clone());
+    }
     command
         .stdin(if web.is_some() {
             Stdio::piped()
@@ -454,6 +508,15 @@ fn ask_raised_priority(command: &mut Command) {
             }
             Ok(())
         });
+    }
+}
+
+/// Has the process `command` starts run on `cores` (and every thread it starts); it fails to
+/// start if they cannot be set.
+fn run_on_cores(command: &mut Command, cores: Vec<usize>) {
+    // SAFETY: the hook only calls sched_setaffinity on a set built on its stack.
+    unsafe {
+        command.pre_exec(move || crate::program::set_affinity(&cores));
     }
 }
 
@@ -821,6 +884,61 @@ mod tests {
         let _ = child.kill();
         let _ = child.wait();
         (read_back, in_proc)
+    }
+
+    /// The cores the kernel lets process `pid` run on (`Cpus_allowed_list` of its status),
+    /// as listed there: `1`, `0-3`, `0,2`.
+    fn cores_allowed_in_proc(pid: u32) -> String {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
+            .expect("Cpus_allowed_list")
+            .trim()
+            .to_string()
+    }
+
+    #[test]
+    fn split_cores_give_the_server_the_first_core_and_the_bots_the_rest() {
+        assert_eq!(
+            CoreSplit::of(&[0, 1]),
+            Some(CoreSplit {
+                server: 0,
+                bots: vec![1]
+            })
+        );
+        assert_eq!(
+            CoreSplit::of(&[2, 5, 7]),
+            Some(CoreSplit {
+                server: 2,
+                bots: vec![5, 7]
+            })
+        );
+        assert_eq!(CoreSplit::of(&[3]), None);
+        assert_eq!(CoreSplit::of(&[]), None);
+    }
+
+    #[test]
+    fn a_load_generator_given_cores_runs_on_those_only() {
+        let cores = crate::program::available_cores();
+        let Some(&last) = cores.last() else {
+            return;
+        };
+        let mut command = Command::new("sleep");
+        command.arg("5");
+        run_on_cores(&mut command, vec![last]);
+        let mut child = command.spawn().expect("sleep");
+        let allowed = cores_allowed_in_proc(child.id());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(allowed, last.to_string());
+        // Without it the child runs where this process may, on more than that one core
+        // where there are several.
+        let mut child = Command::new("sleep").arg("5").spawn().expect("sleep");
+        let inherited = cores_allowed_in_proc(child.id());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(inherited, cores_allowed_in_proc(std::process::id()));
     }
 
     #[test]

@@ -58,6 +58,10 @@ pub struct BenchOptions {
     pub hog: bool,
     /// Worker threads of the server's and the relay's runtimes (0: one per core).
     pub server_threads: usize,
+    /// Run the server (and the relay) on one core and the load generator on the others: the
+    /// referee's cost with a core to itself rather than two cores traded with the bots. Not
+    /// the goals' setting.
+    pub split_cores: bool,
 }
 
 /// `arena bench --hog-only`: spins on the last core this process may use until killed (the
@@ -453,6 +457,23 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
     } else {
         None
     };
+    let bots_cores = if options.split_cores {
+        let cores = crate::program::available_cores();
+        let split = load::CoreSplit::of(&cores).ok_or_else(|| {
+            BenchError::Setup(format!(
+                "--split-cores needs two cores or more; this process may use {}",
+                cores.len()
+            ))
+        })?;
+        load::pin_this_process(split.server)?;
+        say(&format!(
+            "the server (and the relay) run on core {}, the load generator on {:?} (--split-cores)",
+            split.server, split.bots
+        ));
+        split.bots
+    } else {
+        Vec::new()
+    };
     let instant_plan = LoadPlan {
         matches,
         games_per_bot,
@@ -466,6 +487,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         web_hammer: 0,
         server_threads: options.server_threads,
         bots_priority: BotsPriority::Same,
+        bots_cores: bots_cores.clone(),
     };
     // The relay has no web view: its plan is the referee's without the event streams.
     let relay_plan = LoadPlan {
@@ -522,6 +544,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         web_hammer: 0,
         server_threads: options.server_threads,
         bots_priority: BotsPriority::Raised,
+        bots_cores,
     };
     say(&format!(
         "clocks: {matches} matches of bots sleeping 0-{} ms under a {} ms move limit",
@@ -629,6 +652,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         cpu_ratio_max,
         relay_cpu_us_per_move: median(rounds.iter().map(|r| r.relay_cpu_us_per_move)),
         hog: options.hog,
+        split_cores: options.split_cores,
         server_workers: first.server_workers,
         move_overhead_us_p50: median_of(&|r| r.overhead_us.quantile(0.5).unwrap_or(0) as f64)
             as u64,

@@ -79,6 +79,9 @@ pub struct BenchReport {
     pub relay_cpu_us_per_move: f64,
     /// Whether a spinning child process held one core during the load phases (`--hog`).
     pub hog: bool,
+    /// Whether the server ran on one core and the load generator on the others
+    /// (`--split-cores`: not the goals' setting).
+    pub split_cores: bool,
     /// Worker threads the server's runtime ran on (one per core, or `--server-threads`; the
     /// relay's runtime has as many).
     pub server_workers: usize,
@@ -191,7 +194,7 @@ impl BenchReport {
     pub fn write_text(&self, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
-            "arena bench{}{}{} — {} — {} cores, server on {} worker thread{}, load average {} at start, open-files limit {}",
+            "arena bench{}{}{}{} — {} — {} cores, server on {} worker thread{}, load average {} at start, open-files limit {}",
             if self.quick {
                 " --quick (smoke test, not a measurement)"
             } else {
@@ -199,6 +202,11 @@ impl BenchReport {
             },
             if self.hog {
                 " --hog (one core kept busy by a spinning process)"
+            } else {
+                ""
+            },
+            if self.split_cores {
+                " --split-cores (server on one core, bots on the others: not the goals' setting)"
             } else {
                 ""
             },

@@ -354,6 +354,7 @@ pub fn run(
                 web_hammer: hammer,
                 server_threads: options.server_threads,
                 bots_priority: BotsPriority::Same,
+                bots_cores: Vec::new(),
             };
             let result = run_phase(
                 &scratch.phase_dir(&format!("web-{round}-{hammer}")),
