@@ -506,6 +506,21 @@ pub fn quantile<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
 /// that the server can measure what the open streams alone hold.
 pub const WEB_STREAMS_OPEN: &str = "web streams open";
 
+/// Puts the calling thread back to the normal scheduling policy. The web streams' thread calls
+/// it: when the clock phase starts the load generator in real time, the browsers it stands for
+/// must not run ahead of the server as its bots do. At the bots' real-time priority the
+/// thread reading a thousand streams can hold the bots' threads off a core (round-robin slices
+/// are 100 ms): in one run of two their `turn`s waited 4 ms p99 in their sockets. Lowering
+/// needs no privilege; a refusal leaves the thread as it was.
+fn at_normal_priority() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: changes only the calling thread's policy (pid 0: the calling thread) and reads
+    // nothing but `param`.
+    unsafe {
+        libc::sched_setscheduler(0, libc::SCHED_OTHER, &param);
+    }
+}
+
 /// Opens `count` `/api/events` streams on `addr` from a thread of their own (browsers, as far
 /// as the server can tell) and reads them until the server closes them; returns the bytes read
 /// in all. Each stream sends one `()` on `opened` once the server's answer starts arriving.
@@ -515,6 +530,7 @@ fn follow_events(
     opened: std::sync::mpsc::Sender<()>,
 ) -> std::thread::JoinHandle<u64> {
     std::thread::spawn(move || {
+        at_normal_priority();
         let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -702,6 +718,37 @@ fn planned_think_ms(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The calling thread's scheduling policy.
+    fn own_policy() -> i32 {
+        // SAFETY: reads the calling thread's policy only.
+        unsafe { libc::sched_getscheduler(0) }
+    }
+
+    #[test]
+    fn the_web_streams_thread_leaves_real_time_to_the_bots() {
+        let policies = std::thread::spawn(|| {
+            let param = libc::sched_param {
+                // SAFETY: reads a constant of the kernel.
+                sched_priority: unsafe { libc::sched_get_priority_min(libc::SCHED_RR) },
+            };
+            // As the clock phase's generator runs where it may (root, as in CI); elsewhere the
+            // thread is already at the normal policy and stays there.
+            // SAFETY: changes only this test's own thread, which ends below.
+            unsafe { libc::sched_setscheduler(0, libc::SCHED_RR, &param) };
+            let before = own_policy();
+            at_normal_priority();
+            (before, own_policy())
+        })
+        .join()
+        .expect("thread");
+        let (before, after) = policies;
+        assert!(
+            before == libc::SCHED_RR || before == libc::SCHED_OTHER,
+            "{before}"
+        );
+        assert_eq!(after, libc::SCHED_OTHER);
+    }
 
     #[test]
     fn the_script_fills_the_board_to_a_draw() {
