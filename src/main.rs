@@ -794,9 +794,6 @@ fn run(cli: Cli, matches: &ArgMatches) -> anyhow::Result<ExitCode> {
                     &mut out,
                 )?;
             } else if web_load {
-                if split_cores {
-                    anyhow::bail!("--split-cores is for the throughput run, not --web-load");
-                }
                 let options = arena::bench::BenchOptions {
                     quick,
                     exe: std::env::current_exe().context("cannot find this executable")?,

@@ -511,7 +511,9 @@ pub const WEB_STREAMS_OPEN: &str = "web streams open";
 /// must not run ahead of the server as its bots do. At the bots' real-time priority the
 /// thread reading a thousand streams can hold the bots' threads off a core (round-robin slices
 /// are 100 ms): in one run of two their `turn`s waited 4 ms p99 in their sockets. Lowering
-/// needs no privilege; a refusal leaves the thread as it was.
+/// needs no privilege; a refusal leaves the thread as it was. A generator raised by a lower
+/// nice value instead (where real time is refused) keeps it here: the fair scheduler shares
+/// the cores by weight, so this thread cannot hold the bots off for a whole slice.
 fn at_normal_priority() {
     let param = libc::sched_param { sched_priority: 0 };
     // SAFETY: changes only the calling thread's policy (pid 0: the calling thread) and reads

@@ -315,6 +315,11 @@ pub fn run(
     hammer_clients: usize,
     progress: &mut impl Write,
 ) -> Result<WebLoadReport, BenchError> {
+    if options.split_cores {
+        return Err(BenchError::Setup(
+            "--split-cores is for the throughput run, not --web-load".into(),
+        ));
+    }
     let mut say = |text: &str| {
         let _ = writeln!(progress, "bench: {text}");
         let _ = progress.flush();
@@ -449,6 +454,28 @@ impl WebLoadReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_web_load_run_refuses_split_cores_before_it_starts_anything() {
+        let options = BenchOptions {
+            quick: true,
+            exe: std::path::PathBuf::from("/nonexistent/arena"),
+            web_clients: 0,
+            matches: None,
+            games_per_bot: 1,
+            hog: false,
+            server_threads: 0,
+            split_cores: true,
+        };
+        let mut progress = Vec::new();
+        match run(&options, 1, &mut progress) {
+            Err(BenchError::Setup(message)) => {
+                assert!(message.contains("--split-cores"), "{message}")
+            }
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+        assert!(progress.is_empty(), "nothing was started");
+    }
 
     #[test]
     fn paths_use_what_earlier_answers_said_and_encode_it() {
