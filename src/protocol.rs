@@ -233,40 +233,60 @@ impl RefereeMessage {
     }
 }
 
-/// Writes a `turn` line with its `\n` into `line` (emptied first): byte for byte what
+/// The `turn` lines of one match, encoded into a buffer kept between turns: byte for byte what
 /// `RefereeMessage::Turn { .. }.to_wire_line()` gives for the same fields, without building the
-/// message or running `serde_json`'s serializer (the referee sends one per move, into a buffer
-/// it keeps; see `json_out`).
-pub fn write_turn_line<'a>(
-    line: &mut Vec<u8>,
-    match_id: &str,
-    moves: impl Iterator<Item = &'a str>,
-    ply: u32,
-    clock: TurnClock,
-) {
-    use crate::json_out::{push_key, push_str, push_u64};
-    line.clear();
-    line.extend_from_slice(b"{\"type\":\"turn\"");
-    push_key(line, "match", false);
-    push_str(line, match_id);
-    push_key(line, "moves", false);
-    line.push(b'[');
-    for (i, text) in moves.enumerate() {
-        if i > 0 {
-            line.push(b',');
-        }
-        push_str(line, text);
+/// message or running `serde_json`'s serializer (the referee sends one per move; see
+/// `json_out`). The part no turn changes, up to the match id, is written once: a move then
+/// neither reads the id nor escapes it again.
+#[derive(Debug, Clone)]
+pub struct TurnLine {
+    line: Vec<u8>,
+    /// The length of `{"type":"turn","match":"ID","moves":[`, kept at the start of `line`.
+    prefix: usize,
+}
+
+impl TurnLine {
+    pub fn new(match_id: &str) -> TurnLine {
+        use crate::json_out::{push_key, push_str};
+        let mut line = Vec::new();
+        line.extend_from_slice(b"{\"type\":\"turn\"");
+        push_key(&mut line, "match", false);
+        push_str(&mut line, match_id);
+        push_key(&mut line, "moves", false);
+        line.push(b'[');
+        let prefix = line.len();
+        TurnLine { line, prefix }
     }
-    line.push(b']');
-    push_key(line, "ply", false);
-    push_u64(line, u64::from(ply));
-    push_key(line, "clock", false);
-    line.push(b'{');
-    push_key(line, "you_ms", true);
-    push_u64(line, clock.you_ms);
-    push_key(line, "opponent_ms", false);
-    push_u64(line, clock.opponent_ms);
-    line.extend_from_slice(b"}}\n");
+
+    /// The `turn` line, with its `\n`, reporting `moves` at `ply` with `clock`.
+    pub fn encode<'a>(
+        &mut self,
+        moves: impl Iterator<Item = &'a str>,
+        ply: u32,
+        clock: TurnClock,
+    ) -> &str {
+        use crate::json_out::{push_key, push_str, push_u64};
+        let line = &mut self.line;
+        line.truncate(self.prefix);
+        for (i, text) in moves.enumerate() {
+            if i > 0 {
+                line.push(b',');
+            }
+            push_str(line, text);
+        }
+        line.push(b']');
+        push_key(line, "ply", false);
+        push_u64(line, u64::from(ply));
+        push_key(line, "clock", false);
+        line.push(b'{');
+        push_key(line, "you_ms", true);
+        push_u64(line, clock.you_ms);
+        push_key(line, "opponent_ms", false);
+        push_u64(line, clock.opponent_ms);
+        line.extend_from_slice(b"}}\n");
+        // JSON text from `&str`s is UTF-8: this never falls back.
+        std::str::from_utf8(line).unwrap_or("{}\n")
+    }
 }
 
 impl BotMessage {
@@ -804,29 +824,33 @@ mod tests {
 
     #[test]
     fn a_turn_written_from_borrowed_parts_is_the_turn_message_byte_for_byte() {
-        let mut line = b"left over".to_vec();
-        for moves in [
+        let cases = [
             vec![],
             vec!["E7"],
             vec!["J10", "K11", "a \"quoted\" \u{e9}"],
             crate::json_out::tests::AWKWARD.to_vec(),
-        ] {
-            let clock = TurnClock {
-                you_ms: 599_000,
-                opponent_ms: 7,
-            };
+        ];
+        for moves in &cases {
             let id = moves.last().copied().unwrap_or("t-r1-p2-g3");
-            write_turn_line(&mut line, id, moves.iter().copied(), 41, clock);
-            let message = RefereeMessage::Turn {
-                match_id: id.into(),
-                moves: moves.iter().map(|m| m.to_string()).collect(),
-                ply: 41,
-                clock,
-            };
-            assert_eq!(
-                String::from_utf8(line.clone()).unwrap(),
-                message.to_wire_line()
-            );
+            // One line kept through turns of every length, as a referee keeps it: a longer
+            // turn before must leave nothing behind in a shorter one after.
+            let mut turns = TurnLine::new(id);
+            for (ply, moves) in [(41, moves), (7, &cases[2]), (41, moves)] {
+                let clock = TurnClock {
+                    you_ms: 599_000,
+                    opponent_ms: u64::from(ply),
+                };
+                let message = RefereeMessage::Turn {
+                    match_id: id.into(),
+                    moves: moves.iter().map(|m| m.to_string()).collect(),
+                    ply,
+                    clock,
+                };
+                assert_eq!(
+                    turns.encode(moves.iter().copied(), ply, clock),
+                    message.to_wire_line()
+                );
+            }
         }
     }
 

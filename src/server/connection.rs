@@ -10,6 +10,7 @@ use std::time::Duration;
 use futures_util::future::Either;
 use futures_util::stream::FuturesUnordered;
 use futures_util::{FutureExt, StreamExt};
+use smallvec::SmallVec;
 use subtle::ConstantTimeEq;
 use tokio::net::TcpStream;
 use tokio::time::{sleep_until, Instant};
@@ -205,7 +206,7 @@ async fn serve_lines<R: BotRead + 'static, S: LineSink>(
         name: None,
         bad_lines: 0,
         unauthenticated,
-        playing: Vec::new(),
+        playing: SmallVec::new(),
         playing_kept: 1,
     };
     let why = connection.read_loop(lines).await;
@@ -262,8 +263,10 @@ struct Connection {
     /// registry's lock and hash lookup, while that referee's task still runs. As many are
     /// kept as the bot plays games at once (its `max_games`, at most `PLAYING_KEPT`): with
     /// one kept, a bot playing two games missed at every move. No more than that, as a kept
-    /// way holds its referee's state (the whole finished game) until it is let go.
-    playing: Vec<PlayingMatch>,
+    /// way holds its referee's state (the whole finished game) until it is let go. The first
+    /// few are held in the connection itself, ids included: a move's lookup reads no heap
+    /// block (among a thousand matches each is a cache miss).
+    playing: SmallVec<[PlayingMatch; PLAYING_INLINE]>,
     /// How many of `playing` are kept: the bot's `max_games` once it logged in.
     playing_kept: usize,
 }
@@ -271,9 +274,15 @@ struct Connection {
 /// Most matches a connection keeps the way to (see `Connection::playing`).
 const PLAYING_KEPT: usize = 8;
 
+/// Kept matches held in the connection itself rather than in a heap block.
+const PLAYING_INLINE: usize = 2;
+
+/// A match id held inline up to this length (longer ones live in a heap block).
+const MATCH_ID_INLINE: usize = 32;
+
 /// A match of this connection's bot and how to reach its referee.
 struct PlayingMatch {
-    match_id: String,
+    match_id: SmallVec<[u8; MATCH_ID_INLINE]>,
     side: crate::game::Side,
     door: super::link::RefereeDoor,
 }
@@ -356,7 +365,13 @@ impl Connection {
         tokio::pin!(hello_deadline);
         let reason = loop {
             let authed = self.name.is_some();
+            // Lines first: a wait is polled only when no line is ready, once a move rather than
+            // at every turn of the loop (polling the set touches memory no line needs). A bot
+            // that floods lines cannot hold the waits off: its reads draw on the task's budget,
+            // and once that is spent `lines` is pending for a turn.
             let frame = tokio::select! {
+                biased;
+                frame = lines.next() => frame,
                 Some(wake) = waits.next() => match wake {
                     ReaderWake::Dropped => break match self.link.closed_because() {
                         Some(why) => format!("dropped by the server: {why}"),
@@ -391,7 +406,6 @@ impl Connection {
                     );
                     break "no hello in time".to_string();
                 }
-                frame = lines.next() => frame,
             };
             // The kernel's receive time of the read that completed this line (see
             // `arrival`): never later than now, and never earlier than the line's arrival.
@@ -537,7 +551,10 @@ impl Connection {
     /// The match `match_id` this connection plays, found in the registry once and kept (made
     /// the latest of `self.playing`); `None` (and the bot told) if it plays no such match.
     fn playing(&mut self, match_id: &str) -> Option<&PlayingMatch> {
-        let known = self.playing.iter().position(|p| p.match_id == match_id);
+        let known = self
+            .playing
+            .iter()
+            .position(|p| p.match_id.as_slice() == match_id.as_bytes());
         match known {
             Some(i) if self.playing[i].is_running() => {
                 let latest = self.playing.len() - 1;
@@ -546,7 +563,7 @@ impl Connection {
             _ => {
                 // Finished matches (this one too, if its referee has ended) make room and let
                 // their referees' state go; the registry is asked again.
-                self.playing.retain(PlayingMatch::is_running);
+                self.playing.retain(|p| p.is_running());
                 let found = self
                     .name
                     .as_deref()
@@ -562,11 +579,8 @@ impl Connection {
                 if self.playing.len() >= self.playing_kept {
                     self.playing.remove(0);
                 }
-                if self.playing.capacity() == 0 {
-                    self.playing.reserve_exact(self.playing_kept);
-                }
                 self.playing.push(PlayingMatch {
-                    match_id: match_id.to_string(),
+                    match_id: SmallVec::from_slice(match_id.as_bytes()),
                     side,
                     door,
                 });

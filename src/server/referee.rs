@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::game::{new_game, AnyGame, EndReason, Outcome, Side};
 use crate::journal::JournalMove;
-use crate::protocol::{write_turn_line, BotResult, ErrorCode, RefereeMessage};
+use crate::protocol::{BotResult, ErrorCode, RefereeMessage, TurnLine};
 
 use super::journaling::MoveJournal;
 use super::link::{BotLink, DirectMoves, MoveInput, RefereeDoor, RefereeInput, WriteStamp};
@@ -231,7 +231,7 @@ struct Referee {
     /// How the game ended, when a move played directly ended it: the task finishes it.
     ended: Option<Outcome>,
     /// The `turn` line being sent, kept between moves (one is encoded at every move).
-    turn_line: Vec<u8>,
+    turn_line: TurnLine,
     /// The canonical text of the move being played, kept between moves like `turn_line`.
     recorded: String,
     /// The number of moves in the log when `recorded` was appended to it as the last one (0:
@@ -354,29 +354,20 @@ impl Referee {
         let elapsed = now.saturating_duration_since(self.turn_started);
         let clock = self.clocks.turn_clock(side, elapsed);
         let played = self.moves.len();
-        let ply = if self.recorded_as_move == played && self.reported[side.index()] + 1 == played {
-            // The usual turn: it reports the one move just played, whose text is at hand.
-            let texts = std::iter::once(self.recorded.as_str());
-            let ply32 = u32::try_from(played).unwrap_or(u32::MAX);
-            write_turn_line(
-                &mut self.turn_line,
-                &self.spec.match_id,
-                texts,
-                ply32,
-                clock,
-            );
-            played
-        } else {
-            let log = self.moves.read();
-            let from = self.reported[side.index()].min(log.len());
-            let ply = u32::try_from(log.len()).unwrap_or(u32::MAX);
-            let texts = (from..log.len()).filter_map(|i| log.text(i));
-            write_turn_line(&mut self.turn_line, &self.spec.match_id, texts, ply, clock);
-            log.len()
-        };
+        let (line, ply) =
+            if self.recorded_as_move == played && self.reported[side.index()] + 1 == played {
+                // The usual turn: it reports the one move just played, whose text is at hand.
+                let texts = std::iter::once(self.recorded.as_str());
+                let ply32 = u32::try_from(played).unwrap_or(u32::MAX);
+                (self.turn_line.encode(texts, ply32, clock), played)
+            } else {
+                let log = self.moves.read();
+                let from = self.reported[side.index()].min(log.len());
+                let ply = u32::try_from(log.len()).unwrap_or(u32::MAX);
+                let texts = (from..log.len()).filter_map(|i| log.text(i));
+                (self.turn_line.encode(texts, ply, clock), log.len())
+            };
         if let Some(link) = &self.links[side.index()] {
-            // JSON is UTF-8: this never falls back.
-            let line = std::str::from_utf8(&self.turn_line).unwrap_or("{}\n");
             if stamped {
                 link.send_line_stamped(line, &self.turn_written[side.index()]);
             } else {
@@ -797,6 +788,7 @@ pub async fn run_journaled_match(
         links[0].is_none().then_some(now),
         links[1].is_none().then_some(now),
     ];
+    let turn_line = TurnLine::new(&spec.match_id);
     let referee = Referee {
         spec: Arc::new(spec),
         settings,
@@ -810,7 +802,7 @@ pub async fn run_journaled_match(
         moves: replayed.moves,
         recheck_at: None,
         direct_open: false,
-        turn_line: Vec::new(),
+        turn_line,
         recorded: String::new(),
         recorded_as_move: 0,
         ended: None,
