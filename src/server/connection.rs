@@ -7,9 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::future::Either;
-use futures_util::stream::FuturesUnordered;
-use futures_util::{FutureExt, StreamExt};
+use futures_util::StreamExt;
 use smallvec::SmallVec;
 use subtle::ConstantTimeEq;
 use tokio::net::TcpStream;
@@ -18,6 +16,7 @@ use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
 use super::events::ServerEvent;
+use super::reader_waits::{ReaderWaits, ReaderWake};
 use crate::config::Config;
 use crate::game::GameId;
 use crate::log_text::client_text;
@@ -307,14 +306,6 @@ struct ReaderState {
     rtt_told: Option<Option<Duration>>,
 }
 
-/// What woke the reader, other than a line.
-enum ReaderWake {
-    /// The connection was dropped by the server, or the server is stopping.
-    Dropped,
-    /// A ping interval has passed.
-    PingDue,
-}
-
 /// What the reader does after handling a line.
 enum Next {
     Continue,
@@ -350,29 +341,24 @@ impl Connection {
         let ping_every = Duration::from_millis(server.ping_interval_ms);
         let pong_timeout = Duration::from_millis(server.pong_timeout_ms);
         let mut reader = ReaderState::default();
-        // The loop's two waits besides the lines, held in one set that polls each only when
-        // its own waker fired: the loop goes round at every line, and polling them there cost
-        // the reader more than its parsing (a cancellation wait takes two locks at each poll,
-        // a timer registers its waker again). The link's token is a child of the server's
-        // shutdown token, so its wait also ends the loop at shutdown (waiting on the shutdown
-        // token itself would lock that token, shared by every connection, at every line).
-        let ping_at = |at: Instant| Either::Right(sleep_until(at).map(|()| ReaderWake::PingDue));
-        let mut waits = FuturesUnordered::new();
-        waits.push(Either::Left(
-            self.link.dropped().map(|()| ReaderWake::Dropped),
-        ));
-        waits.push(ping_at(Instant::now() + ping_every));
+        // The loop's two waits besides the lines, each polled only when its own waker fired:
+        // the loop goes round at every line, and polling them there cost the reader more than
+        // its parsing (a cancellation wait takes two locks at each poll, a timer registers its
+        // waker again). The link's token is a child of the server's shutdown token, so its
+        // wait also ends the loop at shutdown (waiting on the shutdown token itself would lock
+        // that token, shared by every connection, at every line).
+        let mut waits = ReaderWaits::new(self.link.dropped(), Instant::now() + ping_every);
         tokio::pin!(hello_deadline);
         let reason = loop {
             let authed = self.name.is_some();
             // Lines first: a wait is polled only when no line is ready, once a move rather than
-            // at every turn of the loop (polling the set touches memory no line needs). A bot
+            // at every turn of the loop (even asking them touches memory no line needs). A bot
             // that floods lines cannot hold the waits off: its reads draw on the task's budget,
             // and once that is spent `lines` is pending for a turn.
             let frame = tokio::select! {
                 biased;
                 frame = lines.next() => frame,
-                Some(wake) = waits.next() => match wake {
+                wake = waits.next() => match wake {
                     ReaderWake::Dropped => break match self.link.closed_because() {
                         Some(why) => format!("dropped by the server: {why}"),
                         // Its token is the shutdown's child: cancelled with it, without a reason.
@@ -380,7 +366,7 @@ impl Connection {
                     },
                     ReaderWake::PingDue => {
                         // The next ping is due a whole interval after this one was handled.
-                        waits.push(ping_at(Instant::now() + ping_every));
+                        waits.ping_at(Instant::now() + ping_every);
                         if !authed {
                             continue;
                         }

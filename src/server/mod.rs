@@ -25,6 +25,7 @@ pub mod open_files;
 pub(crate) mod output;
 pub mod output_health;
 pub mod probe;
+mod reader_waits;
 mod referee;
 pub mod registry;
 mod report;
