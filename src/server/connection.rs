@@ -341,10 +341,10 @@ impl Connection {
         let ping_every = Duration::from_millis(server.ping_interval_ms);
         let pong_timeout = Duration::from_millis(server.pong_timeout_ms);
         let mut reader = ReaderState::default();
-        // The loop's two waits besides the lines, each polled only when its own waker fired:
-        // the loop goes round at every line, and polling them there cost the reader more than
-        // its parsing (a cancellation wait takes two locks at each poll, a timer registers its
-        // waker again). The link's token is a child of the server's shutdown token, so its
+        // The loop's two waits besides the lines, polled only after a waker of theirs fired
+        // (see `ReaderWaits`): the loop goes round at every line, and polling them there cost
+        // the reader more than its parsing (a cancellation wait takes two locks at each poll,
+        // a timer registers its waker again). The link's token is a child of the server's shutdown token, so its
         // wait also ends the loop at shutdown (waiting on the shutdown token itself would lock
         // that token, shared by every connection, at every line).
         let mut waits = ReaderWaits::new(self.link.dropped(), Instant::now() + ping_every);
