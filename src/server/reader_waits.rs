@@ -42,9 +42,11 @@ impl Wake for Woken {
 }
 
 /// The waits: `dropped` completes when the link is dropped; the ping is a timer the reader sets
-/// again after each one.
+/// again after each one. A wait that is over stays over: every later look reports it again (the
+/// drop first), until the ping is set again.
 pub struct ReaderWaits<D> {
-    dropped: Pin<Box<D>>,
+    /// `None` once it completed: a finished future is never polled again.
+    dropped: Option<Pin<Box<D>>>,
     ping: Pin<Box<Sleep>>,
     woken: Arc<Woken>,
 }
@@ -55,7 +57,7 @@ impl<D: Future<Output = ()>> ReaderWaits<D> {
         // Both are polled at the first look, which hands them their waker.
         woken.fired.store(true, Ordering::Relaxed);
         ReaderWaits {
-            dropped: Box::pin(dropped),
+            dropped: Some(Box::pin(dropped)),
             ping: Box::pin(sleep_until(first_ping)),
             woken,
         }
@@ -76,15 +78,21 @@ impl<D: Future<Output = ()>> ReaderWaits<D> {
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<ReaderWake> {
         // Registered before the flag is read: a wait that fires in between wakes this waker.
         self.woken.reader.register(cx.waker());
+        let Some(dropped) = self.dropped.as_mut() else {
+            return Poll::Ready(ReaderWake::Dropped);
+        };
         if !self.woken.fired.swap(false, Ordering::AcqRel) {
             return Poll::Pending;
         }
         let waker = Waker::from(self.woken.clone());
         let mut own = Context::from_waker(&waker);
-        if self.dropped.as_mut().poll(&mut own).is_ready() {
+        if dropped.as_mut().poll(&mut own).is_ready() {
+            self.dropped = None;
             return Poll::Ready(ReaderWake::Dropped);
         }
         if self.ping.as_mut().poll(&mut own).is_ready() {
+            // Looked at again next time: an elapsed timer stays ready until it is set again.
+            self.woken.fired.store(true, Ordering::Release);
             return Poll::Ready(ReaderWake::PingDue);
         }
         Poll::Pending
@@ -130,6 +138,28 @@ mod tests {
         });
         assert_eq!(waits.next().await, ReaderWake::Dropped);
         cancel.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_that_is_over_is_reported_again_without_polling_it_again() {
+        // A look that reports nothing would wait for ever: each is bounded.
+        async fn look<D: Future<Output = ()>>(waits: &mut ReaderWaits<D>) -> ReaderWake {
+            timeout(Duration::from_secs(10), waits.next())
+                .await
+                .expect("a wait that is over is reported at once")
+        }
+        // An `async` block panics if it is polled after it completed.
+        let mut waits = ReaderWaits::new(async {}, Instant::now() + Duration::from_secs(60));
+        for _ in 0..3 {
+            assert_eq!(look(&mut waits).await, ReaderWake::Dropped);
+        }
+        let token = CancellationToken::new();
+        let start = Instant::now();
+        let mut waits = ReaderWaits::new(token.cancelled_owned(), start + Duration::from_secs(1));
+        assert_eq!(look(&mut waits).await, ReaderWake::PingDue);
+        // Not set again: still due, at once.
+        assert_eq!(look(&mut waits).await, ReaderWake::PingDue);
+        assert_eq!(Instant::now(), start + Duration::from_secs(1));
     }
 
     /// A wait that never ends and counts how often it was polled.
