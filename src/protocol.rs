@@ -379,25 +379,39 @@ impl FieldKind {
     }
 }
 
-/// The fields of each bot message type: name, kind, required.
-fn fields_of(message_type: &str) -> &'static [(&'static str, FieldKind, bool)] {
+/// Whether a bot message must carry a field.
+#[derive(Clone, Copy, PartialEq)]
+enum Presence {
+    Required,
+    /// May be left out (a default applies), but not `null`.
+    Defaulted,
+    /// May be left out or `null` (an `Option`).
+    Optional,
+}
+
+/// The fields of each bot message type: name, kind, presence. Every field of [`BotMessage`]
+/// must be here (a test checks it): a wrong-typed field missing from this list would be
+/// refused with serde's message, which does not name it.
+fn fields_of(message_type: &str) -> &'static [(&'static str, FieldKind, Presence)] {
     use FieldKind::*;
+    use Presence::*;
     match message_type {
         "hello" => &[
-            ("protocol", Count, true),
-            ("name", Text, true),
-            ("token", Text, true),
-            ("games", TextList, true),
-            ("max_games", Count, false),
-            ("engine", Text, false),
+            ("protocol", Count, Required),
+            ("name", Text, Required),
+            ("token", Text, Required),
+            ("games", TextList, Required),
+            ("max_games", Count, Defaulted),
+            ("engine", Text, Optional),
+            ("ticket", Text, Optional),
         ],
         "move" => &[
-            ("match", Text, true),
-            ("move", Text, true),
-            ("ply", Count, false),
+            ("match", Text, Required),
+            ("move", Text, Required),
+            ("ply", Count, Optional),
         ],
-        "resign" => &[("match", Text, true)],
-        "pong" => &[("id", Id, true)],
+        "resign" => &[("match", Text, Required)],
+        "pong" => &[("id", Id, Required)],
         _ => &[],
     }
 }
@@ -519,12 +533,16 @@ pub fn read_bot_line(line: &str) -> Result<BotLine<'_>, LineError> {
             )
         }
     };
-    for &(field, kind, required) in fields_of(message_type) {
+    for &(field, kind, presence) in fields_of(message_type) {
         let problem = match object.get(field) {
-            None if required => format!("{message_type} needs field \"{field}\""),
+            None if presence == Presence::Required => {
+                format!("{message_type} needs field \"{field}\"")
+            }
+            Some(Value::Null) if presence == Presence::Optional => continue,
             Some(v) if !kind.holds(v) => format!(
-                "field \"{field}\" of {message_type} must be {}, not {v}",
-                kind.describe()
+                "field \"{field}\" of {message_type} must be {}, not {}",
+                kind.describe(),
+                shown_value(v)
             ),
             _ => continue,
         };
@@ -533,6 +551,17 @@ pub fn read_bot_line(line: &str) -> Result<BotLine<'_>, LineError> {
     serde_json::from_value(value)
         .map(BotLine::Message)
         .map_err(|e| LineError::new(ErrorCode::MissingField, e.to_string()).about(match_id))
+}
+
+/// A refused field's value as an error message quotes it: cut to 40 characters, so that a
+/// long wrong value is not sent back whole.
+fn shown_value(value: &Value) -> String {
+    const MAX_CHARS: usize = 40;
+    let text = value.to_string();
+    match text.char_indices().nth(MAX_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
 }
 
 /// Classifies one line from the referee (used by clients such as `arena bot`).
@@ -787,6 +816,112 @@ mod tests {
         assert_eq!(e.match_id.as_deref(), Some("r1-hex-3"));
         assert_eq!(refused(r#"{"type":"move","match":F6"#).match_id, None);
         assert_eq!(refused("not json").match_id, None);
+    }
+
+    /// A valid line of each bot message type, every field given.
+    const FULL_BOT_LINES: [&str; 4] = [
+        r#"{"type":"hello","protocol":1,"name":"a","token":"t","games":["hex"],"max_games":2,"engine":"e","ticket":"0123"}"#,
+        r#"{"type":"move","match":"m1","move":"A1","ply":3}"#,
+        r#"{"type":"resign","match":"m1"}"#,
+        r#"{"type":"pong","id":7}"#,
+    ];
+
+    #[test]
+    fn every_field_of_every_bot_message_is_checked_by_name() {
+        for line in FULL_BOT_LINES {
+            let message = parse_bot_line(line).unwrap();
+            let Value::Object(written) = serde_json::to_value(&message).unwrap() else {
+                panic!("{message:?} is not written as an object");
+            };
+            let message_type = written["type"].as_str().unwrap().to_string();
+            let mut fields: Vec<&str> = written
+                .keys()
+                .map(String::as_str)
+                .filter(|k| *k != "type")
+                .collect();
+            let mut checked: Vec<&str> = fields_of(&message_type).iter().map(|f| f.0).collect();
+            fields.sort_unstable();
+            checked.sort_unstable();
+            assert_eq!(fields, checked, "fields_of({message_type:?})");
+        }
+    }
+
+    #[test]
+    fn a_wrong_typed_field_is_refused_naming_it_and_its_kind() {
+        for line in FULL_BOT_LINES {
+            let Value::Object(object) = serde_json::from_str::<Value>(line).unwrap() else {
+                panic!("{line}");
+            };
+            let message_type = object["type"].as_str().unwrap().to_string();
+            for &(field, kind, _) in fields_of(&message_type) {
+                let wrong = match kind {
+                    FieldKind::Text | FieldKind::TextList => serde_json::json!(5),
+                    FieldKind::Count | FieldKind::Id => serde_json::json!("first"),
+                };
+                let mut broken = object.clone();
+                broken.insert(field.to_string(), wrong);
+                let broken = Value::Object(broken).to_string();
+                let e = parse_bot_line(&broken).unwrap_err();
+                assert_eq!(e.code, ErrorCode::MissingField, "{broken}: {e}");
+                let expected = format!(
+                    "field \"{field}\" of {message_type} must be {}, not ",
+                    kind.describe()
+                );
+                assert!(e.message.starts_with(&expected), "{broken}: {}", e.message);
+            }
+        }
+        // The audit's two lines, and `name`, refused the same way.
+        let refused = |line: &str| parse_bot_line(line).unwrap_err();
+        let e = refused(
+            r#"{"type":"hello","protocol":1,"name":"a","token":"t","games":["hex"],"ticket":5}"#,
+        );
+        assert_eq!(e.code, ErrorCode::MissingField);
+        assert_eq!(
+            e.message,
+            "field \"ticket\" of hello must be a string, not 5"
+        );
+        let e = refused(r#"{"type":"hello","protocol":1,"name":5,"token":"t","games":["hex"]}"#);
+        assert_eq!(e.code, ErrorCode::MissingField);
+        assert_eq!(e.message, "field \"name\" of hello must be a string, not 5");
+        let e = refused(r#"{"type":"move","match":"m1","move":"A1","ply":"first"}"#);
+        assert_eq!(e.code, ErrorCode::MissingField);
+        assert_eq!(
+            e.message,
+            "field \"ply\" of move must be a whole number from 0 to 4294967295, not \"first\""
+        );
+        assert_eq!(e.match_id.as_deref(), Some("m1"));
+        // A long wrong value is quoted cut short.
+        let long = "x".repeat(1000);
+        let e = refused(&format!(
+            r#"{{"type":"move","match":"m1","move":"A1","ply":"{long}"}}"#
+        ));
+        assert!(e.message.contains("\"ply\""), "{}", e.message);
+        assert!(e.message.len() < 200, "{}", e.message);
+    }
+
+    #[test]
+    fn null_is_absent_for_optional_fields_only() {
+        assert_eq!(
+            parse_bot_line(
+                r#"{"type":"hello","protocol":1,"name":"a","token":"t","games":[],"engine":null,"ticket":null}"#
+            ),
+            Ok(BotMessage::hello("a", "t", vec![], 1, None, None))
+        );
+        // With another field wrong, a null optional field is not the one blamed.
+        let e = parse_bot_line(
+            r#"{"type":"hello","protocol":1,"name":"a","token":"t","games":[],"engine":null,"ticket":5}"#,
+        )
+        .unwrap_err();
+        assert!(e.message.contains("\"ticket\""), "{}", e.message);
+        // `max_games` has a default but is not an option: null is refused naming it.
+        let e = parse_bot_line(
+            r#"{"type":"hello","protocol":1,"name":"a","token":"t","games":[],"max_games":null}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, ErrorCode::MissingField);
+        assert!(e.message.contains("\"max_games\""), "{}", e.message);
+        let e = parse_bot_line(r#"{"type":"resign","match":null}"#).unwrap_err();
+        assert!(e.message.contains("\"match\""), "{}", e.message);
     }
 
     #[test]
