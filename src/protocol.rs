@@ -588,7 +588,8 @@ mod bytes_codec {
     use super::Frame;
 
     /// Splits a byte stream into `\n`-terminated lines of at most `max` bytes (a trailing `\r`
-    /// is dropped). A longer line is skipped up to its `\n` and reported once as `TooLong`.
+    /// is dropped, and not counted). A longer line is skipped up to its `\n` and reported once
+    /// as `TooLong`.
     #[derive(Debug, Clone)]
     pub struct CappedLineCodec {
         max: usize,
@@ -648,16 +649,15 @@ mod bytes_codec {
                     (false, Some(i)) => {
                         let end = self.searched + i;
                         self.searched = 0;
-                        if end > self.max {
+                        // The `\r` of a `\r\n` is not part of the line, nor of its length.
+                        let cr = end > 0 && buf[end - 1] == b'\r';
+                        if end - usize::from(cr) > self.max {
                             buf.advance(end + 1);
                             return Ok(Some(Frame::TooLong));
                         }
                         // Copied out, then skipped: splitting the line off would make the
                         // buffer shared (an allocation) and keep it from being reused in place.
-                        let mut bytes = &buf[..end];
-                        if bytes.last() == Some(&b'\r') {
-                            bytes = &bytes[..bytes.len() - 1];
-                        }
+                        let bytes = &buf[..end - usize::from(cr)];
                         let frame = match std::str::from_utf8(bytes) {
                             Ok(s) => {
                                 let mut line = std::mem::take(&mut self.spare);
@@ -671,7 +671,10 @@ mod bytes_codec {
                         return Ok(Some(frame));
                     }
                     (false, None) => {
-                        if buf.len() > self.max {
+                        // Too long already, unless all that is past the cap is the `\r` of a
+                        // `\r\n` whose `\n` is still on its way.
+                        let waiting_cr = buf.len() == self.max + 1 && buf[self.max] == b'\r';
+                        if buf.len() > self.max && !waiting_cr {
                             buf.advance(buf.len());
                             self.searched = 0;
                             self.discarding = true;
@@ -784,6 +787,60 @@ mod tests {
         };
         assert_eq!(third, "cd");
         assert!(third.capacity() < 4096, "a large buffer is not kept");
+    }
+
+    #[test]
+    fn the_cr_of_a_crlf_does_not_count_toward_the_cap() {
+        let full = vec![b'x'; MAX_LINE_BYTES];
+        let line = String::from_utf8(full.clone()).unwrap();
+        for ending in [&b"\n"[..], b"\r\n"] {
+            let mut codec = CappedLineCodec::new(MAX_LINE_BYTES);
+            let mut bytes = full.clone();
+            bytes.extend_from_slice(ending);
+            bytes.extend_from_slice(b"ok\r\n");
+            // Whole, and with the line end arriving in pieces (the `\r` before the `\n`).
+            assert_eq!(
+                decode_all(&mut codec, &[&bytes]),
+                vec![Frame::Line(line.clone()), Frame::Line("ok".into())]
+            );
+            let (body, rest) = bytes.split_at(MAX_LINE_BYTES);
+            let (first, rest) = rest.split_at(1);
+            assert_eq!(
+                decode_all(&mut codec, &[body, first, rest]),
+                vec![Frame::Line(line.clone()), Frame::Line("ok".into())]
+            );
+        }
+        // One byte more is too long, with or without the `\r`, whole or in pieces.
+        for ending in [&b"\n"[..], b"\r\n"] {
+            let mut codec = CappedLineCodec::new(MAX_LINE_BYTES);
+            let mut bytes = vec![b'x'; MAX_LINE_BYTES + 1];
+            bytes.extend_from_slice(ending);
+            bytes.extend_from_slice(b"ok\n");
+            assert_eq!(
+                decode_all(&mut codec, &[&bytes]),
+                vec![Frame::TooLong, Frame::Line("ok".into())]
+            );
+            let (body, rest) = bytes.split_at(MAX_LINE_BYTES + 1);
+            assert_eq!(
+                decode_all(&mut codec, &[body, rest]),
+                vec![Frame::TooLong, Frame::Line("ok".into())]
+            );
+        }
+        // A `\r` that turns out not to end the line is part of it, and counts.
+        let mut codec = CappedLineCodec::new(4);
+        assert_eq!(
+            decode_all(&mut codec, &[b"abcd\r", b"e\nok\n"]),
+            vec![Frame::TooLong, Frame::Line("ok".into())]
+        );
+        assert_eq!(
+            decode_all(&mut codec, &[b"abc\r", b"\r\nok\n"]),
+            vec![Frame::Line("abc\r".into()), Frame::Line("ok".into())]
+        );
+        // An empty line of just `\r\n` is an empty line.
+        assert_eq!(
+            decode_all(&mut codec, &[b"\r\n"]),
+            vec![Frame::Line(String::new())]
+        );
     }
 
     #[test]
