@@ -1148,6 +1148,10 @@ fn serve(
     verbose: u8,
 ) -> anyhow::Result<ExitCode> {
     let mut config = arena::config::Config::load(config_path)?;
+    // Before the log file is opened, so that a refused config leaves nothing behind.
+    let weak = config
+        .check_token_lengths()
+        .map_err(|e| e.in_file(config_path))?;
     if let Some(web) = web {
         config.server.web = web;
         config.web_addr()?;
@@ -1160,14 +1164,6 @@ fn serve(
         Some(open_log_file(&config.server.out_dir)?),
         LogWriters::Threads,
     );
-    let (refused, weak) = arena::server::bots_with_short_tokens(&config);
-    if !refused.is_empty() {
-        anyhow::bail!(
-            "bot(s) {} have a token shorter than {} characters, which can be guessed by trying: give each a strong one (`arena token` prints one), or set `weak_token = true` on the bot for a classroom demo",
-            refused.join(", "),
-            arena::server::MIN_TOKEN_CHARS
-        );
-    }
     for name in weak {
         eprintln!(
             "warning: bot {name:?} has a token shorter than {} characters (weak_token = true), which can be guessed; `arena token` prints a strong one",

@@ -1086,7 +1086,8 @@ fn short_tokens_are_refused_unless_the_bot_says_weak_token() {
         arena::server::bots_with_short_tokens(&config),
         (vec!["a".to_string(), "b".to_string()], vec![])
     );
-    // `arena serve` does not start with them.
+    // `arena serve` does not start with them, names the file and each key as every config
+    // refusal does, and leaves nothing behind (no out_dir, no arena.log).
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("arena.toml");
     std::fs::write(&path, strict).unwrap();
@@ -1097,8 +1098,14 @@ fn short_tokens_are_refused_unless_the_bot_says_weak_token() {
         .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
+    let keys = format!("{}: bot[0].token, bot[1].token: ", path.display());
+    assert!(stderr.contains(&keys), "{stderr}");
     assert!(stderr.contains("weak_token = true"), "{stderr}");
-    assert!(stderr.contains("a, b"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("arena.toml")]);
 }
 
 #[test]

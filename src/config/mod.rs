@@ -101,7 +101,7 @@ impl ConfigError {
     }
 
     /// The same error, naming the file it came from.
-    fn in_file(mut self, path: &Path) -> ConfigError {
+    pub fn in_file(mut self, path: &Path) -> ConfigError {
         if let ConfigError::Syntax { file, .. } | ConfigError::Invalid { file, .. } = &mut self {
             *file = Some(path.to_path_buf());
         }
@@ -646,6 +646,36 @@ impl Config {
     pub fn bot(&self, name: &str) -> Option<&BotConfig> {
         self.bots.iter().find(|b| b.name == name)
     }
+
+    /// What `arena serve` checks before anything starts (not part of loading: other commands
+    /// read a league whatever its tokens): a bot's `token` must be at least
+    /// [`crate::server::MIN_TOKEN_CHARS`] characters unless the bot says `weak_token = true`.
+    /// Refuses naming each short `bot[i].token` (one error, its key the list of them:
+    /// `bot[0].token, bot[3].token`; the file with [`ConfigError::in_file`]); otherwise gives
+    /// the names of the bots allowed a short one, to warn about.
+    pub fn check_token_lengths(&self) -> Result<Vec<String>, ConfigError> {
+        let (refused, weak) = crate::server::bots_with_short_tokens(self);
+        if refused.is_empty() {
+            return Ok(weak);
+        }
+        // Bot names are unique (checked at load), so each refused name is one `[[bot]]`.
+        let keys: Vec<String> = self
+            .bots
+            .iter()
+            .enumerate()
+            .filter(|(_, bot)| refused.contains(&bot.name))
+            .map(|(i, _)| format!("bot[{i}].token"))
+            .collect();
+        Err(ConfigError::invalid(
+            keys.join(", "),
+            format!(
+                "shorter than {} characters, which can be guessed by trying: give each bot a \
+                 strong token (`arena token` prints one), or set `weak_token = true` on it for \
+                 a classroom demo",
+                crate::server::MIN_TOKEN_CHARS
+            ),
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -730,6 +760,42 @@ mod tests {
         assert_eq!(t.clock.move_limit_ms, None);
         assert_eq!(t.points.draw, 0.5);
         assert!(t.rules.is_object());
+    }
+
+    #[test]
+    fn short_tokens_are_refused_naming_the_file_and_each_key() {
+        let config = |weak: &str| {
+            format!(
+                "[[bot]]\nname = \"alice\"\ntoken = \"s3cr\"\n{weak}\n\
+                 [[bot]]\nname = \"bob\"\ntoken = \"0123456789abcdef\"\n\n\
+                 [[bot]]\nname = \"engine\"\nbuiltin = \"random\"\n\n\
+                 [[bot]]\nname = \"carol\"\ntoken = \"0123456789abcde\"\n"
+            )
+        };
+        let strict = Config::from_toml(&config("")).unwrap();
+        let err = strict
+            .check_token_lengths()
+            .unwrap_err()
+            .in_file(Path::new("season.toml"));
+        assert_eq!(err.key(), Some("bot[0].token, bot[3].token"));
+        let text = err.to_string();
+        assert!(
+            text.starts_with("season.toml: bot[0].token, bot[3].token: shorter than 16 characters"),
+            "{text}"
+        );
+        assert!(text.contains("weak_token = true"), "{text}");
+        assert!(text.contains("arena token"), "{text}");
+        assert!(!text.contains("s3cr"), "the message never shows a token: {text}");
+        // A bot that says `weak_token = true` is allowed, and named to be warned about.
+        let text = config("weak_token = true\n").replace(
+            "token = \"0123456789abcde\"\n",
+            "token = \"0123456789abcde\"\nweak_token = true\n",
+        );
+        let lenient = Config::from_toml(&text).unwrap();
+        assert_eq!(
+            lenient.check_token_lengths().unwrap(),
+            vec!["alice".to_string(), "carol".to_string()]
+        );
     }
 
     #[test]
