@@ -427,7 +427,7 @@ fn default_rounds() -> u32 {
     5
 }
 fn default_concurrency() -> u32 {
-    4
+    8
 }
 fn default_absent_forfeit_ms() -> u64 {
     60_000
@@ -760,6 +760,35 @@ mod tests {
         assert_eq!(t.clock.move_limit_ms, None);
         assert_eq!(t.points.draw, 0.5);
         assert!(t.rules.is_object());
+    }
+
+    #[test]
+    fn the_full_example_s_tournament_values_are_the_defaults() {
+        // The full example's tournament values (but its format) are the contract's defaults,
+        // `concurrency = 8` included: leaving them out changes nothing.
+        let full = std::fs::read_to_string(fixture("full.toml")).unwrap();
+        let bare: String = full
+            .lines()
+            .filter(|line| {
+                ![
+                    "games_per_pairing",
+                    "rounds",
+                    "concurrency",
+                    "clock",
+                    "rules",
+                    "points",
+                    "absent_forfeit_ms",
+                ]
+                .iter()
+                .any(|key| line.starts_with(&format!("{key} =")))
+            })
+            .map(|line| format!("{line}\n"))
+            .collect();
+        assert!(!bare.contains("concurrency"), "{bare}");
+        let full = Config::from_toml(&full).unwrap();
+        let bare = Config::from_toml(&bare).unwrap();
+        assert_eq!(bare.tournaments, full.tournaments);
+        assert_eq!(bare.tournaments[0].concurrency, 8);
     }
 
     #[test]
