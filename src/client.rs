@@ -15,9 +15,9 @@
 //!   connection (`Ok` when no match was running, [`ClientError::ServerClosed`] otherwise).
 //! - Each engine is seeded from a hash (FNV-1a) of the match id, so a rerun of the same
 //!   schedule plays the same moves.
-//! - A `turn` whose `moves` would make the move list longer than its `ply` but that starts with
-//!   this bot's own last move is read as including that move (which is then not appended twice).
-//!   Any other mismatch between `ply` and the move list is logged and the list is kept.
+//! - A `turn` whose `moves` do not bring the move list to its `ply` (which docs/protocol.md
+//!   rules out: `turn.moves` are exactly the moves played since this bot's previous turn or
+//!   `start`) is logged, and the list is kept.
 //! - An engine that cannot be built or finds no move (or panics) makes the bot `resign` that
 //!   match; lines from the referee that cannot be read are logged and skipped.
 
@@ -449,8 +449,6 @@ struct MatchState {
     search: Option<(u64, Arc<AtomicBool>)>,
     /// A turn that arrived while a search was still running (answered when it finishes).
     queued: Option<PendingTurn>,
-    /// The last move this bot sent, to recognise it if a `turn` repeats it.
-    last_sent: Option<String>,
 }
 
 /// What a finished search hands back to the connection loop.
@@ -528,7 +526,6 @@ impl Session {
                         engine: None,
                         search: None,
                         queued: None,
-                        last_sent: None,
                     },
                 );
                 None
@@ -635,7 +632,6 @@ impl Session {
                 // has moved on meanwhile.
                 let ply = u32::try_from(state.moves.len()).ok();
                 state.moves.push(mv.clone());
-                state.last_sent = Some(mv.clone());
                 Some(BotMessage::Move {
                     match_id: done.match_id,
                     mv,
@@ -666,18 +662,8 @@ fn abort(state: &MatchState) {
 
 /// Appends a `turn`'s moves to the match's list (see the module notes on `ply`).
 fn append_moves(match_id: &str, state: &mut MatchState, moves: Vec<String>, ply: u32) {
-    let known = state.moves.len();
-    let ply = ply as usize;
-    let repeats_own_move = known + moves.len() == ply + 1
-        && !moves.is_empty()
-        && state.last_sent.as_deref().is_some_and(|last| {
-            moves
-                .first()
-                .is_some_and(|first| first.eq_ignore_ascii_case(last))
-        });
-    let skip = usize::from(repeats_own_move);
-    state.moves.extend(moves.into_iter().skip(skip));
-    if state.moves.len() != ply {
+    state.moves.extend(moves);
+    if state.moves.len() != ply as usize {
         tracing::warn!(%match_id, ply, known = state.moves.len(), "turn ply does not match the moves received");
     }
 }
@@ -788,7 +774,7 @@ mod tests {
         );
     }
 
-    fn state_with(moves: &[&str], last_sent: Option<&str>) -> MatchState {
+    fn state_with(moves: &[&str]) -> MatchState {
         MatchState {
             game: Some(GameId::Hex),
             rules: Value::Null,
@@ -801,23 +787,22 @@ mod tests {
             engine: None,
             search: None,
             queued: None,
-            last_sent: last_sent.map(String::from),
         }
     }
 
     #[test]
-    fn turn_moves_are_appended_without_repeating_the_own_move() {
-        let mut state = state_with(&["F6"], Some("F6"));
+    fn turn_moves_are_appended_after_the_own_move() {
+        let mut state = state_with(&["F6"]);
         append_moves("m", &mut state, vec!["E7".into()], 2);
         assert_eq!(state.moves, ["F6", "E7"]);
-        // A referee that repeats this bot's own move in `turn.moves`.
-        let mut state = state_with(&["F6"], Some("F6"));
-        append_moves("m", &mut state, vec!["f6".into(), "E7".into()], 2);
-        assert_eq!(state.moves, ["F6", "E7"]);
         // Two opponent moves in a row (Jiu) are both kept.
-        let mut state = state_with(&["A1", "B2"], Some("B2"));
+        let mut state = state_with(&["A1", "B2"]);
         append_moves("m", &mut state, vec!["C3".into(), "D4".into()], 4);
         assert_eq!(state.moves, ["A1", "B2", "C3", "D4"]);
+        // The first turn of a game carries none.
+        let mut state = state_with(&[]);
+        append_moves("m", &mut state, vec![], 0);
+        assert!(state.moves.is_empty());
     }
 
     #[test]
