@@ -386,6 +386,96 @@ async fn a_game_is_followed_through_every_route() {
     server.finished().await;
 }
 
+/// A games.jsonl line of Hex game `id` of tournament `t`, as the server writes it: `first`
+/// played `moves` and won by `reason` (a forfeit has no moves), between `started` and
+/// `finished` (RFC 3339).
+fn hex_line(
+    id: &str,
+    players: [&str; 2],
+    moves: &[String],
+    reason: &str,
+    times: [&str; 2],
+) -> String {
+    json!({
+        "match": id, "tournament": "t", "game": "hex", "first": players[0], "second": players[1],
+        "result": "first", "reason": reason, "moves": moves, "think_ms": vec![5; moves.len()],
+        "lag_ms": vec![0; moves.len()], "rules": {"swap": false},
+        "clock": {"initial_ms": 60000, "increment_ms": 0, "move_limit_ms": 0},
+        "started": times[0], "finished": times[1], "record": format!("{id}.txt"),
+    })
+    .to_string()
+}
+
+/// After a restart the games of the earlier run are listed in the order they started (the
+/// spec's order, as during the run), not in games.jsonl's finish order; a forfeit, which
+/// never started, is not listed and has no game, as during the run; the static site agrees.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn games_of_an_earlier_run_are_listed_in_start_order_without_forfeits() {
+    let config = HEX_LEAGUE.replace("games_per_pairing = 1", "games_per_pairing = 3");
+    let moves = column_game();
+    // Appended as they finished: g2, the forfeit g3, then g1, which started first.
+    let lines = [
+        hex_line(
+            "t-r1-p1-g2",
+            ["bob", "alice"],
+            &moves,
+            "connection",
+            ["2026-11-22T21:10:00+00:00", "2026-11-22T21:12:00+00:00"],
+        ),
+        hex_line(
+            "t-r1-p1-g3",
+            ["alice", "bob"],
+            &[],
+            "forfeit",
+            ["2026-11-22T21:20:00+00:00", "2026-11-22T21:20:00+00:00"],
+        ),
+        hex_line(
+            "t-r1-p1-g1",
+            ["alice", "bob"],
+            &moves,
+            "connection",
+            ["2026-11-22T21:00:00+00:00", "2026-11-22T21:30:00+00:00"],
+        ),
+    ];
+    let server = WebServer::start_after(&config, |out| {
+        std::fs::write(out.join("games.jsonl"), lines.join("\n") + "\n").unwrap();
+    })
+    .await;
+    let ids = |games: &Value| -> Vec<String> {
+        games["games"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["match"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let games = server.get_json("/api/games").await;
+    assert_eq!(ids(&games), ["t-r1-p1-g1", "t-r1-p1-g2"], "{games}");
+    let forfeit = server.get("/api/games/t-r1-p1-g3").await;
+    assert_eq!(forfeit.status, 404, "{}", forfeit.text());
+    assert!(forfeit.json()["error"].is_string());
+    assert_eq!(server.get("/games/t-r1-p1-g3").await.status, 404);
+
+    // The static site: the same list, a page for each game listed and none for the forfeit.
+    let site = server.dir.path().join("site");
+    arena::web::site::write_site(&server.config, &site).unwrap();
+    let read = |path: &str| -> Value {
+        serde_json::from_slice(&std::fs::read(site.join(path)).unwrap()).unwrap()
+    };
+    assert_eq!(read("api/games.json"), games);
+    for id in ["t-r1-p1-g1", "t-r1-p1-g2"] {
+        assert!(site.join(format!("games/{id}.html")).exists(), "{id}");
+        assert_eq!(
+            read(&format!("api/games/{id}.json")),
+            server.get_json(&format!("/api/games/{id}")).await
+        );
+    }
+    assert!(!site.join("games/t-r1-p1-g3.html").exists());
+    assert!(!site.join("api/games/t-r1-p1-g3.json").exists());
+    server.shutdown.cancel();
+    server.finished().await;
+}
+
 /// The pages draw every game from `/api/games/meta`: each game the server knows is there with
 /// every fact, and the facts agree with the rules (a position text has `board_size` rows of
 /// `board_size` points; the letters are the protocol's).

@@ -8,12 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
+use chrono::{DateTime, FixedOffset};
 use serde_json::{json, Value};
 
 use super::live::{Live, LiveGame, MatchSpec, SharedMoveLog};
 use crate::clock::{Clocks, ClocksMs};
 use crate::config::Config;
-use crate::game::{game_from_position_text, new_game, GameId, Side};
+use crate::game::{game_from_position_text, new_game, EndReason, GameId, Side};
 use crate::game_line::GameLine;
 use crate::protocol::ClockSpec;
 use crate::server::registry::{BotStatus, Registry};
@@ -49,14 +50,23 @@ pub fn games_meta() -> Value {
     json!({ "games": games })
 }
 
-/// Every finished game of `out_dir/games.jsonl`, in file order (lines that are not a whole game
-/// are skipped, as the server's own reader skips them).
+/// Every game of `out_dir/games.jsonl` that was played, in start order, as `/api/games` lists
+/// games: by each line's `started` time (games that started at the same moment, and lines
+/// whose time does not read, after the others, keep their order in the file, which is finish
+/// order). A forfeit is left out: its game never started (a bot did not show up), so the live
+/// view never lists it either; the standings still count it. Lines that are not a whole game
+/// are skipped, as the server's own reader skips them, and a match's later lines too.
 pub fn finished_games(out_dir: &Path) -> Vec<LiveGame> {
     let mut seen = BTreeSet::new();
-    GameLine::read_file(&out_dir.join("games.jsonl"))
-        .map(|line| game_of_line(&line))
-        .filter(|g| seen.insert(g.spec.match_id.clone()))
-        .collect()
+    let mut lines: Vec<(Option<DateTime<FixedOffset>>, GameLine)> =
+        GameLine::read_file(&out_dir.join("games.jsonl"))
+            .filter(|line| seen.insert(line.match_id.clone()))
+            .filter(|line| line.reason != EndReason::Forfeit)
+            .map(|line| (DateTime::parse_from_rfc3339(&line.started).ok(), line))
+            .collect();
+    // Stable: equal times keep the file's order.
+    lines.sort_by_key(|(started, _)| (started.is_none(), *started));
+    lines.iter().map(|(_, line)| game_of_line(line)).collect()
 }
 
 /// Where each game's line is in a games.jsonl that only grows: match id → (offset, length).
@@ -442,6 +452,37 @@ mod tests {
         }))
         .unwrap()
         .to_text()
+    }
+
+    /// `hex_line` started at `started`, ended by `reason`.
+    fn line_started(id: &str, started: &str, reason: &str) -> String {
+        let mut value: Value = serde_json::from_str(&hex_line(id, &["F6", "E7"])).unwrap();
+        value["started"] = json!(started);
+        value["reason"] = json!(reason);
+        value.to_string()
+    }
+
+    #[test]
+    fn games_read_back_are_in_start_order_without_the_forfeits_that_never_started() {
+        let dir = tempfile::tempdir().unwrap();
+        // In finish order, as the server appends them: "long" started first and finished
+        // last; "forfeit" never started; "twin" started with "short", later in the file.
+        let lines = [
+            line_started("short", "2026-11-22T21:05:00+00:00", "resign"),
+            line_started("forfeit", "2026-11-22T21:06:00+00:00", "forfeit"),
+            // 21:04 UTC, written in another offset: compared as instants, not as text.
+            line_started("other-zone", "2026-11-22T22:04:00+01:00", "resign"),
+            line_started("twin", "2026-11-22T21:05:00+00:00", "resign"),
+            line_started("unreadable", "yesterday", "resign"),
+            line_started("long", "2026-11-22T21:00:00+00:00", "connection"),
+            line_started("short", "2026-11-22T20:00:00+00:00", "resign"),
+        ];
+        std::fs::write(dir.path().join("games.jsonl"), lines.join("\n") + "\n").unwrap();
+        let ids: Vec<String> = finished_games(dir.path())
+            .iter()
+            .map(|g| g.spec.match_id.clone())
+            .collect();
+        assert_eq!(ids, ["long", "other-zone", "short", "twin", "unreadable"]);
     }
 
     #[test]

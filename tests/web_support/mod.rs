@@ -30,9 +30,20 @@ pub struct WebServer {
 
 impl WebServer {
     pub async fn start(config_text: &str) -> WebServer {
+        WebServer::start_after(config_text, |_| {}).await
+    }
+
+    /// A server started on an `out_dir` that `prepare` filled first (the outputs of an earlier
+    /// run, say).
+    pub async fn start_after(
+        config_text: &str,
+        prepare: impl FnOnce(&std::path::Path),
+    ) -> WebServer {
         let mut config = Config::from_toml(config_text).expect("test config is valid");
         let dir = tempfile::tempdir().expect("temp dir");
         config.server.out_dir = dir.path().join("out");
+        std::fs::create_dir_all(&config.server.out_dir).expect("out dir");
+        prepare(&config.server.out_dir);
         let listener = arena::server::bind(&config, Some("127.0.0.1:0"))
             .await
             .expect("bind");
