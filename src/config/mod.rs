@@ -143,7 +143,8 @@ pub struct ServerConfig {
     pub threads: usize,
     /// Our addition: a connection that has not sent `hello` this long after connecting is closed.
     pub hello_timeout_ms: u64,
-    /// Our addition: how often each connection is pinged (round-trip time for lag credit).
+    /// Our addition: how often each connection is pinged (a liveness check only: lag credit
+    /// comes from the kernel's TCP round-trip estimate).
     pub ping_interval_ms: u64,
     /// Our addition: a connection that has answered a ping before and leaves one unanswered
     /// this long is closed as hung (0: never). Bots that never answer pings are not closed for
@@ -164,7 +165,7 @@ pub struct ServerConfig {
     /// Our addition: when a clock runs out, how long the referee still waits for a move the
     /// kernel received before the deadline but the server had not read yet.
     pub timeout_settle_ms: u64,
-    /// The web view's address (`HOST:PORT`); empty: no web view.
+    /// Our addition: the web view's address (`HOST:PORT`); empty: no web view.
     pub web: String,
     /// Our addition: most browsers following the live events at once (`/api/events`).
     pub web_max_event_streams: usize,
