@@ -8,9 +8,13 @@
 //! stamp is never earlier than the arrival of any line completed by the read, so a bot is never
 //! charged less than its true time to the server's door.
 //!
-//! The kernel stamps with `CLOCK_REALTIME`. Its age (wall clock now − stamp) is subtracted from
-//! `tokio::time::Instant::now()` to give a monotonic instant; a stamp from the future (a wall
-//! clock step) counts as "now", and one older than [`MAX_TRUSTED_AGE`] is not trusted at all.
+//! The kernel stamps with `CLOCK_REALTIME`. A stamp becomes a monotonic instant through a pairing
+//! of the two clocks read together (see `clock_pair`: reused for [`CLOCK_PAIR_REUSE`], since the
+//! two clocks run at one rate and part only when the wall clock is stepped). The instant is
+//! then kept between the start of the previous read that found the socket empty (nothing this
+//! read took can have arrived before it) and the start of this read (nothing it took can have
+//! arrived after), so a wall clock step can move an arrival only within those bounds; one
+//! older than [`MAX_TRUSTED_AGE`] is not trusted at all.
 //! Where the socket option is refused, reads work as before and [`last_arrival`] is `None`.
 //! Linux also switches packet stamping on a moment after the first socket of the machine asks
 //! for it, so the first reads of a fresh server may come back unstamped: those lines are
@@ -18,9 +22,10 @@
 //!
 //! [`last_arrival`]: ArrivalStampedRead::last_arrival
 
+use std::cell::Cell;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -53,10 +58,31 @@ const RTT_REFRESH: Duration = Duration::from_secs(1);
 /// the server had not read it yet. Set by the stamped reader (which sees its system calls)
 /// when a read finds the socket empty, or, for a read that emptied it, when the line reader
 /// asks for more (every line of that read handed on).
-#[derive(Debug, Default)]
+///
+/// It also tells whether the reader is waiting on an empty socket right now
+/// ([`ReadProgress::waits_on_empty_socket`]): a bot that sends nothing is never read again,
+/// so without that a referee would wait out its whole patience for a read that never comes.
+#[derive(Debug)]
 pub struct ReadProgress {
     /// Microseconds since `progress_base()`, plus one; 0: never.
     drained_at: AtomicU64,
+    /// Bit 0: the reader waits for its socket, which it found empty with every line handed
+    /// on. The bits above count the reader's wake-ups from that wait, so that a referee can
+    /// tell whether the reader woke while it looked.
+    waiting: AtomicU64,
+    /// The socket, while its reader lives (-1 otherwise), for asking the kernel how many bytes
+    /// wait in it unread.
+    socket: AtomicI32,
+}
+
+impl Default for ReadProgress {
+    fn default() -> ReadProgress {
+        ReadProgress {
+            drained_at: AtomicU64::new(0),
+            waiting: AtomicU64::new(0),
+            socket: AtomicI32::new(-1),
+        }
+    }
 }
 
 /// The instant `ReadProgress` counts from (the first time one is used).
@@ -81,6 +107,67 @@ impl ReadProgress {
         let at_us = u64::try_from(since.as_micros()).unwrap_or(u64::MAX - 1);
         self.drained_at.load(Ordering::Relaxed) > at_us
     }
+
+    /// Whether the reader is waiting on its socket now with every line handed on, and the
+    /// kernel holds no byte of the bot's unread: everything that reached the server until this
+    /// moment has been read. False whenever that cannot be told (no socket, the reader busy or
+    /// woken meanwhile, the kernel not answering).
+    pub fn waits_on_empty_socket(&self) -> bool {
+        let before = self.waiting.load(Ordering::SeqCst);
+        if before & 1 == 0 {
+            return false;
+        }
+        let socket = self.socket.load(Ordering::SeqCst);
+        if socket < 0 {
+            return false;
+        }
+        // The reader marks its wake-up before it reads: if it read what the kernel held (so
+        // that the kernel now says empty), the second look sees that it woke.
+        let empty = unread_bytes(socket) == Some(0);
+        empty && self.waiting.load(Ordering::SeqCst) == before
+    }
+
+    /// The reader waits for its socket, found empty, with every line handed on.
+    fn reader_waits(&self) {
+        let state = self.waiting.load(Ordering::Relaxed);
+        if state & 1 == 0 {
+            self.waiting.store(state | 1, Ordering::SeqCst);
+        }
+    }
+
+    /// The reader woke (or is going away): it may read from now on.
+    fn reader_woke(&self) {
+        let state = self.waiting.load(Ordering::Relaxed);
+        if state & 1 == 1 {
+            self.waiting
+                .store((state & !1).wrapping_add(2), Ordering::SeqCst);
+        }
+    }
+
+    /// The reader's socket is closed or about to be: no more questions to the kernel about it.
+    fn forget_socket(&self) {
+        self.reader_woke();
+        self.socket.store(-1, Ordering::SeqCst);
+    }
+}
+
+/// How many received bytes wait unread in the socket `fd` (`FIONREAD`), if the kernel says.
+#[cfg(target_os = "linux")]
+fn unread_bytes(fd: i32) -> Option<usize> {
+    let mut unread: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one `int` through the pointer, which points at a live local of
+    // that type. A descriptor that is no longer a socket makes the call fail, nothing else.
+    let rc = unsafe { libc::ioctl(fd, libc::FIONREAD, std::ptr::addr_of_mut!(unread)) };
+    if rc == 0 {
+        usize::try_from(unread).ok()
+    } else {
+        None
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn unread_bytes(_fd: i32) -> Option<usize> {
+    None
 }
 
 /// Room for one `SCM_TIMESTAMPNS` control message, aligned as `cmsghdr` requires.
@@ -103,21 +190,47 @@ pub struct ArrivalStampedRead {
     /// When the last read began, if it emptied the socket (reported once its lines are
     /// handed on, at the next read).
     emptied_by_last_read: Option<Instant>,
+    /// When the latest read that found the socket empty, or emptied it, began: whatever a
+    /// later read takes arrived after that.
+    empty_since: Option<Instant>,
+    /// When the latest read began (the moment its lines count as read).
+    last_read_began: Option<Instant>,
+}
+
+impl Drop for ArrivalStampedRead {
+    fn drop(&mut self) {
+        self.progress.forget_socket();
+    }
 }
 
 impl ArrivalStampedRead {
     /// Wraps a read half; with `stamp_arrivals`, asks the kernel to stamp received packets.
     pub fn new(inner: OwnedReadHalf, stamp_arrivals: bool) -> ArrivalStampedRead {
         let stamping = stamp_arrivals && kernel::enable_stamps(&inner);
+        let progress = ReadProgress::default();
+        if stamping {
+            use std::os::fd::AsRawFd;
+            progress
+                .socket
+                .store(inner.as_ref().as_raw_fd(), Ordering::SeqCst);
+        }
         ArrivalStampedRead {
             inner,
             stamping,
             last_arrival: None,
             control: ControlBuffer([0; 64]),
             rtt: std::cell::Cell::new(None),
-            progress: Arc::new(ReadProgress::default()),
+            progress: Arc::new(progress),
             emptied_by_last_read: None,
+            empty_since: None,
+            last_read_began: None,
         }
+    }
+
+    /// When the latest stamped read began (the lines it took count as read then); `None`
+    /// without kernel stamps.
+    pub fn last_read_began(&self) -> Option<Instant> {
+        self.last_read_began
     }
 
     /// When this reader last emptied its socket (shared, for the referees); `None` without
@@ -211,18 +324,56 @@ fn paired_now() -> (Instant, SystemTime) {
 /// trusts (an unpreempted pair of reads takes well under a microsecond).
 const PAIRED_READ_MAX: Duration = Duration::from_micros(20);
 
-/// Converts a kernel wall-clock stamp (seconds and nanoseconds since 1970) into a monotonic
-/// instant (see the module comment).
-fn arrival_instant(tv_sec: i64, tv_nsec: i64) -> Option<Instant> {
-    let (now, wall_now) = paired_now();
+/// How long one pairing of the clocks converts stamps. The monotonic clock and the wall clock
+/// run at one rate (time synchronisation slews both alike) and part only when the wall clock
+/// is stepped, so a pairing stays exact until then; reading both clocks afresh for every
+/// move cost three clock reads a move. A step is seen within this long; until then the
+/// arrival's bounds hold (see the module comment).
+pub const CLOCK_PAIR_REUSE: Duration = Duration::from_millis(10);
+
+thread_local! {
+    /// This thread's latest pairing of the clocks (see `clock_pair`).
+    static CLOCK_PAIR: Cell<Option<(Instant, SystemTime)>> = const { Cell::new(None) };
+}
+
+/// The clocks paired (see `paired_now`), a pairing younger than [`CLOCK_PAIR_REUSE`] at `now`
+/// (the caller's own monotonic reading) reused.
+fn clock_pair(now: Instant) -> (Instant, SystemTime) {
+    CLOCK_PAIR.with(|kept| {
+        if let Some((mono, wall)) = kept.get() {
+            if now >= mono && now.duration_since(mono) < CLOCK_PAIR_REUSE {
+                return (mono, wall);
+            }
+        }
+        let pair = paired_now();
+        kept.set(Some(pair));
+        pair
+    })
+}
+
+/// Converts a kernel wall-clock stamp (seconds and nanoseconds since 1970) of bytes that a read
+/// beginning at `read_began` took into a monotonic instant, no later than `read_began` and no
+/// earlier than `empty_since` (see the module comment); `None` for a stamp older than
+/// [`MAX_TRUSTED_AGE`].
+fn arrival_instant(
+    tv_sec: i64,
+    tv_nsec: i64,
+    read_began: Instant,
+    empty_since: Option<Instant>,
+) -> Option<Instant> {
+    let (mono, wall) = clock_pair(read_began);
     let secs = u64::try_from(tv_sec).ok()?;
     let nanos = u32::try_from(tv_nsec).ok()?;
-    let arrived = UNIX_EPOCH.checked_add(Duration::new(secs, nanos))?;
-    let age = wall_now.duration_since(arrived).unwrap_or(Duration::ZERO);
-    if age > MAX_TRUSTED_AGE {
+    let stamp = UNIX_EPOCH.checked_add(Duration::new(secs, nanos))?;
+    let arrived = match stamp.duration_since(wall) {
+        Ok(after) => mono.checked_add(after)?,
+        Err(before) => mono.checked_sub(before.duration())?,
+    };
+    let arrived = arrived.min(read_began);
+    if read_began.duration_since(arrived) > MAX_TRUSTED_AGE {
         return None;
     }
-    now.checked_sub(age)
+    Some(empty_since.map_or(arrived, |empty| arrived.max(empty.min(read_began))))
 }
 
 impl AsyncRead for ArrivalStampedRead {
@@ -246,7 +397,7 @@ mod kernel {
     use std::io;
     use std::os::fd::AsRawFd;
     use std::sync::atomic::Ordering;
-    use std::task::{ready, Context, Poll};
+    use std::task::{Context, Poll};
 
     use nix::sys::socket::{recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags};
     use tokio::io::{Interest, ReadBuf};
@@ -276,6 +427,8 @@ mod kernel {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let stream = this.inner.as_ref();
+        // From here on the reader may take what waits in the socket.
+        this.progress.reader_woke();
         // Asked for more, the line reader has handed on every line of the last read: if that
         // read emptied the socket, everything that arrived before it began has now reached
         // its referee.
@@ -283,7 +436,15 @@ mod kernel {
             this.progress.drained_at(began);
         }
         loop {
-            ready!(stream.poll_read_ready(cx))?;
+            match stream.poll_read_ready(cx) {
+                Poll::Ready(ready) => ready?,
+                Poll::Pending => {
+                    // Every line read is handed on (the line reader asks for more only then),
+                    // and the socket was found empty or has not said it holds anything.
+                    this.progress.reader_waits();
+                    return Poll::Pending;
+                }
+            }
             // Zeroed before each read (recvmsg wants initialised memory): at most
             // MAX_READ_BYTES, however far a long line once grew the buffer.
             let room = buf.remaining().min(MAX_READ_BYTES);
@@ -295,6 +456,7 @@ mod kernel {
             // line would cost a second `recvmsg` that only finds the socket empty. Readiness
             // that arrives meanwhile is not lost: tokio clears only the event this read saw.
             let mut short_read = None;
+            let mut found_empty = None;
             let progress = &this.progress;
             let read = stream.try_io(Interest::READABLE, || {
                 let room = unfilled.len();
@@ -312,6 +474,7 @@ mod kernel {
                     // Nothing was waiting, and every line read before has been handed on.
                     if e == nix::errno::Errno::EAGAIN {
                         progress.drained_at(began);
+                        found_empty = Some(began);
                     }
                     io::Error::from(e)
                 })?;
@@ -327,21 +490,26 @@ mod kernel {
                     short_read = Some((msg.bytes, stamp, began));
                     return Err(io::ErrorKind::WouldBlock.into());
                 }
-                Ok((msg.bytes, stamp))
+                Ok((msg.bytes, stamp, began))
             });
             let read = match (read, short_read) {
                 (Err(e), Some((bytes, stamp, began))) if e.kind() == io::ErrorKind::WouldBlock => {
                     // The socket is empty as of `began`, but the lines just read are not
                     // handed on yet: reported at the next read (above).
                     this.emptied_by_last_read = Some(began);
-                    Ok((bytes, stamp))
+                    Ok((bytes, stamp, began))
                 }
                 (read, _) => read,
             };
             match read {
-                Ok((bytes, stamp)) => {
+                Ok((bytes, stamp, began)) => {
                     buf.advance(bytes);
-                    this.last_arrival = stamp.and_then(|(s, ns)| arrival_instant(s, ns));
+                    this.last_arrival =
+                        stamp.and_then(|(s, ns)| arrival_instant(s, ns, began, this.empty_since));
+                    this.last_read_began = Some(began);
+                    if short_read.is_some() {
+                        this.empty_since = Some(began);
+                    }
                     return Poll::Ready(Ok(()));
                 }
                 Err(e)
@@ -350,7 +518,10 @@ mod kernel {
                         io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
                     ) =>
                 {
-                    continue
+                    if found_empty.is_some() {
+                        this.empty_since = found_empty;
+                    }
+                    continue;
                 }
                 Err(e) => return Poll::Ready(Err(e)),
             }
@@ -564,7 +735,7 @@ mod tests {
     }
 
     #[test]
-    fn stamps_from_the_future_count_as_now_and_stale_ones_are_ignored() {
+    fn stamps_are_kept_between_the_last_empty_socket_and_the_read() {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
@@ -574,16 +745,84 @@ mod tests {
                 .duration_since(UNIX_EPOCH)
                 .expect("after 1970");
             let stamp = |d: Duration| (d.as_secs() as i64, i64::from(d.subsec_nanos()));
+            let began = Instant::now();
+            // From the future (a wall clock stepped back): the read's start.
             let (s, ns) = stamp(wall + Duration::from_secs(5));
-            let before = Instant::now();
-            let got = arrival_instant(s, ns).expect("future stamp is now");
-            assert!(got >= before);
+            assert_eq!(arrival_instant(s, ns, began, None), Some(began));
+            // Too old to trust.
             let (s, ns) = stamp(wall - MAX_TRUSTED_AGE - Duration::from_secs(1));
-            assert_eq!(arrival_instant(s, ns), None);
+            assert_eq!(arrival_instant(s, ns, began, None), None);
+            // A recent one: its age before the read.
             let (s, ns) = stamp(wall - Duration::from_millis(200));
-            let got = arrival_instant(s, ns).expect("recent stamp");
-            let age = Instant::now().duration_since(got);
-            assert!(age >= Duration::from_millis(200), "{age:?}");
+            let got = arrival_instant(s, ns, began, None).expect("recent stamp");
+            let age = began.duration_since(got);
+            assert!(
+                age >= Duration::from_millis(199) && age <= Duration::from_millis(230),
+                "{age:?}"
+            );
+            // Never before the socket was last found empty (a wall clock stepped forward).
+            let empty = began - Duration::from_millis(50);
+            assert_eq!(arrival_instant(s, ns, began, Some(empty)), Some(empty));
+            // An empty socket after it: the bound is the read's start.
+            let later = began + Duration::from_millis(1);
+            assert_eq!(arrival_instant(s, ns, began, Some(later)), Some(began));
         });
+    }
+
+    /// One pairing of the clocks converts the stamps of reads within `CLOCK_PAIR_REUSE` of it;
+    /// a read after that pairs them afresh.
+    #[test]
+    fn a_pairing_of_the_clocks_is_reused_only_while_young() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let now = Instant::now();
+            let first = clock_pair(now);
+            assert_eq!(clock_pair(now + CLOCK_PAIR_REUSE / 2), first);
+            std::thread::sleep(CLOCK_PAIR_REUSE + Duration::from_millis(1));
+            let again = clock_pair(Instant::now());
+            assert_ne!(again, first);
+            assert!(again.0 > first.0 && again.1 > first.1);
+        });
+    }
+
+    /// A reader waiting on an empty socket says so; bytes that wait unread, a reader that is
+    /// reading, or a reader gone make it say no.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_reader_waiting_on_an_empty_socket_says_so() {
+        let (mut client, mut reader, _write_half) = reader_pair(true).await;
+        let progress = reader
+            .progress()
+            .expect("a stamping reader reports its reads");
+        assert!(!progress.waits_on_empty_socket(), "it has not waited yet");
+        let mut buf = [0u8; 64];
+        let wait = tokio::time::timeout(Duration::from_millis(20), reader.read(&mut buf)).await;
+        assert!(wait.is_err(), "nothing to read");
+        assert!(progress.waits_on_empty_socket(), "waiting, nothing sent");
+        client.write_all(b"move\n").await.expect("write");
+        // Loopback hands the bytes over at once; the bound only keeps a broken test finite.
+        let until = Instant::now() + Duration::from_secs(5);
+        while progress.waits_on_empty_socket() && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert!(!progress.waits_on_empty_socket(), "a line waits unread");
+        let n = reader.read(&mut buf).await.expect("read");
+        assert_eq!(&buf[..n], b"move\n");
+        assert!(
+            !progress.waits_on_empty_socket(),
+            "the line read is not handed on yet"
+        );
+        let wait = tokio::time::timeout(Duration::from_millis(20), reader.read(&mut buf)).await;
+        assert!(wait.is_err(), "nothing more to read");
+        assert!(progress.waits_on_empty_socket(), "waiting again");
+        drop(reader);
+        assert!(!progress.waits_on_empty_socket(), "the reader is gone");
+        assert!(
+            !ReadProgress::default().waits_on_empty_socket(),
+            "no socket"
+        );
     }
 }

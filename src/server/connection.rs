@@ -74,6 +74,9 @@ type LineStream<R> = FramedRead<R, CappedLineCodec>;
 /// A bot's byte stream, and when the kernel received the bytes of the last read (if known).
 pub trait BotRead: tokio::io::AsyncRead + Unpin + Send {
     fn last_arrival(&self) -> Option<Instant>;
+    /// When the read that took the latest bytes began, where the reader notes it: the moment
+    /// its lines count as read (one clock read less a line than asking the clock again).
+    fn last_read_at(&self) -> Option<Instant>;
     /// When the reader last emptied its socket, if it can tell (see `ReadProgress`).
     fn read_progress(&self) -> Option<Arc<ReadProgress>>;
     /// The kernel's round-trip estimate of the connection, the only source of lag credit
@@ -84,6 +87,9 @@ pub trait BotRead: tokio::io::AsyncRead + Unpin + Send {
 impl BotRead for ArrivalStampedRead {
     fn last_arrival(&self) -> Option<Instant> {
         ArrivalStampedRead::last_arrival(self)
+    }
+    fn last_read_at(&self) -> Option<Instant> {
+        self.last_read_began()
     }
     fn read_progress(&self) -> Option<Arc<ReadProgress>> {
         self.progress()
@@ -109,6 +115,9 @@ impl<R: tokio::io::AsyncRead + Unpin + Send> tokio::io::AsyncRead for UnstampedR
 
 impl<R: tokio::io::AsyncRead + Unpin + Send> BotRead for UnstampedRead<R> {
     fn last_arrival(&self) -> Option<Instant> {
+        None
+    }
+    fn last_read_at(&self) -> Option<Instant> {
         None
     }
     fn read_progress(&self) -> Option<Arc<ReadProgress>> {
@@ -393,9 +402,10 @@ impl Connection {
                     break "no hello in time".to_string();
                 }
             };
-            // The kernel's receive time of the read that completed this line (see
-            // `arrival`): never later than now, and never earlier than the line's arrival.
-            let now = Instant::now();
+            // When the line was read: the start of the read that completed it, where the
+            // reader notes it, else now. The kernel's receive time of that read (see
+            // `arrival`): never later than the read, and never earlier than the line's arrival.
+            let now = lines.get_ref().last_read_at().unwrap_or_else(Instant::now);
             let received = lines
                 .get_ref()
                 .last_arrival()

@@ -266,6 +266,14 @@ struct OutboxState {
     closed: bool,
 }
 
+/// The stamp a line's writing sets, and when its sender queued it: a line written at once
+/// counts as begun then (the sender read the clock just before; one clock read less a `turn`).
+/// The stamp is shared with the writer only if the line has to wait for it.
+struct Stamping<'a> {
+    stamp: &'a Arc<WriteStamp>,
+    queued_at: Instant,
+}
+
 /// What became of a line handed to the outbox.
 enum Handed {
     Written,
@@ -283,7 +291,7 @@ impl Outbox {
     /// Writes `line` at once if nothing is ahead of it and the socket takes it all now;
     /// otherwise queues what is left for the writer (never waits). A borrowed line is copied
     /// only if it has to wait.
-    fn push(&self, line: Cow<'_, str>, written: Option<Arc<WriteStamp>>) -> Handed {
+    fn push(&self, line: Cow<'_, str>, written: Option<Stamping<'_>>) -> Handed {
         let mut state = self.state();
         if state.closed {
             return Handed::Closed;
@@ -295,13 +303,13 @@ impl Outbox {
         let mut start = 0;
         if state.lines.is_empty() && !state.writing {
             if let Some(socket) = &state.direct {
-                if let Some(stamp) = &written {
-                    stamp.begin(Instant::now());
+                if let Some(stamping) = &written {
+                    stamping.stamp.begin(stamping.queued_at);
                 }
                 match socket.try_write(line.as_bytes()) {
                     Ok(n) if n == line.len() => {
-                        if let Some(stamp) = &written {
-                            stamp.set(Instant::now());
+                        if let Some(stamping) = &written {
+                            stamping.stamp.set(Instant::now());
                         }
                         return Handed::Written;
                     }
@@ -314,7 +322,7 @@ impl Outbox {
         state.lines.push_back(Outgoing {
             line: line.into_owned(),
             start,
-            written,
+            written: written.map(|stamping| stamping.stamp.clone()),
         });
         drop(state);
         self.queued.notify_one();
@@ -436,9 +444,12 @@ impl BotLink {
     }
 
     /// Whether everything this connection's bot sent that reached the server before `at` has
-    /// been read (always, where the reader cannot tell).
+    /// been read (always, where the reader cannot tell): the reader has found its socket empty
+    /// since `at`, or waits on an empty socket now (a bot that sends nothing is never read).
     pub fn read_everything_before(&self, at: Instant) -> bool {
-        self.reading.as_ref().is_none_or(|r| r.drained_since(at))
+        self.reading
+            .as_ref()
+            .is_none_or(|r| r.drained_since(at) || r.waits_on_empty_socket())
     }
 
     /// Queues a message without waiting. A bot whose queue is full is not reading its socket:
@@ -454,18 +465,28 @@ impl BotLink {
     }
 
     /// Sends a line already encoded (with its `\n`, as `RefereeMessage::to_wire_line` gives)
-    /// as `send` does, and `written` is set when the line reaches the socket (cleared now). The
-    /// line is copied only if it has to wait for the writer.
-    pub fn send_line_stamped(&self, line: &str, written: &Arc<WriteStamp>) -> bool {
+    /// as `send` does, and `written` is set when the line reaches the socket (cleared now).
+    /// `queued_at` is the caller's reading of the clock as it queues the line: a line written
+    /// at once counts as begun then. The line is copied only if it has to wait for the writer.
+    pub fn send_line_stamped(
+        &self,
+        line: &str,
+        written: &Arc<WriteStamp>,
+        queued_at: Instant,
+    ) -> bool {
         written.clear();
-        self.push(Cow::Borrowed(line), Some(written.clone()))
+        let stamping = Stamping {
+            stamp: written,
+            queued_at,
+        };
+        self.push(Cow::Borrowed(line), Some(stamping))
     }
 
-    fn queue(&self, message: &RefereeMessage, written: Option<Arc<WriteStamp>>) -> bool {
+    fn queue(&self, message: &RefereeMessage, written: Option<Stamping<'_>>) -> bool {
         self.push(Cow::Owned(message.to_wire_line()), written)
     }
 
-    fn push(&self, line: Cow<'_, str>, written: Option<Arc<WriteStamp>>) -> bool {
+    fn push(&self, line: Cow<'_, str>, written: Option<Stamping<'_>>) -> bool {
         match self.tx.0.push(line, written) {
             Handed::Written | Handed::Queued => true,
             Handed::Full => {
@@ -819,7 +840,7 @@ mod tests {
         let (tx, rx) = outbox(4, Some(socket.clone()));
         let link = BotLink::new(7, tx, LinkClose::new(CancellationToken::new()));
         let stamp = Arc::new(WriteStamp::new());
-        assert!(link.send_line_stamped(&ping().to_wire_line(), &stamp));
+        assert!(link.send_line_stamped(&ping().to_wire_line(), &stamp, Instant::now()));
         assert_eq!(socket.taken(), ping_line(1));
         assert!(stamp.get().is_some(), "stamped when written");
         assert!(rx.try_recv().is_none(), "nothing left for the writer");
@@ -831,7 +852,7 @@ mod tests {
         let (tx, rx) = outbox(4, Some(socket.clone()));
         let link = BotLink::new(7, tx, LinkClose::new(CancellationToken::new()));
         let stamp = Arc::new(WriteStamp::new());
-        assert!(link.send_line_stamped(&ping().to_wire_line(), &stamp));
+        assert!(link.send_line_stamped(&ping().to_wire_line(), &stamp, Instant::now()));
         assert!(link.send(&RefereeMessage::Ping { id: 2 }));
         assert_eq!(socket.taken(), ping_line(1)[..5]);
         assert!(stamp.begun().is_some(), "its writing has begun");

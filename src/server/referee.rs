@@ -369,7 +369,7 @@ impl Referee {
             };
         if let Some(link) = &self.links[side.index()] {
             if stamped {
-                link.send_line_stamped(line, &self.turn_written[side.index()]);
+                link.send_line_stamped(line, &self.turn_written[side.index()], now);
             } else {
                 link.send_line(line);
             }
