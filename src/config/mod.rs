@@ -815,7 +815,10 @@ mod tests {
         );
         assert!(text.contains("weak_token = true"), "{text}");
         assert!(text.contains("arena token"), "{text}");
-        assert!(!text.contains("s3cr"), "the message never shows a token: {text}");
+        assert!(
+            !text.contains("s3cr"),
+            "the message never shows a token: {text}"
+        );
         // A bot that says `weak_token = true` is allowed, and named to be warned about.
         let text = config("weak_token = true\n").replace(
             "token = \"0123456789abcde\"\n",
