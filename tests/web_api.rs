@@ -14,7 +14,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use arena::game::{new_game, GameId, Side};
 use support::Client;
-use web_support::{percent_encode, request, Events, WebServer};
+use web_support::{percent_encode, request, request_with, Events, WebServer};
 
 const HEX_LEAGUE: &str = r#"
 [server]
@@ -472,6 +472,66 @@ async fn games_of_an_earlier_run_are_listed_in_start_order_without_forfeits() {
     }
     assert!(!site.join("games/t-r1-p1-g3.html").exists());
     assert!(!site.join("api/games/t-r1-p1-g3.json").exists());
+    server.shutdown.cancel();
+    server.finished().await;
+}
+
+/// Requests that axum's own extractors refuse (a path or query that does not decode, `/ws`
+/// without its WebSocket headers) get the API's JSON error too, with the security headers;
+/// the game page's 404 stays a page for people.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_error_of_the_api_is_json_even_the_frameworks_own() {
+    let server = WebServer::start(HEX_LEAGUE).await;
+    let upgrade = [
+        ("connection", "upgrade"),
+        ("upgrade", "websocket"),
+        ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
+    ];
+    let bad_version = [&upgrade[..], &[("sec-websocket-version", "12")]].concat();
+    let no_key = [
+        ("connection", "upgrade"),
+        ("upgrade", "websocket"),
+        ("sec-websocket-version", "13"),
+    ];
+    let cases: [(&str, &[(&str, &str)], &str); 6] = [
+        ("/ws", &[], "upgrade"),
+        ("/ws", &bad_version, "version"),
+        ("/ws", &no_key, "key"),
+        ("/api/games/%FF", &[], "UTF-8"),
+        ("/records/%FF", &[], "UTF-8"),
+        ("/api/events?match=a&match=b", &[], "match"),
+    ];
+    for (path, headers, says) in cases {
+        let response = request_with(server.web, "GET", path, headers).await;
+        assert!(
+            (400..500).contains(&response.status),
+            "{path} {headers:?}: {} {}",
+            response.status,
+            response.text()
+        );
+        assert_eq!(
+            response.header("content-type"),
+            Some("application/json"),
+            "{path} {headers:?}: {}",
+            response.text()
+        );
+        let error = response.json()["error"].as_str().unwrap_or("").to_string();
+        assert!(
+            error.to_lowercase().contains(&says.to_lowercase()) && !error.is_empty(),
+            "{path}: {error:?}"
+        );
+        assert!(
+            response.header("content-security-policy").is_some(),
+            "{path}"
+        );
+    }
+    // A page for people keeps its HTML 404.
+    let page = server.get("/games/no-such-game").await;
+    assert_eq!(page.status, 404);
+    assert!(page
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/html"));
     server.shutdown.cancel();
     server.finished().await;
 }

@@ -259,6 +259,47 @@ async fn security_headers(mut response: Response) -> Response {
     response
 }
 
+/// Most bytes of a plain error answer's text that `json_errors` reads (axum's rejections are a
+/// sentence).
+const ERROR_TEXT_BYTES: usize = 4096;
+
+/// Makes every error answer JSON, `{"error": "…"}`, as the API promises: the handlers' own
+/// errors are `ApiError`s already, but axum's extractors reject a request with plain text of
+/// their own (a path segment or a query that does not decode, `/ws` without its WebSocket
+/// headers). Those are rewritten here, their text kept as the message, so that no route can
+/// answer otherwise. HTML answers are left alone: the game page's `404` is a page for people.
+async fn json_errors(response: Response) -> Response {
+    let status = response.status();
+    if !status.is_client_error() && !status.is_server_error() {
+        return response;
+    }
+    let kind = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("");
+    if kind.starts_with("application/json") || kind.starts_with("text/html") {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = match axum::body::to_bytes(body, ERROR_TEXT_BYTES).await {
+        Ok(bytes) if !bytes.trim_ascii().is_empty() => {
+            String::from_utf8_lossy(bytes.trim_ascii()).into_owned()
+        }
+        _ => status
+            .canonical_reason()
+            .unwrap_or("error")
+            .to_ascii_lowercase(),
+    };
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    parts.headers.remove(header::CONTENT_LENGTH);
+    let body = json!({ "error": text }).to_string();
+    Response::from_parts(parts, axum::body::Body::from(body))
+}
+
 /// The client's address as the limits count it: the TCP peer's, or, when the peer is one of
 /// `server.trusted_proxies`, the last address of `X-Forwarded-For` that is not a trusted proxy
 /// (proxies append the address they heard from, so that one cannot be forged by the client).
@@ -334,6 +375,7 @@ fn router(context: WebContext) -> Router {
         .method_not_allowed_fallback(|| async {
             ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "only GET is served here")
         })
+        .layer(axum::middleware::map_response(json_errors))
         .layer(axum::middleware::map_response(security_headers))
         .with_state(context)
 }

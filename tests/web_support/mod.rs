@@ -139,12 +139,15 @@ async fn send(
     addr: SocketAddr,
     method: &str,
     path: &str,
-    accept: &str,
+    headers: &[(&str, &str)],
 ) -> (u16, Vec<(String, String)>, Body) {
-    let request = hyper::Request::builder()
+    let mut request = hyper::Request::builder()
         .method(method)
-        .uri(format!("http://{addr}{path}"))
-        .header("accept", accept)
+        .uri(format!("http://{addr}{path}"));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request
         .body(Body::empty())
         .unwrap_or_else(|e| panic!("{method} {path}: not a request: {e}"));
     let client = Client::builder(TokioExecutor::new()).build_http();
@@ -168,8 +171,19 @@ async fn send(
 
 /// Sends one request and reads the whole answer.
 pub async fn request(addr: SocketAddr, method: &str, path: &str) -> Response {
+    request_with(addr, method, path, &[]).await
+}
+
+/// Sends one request with `headers` besides `accept: */*` and reads the whole answer.
+pub async fn request_with(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Response {
     let fut = async {
-        let (status, headers, body) = send(addr, method, path, "*/*").await;
+        let headers = [&[("accept", "*/*")], headers].concat();
+        let (status, headers, body) = send(addr, method, path, &headers).await;
         let body = axum::body::to_bytes(body, usize::MAX)
             .await
             .unwrap_or_else(|e| panic!("{method} {path}: body: {e}"))
@@ -200,7 +214,8 @@ impl Events {
 
     /// An event stream at `path` (e.g. `/api/events?match=ID`).
     pub async fn open_path(addr: SocketAddr, path: &str) -> Events {
-        let (status, headers, body) = send(addr, "GET", path, "text/event-stream").await;
+        let (status, headers, body) =
+            send(addr, "GET", path, &[("accept", "text/event-stream")]).await;
         Events {
             body: body.into_data_stream(),
             pending: String::new(),
