@@ -30,7 +30,8 @@ pub const MAX_EXPANDED_MOVES: u64 = 100_000;
 /// How `arena moves` writes a move that removes stones of the mover's choosing (Jiu squares).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Listing {
-    /// Once, with `+?` per stone to name (`F7-F6+?+?`).
+    /// Once, with one `+?` per square the move forms (`F7-F6+?+?`; the move itself names
+    /// min(squares, enemy stones left) stones).
     #[default]
     Once,
     /// Once per choice of stones (`F7-F6+A1+B1`, …), up to `MAX_EXPANDED_MOVES` per position.

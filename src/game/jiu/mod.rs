@@ -278,6 +278,28 @@ fn squares_at(board: &Board, p: Point, side: Side) -> usize {
         .count()
 }
 
+/// The square capture of one battle action (docs/rules.md, "Square capture"): the 2×2 squares
+/// of the mover's stones it forms at its end point, and the enemy stones it removes, one per
+/// square or all of them if fewer are left after the jumps. The listing (`move_listing`) shows
+/// `formed`; a move names `removes` victims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Squares {
+    formed: usize,
+    removes: usize,
+}
+
+impl Squares {
+    /// The squares a move of `side` that left `board` with its stone on `end` forms, with
+    /// `enemy_left` enemy stones on `board`.
+    fn at(board: &Board, end: Point, side: Side, enemy_left: usize) -> Squares {
+        let formed = squares_at(board, end, side);
+        Squares {
+            formed,
+            removes: formed.min(enemy_left),
+        }
+    }
+}
+
 /// Every point holding a stone of `side`, in canonical order (column, then row).
 fn stones_of(board: &Board, side: Side) -> Vec<Point> {
     let mut points: Vec<Point> = (0..POINTS)
@@ -416,11 +438,11 @@ impl Jiu {
     }
 
     /// Calls `each` with every battle action of the side to move, the board after it (square
-    /// victims not yet removed) and the number of victims it must name: min(squares formed,
-    /// enemy stones left). Stops when `each` breaks.
+    /// victims not yet removed) and the squares it forms: how many, and how many victims it must
+    /// name (min(squares formed, enemy stones left)). Stops when `each` breaks.
     fn for_each_action(
         &self,
-        each: &mut dyn FnMut(Action, &Board, usize) -> ControlFlow<()>,
+        each: &mut dyn FnMut(Action, &Board, Squares) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
         if self.phase != Phase::Battle {
             return ControlFlow::Continue(());
@@ -455,8 +477,8 @@ impl Jiu {
             for to in targets {
                 put(&mut scratch, from, None);
                 put(&mut scratch, to, Some(me));
-                let need = squares_at(&scratch, to, me).min(enemy_count);
-                let flow = each(Action::Shift { from, to }, &scratch, need);
+                let squares = Squares::at(&scratch, to, me, enemy_count);
+                let flow = each(Action::Shift { from, to }, &scratch, squares);
                 put(&mut scratch, to, None);
                 put(&mut scratch, from, Some(me));
                 flow?;
@@ -492,7 +514,7 @@ impl Jiu {
         &self,
         search: &mut JumpSearch<'_>,
         at: Point,
-        each: &mut dyn FnMut(Action, &Board, usize) -> ControlFlow<()>,
+        each: &mut dyn FnMut(Action, &Board, Squares) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
         let me = search.me;
         for (dc, dr) in DIRECTIONS {
@@ -516,12 +538,12 @@ impl Jiu {
             if search.landings.len() >= search.min_chain {
                 put(search.board, land, Some(me));
                 let left = search.enemy_count.saturating_sub(search.landings.len());
-                let need = squares_at(search.board, land, me).min(left);
+                let squares = Squares::at(search.board, land, me, left);
                 let action = Action::Jump {
                     from: search.from,
                     landings: search.landings.clone(),
                 };
-                flow = each(action, search.board, need);
+                flow = each(action, search.board, squares);
                 put(search.board, land, None);
             }
             if flow.is_continue() {
@@ -652,7 +674,7 @@ impl Jiu {
     ) -> Result<(), IllegalMove> {
         let me = self.to_move;
         let enemy_left = (self.stone_count(me.opponent()) as usize).saturating_sub(jumped);
-        let expected = squares_at(board, end, me).min(enemy_left);
+        let expected = Squares::at(board, end, me, enemy_left).removes;
         if victims.len() != expected {
             return Err(IllegalMove::WrongVictimCount {
                 expected,
@@ -804,7 +826,8 @@ impl Rules for Jiu {
             .filter(|&p| self.stone_at(p) == Some(enemy))
             .collect();
         let mut moves = Vec::new();
-        let _ = self.for_each_action(&mut |action, _, need| {
+        let _ = self.for_each_action(&mut |action, _, squares| {
+            let need = squares.removes;
             if need == 0 {
                 moves.push(action.with_victims(Victims::none()));
                 return ControlFlow::Continue(());
@@ -869,12 +892,12 @@ impl Rules for Jiu {
             Phase::Placement => out.extend(self.placements().into_iter().map(Move::Place)),
             Phase::Battle => {
                 let enemy = self.to_move.opponent();
-                let _ = self.for_each_action(&mut |action, board, need| {
-                    if need == 0 {
+                let _ = self.for_each_action(&mut |action, board, squares| {
+                    if squares.removes == 0 {
                         out.push(action.with_victims(Victims::none()));
                     } else {
                         let enemies = stones_of(board, enemy);
-                        for_each_subset(&enemies, need, &mut |victims| {
+                        for_each_subset(&enemies, squares.removes, &mut |victims| {
                             out.push(action.clone().with_victims(victims));
                         });
                     }
@@ -962,8 +985,9 @@ impl Rules for Jiu {
         self.outcome = self.derive_outcome();
     }
 
-    /// One entry per action: a move forming squares is listed once, with one `+?` per victim it
-    /// must name (min(K squares, enemy stones left)); other moves plainly.
+    /// One entry per action: a move forming K squares is listed once with K `+?` suffixes, one
+    /// per square (docs/rules.md; the move itself names min(K, enemy stones left) victims);
+    /// other moves plainly.
     fn move_listing(&self) -> Vec<String> {
         if self.outcome.is_some() {
             return Vec::new();
@@ -972,9 +996,9 @@ impl Rules for Jiu {
             Phase::Placement => self.placements().iter().map(|p| p.to_string()).collect(),
             Phase::Battle => {
                 let mut lines = Vec::new();
-                let _ = self.for_each_action(&mut |action, _, need| {
+                let _ = self.for_each_action(&mut |action, _, squares| {
                     let mut text = action.with_victims(Victims::none()).to_string();
-                    text.push_str(&"+?".repeat(need));
+                    text.push_str(&"+?".repeat(squares.formed));
                     lines.push(text);
                     ControlFlow::Continue(())
                 });
@@ -984,7 +1008,9 @@ impl Rules for Jiu {
     }
 
     /// One entry per action, as `move_listing`: a move forming squares carries how many
-    /// victims it must name and the enemy stones left after it (any of them may be named).
+    /// victims it must name (min(squares, enemy stones left): `remove` counts the stones it
+    /// actually removes, which is fewer than `move_listing`'s `+?` when fewer enemy stones are
+    /// left than squares formed) and the enemy stones left after it (any of them may be named).
     /// The victim sets are never enumerated.
     fn move_choices(&self, budget: usize) -> Result<Vec<MoveChoice>, ListingTooLarge> {
         if self.outcome.is_some() {
@@ -1000,8 +1026,9 @@ impl Rules for Jiu {
         let enemy = self.to_move.opponent();
         let mut choices = Vec::new();
         let mut spent = 0usize;
-        let flow = self.for_each_action(&mut |action, board, need| {
+        let flow = self.for_each_action(&mut |action, board, squares| {
             let text = action.with_victims(Victims::none()).to_string();
+            let need = squares.removes;
             let removable = if need == 0 {
                 Vec::new()
             } else {

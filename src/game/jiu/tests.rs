@@ -603,10 +603,11 @@ fn three_and_four_squares() {
 
 #[test]
 fn fewer_enemy_stones_than_squares_removes_them_all() {
-    // Four squares but o has only two stones left (both flying sides): both go, x wins.
+    // Four squares but o has only two stones left (both flying sides): both go, x wins. The
+    // listing still shows the four squares; the move names the two stones.
     let p = battle("D4:D6 E4 E6 F4:F6 A14", "N1 N3", 'x');
     assert_eq!(p.outcome(), None);
-    assert!(p.move_listing().contains(&"A14-E5+?+?".to_string()));
+    assert!(p.move_listing().contains(&"A14-E5+?+?+?+?".to_string()));
     let moves: Vec<String> = legal(&p)
         .iter()
         .map(|m| m.to_string())
@@ -627,10 +628,10 @@ fn fewer_enemy_stones_than_squares_removes_them_all() {
         Some(Outcome::win(Side::First, EndReason::FewStones))
     );
     // A jump chain that leaves fewer enemies than the squares it forms: the jumped stones are
-    // gone before the victims are counted. A7 jumps B7 and D7 to E7, forming two squares with
-    // one o stone left.
+    // gone before the victims are counted. A7 jumps B7 and D7 to E7, forming two squares (two
+    // `+?` in the listing) with one o stone left (one victim named).
     let p = battle("A7 F7 E8 F8 E6 F6", "B7 D7 N1", 'x');
-    assert!(p.move_listing().contains(&"A7xC7xE7+?".to_string()));
+    assert!(p.move_listing().contains(&"A7xC7xE7+?+?".to_string()));
     assert_eq!(check(&p, "A7xC7xE7+N1"), Ok(()));
     assert_eq!(
         check(&p, "A7xC7xE7+N1+B7"),
@@ -645,6 +646,57 @@ fn fewer_enemy_stones_than_squares_removes_them_all() {
         after.outcome(),
         Some(Outcome::win(Side::First, EndReason::FewStones))
     );
+}
+
+#[test]
+fn the_listing_counts_squares_while_the_move_names_the_stones_left() {
+    // A1 jumps A2, A4 and B5 to C5, completing C4-D5 and C5-D6: two squares, but only N14 is
+    // left to remove. Listed with two `+?`; the move names N14 alone.
+    let p = battle("A1 C4 D4 D5 C6 D6", "A2 A4 B5 N14", 'x');
+    assert_eq!(p.outcome(), None);
+    let listing = p.move_listing();
+    assert!(
+        listing.contains(&"A1xA3xA5xC5+?+?".to_string()),
+        "{listing:?}"
+    );
+    assert!(!listing.contains(&"A1xA3xA5xC5+?".to_string()));
+    let chains: Vec<String> = legal(&p)
+        .iter()
+        .map(|m| m.to_string())
+        .filter(|m| m.starts_with("A1xA3xA5xC5"))
+        .collect();
+    assert_eq!(chains, vec!["A1xA3xA5xC5+N14".to_string()]);
+    assert_eq!(
+        check(&p, "A1xA3xA5xC5"),
+        Err(IllegalMove::WrongVictimCount {
+            expected: 1,
+            got: 0
+        })
+    );
+    let after = played(&p, "A1xA3xA5xC5+N14");
+    assert_eq!(after.stone_count(Side::Second), 0);
+    assert_eq!(
+        after.outcome(),
+        Some(Outcome::win(Side::First, EndReason::FewStones))
+    );
+    // Where enough enemy stones are left the two counts agree: the fly to C5 forms the same
+    // two squares against four o stones.
+    assert!(listing.contains(&"A1-C5+?+?".to_string()), "{listing:?}");
+    let flies = legal(&p)
+        .iter()
+        .filter(|m| m.to_string().starts_with("A1-C5+"))
+        .count() as u64;
+    assert_eq!(flies, binomial(4, 2));
+    // The web view's entry for the chain asks for the one stone that can be removed.
+    let choices = p.move_choices(10_000).unwrap();
+    let chain = choices
+        .iter()
+        .find(|c| c.text == "A1xA3xA5xC5")
+        .expect("the chain is offered");
+    assert_eq!(chain.remove, 1);
+    assert_eq!(chain.removable, vec![pt("N14")]);
+    assert_eq!(chain.complete_moves(), 1);
+    check_all_moves(&p);
 }
 
 #[test]
@@ -970,8 +1022,9 @@ fn check_all_moves(position: &Jiu) {
     let expanded: u64 = listing
         .iter()
         .map(|line| {
-            let need = line.matches("+?").count();
-            if need == 0 {
+            // One `+?` per square; the move names min(squares, stones left) victims.
+            let squares = line.matches("+?").count();
+            if squares == 0 {
                 return 1;
             }
             let base = mv(line.trim_end_matches("+?"));
@@ -980,7 +1033,7 @@ fn check_all_moves(position: &Jiu) {
                 _ => 0,
             };
             let left = position.stone_count(enemy) as usize - jumped;
-            binomial(left, need)
+            binomial(left, squares.min(left))
         })
         .sum();
     if expanded > 100_000 {
@@ -1005,7 +1058,8 @@ fn random_move(position: &Jiu, rng: &mut Prng, greedy: bool) -> Move {
     }
     let enemy = position.turn().opponent();
     let mut actions = Vec::new();
-    let _ = position.for_each_action(&mut |action, board, need| {
+    let _ = position.for_each_action(&mut |action, board, squares| {
+        let need = squares.removes;
         let enemies = if need > 0 {
             stones_of(board, enemy)
         } else {
@@ -1050,13 +1104,28 @@ fn random_playouts_end_and_every_move_checks() {
                 "game {game} ply {plies}: {m}"
             );
             assert_eq!(mv(&m.to_string()), m);
-            if plies.is_multiple_of(5) {
-                let listing = position.move_listing();
-                let base = m.to_string().split('+').next().unwrap().to_string()
-                    + &"+?".repeat(m.victims().len());
-                assert!(listing.contains(&base), "{m} not listed as {base}");
-            }
+            let listed_as = if plies.is_multiple_of(5) {
+                let base = m.to_string().split('+').next().unwrap().to_string();
+                Some((position.move_listing(), base, position.turn()))
+            } else {
+                None
+            };
             position.play_unchecked(&m);
+            if let Some((listing, base, mover)) = listed_as {
+                // Listed once, with one `+?` per square formed where the stone ended (the
+                // victims are enemy stones: removing them leaves the mover's squares whole).
+                let end = match &m {
+                    Move::Place(p) | Move::Shift { to: p, .. } => Some(*p),
+                    Move::Jump { landings, .. } => landings.last().copied(),
+                };
+                let squares = match (&m, end) {
+                    (Move::Place(_), _) | (_, None) => 0,
+                    (_, Some(end)) => squares_at(&position.board, end, mover),
+                };
+                assert!(squares >= m.victims().len(), "{m}");
+                let line = base + &"+?".repeat(squares);
+                assert!(listing.contains(&line), "{m} not listed as {line}");
+            }
             if plies.is_multiple_of(5) || position.outcome().is_some() {
                 let text = position.position_text();
                 assert_eq!(
