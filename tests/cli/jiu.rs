@@ -2,7 +2,8 @@
 //! on the fixtures in `tests/fixtures/jiu/`, against their expected outputs (perft: `perft.rs`).
 //!
 //! Fixture inputs: `moves.in` (start, the forced second placement, the first battle position
-//! after the board fills, a square-capture position, a finished game, junk), `replay.in` and
+//! after the board fills, a square-capture position, a jump chain forming two squares with one
+//! enemy stone left (listed with two `+?`), a finished game, junk), `replay.in` and
 //! `replay_limit2.in` (move lists, the latter replayed with `no_capture_limit` 2).
 
 use super::common::stdout_of as arena;
