@@ -15,10 +15,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::coord::{char_pos, found_char, parse_point_at};
-use super::position_text::{read_rows, read_side, tokens};
+use super::position_text::{read_keys, read_rows, read_side, tokens};
 use super::{BoardDrawing, StoneColour};
 use super::{EndReason, GameId, Outcome, ParseMoveError, ParsePositionError, Point, Rules, Side};
-use crate::options_text;
 
 /// Board width and height.
 pub const SIZE: u8 = 19;
@@ -328,23 +327,13 @@ impl Rules for Connect6 {
         }
         position.empty_count = position.board.iter().filter(|c| c.is_none()).count() as u16;
         position.turn = read_side(text, toks.next())?;
-        // Byte offsets here, turned into character positions only for an error: counting
-        // characters from the start for every token would cost the square of their number.
-        let pairs = options_text::read_items(toks)
-            .map_err(|e| ParsePositionError::new(char_pos(text, e.at()), e.to_string()))?;
-        for options_text::Pair { key, value, at } in pairs {
-            if key != "stones" {
-                return Err(ParsePositionError::new(
-                    char_pos(text, at),
-                    format!("unknown key {key:?} (connect6 knows only stones)"),
-                ));
-            }
-            position.stones_due = match value {
+        for key in read_keys(text, toks, "connect6", &["stones"])? {
+            position.stones_due = match key.value {
                 "1" => 1,
                 "2" => 2,
-                _ => {
+                value => {
                     return Err(ParsePositionError::new(
-                        char_pos(text, at + key.len() + 1),
+                        char_pos(text, key.value_at),
                         format!("stones must be 1 or 2, found {value:?}"),
                     ))
                 }
@@ -926,6 +915,28 @@ mod tests {
             white_won.outcome(),
             Some(Outcome::win(Side::Second, EndReason::SixInRow))
         );
+    }
+
+    #[test]
+    fn position_keys_are_read_in_any_case_and_written_in_lower_case() {
+        let opts = Options::default();
+        let start = Connect6::start(&opts);
+        let text = start.position_text();
+        assert!(text.ends_with(" x stones=1"), "{text}");
+        let rows = text.split(' ').next().unwrap();
+        for key in ["STONES", "Stones", "sToNeS"] {
+            let loud = Connect6::from_position_text(&format!("{rows} X {key}=1"), &opts)
+                .unwrap_or_else(|e| panic!("{key}: {e}"));
+            assert_eq!(loud, start, "{key}");
+            assert_eq!(loud.position_text(), text);
+        }
+        // The same key twice in two cases, and an unknown key, are refused naming the key.
+        let e = Connect6::from_position_text(&format!("{rows} x stones=1 STONES=2"), &opts)
+            .unwrap_err();
+        assert!(e.what.contains("STONES is given twice"), "{e}");
+        let e = Connect6::from_position_text(&format!("{rows} x STONE=1"), &opts).unwrap_err();
+        assert!(e.what.contains("unknown key \"STONE\""), "{e}");
+        assert_eq!(e.at, rows.len() + 4);
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! What the games' position texts (docs/rules.md) share: the tokenizer contract (tokens split at
 //! whitespace, each with its byte offset; errors turn offsets into 1-based character positions
-//! with `coord::char_pos`) and the rows of `x`/`o`/`.` written from the top row down, separated
-//! by `/`, then the side to move, as Connect6 and Hex read them.
+//! with `coord::char_pos`), the rows of `x`/`o`/`.` written from the top row down, separated
+//! by `/`, then the side to move, and the `key=value` items after it (`read_keys`), read
+//! case-insensitively as move text is.
 
 use super::coord::char_pos;
 use super::{ParsePositionError, Side};
+use crate::options_text;
 
 /// The whitespace-separated tokens of `text`, each with its byte offset in `text`.
 pub fn tokens(text: &str) -> impl Iterator<Item = (usize, &str)> {
@@ -102,6 +104,74 @@ pub fn read_side(text: &str, token: Option<(usize, &str)>) -> Result<Side, Parse
     }
 }
 
+/// One `key=value` item of a position text, as `read_keys` found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyValue<'a> {
+    /// The key as the game names it (lower case), whatever case the text wrote it in.
+    pub key: &'static str,
+    /// The value as written; `word` reads a word value without regard to case.
+    pub value: &'a str,
+    /// Byte offset of the item in the text.
+    pub at: usize,
+    /// Byte offset of the value in the text.
+    pub value_at: usize,
+}
+
+impl KeyValue<'_> {
+    /// Which of `words` (each in lower case) the value is, whatever its case.
+    pub fn word(&self, words: &[&'static str]) -> Option<&'static str> {
+        words
+            .iter()
+            .copied()
+            .find(|w| self.value.eq_ignore_ascii_case(w))
+    }
+}
+
+/// Reads the `key=value` items after the side to move (`items`: tokens with their byte offsets
+/// in `text`), as every game with keys reads them: each must be `key=value`, its key one of
+/// `known` (lower case) in any case (`STONES=1` is `stones=1`, as `j10` is `J10`), and no key
+/// may be given twice, whatever the case. A game writes its keys, and word values, in lower
+/// case. Errors give the 1-based character position; an unknown key is refused naming it and
+/// the keys `game` knows.
+pub fn read_keys<'a>(
+    text: &str,
+    items: impl IntoIterator<Item = (usize, &'a str)>,
+    game: &str,
+    known: &[&'static str],
+) -> Result<Vec<KeyValue<'a>>, ParsePositionError> {
+    // Byte offsets here, turned into character positions only for an error: counting
+    // characters from the start for every item would cost the square of their number.
+    let pairs = options_text::read_items(items)
+        .map_err(|e| ParsePositionError::new(char_pos(text, e.at()), e.to_string()))?;
+    pairs
+        .into_iter()
+        .map(|options_text::Pair { key, value, at }| {
+            match known.iter().copied().find(|k| key.eq_ignore_ascii_case(k)) {
+                Some(name) => Ok(KeyValue {
+                    key: name,
+                    value,
+                    at,
+                    // A known key is ASCII, so its bytes are its characters.
+                    value_at: at + key.len() + 1,
+                }),
+                None => Err(ParsePositionError::new(
+                    char_pos(text, at),
+                    format!("unknown key {key:?} ({game} knows {})", key_list(known)),
+                )),
+            }
+        })
+        .collect()
+}
+
+/// `only stones`, `phase and quiet`, `a, b and c`.
+fn key_list(known: &[&str]) -> String {
+    match known {
+        [] => "no keys".to_string(),
+        [one] => format!("only {one}"),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,5 +216,33 @@ mod tests {
         );
         // Either case reads the same.
         assert_eq!(read_rows("X./.O x", 0, "X./.O", 2, "points"), Ok(board));
+    }
+
+    #[test]
+    fn keys_and_word_values_read_in_any_case_and_unknown_keys_are_named() {
+        let text = "x./.o x STONES=1 Phase=BATTLE";
+        let items = tokens(text).skip(2);
+        let keys = read_keys(text, items, "demo", &["phase", "stones"]).unwrap();
+        assert_eq!(
+            keys.iter().map(|k| (k.key, k.value)).collect::<Vec<_>>(),
+            [("stones", "1"), ("phase", "BATTLE")]
+        );
+        assert_eq!((keys[0].at, keys[0].value_at), (8, 15));
+        assert_eq!(&text[keys[1].value_at..], "BATTLE");
+        assert_eq!(keys[1].word(&["placement", "battle"]), Some("battle"));
+        assert_eq!(keys[0].word(&["placement", "battle"]), None);
+        // Unknown keys are named, at their character position (é is two bytes, one character).
+        let text = "é x Turns=2";
+        let e = read_keys(text, tokens(text).skip(2), "demo", &["stones"]).unwrap_err();
+        assert_eq!(e.at, 5);
+        assert_eq!(e.what, "unknown key \"Turns\" (demo knows only stones)");
+        let e = read_keys(text, tokens(text).skip(2), "demo", &["phase", "quiet"]).unwrap_err();
+        assert_eq!(e.what, "unknown key \"Turns\" (demo knows phase and quiet)");
+        // A key given twice in two cases is given twice.
+        let text = "x stones=1 STONES=2";
+        let e = read_keys(text, tokens(text).skip(1), "demo", &["stones"]).unwrap_err();
+        assert_eq!((e.at, e.what.as_str()), (12, "STONES is given twice"));
+        let e = read_keys("x stones", tokens("x stones").skip(1), "demo", &["stones"]);
+        assert!(e.unwrap_err().what.contains("key=value"));
     }
 }

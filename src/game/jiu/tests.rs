@@ -1008,6 +1008,36 @@ fn position_text_round_trips() {
     assert_eq!(Jiu::from_position_text(&loud, &opts).unwrap(), p);
 }
 
+#[test]
+fn position_keys_and_phase_words_are_read_in_any_case_and_written_in_lower_case() {
+    let opts = Options::default();
+    let start = Jiu::start(&opts);
+    let text = start.position_text();
+    let rows = text.split(' ').next().unwrap();
+    for tail in ["X PHASE=PLACEMENT", "x Phase=Placement QUIET=0"] {
+        let loud = Jiu::from_position_text(&format!("{rows} {tail}"), &opts)
+            .unwrap_or_else(|e| panic!("{tail}: {e}"));
+        assert_eq!(loud, start, "{tail}");
+        assert_eq!(loud.position_text(), text);
+    }
+    let p = battle(X_FILL, O_FILL, 'x');
+    let text = p.position_text();
+    assert!(text.ends_with(" x phase=battle quiet=0"), "{text}");
+    let rows = text.split(' ').next().unwrap();
+    let loud = Jiu::from_position_text(&format!("{rows} x PHASE=BATTLE QuIeT=0"), &opts).unwrap();
+    assert_eq!(loud, p);
+    assert_eq!(loud.position_text(), text);
+    let e =
+        Jiu::from_position_text(&format!("{rows} x PHASE=battle phase=battle"), &opts).unwrap_err();
+    assert!(e.what.contains("phase is given twice"), "{e}");
+    let e = Jiu::from_position_text(&format!("{rows} x phase=battle STONES=2"), &opts).unwrap_err();
+    assert!(e.what.contains("unknown key \"STONES\""), "{e}");
+    assert_eq!(e.at, rows.len() + 17);
+    let e = Jiu::from_position_text(&format!("{rows} x PHASE=WAR"), &opts).unwrap_err();
+    assert!(e.what.contains("placement or battle, found \"WAR\""), "{e}");
+    assert_eq!(e.at, rows.len() + 10);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Whole-list checks and random playouts
 

@@ -6,7 +6,7 @@ use std::fmt;
 
 use super::{Board, Jiu, Move, Options, Phase, Victims, CENTRE, POINTS, SIZE};
 use crate::game::coord::{char_pos, expect_end, found_char, parse_point_at};
-use crate::game::position_text::{read_rows, tokens};
+use crate::game::position_text::{read_keys, read_rows, tokens};
 use crate::game::{ParseMoveError, ParsePositionError, Point, Rules, Side};
 
 impl fmt::Display for Victims {
@@ -182,44 +182,42 @@ pub(super) fn parse_position(text: &str, options: &Options) -> Result<Jiu, Parse
 
     let mut phase = None;
     let mut quiet = None;
-    let pairs = crate::options_text::read_items(tokens.iter().skip(2).copied())
-        .map_err(|e| err(e.at(), e.to_string()))?;
-    for crate::options_text::Pair { key, value, at } in pairs {
-        let value_at = at + key.len() + 1;
-        match key.to_ascii_lowercase().as_str() {
+    for key in read_keys(
+        text,
+        tokens.iter().skip(2).copied(),
+        "jiu",
+        &["phase", "quiet"],
+    )? {
+        let value = key.value;
+        match key.key {
             "phase" => {
-                phase = Some(match value.to_ascii_lowercase().as_str() {
-                    "placement" => Phase::Placement,
-                    "battle" => Phase::Battle,
-                    _ => {
+                phase = Some(match key.word(&["placement", "battle"]) {
+                    Some("placement") => Phase::Placement,
+                    Some(_) => Phase::Battle,
+                    None => {
                         return Err(err(
-                            value_at,
+                            key.value_at,
                             format!("phase must be placement or battle, found {value:?}"),
                         ))
                     }
                 });
             }
-            "quiet" => {
+            // "quiet", the only other key `read_keys` lets through.
+            _ => {
                 let n = if value.bytes().all(|b| b.is_ascii_digit()) {
                     value.parse::<u32>().ok()
                 } else {
                     None
                 };
                 match n {
-                    Some(n) => quiet = Some((at, n)),
+                    Some(n) => quiet = Some((key.at, n)),
                     None => {
                         return Err(err(
-                            value_at,
+                            key.value_at,
                             format!("quiet must be a whole number of plies, found {value:?}"),
                         ))
                     }
                 }
-            }
-            _ => {
-                return Err(err(
-                    at,
-                    format!("unknown key {key:?} (jiu knows phase and quiet)"),
-                ))
             }
         }
     }

@@ -21,7 +21,7 @@ use std::num::NonZeroU32;
 use serde::{Deserialize, Serialize};
 
 use super::coord::{char_pos, expect_end, found_char, parse_point_at};
-use super::position_text::{read_rows, tokens};
+use super::position_text::{read_keys, read_rows, tokens};
 use super::{BoardDrawing, StoneColour};
 use super::{EndReason, GameId, Outcome, ParseMoveError, ParsePositionError, Point, Rules, Side};
 use board::{circuit_point, Board};
@@ -460,16 +460,14 @@ fn parse_position(text: &str, options: &Options) -> Result<Surakarta, ParsePosit
     };
 
     let mut quiet = None;
-    let pairs = crate::options_text::read_items(tokens.iter().skip(2).copied())
-        .map_err(|e| ParsePositionError::new(e.at(), e.to_string()))?;
-    for crate::options_text::Pair { key, value, at } in pairs {
-        if key != "quiet" {
-            return Err(ParsePositionError::new(
-                at,
-                format!("unknown key {key:?} (surakarta knows quiet=N)"),
-            ));
-        }
-        let value_at = at + key.chars().count() + 1;
+    for key in read_keys(
+        text,
+        super::position_text::tokens(text).skip(2),
+        "surakarta",
+        &["quiet"],
+    )? {
+        let value = key.value;
+        let value_at = char_pos(text, key.value_at);
         if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
             return Err(ParsePositionError::new(
                 value_at,

@@ -798,3 +798,30 @@ fn position_text_after_two_steps_carries_the_quiet_count() {
     assert_eq!(p.position_text(), text);
     assert_eq!(pos(text), p);
 }
+
+#[test]
+fn position_keys_are_read_in_any_case_and_written_in_lower_case() {
+    let text = "oooooo/.ooooo/o...../x...../.xxxxx/xxxxxx x quiet=3";
+    let quiet = pos(text);
+    assert_eq!(quiet.position_text(), text);
+    for loud in [
+        "OOOOOO/.OOOOO/O...../X...../.XXXXX/XXXXXX X QUIET=3",
+        "oooooo/.ooooo/o...../x...../.xxxxx/xxxxxx x Quiet=3",
+    ] {
+        assert_eq!(pos(loud), quiet, "{loud}");
+        assert_eq!(pos(loud).position_text(), text);
+    }
+    let rows = "oooooo/.ooooo/o...../x...../.xxxxx/xxxxxx";
+    let e =
+        Surakarta::from_position_text(&format!("{rows} x quiet=1 QUIET=2"), &Options::default())
+            .unwrap_err();
+    assert!(e.what.contains("QUIET is given twice"), "{e}");
+    let e = Surakarta::from_position_text(&format!("{rows} x QUITE=2"), &Options::default())
+        .unwrap_err();
+    assert!(e.what.contains("unknown key \"QUITE\""), "{e}");
+    assert_eq!(e.at, 45);
+    let e = Surakarta::from_position_text(&format!("{rows} x QUIET=x"), &Options::default())
+        .unwrap_err();
+    assert!(e.what.contains("whole number"), "{e}");
+    assert_eq!(e.at, 51);
+}
