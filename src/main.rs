@@ -1204,39 +1204,60 @@ fn serve(
             .await?,
         )
     })?;
+    // With the web view on, a league that finished (and the server that exited by itself)
+    // leaves its web site as static files; so does a league finished before this run, which
+    // the server leaves at once.
+    let config = league_config;
+    let site = out_dir.join("site");
+    let writes_site = config.server.exit_when_done && config.web_addr().ok().flatten().is_some();
     if summary.already_finished {
-        let site = out_dir.join("site");
-        println!(
-            "this league is already finished ({} game{}, every tournament done): nothing to play.\n\
-             Its records and standings are in {out}. `arena site --config {config}` writes its web \
-             site to {site} (serve that folder with any web server, e.g. `python3 -m http.server -d \
-             {site}`); to play the league again, give it a new out_dir.",
+        let games = format!(
+            "{} game{}",
             summary.league_games_finished,
-            if summary.league_games_finished == 1 { "" } else { "s" },
-            out = out_dir.display(),
-            config = config_path.display(),
-            site = site.display(),
+            if summary.league_games_finished == 1 {
+                ""
+            } else {
+                "s"
+            }
         );
+        if writes_site {
+            println!(
+                "this league is already finished ({games}, every tournament done): nothing to \
+                 play.\nIts records and standings are in {out}; to play the league again, give it \
+                 a new out_dir.",
+                out = out_dir.display(),
+            );
+            write_static_site(&config, &site);
+        } else {
+            println!(
+                "this league is already finished ({games}, every tournament done): nothing to play.\n\
+                 Its records and standings are in {out}. `arena site --config {config}` writes its web \
+                 site to {site} (serve that folder with any web server, e.g. `python3 -m http.server -d \
+                 {site}`); to play the league again, give it a new out_dir.",
+                out = out_dir.display(),
+                config = config_path.display(),
+                site = site.display(),
+            );
+        }
         return Ok(ExitCode::SUCCESS);
     }
-    // With the web view on, a league that finished (and the server that exited by itself)
-    // leaves its web site as static files.
-    let config = league_config;
-    if summary.tournaments_finished
-        && config.server.exit_when_done
-        && config.web_addr().ok().flatten().is_some()
-    {
-        let site = out_dir.join("site");
-        match arena::web::site::write_site(&config, &site) {
-            Ok(()) => println!(
-                "static site written to {} (serve that folder with any web server)",
-                site.display()
-            ),
-            Err(e) => eprintln!("cannot write the static site to {}: {e}", site.display()),
-        }
+    if summary.tournaments_finished && writes_site {
+        write_static_site(&config, &site);
     }
     println!("{}", closing_line(&summary));
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the static copy of `config`'s league to `site`, as `arena site` does, and says where
+/// (or why it could not).
+fn write_static_site(config: &arena::config::Config, site: &std::path::Path) {
+    match arena::web::site::write_site(config, site) {
+        Ok(()) => println!(
+            "static site written to {} (serve that folder with any web server)",
+            site.display()
+        ),
+        Err(e) => eprintln!("cannot write the static site to {}: {e}", site.display()),
+    }
 }
 
 /// The last line of `arena serve`: this run's games and the league's.

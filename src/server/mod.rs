@@ -208,6 +208,10 @@ pub async fn run_with(
     );
     if config.server.exit_when_done && scheduler.all_tournaments_finished() {
         tracing::info!("every tournament was finished before this run: nothing to play");
+        // The outputs the journal repaired (a games.jsonl line or record a crash cut off) are
+        // queued for the writer: on disk before the caller reads the league (`arena serve`
+        // writes its static site from them).
+        finish_output(&output, writer, &events).await;
         let (league_games_finished, league_games_planned) = scheduler.league_progress();
         return Ok(ServerSummary {
             address,
