@@ -398,6 +398,80 @@ async fn finished_games_and_their_static_copies_draw_every_stone() {
     server.finished().await;
 }
 
+/// On `/play` the page does not guess whose move it is when a game starts (it holds no rules):
+/// the `turn` says so. And a turn whose legal moves cannot be loaded says that, instead of
+/// "loading" for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_play_page_says_whose_move_it_is_only_when_the_server_does() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    // One Hex game, in which the person (listed first) moves first.
+    let league = HUMAN_LEAGUE
+        .split("[[tournament]]")
+        .take(2)
+        .collect::<Vec<_>>()
+        .join("[[tournament]]");
+    let server = WebServer::start(&league).await;
+    browser
+        .client
+        .goto(&format!("http://{}/play", server.web))
+        .await
+        .unwrap();
+    // Every text the status line shows, and a legal-move listing that fails.
+    browser
+        .js("window.statuses = []; \
+             new MutationObserver(function (records) { records.forEach(function (r) { \
+               r.addedNodes.forEach(function (n) { window.statuses.push(n.textContent); }); }); }) \
+               .observe(document.getElementById('status'), {childList: true}); \
+             var realFetch = window.fetch; \
+             window.fetch = function (url) { \
+               if (String(url).indexOf('/api/moves') >= 0) return Promise.reject(new TypeError('network down')); \
+               return realFetch.apply(this, arguments); }; \
+             return true;")
+        .await;
+    browser.js("document.getElementById('name').value = 'person'; document.getElementById('token').value = 'secret'; document.getElementById('login').click(); return true;").await;
+    // The turn came (the page starts loading it): what did the start say before it?
+    browser
+        .wait_until(
+            "return window.statuses.some(function (s) { return s.indexOf('loading your turn') === 0; });",
+            "the person's first turn",
+        )
+        .await;
+    let shown: Vec<String> =
+        serde_json::from_value(browser.js("return window.statuses;").await).unwrap();
+    let started = shown
+        .iter()
+        .find(|s| s.contains("against greedy"))
+        .unwrap_or_else(|| panic!("no start in {shown:?}"));
+    assert!(
+        started.contains("waiting for the server") && !started.contains("to move"),
+        "{shown:?}"
+    );
+    browser
+        .wait_until(
+            "return document.getElementById('status').textContent.indexOf('could not be loaded') >= 0;",
+            "the status saying the legal moves could not be loaded",
+        )
+        .await;
+    let shown: Vec<String> =
+        serde_json::from_value(browser.js("return window.statuses;").await).unwrap();
+    let last = shown.last().unwrap();
+    assert!(
+        last.starts_with(
+            "your turn in hex-r1-p1-g1, but its legal moves could not be loaded (network down)"
+        ),
+        "{shown:?}"
+    );
+    assert!(
+        !shown.iter().any(|s| s.starts_with("your turn (")),
+        "{shown:?}"
+    );
+    browser.close().await;
+    server.shutdown.cancel();
+    server.finished().await;
+}
+
 const HUMAN_LEAGUE: &str = r#"
 [server]
 listen = "127.0.0.1:0"

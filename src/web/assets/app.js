@@ -362,7 +362,7 @@ function gamePage() {
 function playPage() {
   var socket = null;
   var me = null;
-  var current = null; // {match, game, side, rules, first, second, position, moves, legal, myTurn}
+  var current = null; // {match, game, side, rules, first, second, position, moves, legal, myTurn, movesFailed}
   var clicks = [];
   var clocks = new ClockTicker();
   var leagueOver = false;
@@ -519,6 +519,7 @@ function playPage() {
     // The position comes from the server (the pages hold no rules), then the legal moves. Only
     // the latest refresh applies its answers.
     var mine = ++refreshes;
+    current.movesFailed = null;
     return getJSON("games/" + encodeURIComponent(current.match)).then(function (d) {
       if (mine !== refreshes) return;
       current.position = d.positions[d.positions.length - 1];
@@ -536,10 +537,14 @@ function playPage() {
         "&rules=" + encodeURIComponent(JSON.stringify(current.rules || {}));
       return fetch("/api/" + q).then(function (r) { return r.json(); }).then(function (m) {
         if (mine !== refreshes) return;
-        if (m.error) { current.legal = []; error(m.error); } else { current.legal = (m.moves || []).map(choiceOf); }
+        if (m.error) { current.legal = []; current.movesFailed = String(m.error); error(m.error); } else { current.legal = (m.moves || []).map(choiceOf); }
         redraw();
       });
-    }).catch(function (e) { error(String(e.message || e)); });
+    }).catch(function (e) {
+      var why = String(e.message || e);
+      if (mine === refreshes && current) current.movesFailed = why;
+      error(why);
+    });
   }
 
   function onMessage(msg) {
@@ -550,7 +555,9 @@ function playPage() {
         position: "", moves: msg.moves || [], legal: null, myTurn: false };
       clicks = []; removing = null; picked = [];
       askResign(false);
-      status("game " + msg.match + " against " + msg.opponent + ": you are " + msg.side + " (" + msg.colour + "); " + msg.opponent + " to move");
+      // Who moves first is the server's to say (the page holds no rules): its `turn`, or the
+      // opponent's move that comes with it, tells.
+      status("game " + msg.match + " against " + msg.opponent + " started: you are " + msg.side + " (" + msg.colour + "); waiting for the server");
       refresh();
     } else if (msg.type === "turn") {
       if (!current || current.match !== msg.match) return;
@@ -565,8 +572,12 @@ function playPage() {
       // "your turn" once the legal moves are in (clicks need them).
       var asked = refreshes + 1;
       refresh().then(function () {
-        if (current && current.myTurn && current.match === msg.match && asked === refreshes && current.legal) {
+        if (!current || !current.myTurn || current.match !== msg.match || asked !== refreshes) return;
+        if (current.legal && !current.movesFailed) {
           status("your turn (" + current.side + ", " + Board.colourLetter(current.game, current.side) + ") at ply " + msg.ply + " in " + msg.match);
+        } else {
+          status("your turn in " + msg.match + ", but its legal moves could not be loaded (" + (current.movesFailed || "no answer") +
+            "); log in again to retry");
         }
       });
     } else if (msg.type === "end") {
