@@ -453,7 +453,13 @@ async fn games_of_an_earlier_run_are_listed_in_start_order_without_forfeits() {
     assert_eq!(ids(&games), ["t-r1-p1-g1", "t-r1-p1-g2"], "{games}");
     let forfeit = server.get("/api/games/t-r1-p1-g3").await;
     assert_eq!(forfeit.status, 404, "{}", forfeit.text());
-    assert!(forfeit.json()["error"].is_string());
+    // The message docs/web.md gives.
+    let message = forfeit.json()["error"].as_str().unwrap().to_string();
+    let docs = include_str!("../docs/web.md");
+    assert!(
+        docs.contains(&format!("`404 {{\"error\": \"{message}\"}}`")),
+        "{message}"
+    );
     assert_eq!(server.get("/games/t-r1-p1-g3").await.status, 404);
 
     // The static site: the same list, a page for each game listed and none for the forfeit.

@@ -398,6 +398,63 @@ async fn finished_games_and_their_static_copies_draw_every_stone() {
     server.finished().await;
 }
 
+/// The static site's league page links every finished game (the live page shows the latest
+/// 30): it is the only way to reach their pages there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_static_league_page_links_every_finished_game() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = arena::config::Config::from_toml(ENGINE_LEAGUE).unwrap();
+    config.server.out_dir = dir.path().join("out");
+    std::fs::create_dir_all(&config.server.out_dir).unwrap();
+    let count = 35;
+    let lines: Vec<String> = (1..=count)
+        .map(|g| {
+            json!({
+                "match": format!("hex-r1-p1-g{g}"), "tournament": "hex", "game": "hex",
+                "first": "greedy-a", "second": "greedy-b", "result": "first", "reason": "resign",
+                "moves": ["F6", "E7"], "think_ms": [5, 6], "lag_ms": [0, 0],
+                "rules": {"swap": false},
+                "clock": {"initial_ms": 60000, "increment_ms": 0, "move_limit_ms": null},
+                "started": format!("2026-11-22T21:{g:02}:00+00:00"),
+                "finished": format!("2026-11-22T21:{g:02}:30+00:00"),
+                "record": "",
+            })
+            .to_string()
+        })
+        .collect();
+    std::fs::write(
+        config.server.out_dir.join("games.jsonl"),
+        lines.join("\n") + "\n",
+    )
+    .unwrap();
+    let site = dir.path().join("site");
+    arena::web::site::write_site(&config, &site).expect("write the static site");
+    let addr = serve_static(site).await;
+    browser
+        .client
+        .goto(&format!("http://{addr}/index.html"))
+        .await
+        .unwrap();
+    browser
+        .wait_until(
+            &format!("return document.querySelectorAll('#results tbody tr a').length === {count};"),
+            "a link to every finished game on the static league page",
+        )
+        .await;
+    let first = browser
+        .js("return document.querySelector('#results tbody tr a').getAttribute('href');")
+        .await;
+    assert_eq!(
+        first,
+        json!(format!("games/hex-r1-p1-g{count}.html")),
+        "newest first"
+    );
+    browser.close().await;
+}
+
 /// On `/play` the page does not guess whose move it is when a game starts (it holds no rules):
 /// the `turn` says so. And a turn whose legal moves cannot be loaded says that, instead of
 /// "loading" for ever.

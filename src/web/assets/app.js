@@ -162,7 +162,10 @@ function leaguePage() {
   function renderResults(games) {
     var body = $("results").tBodies[0];
     body.innerHTML = "";
-    games.filter(function (g) { return g.status === "finished"; }).slice(-30).reverse().forEach(function (g) {
+    // The live page shows the latest 30; the static copy links every finished game (it is the
+    // only way to reach their pages there).
+    var finished = games.filter(function (g) { return g.status === "finished"; });
+    (STATIC ? finished : finished.slice(-30)).reverse().forEach(function (g) {
       var row = body.insertRow();
       cell(row, link(gameUrl(g.match), g.match)); cell(row, g.tournament); cell(row, g.first);
       cell(row, g.second); cell(row, resultText(g)); cell(row, g.ply);
@@ -234,7 +237,7 @@ function leaguePage() {
   }
 
   hideLiveOnly();
-  if (STATIC) $("live-section").hidden = true;
+  if (STATIC) { $("live-section").hidden = true; setText($("results-title"), "Results"); }
   loadStandings(); loadGames(); loadBots();
   var botsTimer = null;
   function botsSoon() { if (!botsTimer) botsTimer = setTimeout(function () { botsTimer = null; loadBots(); }, 300); }
