@@ -499,7 +499,9 @@ async fn every_error_of_the_api_is_json_even_the_frameworks_own() {
         ("upgrade", "websocket"),
         ("sec-websocket-version", "13"),
     ];
-    let cases: [(&str, &[(&str, &str)], &str); 6] = [
+    /// A request's path and headers, and a word its error must say.
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 6] = [
         ("/ws", &[], "upgrade"),
         ("/ws", &bad_version, "version"),
         ("/ws", &no_key, "key"),
