@@ -286,6 +286,35 @@ async fn running_out_of_time_loses_at_the_exact_moment() {
     assert_eq!(g["reason"], "timeout");
 }
 
+/// On real time, with kernel receive stamps: a bot that sends nothing loses when the settle
+/// window after its deadline closes. The referee waits longer (up to a second more) only while
+/// the bot's connection may hold a move that reached the server in time and was not read yet;
+/// a reader waiting on an empty socket says there is none. (It used to wait the whole second
+/// for every silent bot, for a read that never came.)
+#[tokio::test]
+async fn a_silent_bot_loses_when_the_settle_window_closes_not_a_second_later() {
+    let config = two_bot_config("hex", "timeout_settle_ms = 50", "")
+        .replace("move_limit_ms = 0", "move_limit_ms = 300");
+    let server = TestServer::start(&config).await;
+    let (mut a, mut b) = two_players(&server, "hex").await;
+    a.expect("turn").await;
+    a.play(MATCH, "A1").await;
+    b.expect("turn").await;
+    let turn_read = std::time::Instant::now();
+    let eb = b.expect("end").await;
+    let waited = turn_read.elapsed();
+    assert_eq!(eb["reason"], "timeout", "{eb}");
+    assert_eq!(eb["result"], "loss", "{eb}");
+    // 300 ms of limit and 50 of settling; the old wait would have been 1,350 ms. The margin
+    // is for a busy machine, not for the referee.
+    assert!(
+        waited >= Duration::from_millis(340) && waited < Duration::from_millis(1_000),
+        "{waited:?}"
+    );
+    assert_eq!(a.expect("end").await["result"], "win");
+    server.stop().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_per_move_limit_is_enforced() {
     let config = two_bot_config("hex", "", "").replace("move_limit_ms = 0", "move_limit_ms = 500");
