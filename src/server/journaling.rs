@@ -14,7 +14,8 @@ use super::output_health::{OutputHealth, OutputKind};
 use crate::clock_settings::whole_ms as ms;
 use crate::config::{Config, Format};
 use crate::journal::{
-    ConfigFingerprint, Journal, JournalEntry, JournalError, TournamentFingerprint,
+    ConfigFingerprint, EncodedLines, Journal, JournalEntry, JournalError, MoveLine,
+    TournamentFingerprint, KEPT_LINES_BYTES,
 };
 
 /// The lock file in `out_dir` that keeps a second server off a league's files.
@@ -87,67 +88,69 @@ pub fn fingerprint(config: &Config) -> ConfigFingerprint {
 /// once for the whole batch, so a thousand referees journaling moves cost a few fsyncs a
 /// second, not a thousand. Entries reach the file in the order they were queued.
 ///
+/// Entries are encoded as the file's lines where they are queued, into one buffer the writer
+/// takes whole: a move costs its referee a short lock and about a hundred bytes written, with
+/// nothing allocated, and the writer only writes. (Until 2026-12-01 each entry went through a
+/// channel as a value, with its move text copied into a string of its own, and the writer
+/// encoded it: about 0.4 µs of the server's CPU a move in the bench's profile.)
+///
 /// Written-behind entries are counted while they wait for the writer: past
 /// [`MAX_QUEUED_BEHIND`] (a stalled disk), referees wait for their moves to be durable instead
 /// of queueing more, so the queue's memory stays bounded.
 #[derive(Debug, Clone)]
 pub struct SharedJournal {
-    /// Unbounded (its length is bounded by `queued` instead). std's queue frees its blocks as
-    /// the writer takes them; flume's kept the room of its longest queue (twice the entries of
-    /// a group commit at full load, about 0.3 KiB per match in the bench) for no gain that
-    /// the bench could tell apart from its noise.
-    requests: std::sync::mpsc::Sender<Request>,
+    handle: Arc<Handle>,
+}
+
+/// What the journal's handles share; when the last goes, the writer writes what is queued and
+/// ends.
+#[derive(Debug)]
+struct Handle {
+    queue: Arc<Queue>,
     path: PathBuf,
-    /// Entries sent and not yet written by the writer thread.
-    queued: Arc<AtomicUsize>,
     max_queued_behind: usize,
-    /// The writer thread, woken when someone waits for a commit.
+    /// The writer thread, woken when its queue has something new for it to look at.
     writer: Option<std::thread::Thread>,
 }
 
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.queue.state().closed = true;
+        if let Some(writer) = &self.writer {
+            writer.unpark();
+        }
+    }
+}
+
+/// The entries waiting for the writer.
+#[derive(Debug, Default)]
+struct Queue {
+    state: std::sync::Mutex<QueueState>,
+    /// Entries queued and not yet written (read without the lock, before every move).
+    queued: AtomicUsize,
+}
+
+#[derive(Debug, Default)]
+struct QueueState {
+    /// Every entry queued since the writer last took them, encoded, in order.
+    lines: EncodedLines,
+    /// Whoever waits for those lines to be on disk.
+    waiting: Vec<std::sync::mpsc::SyncSender<Result<(), String>>>,
+    /// When the first of `lines` was queued.
+    since: Option<std::time::Instant>,
+    /// Every handle is gone.
+    closed: bool,
+}
+
+impl Queue {
+    fn state(&self) -> std::sync::MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// Most journal entries waiting for the writer before written-behind moves wait instead (about
-/// 20 MB of entries; at 60,000 moves a second the writer normally keeps a few thousand).
+/// 10 MB of lines; at 60,000 moves a second the writer normally holds a few thousand).
 pub const MAX_QUEUED_BEHIND: usize = 100_000;
-
-/// A batch of entries for the writer, and who waits for it to be durable.
-#[derive(Debug)]
-struct Request {
-    entries: Entries,
-    ack: Ack,
-}
-
-/// A request's entries: a move is one entry, handed over without a vector of its own.
-#[derive(Debug)]
-enum Entries {
-    One(JournalEntry),
-    Many(Vec<JournalEntry>),
-}
-
-impl Entries {
-    fn len(&self) -> usize {
-        match self {
-            Entries::One(_) => 1,
-            Entries::Many(entries) => entries.len(),
-        }
-    }
-
-    fn iter(&self) -> std::slice::Iter<'_, JournalEntry> {
-        match self {
-            Entries::One(entry) => std::slice::from_ref(entry).iter(),
-            Entries::Many(entries) => entries.iter(),
-        }
-    }
-}
-
-#[derive(Debug)]
-enum Ack {
-    /// Write-behind: nobody waits (moves of a game in progress).
-    None,
-    Blocking(std::sync::mpsc::SyncSender<Result<(), String>>),
-}
-
-/// Most requests the writer takes into one group commit.
-const MAX_BATCH: usize = 4096;
 
 impl SharedJournal {
     /// Hands `journal` to a new writer thread, which tells `health` when writing fails and when
@@ -169,46 +172,76 @@ impl SharedJournal {
         health: Arc<OutputHealth>,
     ) -> SharedJournal {
         let path = journal.path().to_path_buf();
-        let (requests, inbox) = std::sync::mpsc::channel::<Request>();
-        let queued = Arc::new(AtomicUsize::new(0));
-        let writer_queued = queued.clone();
+        let queue = Arc::new(Queue::default());
+        let writer_queue = queue.clone();
         let spawned = std::thread::Builder::new()
             .name("journal-writer".into())
-            .spawn(move || write_in_groups(journal, inbox, &writer_queued, &health));
+            .spawn(move || write_in_groups(journal, &writer_queue, &health));
         let writer = match spawned {
             Ok(handle) => Some(handle.thread().clone()),
             Err(e) => {
-                // Without the thread every request fails (its receiver is gone) and says so.
+                // Without the thread nothing is written; whoever waits is told so.
                 tracing::error!(error = %e, "cannot start the journal writer thread");
                 None
             }
         };
         SharedJournal {
-            requests,
-            path,
-            queued,
-            max_queued_behind,
-            writer,
+            handle: Arc::new(Handle {
+                queue,
+                path,
+                max_queued_behind,
+                writer,
+            }),
         }
     }
 
     /// Whether so many entries wait for the writer that moves should wait to be durable.
     pub fn is_backed_up(&self) -> bool {
-        self.queued.load(Ordering::Relaxed) >= self.max_queued_behind
+        self.handle.queue.queued.load(Ordering::Relaxed) >= self.handle.max_queued_behind
     }
 
-    fn send(&self, entries: Entries, ack: Ack) -> Result<(), String> {
-        let count = entries.len();
-        self.queued.fetch_add(count, Ordering::Relaxed);
-        self.requests.send(Request { entries, ack }).map_err(|_| {
-            self.queued.fetch_sub(count, Ordering::Relaxed);
-            "the journal writer has stopped".to_string()
-        })
+    /// Entries queued and not yet written.
+    #[cfg(test)]
+    fn queued(&self) -> usize {
+        self.handle.queue.queued.load(Ordering::Relaxed)
+    }
+
+    /// Queues lines already encoded (`encode` writes them into the queue's buffer under its
+    /// lock), with `waiter` told once they are on disk; wakes the writer when it must look.
+    fn queue(
+        &self,
+        encode: impl FnOnce(&mut EncodedLines),
+        waiter: Option<std::sync::mpsc::SyncSender<Result<(), String>>>,
+    ) -> Result<(), String> {
+        let Some(writer) = &self.handle.writer else {
+            return Err("the journal writer has stopped".to_string());
+        };
+        let queue = &self.handle.queue;
+        let mut state = queue.state();
+        let was_empty = state.lines.is_empty() && state.waiting.is_empty();
+        let before = state.lines.entries();
+        encode(&mut state.lines);
+        let added = state.lines.entries() - before;
+        queue.queued.fetch_add(added, Ordering::Relaxed);
+        if state.since.is_none() {
+            state.since = Some(std::time::Instant::now());
+        }
+        let waits = waiter.is_some();
+        if let Some(waiter) = waiter {
+            state.waiting.push(waiter);
+        }
+        drop(state);
+        // A written-behind entry wakes the writer only to start its group's wait: the next
+        // ones find it sleeping on that and wake nobody.
+        if was_empty || waits {
+            writer.unpark();
+        }
+        Ok(())
     }
 
     fn error(&self, message: String) -> JournalError {
         JournalError::Io {
-            path: self.path.clone(),
+            path: self.handle.path.clone(),
             source: std::io::Error::other(message),
         }
     }
@@ -219,12 +252,15 @@ impl SharedJournal {
         if entries.is_empty() {
             return Ok(());
         }
-        let (done, wait) = std::sync::mpsc::sync_channel(1);
-        self.send(Entries::Many(entries), Ack::Blocking(done))
-            .map_err(|e| self.error(e))?;
-        if let Some(writer) = &self.writer {
-            writer.unpark();
+        // Encoded before the queue's lock is taken: a finished game's entry holds its whole
+        // games.jsonl line.
+        let mut lines = EncodedLines::default();
+        for entry in &entries {
+            lines.push(entry)?;
         }
+        let (done, wait) = std::sync::mpsc::sync_channel(1);
+        self.queue(|queued| queued.append(&mut lines), Some(done))
+            .map_err(|e| self.error(e))?;
         wait.recv()
             .map_err(|_| self.error("the journal writer has stopped".into()))?
             .map_err(|e| self.error(e))
@@ -247,11 +283,21 @@ impl SharedJournal {
         }
     }
 
-    /// Queues one entry without waiting: it reaches the disk with the writer's next group commit
-    /// (no vector is allocated: a move is queued this way at every ply).
+    /// Queues one entry without waiting: it reaches the disk with the writer's next group
+    /// commit.
     pub fn append_behind(&self, entry: JournalEntry) {
-        if let Err(e) = self.send(Entries::One(entry), Ack::None) {
-            tracing::error!(error = %e, path = %self.path.display(), "cannot append to the journal");
+        let mut encoded = Ok(());
+        let queued = self.queue(|lines| encoded = lines.push(&entry), None);
+        if let Err(e) = queued.map_err(|e| self.error(e)).and(encoded) {
+            tracing::error!(error = %e, "cannot append to the journal");
+        }
+    }
+
+    /// Queues one move without waiting (see [`SharedJournal::append_behind`]), written
+    /// straight into the queue from the referee's own fields.
+    pub fn append_move_behind(&self, mv: &MoveLine<'_>) {
+        if let Err(e) = self.queue(|lines| lines.push_move(mv), None) {
+            tracing::error!(error = %self.error(e), "cannot append to the journal");
         }
     }
 }
@@ -261,11 +307,11 @@ impl SharedJournal {
 /// much more than the write). A request someone waits for is committed at once.
 const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// The writer thread: collects requests until someone waits for one, `COMMIT_EVERY` has passed
-/// since the oldest written-behind one arrived, or `MAX_BATCH` are held; then writes their
-/// entries, syncs once, and tells each waiting requester the outcome. While it holds
-/// written-behind entries it sleeps instead of waiting on the channel, so queueing a move costs
-/// the referee no wake-up; a requester that waits wakes it (`unpark`).
+/// The writer thread: lets written-behind entries gather until someone waits for them,
+/// `COMMIT_EVERY` has passed since the oldest of them was queued, or every handle is gone;
+/// then takes them all, writes them in one write, syncs once, and tells each waiting requester
+/// the outcome. It sleeps meanwhile, so queueing a move costs the referee no wake-up; a
+/// requester that waits, or the first entry of a group, wakes it (`unpark`).
 ///
 /// A group that cannot be written (a full disk, a read-only folder) is cut back off the file
 /// and kept, with what arrives meanwhile queued behind it in order, and written again after a
@@ -273,64 +319,55 @@ const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 /// requesters who wait for it wait until it is on disk. `health` hears when writing fails and
 /// when it works again. Once every handle is gone (the server stops) a failing group is tried
 /// for `GIVE_UP_AFTER` more, then reported lost.
-fn write_in_groups(
-    mut journal: Journal,
-    inbox: std::sync::mpsc::Receiver<Request>,
-    queued: &AtomicUsize,
-    health: &OutputHealth,
-) {
-    use std::sync::mpsc::TryRecvError;
-    let mut batch: Vec<Request> = Vec::new();
-    let mut someone_waits = false;
-    let mut due = std::time::Instant::now();
+fn write_in_groups(mut journal: Journal, queue: &Queue, health: &OutputHealth) {
+    // The group being written (and, while writing fails, tried again), and who waits for it.
+    let mut group = EncodedLines::default();
+    let mut waiting: Vec<std::sync::mpsc::SyncSender<Result<(), String>>> = Vec::new();
     let mut retry = Retry::default();
-    let mut closed = false;
     loop {
-        if batch.is_empty() {
+        let now = std::time::Instant::now();
+        let closed = {
+            let mut state = queue.state();
+            let someone_waits = !state.waiting.is_empty() || !waiting.is_empty();
+            let due = state.since.map(|since| since + COMMIT_EVERY);
+            let ready = match retry.next_at {
+                Some(at) => now >= at,
+                None => someone_waits || state.closed || due.is_some_and(|due| now >= due),
+            };
+            if !ready {
+                let closed = state.closed;
+                drop(state);
+                if closed && group.is_empty() {
+                    return;
+                }
+                match retry.next_at.or(due) {
+                    Some(until) => std::thread::park_timeout(until.saturating_duration_since(now)),
+                    None => std::thread::park(),
+                }
+                continue;
+            }
+            // Taken whole: the queue keeps the room of the last group for the next one.
+            if group.is_empty() {
+                std::mem::swap(&mut group, &mut state.lines);
+            } else {
+                group.append(&mut state.lines);
+            }
+            waiting.append(&mut state.waiting);
+            state.since = None;
+            state.closed
+        };
+        if group.is_empty() && waiting.is_empty() {
             if closed {
                 return;
             }
-            match inbox.recv() {
-                Ok(request) => {
-                    due = std::time::Instant::now() + COMMIT_EVERY;
-                    someone_waits |= matches!(request.ack, Ack::Blocking(_));
-                    batch.push(request);
-                }
-                Err(_) => return,
-            }
-        }
-        while !closed && (batch.len() < MAX_BATCH || retry.failing()) {
-            match inbox.try_recv() {
-                Ok(request) => {
-                    someone_waits |= matches!(request.ack, Ack::Blocking(_));
-                    batch.push(request);
-                }
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => {
-                    closed = true;
-                    break;
-                }
-            }
-        }
-        let now = std::time::Instant::now();
-        let ready = match retry.next_at {
-            Some(at) => now >= at,
-            None => someone_waits || closed || batch.len() >= MAX_BATCH || now >= due,
-        };
-        if !ready {
-            let until = retry.next_at.unwrap_or(due);
-            std::thread::park_timeout(until.saturating_duration_since(now));
             continue;
         }
-        match commit(&mut journal, &batch) {
+        match commit(&mut journal, &group) {
             Ok(()) => {
-                let written: usize = batch.iter().map(|r| r.entries.len()).sum();
-                queued.fetch_sub(written, Ordering::Relaxed);
-                // Drained, not replaced: the batch keeps its capacity for the next group.
-                for request in batch.drain(..) {
-                    if let Ack::Blocking(done) = request.ack {
-                        let _ = done.send(Ok(()));
-                    }
+                queue.queued.fetch_sub(group.entries(), Ordering::Relaxed);
+                group.clear(KEPT_LINES_BYTES);
+                for done in waiting.drain(..) {
+                    let _ = done.send(Ok(()));
                 }
                 if retry.failing() {
                     health.recovered(OutputKind::Journal);
@@ -338,21 +375,18 @@ fn write_in_groups(
                 retry = Retry::default();
             }
             Err(e) => {
-                let waiting = queued.load(Ordering::Relaxed);
-                health.failed(OutputKind::Journal, &e, waiting);
+                let waiting_entries = queue.queued.load(Ordering::Relaxed);
+                health.failed(OutputKind::Journal, &e, waiting_entries);
                 if closed && retry.gave_up(now) {
-                    tracing::error!(error = %e, entries = waiting, "the server is stopping and the journal still cannot be written: these entries are lost (games in progress resume from their last saved move)");
-                    for request in batch.drain(..) {
-                        if let Ack::Blocking(done) = request.ack {
-                            let _ = done.send(Err(e.clone()));
-                        }
+                    tracing::error!(error = %e, entries = waiting_entries, "the server is stopping and the journal still cannot be written: these entries are lost (games in progress resume from their last saved move)");
+                    for done in waiting.drain(..) {
+                        let _ = done.send(Err(e.clone()));
                     }
                     return;
                 }
                 retry.failed(now, closed);
             }
         }
-        someone_waits = false;
     }
 }
 
@@ -391,13 +425,13 @@ impl Retry {
     }
 }
 
-/// Writes a group's entries and syncs once. On failure the file is cut back to where the group
+/// Writes a group's lines and syncs once. On failure the file is cut back to where the group
 /// began (after a failed sync the system may have dropped the pages, so the entries are not
 /// known to be on disk): the whole group is written again on the next try.
-fn commit(journal: &mut Journal, batch: &[Request]) -> Result<(), String> {
+fn commit(journal: &mut Journal, group: &EncodedLines) -> Result<(), String> {
     let before = journal.len();
     let result = journal
-        .write_entries(batch.iter().flat_map(|r| r.entries.iter()))
+        .write_lines(group)
         .and_then(|()| journal.sync())
         .map_err(|e| e.to_string());
     if result.is_err() {
@@ -436,9 +470,18 @@ impl MoveJournal {
     /// Callers look at [`MoveJournal::is_backed_up`] first and wait (with the async form)
     /// when it says so.
     pub fn record_last_move_behind(&self, moves: &SharedMoveLog, remaining: [Duration; 2]) {
-        if let Some(entry) = self.last_move_entry(moves, remaining) {
-            self.journal.append_behind(entry);
-        }
+        let moves = moves.read();
+        let Some((text, think_ms, lag_ms)) = moves.last() else {
+            return;
+        };
+        self.journal.append_move_behind(&MoveLine {
+            id: &self.id,
+            ply: u32::try_from(moves.len()).unwrap_or(u32::MAX),
+            text,
+            think_ms,
+            lag_ms,
+            clocks_ms: [ms(remaining[0]), ms(remaining[1])],
+        });
     }
 
     /// Whether a move journaled now would have to wait for the disk.
@@ -494,11 +537,53 @@ mod tests {
         // The writer holds it for a group commit (`COMMIT_EVERY`), then writes it unasked. The
         // bound is generous: this checks that it comes, not how fast.
         let until = std::time::Instant::now() + Duration::from_secs(10);
-        while journal.queued.load(Ordering::Relaxed) > 0 && std::time::Instant::now() < until {
+        while journal.queued() > 0 && std::time::Instant::now() < until {
             std::thread::sleep(Duration::from_millis(5));
         }
         let text = std::fs::read_to_string(&path).expect("journal file");
         assert!(text.contains("t-r1-p1-g1"), "{text}");
+    }
+
+    /// Moves queued straight from a referee's fields reach the file in order, each line reading
+    /// back as the entry it stands for.
+    #[test]
+    fn moves_queued_from_a_referees_fields_reach_the_file_in_order() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (journal, path) = journal_in(dir.path(), MAX_QUEUED_BEHIND);
+        let moves = MoveJournal {
+            journal,
+            id: "t-r1-p1-g1".into(),
+        };
+        let log = SharedMoveLog::default();
+        for (ply, text) in ["J10", "K10,K11", "L10,L11"].into_iter().enumerate() {
+            log.push(text, Side::First, 100 + ply as u64, 2);
+            moves.record_last_move_behind(&log, [Duration::from_secs(59), Duration::from_secs(60)]);
+        }
+        drop(moves);
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        let mut text = String::new();
+        while text.lines().count() < 3 && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+            text = std::fs::read_to_string(&path).unwrap_or_default();
+        }
+        let entries: Vec<JournalEntry> = text
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("a journal entry"))
+            .collect();
+        let expected: Vec<JournalEntry> = ["J10", "K10,K11", "L10,L11"]
+            .into_iter()
+            .enumerate()
+            .map(|(ply, text)| JournalEntry::Move {
+                id: "t-r1-p1-g1".into(),
+                ply: ply as u32 + 1,
+                text: text.to_string(),
+                think_ms: 100 + ply as u64,
+                lag_ms: 2,
+                first_clock_ms: 59_000,
+                second_clock_ms: 60_000,
+            })
+            .collect();
+        assert_eq!(entries, expected);
     }
 
     #[tokio::test]
@@ -551,7 +636,7 @@ mod tests {
             .await
             .expect("task")
             .expect("append");
-        assert_eq!(journal.queued.load(Ordering::Relaxed), 0);
+        assert_eq!(journal.queued(), 0);
         let text = std::fs::read_to_string(&path).expect("journal file");
         assert!(
             text.contains("\"J10\"") && text.contains("t-r1-p1-g2"),
