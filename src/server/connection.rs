@@ -223,9 +223,9 @@ async fn serve_lines<R: BotRead + 'static, S: LineSink>(
             ctx.events.publish(&ServerEvent::BotDisconnected {
                 bot: name.to_string(),
             });
-            for (side, inbox) in matches {
-                let _ = inbox
-                    .send_async(RefereeInput::Disconnected { side, conn_id })
+            for (side, door) in matches {
+                let _ = door
+                    .send(RefereeInput::Disconnected { side, conn_id })
                     .await;
             }
         }
@@ -296,9 +296,9 @@ struct PlayingMatch {
 }
 
 impl PlayingMatch {
-    /// Whether its referee still runs (its inbox still has a reader).
+    /// Whether its referee still runs.
     fn is_running(&self) -> bool {
-        !self.door.inbox().is_disconnected()
+        self.door.is_running()
     }
 }
 
@@ -626,10 +626,9 @@ impl Connection {
         // The inbox almost always has room: handing the input over without building a send
         // future is the common path (the future showed in the bench's profile); only a full
         // inbox makes this reader wait.
-        let inbox = door.inbox();
-        let sent = match inbox.try_send(input) {
+        let sent = match door.try_send(input) {
             Ok(()) => Ok(()),
-            Err(flume::TrySendError::Full(input)) => inbox.send_async(input).await.map_err(|_| ()),
+            Err(flume::TrySendError::Full(input)) => door.send(input).await.map_err(|_| ()),
             Err(flume::TrySendError::Disconnected(_)) => Err(()),
         };
         if sent.is_err() {
@@ -819,9 +818,9 @@ impl Connection {
         self.playing_kept = usize::try_from(max_games)
             .unwrap_or(PLAYING_KEPT)
             .clamp(1, PLAYING_KEPT);
-        for (side, inbox) in resumed {
-            let _ = inbox
-                .send_async(RefereeInput::Connected {
+        for (side, door) in resumed {
+            let _ = door
+                .send(RefereeInput::Connected {
                     side,
                     link: self.link.clone(),
                 })

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
@@ -635,49 +635,120 @@ pub trait DirectMoves: Send + Sync {
 }
 
 /// How connections reach the referee of a match: its inbox, and the direct path once the
-/// referee has opened it. Inputs keep their order: the direct path is taken only while the
-/// inbox is empty.
+/// referee has opened it. Inputs keep their order: the direct path is taken only while no
+/// input handed to the inbox waits for the task.
+///
+/// Everything a move's look needs is in one block: the count of inputs waiting, whether the
+/// referee still runs, and the direct path. (Asking the inbox itself whether it was empty took
+/// the channel's lock, in a block of its own, at every move.)
 #[derive(Clone)]
 pub struct RefereeDoor {
+    shared: Arc<Door>,
     inbox: flume::Sender<RefereeInput>,
-    direct: Arc<OnceLock<Arc<dyn DirectMoves>>>,
+}
+
+/// What a door's clones and the referee's inbox share.
+struct Door {
+    /// Inputs handed to the inbox and not yet taken by the referee's task.
+    queued: AtomicUsize,
+    /// The referee's task has let go of its inbox: the match is over.
+    ended: AtomicBool,
+    direct: OnceLock<Arc<dyn DirectMoves>>,
 }
 
 impl std::fmt::Debug for RefereeDoor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RefereeDoor")
-            .field("queued", &self.inbox.len())
-            .field("direct", &self.direct.get().is_some())
+            .field("queued", &self.shared.queued.load(Ordering::Relaxed))
+            .field("ended", &self.shared.ended.load(Ordering::Relaxed))
+            .field("direct", &self.shared.direct.get().is_some())
             .finish()
     }
 }
 
-impl RefereeDoor {
-    pub fn new(inbox: flume::Sender<RefereeInput>) -> RefereeDoor {
+/// A referee's door, and the inbox its task reads, holding up to `capacity` inputs.
+pub fn referee_door(capacity: usize) -> (RefereeDoor, RefereeInbox) {
+    let (inbox, rx) = flume::bounded(capacity);
+    let shared = Arc::new(Door {
+        queued: AtomicUsize::new(0),
+        ended: AtomicBool::new(false),
+        direct: OnceLock::new(),
+    });
+    (
         RefereeDoor {
+            shared: shared.clone(),
             inbox,
-            direct: Arc::new(OnceLock::new()),
-        }
+        },
+        RefereeInbox { rx, shared },
+    )
+}
+
+impl RefereeDoor {
+    /// Hands `input` to the referee's task, waiting while its inbox is full; the input back if
+    /// the referee has ended.
+    pub async fn send(&self, input: RefereeInput) -> Result<(), RefereeInput> {
+        self.shared.queued.fetch_add(1, Ordering::SeqCst);
+        self.inbox.send_async(input).await.map_err(|e| {
+            self.shared.queued.fetch_sub(1, Ordering::SeqCst);
+            e.into_inner()
+        })
     }
 
-    /// The referee's inbox, for what only its task handles (and for everything while the
-    /// direct path is closed).
-    pub fn inbox(&self) -> &flume::Sender<RefereeInput> {
-        &self.inbox
+    /// Hands `input` to the referee's task if its inbox has room now.
+    pub fn try_send(&self, input: RefereeInput) -> Result<(), flume::TrySendError<RefereeInput>> {
+        self.shared.queued.fetch_add(1, Ordering::SeqCst);
+        self.inbox.try_send(input).inspect_err(|_| {
+            self.shared.queued.fetch_sub(1, Ordering::SeqCst);
+        })
+    }
+
+    /// Whether the referee's task still runs.
+    pub fn is_running(&self) -> bool {
+        !self.shared.ended.load(Ordering::Relaxed)
     }
 
     /// Opens the direct path (once; later calls are ignored).
     pub fn open_direct(&self, direct: Arc<dyn DirectMoves>) {
-        let _ = self.direct.set(direct);
+        let _ = self.shared.direct.set(direct);
     }
 
     /// Plays `mv` directly if the referee takes it now; false otherwise (the caller then hands
     /// it to the inbox).
     pub fn try_direct(&self, mv: MoveInput<'_>) -> bool {
-        match self.direct.get() {
-            Some(direct) if self.inbox.is_empty() => direct.try_play(mv),
+        match self.shared.direct.get() {
+            Some(direct) if self.shared.queued.load(Ordering::SeqCst) == 0 => direct.try_play(mv),
             _ => false,
         }
+    }
+}
+
+/// The referee task's end of its door: the inputs handed to it, in order. Dropping it (the
+/// task ending, however it ends) tells the door that the referee no longer runs.
+pub struct RefereeInbox {
+    rx: flume::Receiver<RefereeInput>,
+    shared: Arc<Door>,
+}
+
+impl std::fmt::Debug for RefereeInbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RefereeInbox")
+            .field("queued", &self.shared.queued.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl RefereeInbox {
+    /// The next input, once one is handed over; `None` once no door is left to hand one.
+    pub async fn recv(&self) -> Option<RefereeInput> {
+        let input = self.rx.recv_async().await.ok()?;
+        self.shared.queued.fetch_sub(1, Ordering::SeqCst);
+        Some(input)
+    }
+}
+
+impl Drop for RefereeInbox {
+    fn drop(&mut self) {
+        self.shared.ended.store(true, Ordering::Relaxed);
     }
 }
 

@@ -26,7 +26,9 @@ use crate::journal::JournalMove;
 use crate::protocol::{BotResult, ErrorCode, RefereeMessage, TurnLine};
 
 use super::journaling::MoveJournal;
-use super::link::{BotLink, DirectMoves, MoveInput, RefereeDoor, RefereeInput, WriteStamp};
+use super::link::{
+    BotLink, DirectMoves, MoveInput, RefereeDoor, RefereeInbox, RefereeInput, WriteStamp,
+};
 use super::match_spec::MatchSpec;
 use super::move_log::SharedMoveLog;
 use super::probe;
@@ -739,7 +741,7 @@ pub async fn run_journaled_match(
     spec: MatchSpec,
     settings: RefereeSettings,
     links: [Option<BotLink>; 2],
-    inbox: flume::Receiver<RefereeInput>,
+    inbox: RefereeInbox,
     door: Option<&RefereeDoor>,
     shutdown: CancellationToken,
     journaling: MatchJournaling,
@@ -865,8 +867,8 @@ pub async fn run_journaled_match(
                 _ = &mut shutting_down => return None,
                 // A move played directly ended the game: taken at the top of the loop.
                 _ = desk.ended.notified() => {}
-                input = inbox.recv_async() => {
-                    let input = input.ok()?;
+                input = inbox.recv() => {
+                    let input = input?;
                     let step = {
                         let mut referee = desk.lock();
                         if let Some(outcome) = referee.ended.take() {
@@ -984,7 +986,7 @@ mod tests {
     use crate::game::GameId;
     use crate::protocol::ClockSpec;
     use crate::server::arrival::ReadProgress;
-    use crate::server::link::{outbox, LinkClose, OutboxReader, Outgoing};
+    use crate::server::link::{outbox, referee_door, LinkClose, OutboxReader, Outgoing};
 
     const LIMIT: Duration = Duration::from_millis(200);
     const SETTLE: Duration = Duration::from_millis(50);
@@ -1045,8 +1047,7 @@ mod tests {
                     LinkClose::new(CancellationToken::new()),
                 )),
             ];
-            let (inbox, rx) = flume::bounded(8);
-            let door = RefereeDoor::new(inbox);
+            let (door, rx) = referee_door(8);
             let task_door = door.clone();
             let referee = tokio::spawn(async move {
                 run_journaled_match(
@@ -1099,11 +1100,7 @@ mod tests {
 
         /// Hands `input` to the referee's task through its inbox.
         async fn send_to_task(&self, input: RefereeInput) {
-            self.door
-                .inbox()
-                .send_async(input)
-                .await
-                .expect("referee running");
+            self.door.send(input).await.expect("referee running");
         }
 
         /// `side` resigns (the harness gives First connection 1, Second connection 2).
@@ -1462,7 +1459,6 @@ mod tests {
         // An input waits in the inbox (the task has not run since): a move taken directly now
         // would overtake it, so it is not taken; it follows through the inbox.
         h.door
-            .inbox()
             .try_send(move_of(Side::Second, "E7"))
             .expect("room in the inbox");
         assert!(!h.door.try_direct(direct_move(Side::First, "F6")));

@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 use crate::game::{GameId, Side};
 use crate::protocol::RefereeMessage;
 
-use super::link::{BotLink, RefereeDoor, RefereeInput};
+use super::link::{referee_door, BotLink, RefereeDoor, RefereeInbox};
 
 /// An authenticated connection.
 #[derive(Debug, Clone)]
@@ -89,14 +89,14 @@ impl Changes {
 }
 
 impl RegistryState {
-    /// The matches `name` plays now: its side in each and its referee's inbox.
+    /// The matches `name` plays now: its side in each and the door to its referee.
     fn matches_of(&self, name: &str) -> BotMatches {
         self.playing
             .get(name)
             .into_iter()
             .flatten()
             .filter_map(|id| self.matches.get(&**id))
-            .filter_map(|m| m.side_of(name).map(|side| (side, m.door.inbox().clone())))
+            .filter_map(|m| m.side_of(name).map(|side| (side, m.door.clone())))
             .collect()
     }
 
@@ -142,7 +142,7 @@ pub struct BotStatus {
 #[derive(Debug)]
 pub struct ClaimedMatch {
     pub links: [Option<BotLink>; 2],
-    pub inbox: flume::Receiver<RefereeInput>,
+    pub inbox: RefereeInbox,
     pub door: RefereeDoor,
     pub slot: MatchSlot,
 }
@@ -174,8 +174,8 @@ pub struct Registry {
 pub const LEAGUE_OVER_MESSAGE: &str =
     "the league is over: every tournament is finished, there is nothing more to play here";
 
-/// The matches a bot is part of: its side in each and the referee's inbox.
-pub type BotMatches = Vec<(Side, flume::Sender<RefereeInput>)>;
+/// The matches a bot is part of: its side in each and the door to its referee.
+pub type BotMatches = Vec<(Side, RefereeDoor)>;
 
 /// How many messages a referee's inbox holds before a connection waits to hand it one.
 const REFEREE_INBOX: usize = 64;
@@ -320,8 +320,7 @@ impl Registry {
             };
             return Err([away(&players[0]), away(&players[1])]);
         }
-        let (inbox_tx, inbox) = flume::bounded(REFEREE_INBOX);
-        let door = RefereeDoor::new(inbox_tx);
+        let (door, inbox) = referee_door(REFEREE_INBOX);
         let links = [
             state.sessions.get(&players[0]).map(|s| s.link.clone()),
             state.sessions.get(&players[1]).map(|s| s.link.clone()),

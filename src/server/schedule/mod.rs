@@ -590,9 +590,9 @@ impl Scheduler {
             }])
             .await;
         if let Some((conn_id, left)) = self.registry.suspend(name, &why) {
-            for (side, inbox) in left {
-                let _ = inbox
-                    .send_async(RefereeInput::Disconnected { side, conn_id })
+            for (side, door) in left {
+                let _ = door
+                    .send(RefereeInput::Disconnected { side, conn_id })
                     .await;
             }
         }
