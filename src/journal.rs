@@ -360,6 +360,25 @@ impl EncodedLines {
         self.entries = 0;
     }
 
+    /// Copies whole lines of `from` (the bytes `range`, which hold `entries` entries and end
+    /// where a line ends) to the end of these.
+    pub fn push_lines_of(
+        &mut self,
+        from: &EncodedLines,
+        range: std::ops::Range<usize>,
+        entries: usize,
+    ) {
+        if let Some(lines) = from.bytes.get(range) {
+            self.bytes.extend_from_slice(lines);
+            self.entries += entries;
+        }
+    }
+
+    /// The length of these lines in bytes (each push ends where a line ends).
+    pub fn byte_len(&self) -> usize {
+        self.bytes.len()
+    }
+
     /// How many entries these lines hold.
     pub fn entries(&self) -> usize {
         self.entries

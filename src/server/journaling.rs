@@ -5,7 +5,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -88,15 +88,17 @@ pub fn fingerprint(config: &Config) -> ConfigFingerprint {
 /// once for the whole batch, so a thousand referees journaling moves cost a few fsyncs a
 /// second, not a thousand. Entries reach the file in the order they were queued.
 ///
-/// Entries are encoded as the file's lines where they are queued, into one buffer the writer
-/// takes whole: a move costs its referee a short lock and about a hundred bytes written, with
-/// nothing allocated, and the writer only writes. (Until 2026-12-01 each entry went through a
-/// channel as a value, with its move text copied into a string of its own, and the writer
-/// encoded it: about 0.4 µs of the server's CPU a move in the bench's profile.)
+/// Entries are encoded as the file's lines where they are queued, each thread into a buffer of
+/// its own (a [`Shard`]), numbered in one sequence across threads; the writer takes every
+/// buffer and writes the lines in number order. A move costs its referee a lock nobody else
+/// takes meanwhile, one shared counter and about a hundred bytes written into memory its own
+/// core wrote last. (Until 2026-12-01 each entry went through a channel as a value, with its
+/// move text copied into a string of its own, and the writer encoded it; a single buffer
+/// shared by every thread cost as much again, in its lines passed from core to core.)
 ///
-/// Written-behind entries are counted while they wait for the writer: past
-/// [`MAX_QUEUED_BEHIND`] (a stalled disk), referees wait for their moves to be durable instead
-/// of queueing more, so the queue's memory stays bounded.
+/// Entries waiting for the writer are counted: past [`MAX_QUEUED_BEHIND`] (a stalled disk),
+/// referees wait for their moves to be durable instead of queueing more, so the queue's memory
+/// stays bounded.
 #[derive(Debug, Clone)]
 pub struct SharedJournal {
     handle: Arc<Handle>,
@@ -108,14 +110,13 @@ pub struct SharedJournal {
 struct Handle {
     queue: Arc<Queue>,
     path: PathBuf,
-    max_queued_behind: usize,
     /// The writer thread, woken when its queue has something new for it to look at.
     writer: Option<std::thread::Thread>,
 }
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        self.queue.state().closed = true;
+        self.queue.control().closed = true;
         if let Some(writer) = &self.writer {
             writer.unpark();
         }
@@ -123,29 +124,103 @@ impl Drop for Handle {
 }
 
 /// The entries waiting for the writer.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Queue {
-    state: std::sync::Mutex<QueueState>,
-    /// Entries queued and not yet written (read without the lock, before every move).
-    queued: AtomicUsize,
+    /// The number of the next entry: lines reach the file in this order. An entry takes its
+    /// number while its thread's shard is locked, which is what lets the writer know when it
+    /// has every entry below a number (see `write_in_groups`).
+    next_number: AtomicU64,
+    /// Set by the first entry queued after the writer took the shards (which wakes it).
+    pending: AtomicBool,
+    /// Set by the writer while so many entries wait that moves should wait to be durable.
+    backed_up: AtomicBool,
+    max_queued_behind: usize,
+    /// Entries the writer has taken and not yet written (for tests and the health report).
+    held: AtomicUsize,
+    /// Every thread's shard.
+    shards: std::sync::Mutex<Vec<Arc<Shard>>>,
+    control: std::sync::Mutex<Control>,
 }
 
+/// Who waits for the queue to be on disk, and whether every handle is gone.
 #[derive(Debug, Default)]
-struct QueueState {
-    /// Every entry queued since the writer last took them, encoded, in order.
-    lines: EncodedLines,
-    /// Whoever waits for those lines to be on disk.
+struct Control {
     waiting: Vec<std::sync::mpsc::SyncSender<Result<(), String>>>,
-    /// When the first of `lines` was queued.
-    since: Option<std::time::Instant>,
-    /// Every handle is gone.
     closed: bool,
 }
 
-impl Queue {
-    fn state(&self) -> std::sync::MutexGuard<'_, QueueState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+/// The entries one thread queued since the writer last took them.
+#[derive(Debug, Default)]
+struct Shard(std::sync::Mutex<Numbered>);
+
+/// Encoded lines with, per entry, its number and where its line ends, in number order.
+#[derive(Debug, Default)]
+struct Numbered {
+    lines: EncodedLines,
+    ends: Vec<(u64, usize)>,
+}
+
+impl Numbered {
+    fn clear(&mut self) {
+        self.lines.clear(KEPT_LINES_BYTES);
+        self.ends.clear();
     }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+}
+
+impl Queue {
+    fn new(max_queued_behind: usize) -> Queue {
+        Queue {
+            next_number: AtomicU64::new(0),
+            pending: AtomicBool::new(false),
+            backed_up: AtomicBool::new(max_queued_behind == 0),
+            max_queued_behind,
+            held: AtomicUsize::new(0),
+            shards: std::sync::Mutex::default(),
+            control: std::sync::Mutex::default(),
+        }
+    }
+
+    fn control(&self) -> std::sync::MutexGuard<'_, Control> {
+        self.control.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn shards(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Shard>>> {
+        self.shards.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Shard {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Numbered> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+thread_local! {
+    /// This thread's shard of each journal it has queued to.
+    static SHARDS: std::cell::RefCell<Vec<(std::sync::Weak<Queue>, Arc<Shard>)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The calling thread's shard of `queue` (made and registered with the queue the first time).
+fn own_shard(queue: &Arc<Queue>) -> Arc<Shard> {
+    SHARDS.with_borrow_mut(|kept| {
+        if let Some((_, shard)) = kept
+            .iter()
+            .find(|(q, _)| std::ptr::eq(q.as_ptr(), Arc::as_ptr(queue)))
+        {
+            return shard.clone();
+        }
+        // The shards of journals that are gone go with this thread's next new one.
+        kept.retain(|(q, _)| q.strong_count() > 0);
+        let shard = Arc::new(Shard::default());
+        queue.shards().push(shard.clone());
+        kept.push((Arc::downgrade(queue), shard.clone()));
+        shard
+    })
 }
 
 /// Most journal entries waiting for the writer before written-behind moves wait instead (about
@@ -172,7 +247,7 @@ impl SharedJournal {
         health: Arc<OutputHealth>,
     ) -> SharedJournal {
         let path = journal.path().to_path_buf();
-        let queue = Arc::new(Queue::default());
+        let queue = Arc::new(Queue::new(max_queued_behind));
         let writer_queue = queue.clone();
         let spawned = std::thread::Builder::new()
             .name("journal-writer".into())
@@ -180,7 +255,7 @@ impl SharedJournal {
         let writer = match spawned {
             Ok(handle) => Some(handle.thread().clone()),
             Err(e) => {
-                // Without the thread nothing is written; whoever waits is told so.
+                // Without the thread nothing is written; whoever queues is told so.
                 tracing::error!(error = %e, "cannot start the journal writer thread");
                 None
             }
@@ -189,7 +264,6 @@ impl SharedJournal {
             handle: Arc::new(Handle {
                 queue,
                 path,
-                max_queued_behind,
                 writer,
             }),
         }
@@ -197,43 +271,49 @@ impl SharedJournal {
 
     /// Whether so many entries wait for the writer that moves should wait to be durable.
     pub fn is_backed_up(&self) -> bool {
-        self.handle.queue.queued.load(Ordering::Relaxed) >= self.handle.max_queued_behind
+        self.handle.queue.backed_up.load(Ordering::Relaxed)
     }
 
     /// Entries queued and not yet written.
     #[cfg(test)]
     fn queued(&self) -> usize {
-        self.handle.queue.queued.load(Ordering::Relaxed)
+        let queue = &self.handle.queue;
+        let in_shards: usize = queue.shards().iter().map(|s| s.lock().len()).sum();
+        in_shards + queue.held.load(Ordering::SeqCst)
     }
 
-    /// Queues lines already encoded (`encode` writes them into the queue's buffer under its
-    /// lock), with `waiter` told once they are on disk; wakes the writer when it must look.
+    /// Queues `count` entries that `encode` writes into the calling thread's shard, numbered
+    /// in turn, with `waiter` told once they are on disk; wakes the writer when it must look.
     fn queue(
         &self,
-        encode: impl FnOnce(&mut EncodedLines),
+        count: usize,
+        encode: impl FnOnce(&mut Numbered, u64),
         waiter: Option<std::sync::mpsc::SyncSender<Result<(), String>>>,
     ) -> Result<(), String> {
         let Some(writer) = &self.handle.writer else {
             return Err("the journal writer has stopped".to_string());
         };
         let queue = &self.handle.queue;
-        let mut state = queue.state();
-        let was_empty = state.lines.is_empty() && state.waiting.is_empty();
-        let before = state.lines.entries();
-        encode(&mut state.lines);
-        let added = state.lines.entries() - before;
-        queue.queued.fetch_add(added, Ordering::Relaxed);
-        if state.since.is_none() {
-            state.since = Some(std::time::Instant::now());
+        let shard = own_shard(queue);
+        {
+            let mut numbered = shard.lock();
+            let first = queue
+                .next_number
+                .fetch_add(u64::try_from(count).unwrap_or(u64::MAX), Ordering::SeqCst);
+            encode(&mut numbered, first);
         }
-        let waits = waiter.is_some();
+        let mut wake = false;
         if let Some(waiter) = waiter {
-            state.waiting.push(waiter);
+            queue.control().waiting.push(waiter);
+            wake = true;
         }
-        drop(state);
-        // A written-behind entry wakes the writer only to start its group's wait: the next
+        // The first entry after the writer took the shards starts its group's wait; the next
         // ones find it sleeping on that and wake nobody.
-        if was_empty || waits {
+        if !queue.pending.load(Ordering::SeqCst) {
+            queue.pending.store(true, Ordering::SeqCst);
+            wake = true;
+        }
+        if wake {
             writer.unpark();
         }
         Ok(())
@@ -246,20 +326,49 @@ impl SharedJournal {
         }
     }
 
+    /// Queues entries encoded beforehand (`lines`: one line each), numbered in turn.
+    fn queue_lines(
+        &self,
+        lines: &EncodedLines,
+        ends: &[usize],
+        waiter: Option<std::sync::mpsc::SyncSender<Result<(), String>>>,
+    ) -> Result<(), String> {
+        self.queue(
+            ends.len(),
+            |numbered, first| {
+                let mut start = 0;
+                for (number, &end) in (first..).zip(ends) {
+                    numbered.lines.push_lines_of(lines, start..end, 1);
+                    numbered.ends.push((number, numbered.lines.byte_len()));
+                    start = end;
+                }
+            },
+            waiter,
+        )
+    }
+
+    /// Encodes entries one line each, with where each line ends.
+    fn encode(entries: &[JournalEntry]) -> Result<(EncodedLines, Vec<usize>), JournalError> {
+        let mut lines = EncodedLines::default();
+        let mut ends = Vec::with_capacity(entries.len());
+        for entry in entries {
+            lines.push(entry)?;
+            ends.push(lines.byte_len());
+        }
+        Ok((lines, ends))
+    }
+
     /// Appends entries in order and waits until they are on disk. Blocking: call from a
     /// blocking thread.
     pub fn append_blocking(&self, entries: Vec<JournalEntry>) -> Result<(), JournalError> {
         if entries.is_empty() {
             return Ok(());
         }
-        // Encoded before the queue's lock is taken: a finished game's entry holds its whole
+        // Encoded before any lock is taken: a finished game's entry holds its whole
         // games.jsonl line.
-        let mut lines = EncodedLines::default();
-        for entry in &entries {
-            lines.push(entry)?;
-        }
+        let (lines, ends) = SharedJournal::encode(&entries)?;
         let (done, wait) = std::sync::mpsc::sync_channel(1);
-        self.queue(|queued| queued.append(&mut lines), Some(done))
+        self.queue_lines(&lines, &ends, Some(done))
             .map_err(|e| self.error(e))?;
         wait.recv()
             .map_err(|_| self.error("the journal writer has stopped".into()))?
@@ -286,17 +395,28 @@ impl SharedJournal {
     /// Queues one entry without waiting: it reaches the disk with the writer's next group
     /// commit.
     pub fn append_behind(&self, entry: JournalEntry) {
-        let mut encoded = Ok(());
-        let queued = self.queue(|lines| encoded = lines.push(&entry), None);
-        if let Err(e) = queued.map_err(|e| self.error(e)).and(encoded) {
+        let queued =
+            SharedJournal::encode(std::slice::from_ref(&entry)).and_then(|(lines, ends)| {
+                self.queue_lines(&lines, &ends, None)
+                    .map_err(|e| self.error(e))
+            });
+        if let Err(e) = queued {
             tracing::error!(error = %e, "cannot append to the journal");
         }
     }
 
     /// Queues one move without waiting (see [`SharedJournal::append_behind`]), written
-    /// straight into the queue from the referee's own fields.
+    /// straight into the thread's shard from the referee's own fields.
     pub fn append_move_behind(&self, mv: &MoveLine<'_>) {
-        if let Err(e) = self.queue(|lines| lines.push_move(mv), None) {
+        let queued = self.queue(
+            1,
+            |numbered, number| {
+                numbered.lines.push_move(mv);
+                numbered.ends.push((number, numbered.lines.byte_len()));
+            },
+            None,
+        );
+        if let Err(e) = queued {
             tracing::error!(error = %self.error(e), "cannot append to the journal");
         }
     }
@@ -307,65 +427,157 @@ impl SharedJournal {
 /// much more than the write). A request someone waits for is committed at once.
 const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 
+/// What the writer has taken from the shards: the lines to write next, in number order, and
+/// the ones numbered too late to be written yet (an entry below their number may still be on
+/// its way into a shard).
+#[derive(Debug, Default)]
+struct Taken {
+    /// The group being written (and, while writing fails, tried again).
+    group: EncodedLines,
+    /// Taken lines numbered at or past the number read before the shards were taken.
+    later: Numbered,
+    /// Emptied shard contents, kept for their room.
+    spare: Vec<Numbered>,
+}
+
+impl Taken {
+    /// Takes every shard's lines, and adds to the group, in number order, every line numbered
+    /// below `below` (the queue's next number, read before the first shard was locked: an
+    /// entry takes its number while its shard is locked, so every entry numbered below it is
+    /// in its shard by the time the writer holds that shard's lock).
+    fn take(&mut self, queue: &Queue, below: u64) {
+        let shards: Vec<Arc<Shard>> = queue.shards().clone();
+        let mut sources: Vec<Numbered> = vec![std::mem::take(&mut self.later)];
+        for shard in &shards {
+            let mut fresh = self.spare.pop().unwrap_or_default();
+            std::mem::swap(&mut *shard.lock(), &mut fresh);
+            sources.push(fresh);
+        }
+        let shard_count = shards.len();
+        drop(shards);
+        // Merged by number: each source is in number order, and there are a few (one per
+        // thread that queued).
+        let mut next = vec![0usize; sources.len()];
+        let mut later = self.spare.pop().unwrap_or_default();
+        loop {
+            let lowest = sources
+                .iter()
+                .zip(&next)
+                .enumerate()
+                .filter_map(|(i, (source, &at))| source.ends.get(at).map(|&(n, _)| (n, i)))
+                .min();
+            let Some((number, i)) = lowest else { break };
+            let (source, at) = (&sources[i], next[i]);
+            let start = at.checked_sub(1).map_or(0, |before| source.ends[before].1);
+            let end = source.ends[at].1;
+            if number < below {
+                self.group.push_lines_of(&source.lines, start..end, 1);
+            } else {
+                later.lines.push_lines_of(&source.lines, start..end, 1);
+                later.ends.push((number, later.lines.byte_len()));
+            }
+            next[i] += 1;
+        }
+        self.later = later;
+        for mut source in sources {
+            source.clear();
+            self.spare.push(source);
+        }
+        // A thread that is gone leaves an empty shard only the queue holds: let it go.
+        queue
+            .shards()
+            .retain(|shard| Arc::strong_count(shard) > 1 || shard.lock().len() > 0);
+        self.spare.truncate(shard_count + 2);
+    }
+
+    fn held(&self) -> usize {
+        self.group.entries() + self.later.len()
+    }
+}
+
 /// The writer thread: lets written-behind entries gather until someone waits for them,
-/// `COMMIT_EVERY` has passed since the oldest of them was queued, or every handle is gone;
-/// then takes them all, writes them in one write, syncs once, and tells each waiting requester
-/// the outcome. It sleeps meanwhile, so queueing a move costs the referee no wake-up; a
-/// requester that waits, or the first entry of a group, wakes it (`unpark`).
+/// `COMMIT_EVERY` has passed since the first of them woke it, or every handle is gone; then
+/// takes them all, writes them in one write, syncs once, and tells each waiting requester the
+/// outcome. It sleeps meanwhile, so queueing a move costs the referee no wake-up; a requester
+/// that waits, or the first entry of a group, wakes it (`unpark`).
 ///
 /// A group that cannot be written (a full disk, a read-only folder) is cut back off the file
 /// and kept, with what arrives meanwhile queued behind it in order, and written again after a
 /// pause that doubles up to `MAX_RETRY_PAUSE`: nothing is dropped while the server runs, and
-/// requesters who wait for it wait until it is on disk. `health` hears when writing fails and
-/// when it works again. Once every handle is gone (the server stops) a failing group is tried
-/// for `GIVE_UP_AFTER` more, then reported lost.
+/// requesters who wait for it wait until it is on disk. Meanwhile the writer still takes the
+/// shards every `COMMIT_EVERY`, so that it knows when so much waits that moves must wait.
+/// `health` hears when writing fails and when it works again. Once every handle is gone (the
+/// server stops) a failing group is tried for `GIVE_UP_AFTER` more, then reported lost.
 fn write_in_groups(mut journal: Journal, queue: &Queue, health: &OutputHealth) {
-    // The group being written (and, while writing fails, tried again), and who waits for it.
-    let mut group = EncodedLines::default();
+    let mut taken = Taken::default();
     let mut waiting: Vec<std::sync::mpsc::SyncSender<Result<(), String>>> = Vec::new();
     let mut retry = Retry::default();
+    // When the entries that woke the writer are to be written.
+    let mut due: Option<std::time::Instant> = None;
     loop {
         let now = std::time::Instant::now();
-        let closed = {
-            let mut state = queue.state();
-            let someone_waits = !state.waiting.is_empty() || !waiting.is_empty();
-            let due = state.since.map(|since| since + COMMIT_EVERY);
-            let ready = match retry.next_at {
-                Some(at) => now >= at,
-                None => someone_waits || state.closed || due.is_some_and(|due| now >= due),
-            };
-            if !ready {
-                let closed = state.closed;
-                drop(state);
-                if closed && group.is_empty() {
-                    return;
-                }
-                match retry.next_at.or(due) {
-                    Some(until) => std::thread::park_timeout(until.saturating_duration_since(now)),
-                    None => std::thread::park(),
-                }
-                continue;
-            }
-            // Taken whole: the queue keeps the room of the last group for the next one.
-            if group.is_empty() {
-                std::mem::swap(&mut group, &mut state.lines);
-            } else {
-                group.append(&mut state.lines);
-            }
-            waiting.append(&mut state.waiting);
-            state.since = None;
-            state.closed
+        let (someone_waits, closed) = {
+            let control = queue.control();
+            (
+                !control.waiting.is_empty() || !waiting.is_empty(),
+                control.closed,
+            )
         };
-        if group.is_empty() && waiting.is_empty() {
-            if closed {
+        let pending = queue.pending.load(Ordering::SeqCst);
+        if pending && due.is_none() {
+            due = Some(now + COMMIT_EVERY);
+        }
+        let due_now = due.is_some_and(|due| now >= due);
+        let write_now = match retry.next_at {
+            Some(at) => now >= at,
+            None => someone_waits || closed || due_now,
+        };
+        if !write_now && !due_now {
+            if closed && taken.held() == 0 && !pending {
+                return;
+            }
+            match retry.next_at.into_iter().chain(due).min() {
+                Some(until) => std::thread::park_timeout(until.saturating_duration_since(now)),
+                None => std::thread::park(),
+            }
+            continue;
+        }
+        // Take what is queued: whoever waits first (their entries are in the shards before
+        // they wait), then the shards.
+        waiting.append(&mut queue.control().waiting);
+        queue.pending.store(false, Ordering::SeqCst);
+        due = None;
+        let below = queue.next_number.load(Ordering::SeqCst);
+        taken.take(queue, below);
+        queue.held.store(taken.held(), Ordering::SeqCst);
+        queue
+            .backed_up
+            .store(taken.held() >= queue.max_queued_behind, Ordering::Relaxed);
+        if taken.later.len() > 0 {
+            // Numbered past what could be taken whole: written with the next group, soon.
+            queue.pending.store(true, Ordering::SeqCst);
+        }
+        if !write_now {
+            // A failing group waits for its retry; the shards were taken to count what waits.
+            if retry.failing() {
+                due = Some(now + COMMIT_EVERY);
+            }
+            continue;
+        }
+        if taken.group.is_empty() && waiting.is_empty() {
+            // Once every handle is gone nothing more can be queued: all is written.
+            if closed && taken.held() == 0 {
                 return;
             }
             continue;
         }
-        match commit(&mut journal, &group) {
+        match commit(&mut journal, &taken.group) {
             Ok(()) => {
-                queue.queued.fetch_sub(group.entries(), Ordering::Relaxed);
-                group.clear(KEPT_LINES_BYTES);
+                taken.group.clear(KEPT_LINES_BYTES);
+                queue.held.store(taken.held(), Ordering::SeqCst);
+                queue
+                    .backed_up
+                    .store(taken.held() >= queue.max_queued_behind, Ordering::Relaxed);
                 for done in waiting.drain(..) {
                     let _ = done.send(Ok(()));
                 }
@@ -375,7 +587,7 @@ fn write_in_groups(mut journal: Journal, queue: &Queue, health: &OutputHealth) {
                 retry = Retry::default();
             }
             Err(e) => {
-                let waiting_entries = queue.queued.load(Ordering::Relaxed);
+                let waiting_entries = taken.held();
                 health.failed(OutputKind::Journal, &e, waiting_entries);
                 if closed && retry.gave_up(now) {
                     tracing::error!(error = %e, entries = waiting_entries, "the server is stopping and the journal still cannot be written: these entries are lost (games in progress resume from their last saved move)");
@@ -385,6 +597,7 @@ fn write_in_groups(mut journal: Journal, queue: &Queue, health: &OutputHealth) {
                     return;
                 }
                 retry.failed(now, closed);
+                due = Some(now + COMMIT_EVERY);
             }
         }
     }
@@ -584,6 +797,116 @@ mod tests {
             })
             .collect();
         assert_eq!(entries, expected);
+    }
+
+    /// The writer's take merges the shards in number order and holds back what is numbered at
+    /// or past the number it read first (a lower number may still be on its way into a shard),
+    /// writing it with the next take.
+    #[test]
+    fn a_take_writes_in_number_order_and_holds_back_what_came_too_late() {
+        let queue = Queue::new(MAX_QUEUED_BEHIND);
+        let (a, b) = (Arc::new(Shard::default()), Arc::new(Shard::default()));
+        queue.shards().extend([a.clone(), b.clone()]);
+        let queue_move = |shard: &Shard, number: u64| {
+            let mut numbered = shard.lock();
+            numbered.lines.push_move(&MoveLine {
+                id: "g",
+                ply: u32::try_from(number).expect("small"),
+                text: "J10",
+                think_ms: 0,
+                lag_ms: 0,
+                clocks_ms: [0, 0],
+            });
+            let end = numbered.lines.byte_len();
+            numbered.ends.push((number, end));
+        };
+        let plies = |lines: &EncodedLines| -> Vec<u32> {
+            std::str::from_utf8(lines.as_bytes())
+                .expect("utf-8")
+                .lines()
+                .map(|line| match serde_json::from_str(line).expect("an entry") {
+                    JournalEntry::Move { ply, .. } => ply,
+                    other => panic!("not a move: {other:?}"),
+                })
+                .collect()
+        };
+        for n in [0, 2, 3, 5] {
+            queue_move(&a, n);
+        }
+        queue_move(&b, 1);
+        // Read before the shards were taken: 4 has its number but is not in its shard yet.
+        let mut taken = Taken::default();
+        taken.take(&queue, 4);
+        assert_eq!(plies(&taken.group), [0, 1, 2, 3]);
+        assert_eq!(taken.later.len(), 1, "5 waits for 4");
+        taken.group.clear(KEPT_LINES_BYTES);
+        queue_move(&b, 4);
+        queue_move(&a, 6);
+        taken.take(&queue, 7);
+        assert_eq!(plies(&taken.group), [4, 5, 6]);
+        assert_eq!(taken.held(), 3);
+    }
+
+    /// Threads take turns under one lock, as a game's two connections do under its referee's,
+    /// each queueing its move from a shard of its own: the file has every move once, in the
+    /// order the lock gave them, however the writer's takes fall between them.
+    #[test]
+    fn moves_queued_from_several_threads_in_turn_reach_the_file_in_that_order() {
+        const THREADS: usize = 4;
+        // Long enough for the writer to take the shards several times meanwhile.
+        const FOR: Duration = Duration::from_millis(150);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (journal, path) = journal_in(dir.path(), MAX_QUEUED_BEHIND);
+        let turn = Arc::new(std::sync::Mutex::new(0u32));
+        let until = std::time::Instant::now() + FOR;
+        let threads: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let (journal, turn) = (journal.clone(), turn.clone());
+                std::thread::spawn(move || loop {
+                    let mut next = turn.lock().expect("turn");
+                    if std::time::Instant::now() >= until {
+                        return;
+                    }
+                    *next += 1;
+                    journal.append_move_behind(&MoveLine {
+                        id: "t-r1-p1-g1",
+                        ply: *next,
+                        text: "J10",
+                        think_ms: 1,
+                        lag_ms: 0,
+                        clocks_ms: [1, 1],
+                    });
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().expect("thread");
+        }
+        // A blocking append comes after every move in the order: once it returns, all are on
+        // disk.
+        journal
+            .append_blocking(vec![JournalEntry::Started {
+                id: "t-r1-p1-g2".into(),
+                match_id: "t-r1-p1-g2".into(),
+                time: "2026-12-01T00:00:00+00:00".into(),
+            }])
+            .expect("append");
+        let text = std::fs::read_to_string(&path).expect("journal file");
+        let plies: Vec<u32> = text
+            .lines()
+            .filter_map(|line| match serde_json::from_str(line).expect("an entry") {
+                JournalEntry::Move { ply, .. } => Some(ply),
+                _ => None,
+            })
+            .collect();
+        let moves = *turn.lock().expect("turn");
+        assert!(moves > 1_000, "{moves} moves");
+        assert_eq!(plies, (1..=moves).collect::<Vec<_>>());
+        assert!(
+            text.trim_end().ends_with("\"2026-12-01T00:00:00+00:00\"}"),
+            "the marker last"
+        );
+        assert_eq!(journal.queued(), 0);
     }
 
     #[tokio::test]
