@@ -436,8 +436,21 @@ struct Taken {
     group: EncodedLines,
     /// Taken lines numbered at or past the number read before the shards were taken.
     later: Numbered,
-    /// Emptied shard contents, kept for their room.
-    spare: Vec<Numbered>,
+    /// Everything taken at once, before it is put in order (kept for its room).
+    staging: Numbered,
+    /// The staged entries' numbers and byte ranges, put in number order.
+    order: Vec<(u64, usize, usize)>,
+}
+
+impl Numbered {
+    /// Copies every entry of `other` to the end of these, numbers kept.
+    fn append_copy_of(&mut self, other: &Numbered) {
+        let base = self.lines.byte_len();
+        self.lines
+            .push_lines_of(&other.lines, 0..other.lines.byte_len(), other.len());
+        self.ends
+            .extend(other.ends.iter().map(|&(number, end)| (number, base + end)));
+    }
 }
 
 impl Taken {
@@ -445,49 +458,44 @@ impl Taken {
     /// below `below` (the queue's next number, read before the first shard was locked: an
     /// entry takes its number while its shard is locked, so every entry numbered below it is
     /// in its shard by the time the writer holds that shard's lock).
+    ///
+    /// Each shard's lines are copied out and its buffer emptied in place: a thread keeps
+    /// writing into the room it wrote last, and a thread that queued little (one of the
+    /// blocking pool's) never holds a buffer grown by a busy one.
     fn take(&mut self, queue: &Queue, below: u64) {
+        let mut staged = std::mem::take(&mut self.staging);
+        staged.clear();
+        staged.append_copy_of(&self.later);
+        self.later.clear();
         let shards: Vec<Arc<Shard>> = queue.shards().clone();
-        let mut sources: Vec<Numbered> = vec![std::mem::take(&mut self.later)];
         for shard in &shards {
-            let mut fresh = self.spare.pop().unwrap_or_default();
-            std::mem::swap(&mut *shard.lock(), &mut fresh);
-            sources.push(fresh);
+            let mut numbered = shard.lock();
+            staged.append_copy_of(&numbered);
+            numbered.clear();
         }
-        let shard_count = shards.len();
         drop(shards);
-        // Merged by number: each source is in number order, and there are a few (one per
-        // thread that queued).
-        let mut next = vec![0usize; sources.len()];
-        let mut later = self.spare.pop().unwrap_or_default();
-        loop {
-            let lowest = sources
-                .iter()
-                .zip(&next)
-                .enumerate()
-                .filter_map(|(i, (source, &at))| source.ends.get(at).map(|&(n, _)| (n, i)))
-                .min();
-            let Some((number, i)) = lowest else { break };
-            let (source, at) = (&sources[i], next[i]);
-            let start = at.checked_sub(1).map_or(0, |before| source.ends[before].1);
-            let end = source.ends[at].1;
+        self.order.clear();
+        let mut start = 0;
+        for &(number, end) in &staged.ends {
+            self.order.push((number, start, end));
+            start = end;
+        }
+        self.order.sort_unstable_by_key(|&(number, _, _)| number);
+        for &(number, start, end) in &self.order {
             if number < below {
-                self.group.push_lines_of(&source.lines, start..end, 1);
+                self.group.push_lines_of(&staged.lines, start..end, 1);
             } else {
-                later.lines.push_lines_of(&source.lines, start..end, 1);
-                later.ends.push((number, later.lines.byte_len()));
+                self.later.lines.push_lines_of(&staged.lines, start..end, 1);
+                let end = self.later.lines.byte_len();
+                self.later.ends.push((number, end));
             }
-            next[i] += 1;
         }
-        self.later = later;
-        for mut source in sources {
-            source.clear();
-            self.spare.push(source);
-        }
+        staged.clear();
+        self.staging = staged;
         // A thread that is gone leaves an empty shard only the queue holds: let it go.
         queue
             .shards()
             .retain(|shard| Arc::strong_count(shard) > 1 || shard.lock().len() > 0);
-        self.spare.truncate(shard_count + 2);
     }
 
     fn held(&self) -> usize {
@@ -659,10 +667,28 @@ fn commit(journal: &mut Journal, group: &EncodedLines) -> Result<(), String> {
 #[derive(Debug, Clone)]
 pub struct MoveJournal {
     pub journal: SharedJournal,
-    pub id: Arc<str>,
+    /// The id's bytes, inline up to `ID_INLINE` bytes: a move reads them to write its entry,
+    /// and in a heap block of their own they were a cache miss at every move.
+    id: smallvec::SmallVec<[u8; ID_INLINE]>,
 }
 
+/// A schedule id held inline up to this length (longer ones live in a heap block).
+const ID_INLINE: usize = 32;
+
 impl MoveJournal {
+    pub fn new(journal: SharedJournal, id: &str) -> MoveJournal {
+        MoveJournal {
+            journal,
+            id: smallvec::SmallVec::from_slice(id.as_bytes()),
+        }
+    }
+
+    /// The game's schedule id.
+    pub fn id(&self) -> &str {
+        // Made from a `&str`, so always UTF-8.
+        std::str::from_utf8(&self.id).unwrap_or_default()
+    }
+
     /// Journals the last of `moves` (ply = its number) with its think time and lag credit and
     /// both clocks' time left after it. Write-behind: it reaches the disk with the writer's next
     /// group commit (within `COMMIT_EVERY` and one fsync); a crash before that loses at most the last moves of a
@@ -688,7 +714,7 @@ impl MoveJournal {
             return;
         };
         self.journal.append_move_behind(&MoveLine {
-            id: &self.id,
+            id: self.id(),
             ply: u32::try_from(moves.len()).unwrap_or(u32::MAX),
             text,
             think_ms,
@@ -710,7 +736,7 @@ impl MoveJournal {
         let moves = moves.read();
         let (text, think_ms, lag_ms) = moves.last()?;
         Some(JournalEntry::Move {
-            id: self.id.clone(),
+            id: Arc::from(self.id()),
             ply: u32::try_from(moves.len()).unwrap_or(u32::MAX),
             text: text.to_string(),
             think_ms,
@@ -763,10 +789,7 @@ mod tests {
     fn moves_queued_from_a_referees_fields_reach_the_file_in_order() {
         let dir = tempfile::tempdir().expect("temp dir");
         let (journal, path) = journal_in(dir.path(), MAX_QUEUED_BEHIND);
-        let moves = MoveJournal {
-            journal,
-            id: "t-r1-p1-g1".into(),
-        };
+        let moves = MoveJournal::new(journal, "t-r1-p1-g1");
         let log = SharedMoveLog::default();
         for (ply, text) in ["J10", "K10,K11", "L10,L11"].into_iter().enumerate() {
             log.push(text, Side::First, 100 + ply as u64, 2);
@@ -915,10 +938,7 @@ mod tests {
         // A limit of 0: the writer always counts as backed up.
         let (journal, path) = journal_in(dir.path(), 0);
         assert!(journal.is_backed_up());
-        let moves = MoveJournal {
-            journal,
-            id: "t-r1-p1-g1".into(),
-        };
+        let moves = MoveJournal::new(journal, "t-r1-p1-g1");
         moves
             .record_last_move(
                 &one_move(),
@@ -938,10 +958,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let (journal, path) = journal_in(dir.path(), 3);
         assert!(!journal.is_backed_up());
-        let moves = MoveJournal {
-            journal: journal.clone(),
-            id: "t-r1-p1-g1".into(),
-        };
+        let moves = MoveJournal::new(journal.clone(), "t-r1-p1-g1");
         moves
             .record_last_move(
                 &one_move(),

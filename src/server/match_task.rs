@@ -75,10 +75,7 @@ pub async fn play(claimed: ClaimedMatch, plan: MatchPlan) -> MatchDone {
     let journaling = MatchJournaling {
         opening,
         resume,
-        journal: Some(MoveJournal {
-            journal: journal.clone(),
-            id: Arc::from(id.as_str()),
-        }),
+        journal: Some(MoveJournal::new(journal.clone(), &id)),
         events,
     };
     let finished =
