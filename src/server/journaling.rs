@@ -427,6 +427,11 @@ impl SharedJournal {
 /// much more than the write). A request someone waits for is committed at once.
 const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 
+/// How often the writer takes the shards while a group gathers: each shard and the writer's
+/// staging room then hold a quarter of a group, not a whole one (at 60,000 moves a second a
+/// group is about 130 KB, and one each was about a kilobyte of heap per match in the bench).
+const TAKE_EVERY: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// What the writer has taken from the shards: the lines to write next, in number order, and
 /// the ones numbered too late to be written yet (an entry below their number may still be on
 /// its way into a shard).
@@ -512,16 +517,18 @@ impl Taken {
 /// A group that cannot be written (a full disk, a read-only folder) is cut back off the file
 /// and kept, with what arrives meanwhile queued behind it in order, and written again after a
 /// pause that doubles up to `MAX_RETRY_PAUSE`: nothing is dropped while the server runs, and
-/// requesters who wait for it wait until it is on disk. Meanwhile the writer still takes the
-/// shards every `COMMIT_EVERY`, so that it knows when so much waits that moves must wait.
+/// requesters who wait for it wait until it is on disk. While a group gathers (and while a
+/// write fails) the writer takes the shards every `TAKE_EVERY`, which keeps them small and
+/// tells it when so much waits that moves must wait.
 /// `health` hears when writing fails and when it works again. Once every handle is gone (the
 /// server stops) a failing group is tried for `GIVE_UP_AFTER` more, then reported lost.
 fn write_in_groups(mut journal: Journal, queue: &Queue, health: &OutputHealth) {
     let mut taken = Taken::default();
     let mut waiting: Vec<std::sync::mpsc::SyncSender<Result<(), String>>> = Vec::new();
     let mut retry = Retry::default();
-    // When the entries that woke the writer are to be written.
+    // When the group that is gathering is to be written, and when its shards are next taken.
     let mut due: Option<std::time::Instant> = None;
+    let mut next_take = std::time::Instant::now();
     loop {
         let now = std::time::Instant::now();
         let (someone_waits, closed) = {
@@ -532,45 +539,47 @@ fn write_in_groups(mut journal: Journal, queue: &Queue, health: &OutputHealth) {
             )
         };
         let pending = queue.pending.load(Ordering::SeqCst);
-        if pending && due.is_none() {
+        if (pending || retry.failing()) && due.is_none() {
             due = Some(now + COMMIT_EVERY);
+            next_take = now + TAKE_EVERY;
         }
-        let due_now = due.is_some_and(|due| now >= due);
         let write_now = match retry.next_at {
             Some(at) => now >= at,
-            None => someone_waits || closed || due_now,
+            None => someone_waits || closed || due.is_some_and(|due| now >= due),
         };
-        if !write_now && !due_now {
+        let take_now = write_now || (due.is_some() && now >= next_take);
+        if !take_now {
             if closed && taken.held() == 0 && !pending {
                 return;
             }
-            match retry.next_at.into_iter().chain(due).min() {
+            let wake = [retry.next_at, due, due.map(|_| next_take)];
+            match wake.into_iter().flatten().min() {
                 Some(until) => std::thread::park_timeout(until.saturating_duration_since(now)),
                 None => std::thread::park(),
             }
             continue;
         }
-        // Take what is queued: whoever waits first (their entries are in the shards before
-        // they wait), then the shards.
-        waiting.append(&mut queue.control().waiting);
-        queue.pending.store(false, Ordering::SeqCst);
-        due = None;
+        if write_now {
+            // The group's last take: whoever waits first (their entries are in the shards
+            // before they wait); the flag is cleared before the shards are taken, so that an
+            // entry queued after the take sets it again and wakes the writer.
+            waiting.append(&mut queue.control().waiting);
+            queue.pending.store(false, Ordering::SeqCst);
+        }
         let below = queue.next_number.load(Ordering::SeqCst);
         taken.take(queue, below);
+        next_take = now + TAKE_EVERY;
         queue.held.store(taken.held(), Ordering::SeqCst);
         queue
             .backed_up
             .store(taken.held() >= queue.max_queued_behind, Ordering::Relaxed);
+        if !write_now {
+            continue;
+        }
+        due = None;
         if taken.later.len() > 0 {
             // Numbered past what could be taken whole: written with the next group, soon.
             queue.pending.store(true, Ordering::SeqCst);
-        }
-        if !write_now {
-            // A failing group waits for its retry; the shards were taken to count what waits.
-            if retry.failing() {
-                due = Some(now + COMMIT_EVERY);
-            }
-            continue;
         }
         if taken.group.is_empty() && waiting.is_empty() {
             // Once every handle is gone nothing more can be queued: all is written.
@@ -605,7 +614,6 @@ fn write_in_groups(mut journal: Journal, queue: &Queue, health: &OutputHealth) {
                     return;
                 }
                 retry.failed(now, closed);
-                due = Some(now + COMMIT_EVERY);
             }
         }
     }
