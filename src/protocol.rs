@@ -258,6 +258,11 @@ impl TurnLine {
         TurnLine { line, prefix }
     }
 
+    /// The line as last encoded (its start, up to the match id, is kept between moves).
+    pub fn bytes(&self) -> &[u8] {
+        &self.line
+    }
+
     /// The `turn` line, with its `\n`, reporting `moves` at `ply` with `clock`.
     pub fn encode<'a>(
         &mut self,

@@ -422,6 +422,11 @@ impl Connection {
                     self.refuse(ErrorCode::BadJson, "line is not valid UTF-8".into(), None)
                 }
                 Some(Ok(Frame::Line(line))) => {
+                    // Most lines are the next move of the match last played: its referee's
+                    // state is asked for now, to arrive while the line is read.
+                    if let Some(latest) = self.playing.last() {
+                        latest.door.prefetch();
+                    }
                     let rtt = lines.get_ref().kernel_rtt(now);
                     let next = self.line(&line, received, now, rtt, &mut reader).await;
                     // Its buffer carries the next line (one allocation less a move).

@@ -505,6 +505,13 @@ impl BotLink {
         }
     }
 
+    /// Asks for the blocks a move reads and writes through this link to be brought into the
+    /// cache: its round-trip time and its outgoing queue.
+    pub fn prefetch(&self) {
+        super::prefetch::value(&*self.rtt_us);
+        super::prefetch::value(&*self.tx.0);
+    }
+
     /// The last measured round-trip time, if any.
     pub fn rtt(&self) -> Option<Duration> {
         match self.rtt_us.load(Ordering::Relaxed) {
@@ -632,6 +639,9 @@ pub trait DirectMoves: Send + Sync {
     /// Plays `mv` now; false if only the referee's task may take it now (the move then goes
     /// through the inbox).
     fn try_play(&self, mv: MoveInput<'_>) -> bool;
+
+    /// Asks for the referee's state to be brought into the cache: a move for it is on its way.
+    fn prefetch(&self) {}
 }
 
 /// How connections reach the referee of a match: its inbox, and the direct path once the
@@ -710,6 +720,14 @@ impl RefereeDoor {
     /// Opens the direct path (once; later calls are ignored).
     pub fn open_direct(&self, direct: Arc<dyn DirectMoves>) {
         let _ = self.shared.direct.set(direct);
+    }
+
+    /// Asks for the referee's state to be brought into the cache (see `DirectMoves::prefetch`),
+    /// once its direct path is open.
+    pub fn prefetch(&self) {
+        if let Some(direct) = self.shared.direct.get() {
+            direct.prefetch();
+        }
     }
 
     /// Plays `mv` directly if the referee takes it now; false otherwise (the caller then hands

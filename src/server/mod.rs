@@ -24,6 +24,7 @@ mod move_log;
 pub mod open_files;
 pub(crate) mod output;
 pub mod output_health;
+mod prefetch;
 pub mod probe;
 mod reader_waits;
 mod referee;

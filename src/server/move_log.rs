@@ -171,6 +171,11 @@ impl SharedMoveLog {
         ReadMoveLog(self.lock())
     }
 
+    /// Asks for the log's shared block (its lock and length) to be brought into the cache.
+    pub fn prefetch(&self) {
+        super::prefetch::value(&*self.0);
+    }
+
     /// Appends a move (see `MoveLog::push`).
     pub fn push(&self, text: &str, mover: Side, think_ms: u64, lag_ms: u64) {
         let mut log = self.lock();

@@ -243,6 +243,23 @@ struct Referee {
 }
 
 impl Referee {
+    /// Asks for the blocks a move reads and writes beyond the referee's own state, all at
+    /// once before any is needed: the board, both write stamps, both links (round-trip time,
+    /// outgoing queue), the move log and the `turn` line's buffer.
+    fn prefetch_move_blocks(&self) {
+        use super::prefetch;
+        prefetch::value(&*self.game);
+        for stamp in &self.turn_written {
+            prefetch::value(&**stamp);
+        }
+        for link in self.links.iter().flatten() {
+            link.prefetch();
+        }
+        self.moves.prefetch();
+        prefetch::value(self.turn_line.bytes());
+        prefetch::value(self.recorded.as_bytes());
+    }
+
     fn send(&self, side: Side, message: &RefereeMessage) {
         if let Some(link) = &self.links[side.index()] {
             link.send(message);
@@ -665,6 +682,10 @@ impl Desk {
 }
 
 impl DirectMoves for Desk {
+    fn prefetch(&self) {
+        self.prefetch_desk();
+    }
+
     fn try_play(&self, mv: MoveInput<'_>) -> bool {
         // A backed-up journal makes a move wait for the disk, which only the task can do.
         if self.journal.as_ref().is_some_and(MoveJournal::is_backed_up) {
@@ -674,6 +695,7 @@ impl DirectMoves for Desk {
         if !referee.direct_open {
             return false;
         }
+        referee.prefetch_move_blocks();
         let outcome = match referee.accept_move(mv) {
             Handled::Nothing => None,
             Handled::Ended(outcome) => Some(outcome),
@@ -686,6 +708,14 @@ impl DirectMoves for Desk {
             self.ended.notify_one();
         }
         true
+    }
+}
+
+impl Desk {
+    /// The desk itself, the referee's state inline: asked for when a line arrives on a
+    /// player's connection (see `DirectMoves::prefetch`).
+    fn prefetch_desk(&self) {
+        super::prefetch::value(self);
     }
 }
 
