@@ -246,9 +246,11 @@ pub enum JournalEntry {
 }
 
 impl JournalEntry {
-    /// Writes a `move` entry's JSON (no newline) and returns true; any other entry writes
-    /// nothing and returns false.
+    /// Writes a `move` entry's JSON (no newline), byte for byte what `serde_json` writes for it
+    /// (a unit test compares them), and returns true; any other entry writes nothing and
+    /// returns false.
     fn write_move_line(&self, out: &mut Vec<u8>) -> bool {
+        use crate::json_out::{push_key, push_str, push_u64};
         let JournalEntry::Move {
             id,
             ply,
@@ -261,136 +263,24 @@ impl JournalEntry {
         else {
             return false;
         };
-        write_move_line(
-            out,
-            &MoveLine {
-                id,
-                ply: *ply,
-                text,
-                think_ms: *think_ms,
-                lag_ms: *lag_ms,
-                clocks_ms: [*first_clock_ms, *second_clock_ms],
-            },
-        );
+        out.extend_from_slice(b"{\"kind\":\"move\"");
+        push_key(out, "id", false);
+        push_str(out, id);
+        push_key(out, "ply", false);
+        push_u64(out, u64::from(*ply));
+        push_key(out, "text", false);
+        push_str(out, text);
+        for (key, value) in [
+            ("think_ms", think_ms),
+            ("lag_ms", lag_ms),
+            ("first_clock_ms", first_clock_ms),
+            ("second_clock_ms", second_clock_ms),
+        ] {
+            push_key(out, key, false);
+            push_u64(out, *value);
+        }
+        out.push(b'}');
         true
-    }
-}
-
-/// A `move` entry's fields, borrowed from whoever has them at hand (a referee journaling the
-/// move it just accepted writes it without building a [`JournalEntry`]).
-#[derive(Debug, Clone, Copy)]
-pub struct MoveLine<'a> {
-    /// The game's schedule id.
-    pub id: &'a str,
-    pub ply: u32,
-    pub text: &'a str,
-    pub think_ms: u64,
-    pub lag_ms: u64,
-    /// Both clocks' time left after the move: first, second.
-    pub clocks_ms: [u64; 2],
-}
-
-/// Writes a `move` entry's JSON (no newline), byte for byte what `serde_json` writes for the
-/// [`JournalEntry::Move`] of the same fields (a unit test compares them).
-fn write_move_line(out: &mut Vec<u8>, mv: &MoveLine<'_>) {
-    use crate::json_out::{push_key, push_str, push_u64};
-    out.extend_from_slice(b"{\"kind\":\"move\"");
-    push_key(out, "id", false);
-    push_str(out, mv.id);
-    push_key(out, "ply", false);
-    push_u64(out, u64::from(mv.ply));
-    push_key(out, "text", false);
-    push_str(out, mv.text);
-    for (key, value) in [
-        ("think_ms", mv.think_ms),
-        ("lag_ms", mv.lag_ms),
-        ("first_clock_ms", mv.clocks_ms[0]),
-        ("second_clock_ms", mv.clocks_ms[1]),
-    ] {
-        push_key(out, key, false);
-        push_u64(out, value);
-    }
-    out.push(b'}');
-}
-
-/// Journal entries encoded as the file holds them, one line each, ready to be written in one
-/// go ([`Journal::write_lines`]): the one encoder of the journal's lines, so that entries can
-/// be encoded where they arise and handed to the file's writer as bytes.
-#[derive(Debug, Default)]
-pub struct EncodedLines {
-    bytes: Vec<u8>,
-    entries: usize,
-}
-
-impl EncodedLines {
-    /// Appends one entry's line.
-    pub fn push(&mut self, entry: &JournalEntry) -> Result<(), JournalError> {
-        let start = self.bytes.len();
-        // A move (one per move of every game) is written without serde_json's serializer.
-        if !entry.write_move_line(&mut self.bytes) {
-            if let Err(e) = serde_json::to_writer(&mut self.bytes, entry) {
-                self.bytes.truncate(start);
-                return Err(e.into());
-            }
-        }
-        self.bytes.push(b'\n');
-        self.entries += 1;
-        Ok(())
-    }
-
-    /// Appends a `move` entry's line.
-    pub fn push_move(&mut self, mv: &MoveLine<'_>) {
-        write_move_line(&mut self.bytes, mv);
-        self.bytes.push(b'\n');
-        self.entries += 1;
-    }
-
-    /// Moves every line of `other` to the end of these, leaving `other` empty (its room kept).
-    pub fn append(&mut self, other: &mut EncodedLines) {
-        self.bytes.append(&mut other.bytes);
-        self.entries += std::mem::take(&mut other.entries);
-    }
-
-    /// Forgets every line, keeping the room unless it grew past `keep_bytes`.
-    pub fn clear(&mut self, keep_bytes: usize) {
-        self.bytes.clear();
-        if self.bytes.capacity() > keep_bytes {
-            self.bytes = Vec::new();
-        }
-        self.entries = 0;
-    }
-
-    /// Copies whole lines of `from` (the bytes `range`, which hold `entries` entries and end
-    /// where a line ends) to the end of these.
-    pub fn push_lines_of(
-        &mut self,
-        from: &EncodedLines,
-        range: std::ops::Range<usize>,
-        entries: usize,
-    ) {
-        if let Some(lines) = from.bytes.get(range) {
-            self.bytes.extend_from_slice(lines);
-            self.entries += entries;
-        }
-    }
-
-    /// The length of these lines in bytes (each push ends where a line ends).
-    pub fn byte_len(&self) -> usize {
-        self.bytes.len()
-    }
-
-    /// How many entries these lines hold.
-    pub fn entries(&self) -> usize {
-        self.entries
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries == 0
-    }
-
-    /// The lines' bytes.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes
     }
 }
 
@@ -686,15 +576,15 @@ pub struct Journal {
     /// The length of the file's whole lines: a write that fails (a full disk) is cut back to
     /// it, so that no half line is left for the next write to run into.
     len: u64,
-    /// The lines of the latest `write_entries`, kept for the next one: a group of a thousand
-    /// moves is about 100 KiB, and growing a fresh buffer to that size and freeing it each
-    /// time showed in the server's profile (reallocations, and glibc consolidating its free
-    /// lists on every free of a chunk that large).
-    lines: EncodedLines,
+    /// The lines of the latest write, kept for the next one: a group of a thousand moves is
+    /// about 100 KiB, and growing a fresh buffer to that size and freeing it each time showed
+    /// in the server's profile (reallocations, and glibc consolidating its free lists on every
+    /// free of a chunk that large).
+    lines: Vec<u8>,
 }
 
 /// Most bytes the kept write buffer holds on to between writes.
-pub const KEPT_LINES_BYTES: usize = 1 << 20;
+const KEPT_LINES_BYTES: usize = 1 << 20;
 
 impl Journal {
     /// Opens (creating if needed) the journal at `path`, rebuilds the state it records, and
@@ -726,7 +616,7 @@ impl Journal {
                 file,
                 path: path.to_path_buf(),
                 len,
-                lines: EncodedLines::default(),
+                lines: Vec::new(),
             },
             state,
         ))
@@ -750,47 +640,49 @@ impl Journal {
         &mut self,
         entries: impl IntoIterator<Item = &'a JournalEntry>,
     ) -> Result<(), JournalError> {
-        let mut lines = std::mem::take(&mut self.lines);
-        lines.clear(KEPT_LINES_BYTES);
-        let mut written = Ok(());
-        for entry in entries {
-            if let Err(e) = lines.push(entry) {
-                written = Err(e);
-                break;
-            }
-        }
-        if written.is_ok() {
-            written = self.write_lines(&lines);
-        }
-        self.lines = lines;
-        written
-    }
-
-    /// Appends encoded lines in one write (a crash can cut only the last line, which the
-    /// reader drops), without waiting for the disk. A write that fails is cut back off the
-    /// file, so that nothing is left of it.
-    pub fn write_lines(&mut self, lines: &EncodedLines) -> Result<(), JournalError> {
         // A failed write whose cut-back failed too left part of a line: cut it now or write
         // nothing (a line written after it would be unreadable).
         let on_disk = self.file.metadata().map(|m| m.len()).unwrap_or(self.len);
         if on_disk != self.len {
             self.rollback(self.len)?;
         }
-        match self.file.write_all(lines.as_bytes()) {
-            Ok(()) => {
-                self.len += u64::try_from(lines.as_bytes().len()).unwrap_or(u64::MAX);
+        let mut lines = std::mem::take(&mut self.lines);
+        lines.clear();
+        let mut written = Ok(());
+        for entry in entries {
+            // A move (one per move of every game) is written without serde_json's serializer.
+            let encoded = if entry.write_move_line(&mut lines) {
                 Ok(())
+            } else {
+                serde_json::to_writer(&mut lines, entry)
+            };
+            if let Err(e) = encoded {
+                written = Err(e.into());
+                break;
             }
-            Err(source) => {
-                // Part of it may be in the file: cut it off (best effort; `rollback` is tried
-                // again before the next write).
-                let _ = self.rollback(self.len);
-                Err(JournalError::Io {
-                    path: self.path.clone(),
-                    source,
-                })
-            }
+            lines.push(b'\n');
         }
+        if written.is_ok() {
+            written = match self.file.write_all(&lines) {
+                Ok(()) => {
+                    self.len += u64::try_from(lines.len()).unwrap_or(u64::MAX);
+                    Ok(())
+                }
+                Err(source) => {
+                    // Part of it may be in the file: cut it off (best effort; `rollback` is
+                    // tried again before the next write).
+                    let _ = self.rollback(self.len);
+                    Err(JournalError::Io {
+                        path: self.path.clone(),
+                        source,
+                    })
+                }
+            };
+        }
+        if lines.capacity() <= KEPT_LINES_BYTES {
+            self.lines = lines;
+        }
+        written
     }
 
     /// The length of the file's whole lines so far (to [`Journal::rollback`] to).

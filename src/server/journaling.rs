@@ -5,7 +5,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,8 +14,7 @@ use super::output_health::{OutputHealth, OutputKind};
 use crate::clock_settings::whole_ms as ms;
 use crate::config::{Config, Format};
 use crate::journal::{
-    ConfigFingerprint, EncodedLines, Journal, JournalEntry, JournalError, MoveLine,
-    TournamentFingerprint, KEPT_LINES_BYTES,
+    ConfigFingerprint, Journal, JournalEntry, JournalError, TournamentFingerprint,
 };
 
 /// The lock file in `out_dir` that keeps a second server off a league's files.
@@ -88,144 +87,67 @@ pub fn fingerprint(config: &Config) -> ConfigFingerprint {
 /// once for the whole batch, so a thousand referees journaling moves cost a few fsyncs a
 /// second, not a thousand. Entries reach the file in the order they were queued.
 ///
-/// Entries are encoded as the file's lines where they are queued, each thread into a buffer of
-/// its own (a [`Shard`]), numbered in one sequence across threads; the writer takes every
-/// buffer and writes the lines in number order. A move costs its referee a lock nobody else
-/// takes meanwhile, one shared counter and about a hundred bytes written into memory its own
-/// core wrote last. (Until 2026-12-01 each entry went through a channel as a value, with its
-/// move text copied into a string of its own, and the writer encoded it; a single buffer
-/// shared by every thread cost as much again, in its lines passed from core to core.)
-///
-/// Entries waiting for the writer are counted: past [`MAX_QUEUED_BEHIND`] (a stalled disk),
-/// referees wait for their moves to be durable instead of queueing more, so the queue's memory
-/// stays bounded.
+/// Written-behind entries are counted while they wait for the writer: past
+/// [`MAX_QUEUED_BEHIND`] (a stalled disk), referees wait for their moves to be durable instead
+/// of queueing more, so the queue's memory stays bounded.
 #[derive(Debug, Clone)]
 pub struct SharedJournal {
-    handle: Arc<Handle>,
-}
-
-/// What the journal's handles share; when the last goes, the writer writes what is queued and
-/// ends.
-#[derive(Debug)]
-struct Handle {
-    queue: Arc<Queue>,
+    /// Unbounded (its length is bounded by `queued` instead). std's queue frees its blocks as
+    /// the writer takes them; flume's kept the room of its longest queue (twice the entries of
+    /// a group commit at full load, about 0.3 KiB per match in the bench) for no gain that
+    /// the bench could tell apart from its noise.
+    requests: std::sync::mpsc::Sender<Request>,
     path: PathBuf,
-    /// The writer thread, woken when its queue has something new for it to look at.
+    /// Entries sent and not yet written by the writer thread.
+    queued: Arc<AtomicUsize>,
+    max_queued_behind: usize,
+    /// The writer thread, woken when someone waits for a commit.
     writer: Option<std::thread::Thread>,
 }
 
-impl Drop for Handle {
-    fn drop(&mut self) {
-        self.queue.control().closed = true;
-        if let Some(writer) = &self.writer {
-            writer.unpark();
-        }
-    }
-}
-
-/// The entries waiting for the writer.
-#[derive(Debug)]
-struct Queue {
-    /// The number of the next entry: lines reach the file in this order. An entry takes its
-    /// number while its thread's shard is locked, which is what lets the writer know when it
-    /// has every entry below a number (see `write_in_groups`).
-    next_number: AtomicU64,
-    /// Set by the first entry queued after the writer took the shards (which wakes it).
-    pending: AtomicBool,
-    /// Set by the writer while so many entries wait that moves should wait to be durable.
-    backed_up: AtomicBool,
-    max_queued_behind: usize,
-    /// Entries the writer has taken and not yet written (for tests and the health report).
-    held: AtomicUsize,
-    /// Every thread's shard.
-    shards: std::sync::Mutex<Vec<Arc<Shard>>>,
-    control: std::sync::Mutex<Control>,
-}
-
-/// Who waits for the queue to be on disk, and whether every handle is gone.
-#[derive(Debug, Default)]
-struct Control {
-    waiting: Vec<std::sync::mpsc::SyncSender<Result<(), String>>>,
-    closed: bool,
-}
-
-/// The entries one thread queued since the writer last took them.
-#[derive(Debug, Default)]
-struct Shard(std::sync::Mutex<Numbered>);
-
-/// Encoded lines with, per entry, its number and where its line ends, in number order.
-#[derive(Debug, Default)]
-struct Numbered {
-    lines: EncodedLines,
-    ends: Vec<(u64, usize)>,
-}
-
-impl Numbered {
-    fn clear(&mut self) {
-        self.lines.clear(KEPT_LINES_BYTES);
-        self.ends.clear();
-    }
-
-    fn len(&self) -> usize {
-        self.ends.len()
-    }
-}
-
-impl Queue {
-    fn new(max_queued_behind: usize) -> Queue {
-        Queue {
-            next_number: AtomicU64::new(0),
-            pending: AtomicBool::new(false),
-            backed_up: AtomicBool::new(max_queued_behind == 0),
-            max_queued_behind,
-            held: AtomicUsize::new(0),
-            shards: std::sync::Mutex::default(),
-            control: std::sync::Mutex::default(),
-        }
-    }
-
-    fn control(&self) -> std::sync::MutexGuard<'_, Control> {
-        self.control.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn shards(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Shard>>> {
-        self.shards.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl Shard {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Numbered> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-thread_local! {
-    /// This thread's shard of each journal it has queued to.
-    static SHARDS: std::cell::RefCell<Vec<(std::sync::Weak<Queue>, Arc<Shard>)>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// The calling thread's shard of `queue` (made and registered with the queue the first time).
-fn own_shard(queue: &Arc<Queue>) -> Arc<Shard> {
-    SHARDS.with_borrow_mut(|kept| {
-        if let Some((_, shard)) = kept
-            .iter()
-            .find(|(q, _)| std::ptr::eq(q.as_ptr(), Arc::as_ptr(queue)))
-        {
-            return shard.clone();
-        }
-        // The shards of journals that are gone go with this thread's next new one.
-        kept.retain(|(q, _)| q.strong_count() > 0);
-        let shard = Arc::new(Shard::default());
-        queue.shards().push(shard.clone());
-        kept.push((Arc::downgrade(queue), shard.clone()));
-        shard
-    })
-}
-
 /// Most journal entries waiting for the writer before written-behind moves wait instead (about
-/// 10 MB of lines; at 60,000 moves a second the writer normally holds a few thousand).
+/// 20 MB of entries; at 60,000 moves a second the writer normally keeps a few thousand).
 pub const MAX_QUEUED_BEHIND: usize = 100_000;
+
+/// A batch of entries for the writer, and who waits for it to be durable.
+#[derive(Debug)]
+struct Request {
+    entries: Entries,
+    ack: Ack,
+}
+
+/// A request's entries: a move is one entry, handed over without a vector of its own.
+#[derive(Debug)]
+enum Entries {
+    One(JournalEntry),
+    Many(Vec<JournalEntry>),
+}
+
+impl Entries {
+    fn len(&self) -> usize {
+        match self {
+            Entries::One(_) => 1,
+            Entries::Many(entries) => entries.len(),
+        }
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, JournalEntry> {
+        match self {
+            Entries::One(entry) => std::slice::from_ref(entry).iter(),
+            Entries::Many(entries) => entries.iter(),
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Ack {
+    /// Write-behind: nobody waits (moves of a game in progress).
+    None,
+    Blocking(std::sync::mpsc::SyncSender<Result<(), String>>),
+}
+
+/// Most requests the writer takes into one group commit.
+const MAX_BATCH: usize = 4096;
 
 impl SharedJournal {
     /// Hands `journal` to a new writer thread, which tells `health` when writing fails and when
@@ -247,115 +169,48 @@ impl SharedJournal {
         health: Arc<OutputHealth>,
     ) -> SharedJournal {
         let path = journal.path().to_path_buf();
-        let queue = Arc::new(Queue::new(max_queued_behind));
-        let writer_queue = queue.clone();
+        let (requests, inbox) = std::sync::mpsc::channel::<Request>();
+        let queued = Arc::new(AtomicUsize::new(0));
+        let writer_queued = queued.clone();
         let spawned = std::thread::Builder::new()
             .name("journal-writer".into())
-            .spawn(move || write_in_groups(journal, &writer_queue, &health));
+            .spawn(move || write_in_groups(journal, inbox, &writer_queued, &health));
         let writer = match spawned {
             Ok(handle) => Some(handle.thread().clone()),
             Err(e) => {
-                // Without the thread nothing is written; whoever queues is told so.
+                // Without the thread every request fails (its receiver is gone) and says so.
                 tracing::error!(error = %e, "cannot start the journal writer thread");
                 None
             }
         };
         SharedJournal {
-            handle: Arc::new(Handle {
-                queue,
-                path,
-                writer,
-            }),
+            requests,
+            path,
+            queued,
+            max_queued_behind,
+            writer,
         }
     }
 
     /// Whether so many entries wait for the writer that moves should wait to be durable.
     pub fn is_backed_up(&self) -> bool {
-        self.handle.queue.backed_up.load(Ordering::Relaxed)
+        self.queued.load(Ordering::Relaxed) >= self.max_queued_behind
     }
 
-    /// Entries queued and not yet written.
-    #[cfg(test)]
-    fn queued(&self) -> usize {
-        let queue = &self.handle.queue;
-        let in_shards: usize = queue.shards().iter().map(|s| s.lock().len()).sum();
-        in_shards + queue.held.load(Ordering::SeqCst)
-    }
-
-    /// Queues `count` entries that `encode` writes into the calling thread's shard, numbered
-    /// in turn, with `waiter` told once they are on disk; wakes the writer when it must look.
-    fn queue(
-        &self,
-        count: usize,
-        encode: impl FnOnce(&mut Numbered, u64),
-        waiter: Option<std::sync::mpsc::SyncSender<Result<(), String>>>,
-    ) -> Result<(), String> {
-        let Some(writer) = &self.handle.writer else {
-            return Err("the journal writer has stopped".to_string());
-        };
-        let queue = &self.handle.queue;
-        let shard = own_shard(queue);
-        {
-            let mut numbered = shard.lock();
-            let first = queue
-                .next_number
-                .fetch_add(u64::try_from(count).unwrap_or(u64::MAX), Ordering::SeqCst);
-            encode(&mut numbered, first);
-        }
-        let mut wake = false;
-        if let Some(waiter) = waiter {
-            queue.control().waiting.push(waiter);
-            wake = true;
-        }
-        // The first entry after the writer took the shards starts its group's wait; the next
-        // ones find it sleeping on that and wake nobody.
-        if !queue.pending.load(Ordering::SeqCst) {
-            queue.pending.store(true, Ordering::SeqCst);
-            wake = true;
-        }
-        if wake {
-            writer.unpark();
-        }
-        Ok(())
+    fn send(&self, entries: Entries, ack: Ack) -> Result<(), String> {
+        let count = entries.len();
+        self.queued.fetch_add(count, Ordering::Relaxed);
+        self.requests.send(Request { entries, ack }).map_err(|_| {
+            self.queued.fetch_sub(count, Ordering::Relaxed);
+            "the journal writer has stopped".to_string()
+        })
     }
 
     fn error(&self, message: String) -> JournalError {
         JournalError::Io {
-            path: self.handle.path.clone(),
+            path: self.path.clone(),
             source: std::io::Error::other(message),
         }
-    }
-
-    /// Queues entries encoded beforehand (`lines`: one line each), numbered in turn.
-    fn queue_lines(
-        &self,
-        lines: &EncodedLines,
-        ends: &[usize],
-        waiter: Option<std::sync::mpsc::SyncSender<Result<(), String>>>,
-    ) -> Result<(), String> {
-        self.queue(
-            ends.len(),
-            |numbered, first| {
-                let mut start = 0;
-                for (number, &end) in (first..).zip(ends) {
-                    numbered.lines.push_lines_of(lines, start..end, 1);
-                    numbered.ends.push((number, numbered.lines.byte_len()));
-                    start = end;
-                }
-            },
-            waiter,
-        )
-    }
-
-    /// Encodes entries one line each, with where each line ends.
-    fn encode(entries: &[JournalEntry]) -> Result<(EncodedLines, Vec<usize>), JournalError> {
-        let mut lines = EncodedLines::default();
-        let mut ends = Vec::with_capacity(entries.len());
-        for entry in entries {
-            lines.push(entry)?;
-            ends.push(lines.byte_len());
-        }
-        Ok((lines, ends))
     }
 
     /// Appends entries in order and waits until they are on disk. Blocking: call from a
@@ -364,12 +219,12 @@ impl SharedJournal {
         if entries.is_empty() {
             return Ok(());
         }
-        // Encoded before any lock is taken: a finished game's entry holds its whole
-        // games.jsonl line.
-        let (lines, ends) = SharedJournal::encode(&entries)?;
         let (done, wait) = std::sync::mpsc::sync_channel(1);
-        self.queue_lines(&lines, &ends, Some(done))
+        self.send(Entries::Many(entries), Ack::Blocking(done))
             .map_err(|e| self.error(e))?;
+        if let Some(writer) = &self.writer {
+            writer.unpark();
+        }
         wait.recv()
             .map_err(|_| self.error("the journal writer has stopped".into()))?
             .map_err(|e| self.error(e))
@@ -392,32 +247,11 @@ impl SharedJournal {
         }
     }
 
-    /// Queues one entry without waiting: it reaches the disk with the writer's next group
-    /// commit.
+    /// Queues one entry without waiting: it reaches the disk with the writer's next group commit
+    /// (no vector is allocated: a move is queued this way at every ply).
     pub fn append_behind(&self, entry: JournalEntry) {
-        let queued =
-            SharedJournal::encode(std::slice::from_ref(&entry)).and_then(|(lines, ends)| {
-                self.queue_lines(&lines, &ends, None)
-                    .map_err(|e| self.error(e))
-            });
-        if let Err(e) = queued {
-            tracing::error!(error = %e, "cannot append to the journal");
-        }
-    }
-
-    /// Queues one move without waiting (see [`SharedJournal::append_behind`]), written
-    /// straight into the thread's shard from the referee's own fields.
-    pub fn append_move_behind(&self, mv: &MoveLine<'_>) {
-        let queued = self.queue(
-            1,
-            |numbered, number| {
-                numbered.lines.push_move(mv);
-                numbered.ends.push((number, numbered.lines.byte_len()));
-            },
-            None,
-        );
-        if let Err(e) = queued {
-            tracing::error!(error = %self.error(e), "cannot append to the journal");
+        if let Err(e) = self.send(Entries::One(entry), Ack::None) {
+            tracing::error!(error = %e, path = %self.path.display(), "cannot append to the journal");
         }
     }
 }
@@ -427,176 +261,76 @@ impl SharedJournal {
 /// much more than the write). A request someone waits for is committed at once.
 const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// How often the writer takes the shards while a group gathers: each shard and the writer's
-/// staging room then hold a quarter of a group, not a whole one (at 60,000 moves a second a
-/// group is about 130 KB, and one each was about a kilobyte of heap per match in the bench).
-const TAKE_EVERY: std::time::Duration = std::time::Duration::from_millis(5);
-
-/// What the writer has taken from the shards: the lines to write next, in number order, and
-/// the ones numbered too late to be written yet (an entry below their number may still be on
-/// its way into a shard).
-#[derive(Debug, Default)]
-struct Taken {
-    /// The group being written (and, while writing fails, tried again).
-    group: EncodedLines,
-    /// Taken lines numbered at or past the number read before the shards were taken.
-    later: Numbered,
-    /// Everything taken at once, before it is put in order (kept for its room).
-    staging: Numbered,
-    /// The staged entries' numbers and byte ranges, put in number order.
-    order: Vec<(u64, usize, usize)>,
-}
-
-impl Numbered {
-    /// Copies every entry of `other` to the end of these, numbers kept.
-    fn append_copy_of(&mut self, other: &Numbered) {
-        let base = self.lines.byte_len();
-        self.lines
-            .push_lines_of(&other.lines, 0..other.lines.byte_len(), other.len());
-        self.ends
-            .extend(other.ends.iter().map(|&(number, end)| (number, base + end)));
-    }
-}
-
-impl Taken {
-    /// Takes every shard's lines, and adds to the group, in number order, every line numbered
-    /// below `below` (the queue's next number, read before the first shard was locked: an
-    /// entry takes its number while its shard is locked, so every entry numbered below it is
-    /// in its shard by the time the writer holds that shard's lock).
-    ///
-    /// Each shard's lines are copied out and its buffer emptied in place: a thread keeps
-    /// writing into the room it wrote last, and a thread that queued little (one of the
-    /// blocking pool's) never holds a buffer grown by a busy one.
-    fn take(&mut self, queue: &Queue, below: u64) {
-        let mut staged = std::mem::take(&mut self.staging);
-        staged.clear();
-        staged.append_copy_of(&self.later);
-        self.later.clear();
-        let shards: Vec<Arc<Shard>> = queue.shards().clone();
-        for shard in &shards {
-            let mut numbered = shard.lock();
-            staged.append_copy_of(&numbered);
-            numbered.clear();
-        }
-        drop(shards);
-        self.order.clear();
-        let mut start = 0;
-        for &(number, end) in &staged.ends {
-            self.order.push((number, start, end));
-            start = end;
-        }
-        self.order.sort_unstable_by_key(|&(number, _, _)| number);
-        for &(number, start, end) in &self.order {
-            if number < below {
-                self.group.push_lines_of(&staged.lines, start..end, 1);
-            } else {
-                self.later.lines.push_lines_of(&staged.lines, start..end, 1);
-                let end = self.later.lines.byte_len();
-                self.later.ends.push((number, end));
-            }
-        }
-        staged.clear();
-        self.staging = staged;
-        // A thread that is gone leaves an empty shard only the queue holds: let it go.
-        queue
-            .shards()
-            .retain(|shard| Arc::strong_count(shard) > 1 || shard.lock().len() > 0);
-    }
-
-    fn held(&self) -> usize {
-        self.group.entries() + self.later.len()
-    }
-}
-
-/// The writer thread: lets written-behind entries gather until someone waits for them,
-/// `COMMIT_EVERY` has passed since the first of them woke it, or every handle is gone; then
-/// takes them all, writes them in one write, syncs once, and tells each waiting requester the
-/// outcome. It sleeps meanwhile, so queueing a move costs the referee no wake-up; a requester
-/// that waits, or the first entry of a group, wakes it (`unpark`).
+/// The writer thread: collects requests until someone waits for one, `COMMIT_EVERY` has passed
+/// since the oldest written-behind one arrived, or `MAX_BATCH` are held; then writes their
+/// entries, syncs once, and tells each waiting requester the outcome. While it holds
+/// written-behind entries it sleeps instead of waiting on the channel, so queueing a move costs
+/// the referee no wake-up; a requester that waits wakes it (`unpark`).
 ///
 /// A group that cannot be written (a full disk, a read-only folder) is cut back off the file
 /// and kept, with what arrives meanwhile queued behind it in order, and written again after a
 /// pause that doubles up to `MAX_RETRY_PAUSE`: nothing is dropped while the server runs, and
-/// requesters who wait for it wait until it is on disk. While a group gathers (and while a
-/// write fails) the writer takes the shards every `TAKE_EVERY`, which keeps them small and
-/// tells it when so much waits that moves must wait.
-/// `health` hears when writing fails and when it works again. Once every handle is gone (the
-/// server stops) a failing group is tried for `GIVE_UP_AFTER` more, then reported lost.
-fn write_in_groups(mut journal: Journal, queue: &Queue, health: &OutputHealth) {
-    let mut taken = Taken::default();
-    let mut waiting: Vec<std::sync::mpsc::SyncSender<Result<(), String>>> = Vec::new();
+/// requesters who wait for it wait until it is on disk. `health` hears when writing fails and
+/// when it works again. Once every handle is gone (the server stops) a failing group is tried
+/// for `GIVE_UP_AFTER` more, then reported lost.
+fn write_in_groups(
+    mut journal: Journal,
+    inbox: std::sync::mpsc::Receiver<Request>,
+    queued: &AtomicUsize,
+    health: &OutputHealth,
+) {
+    use std::sync::mpsc::TryRecvError;
+    let mut batch: Vec<Request> = Vec::new();
+    let mut someone_waits = false;
+    let mut due = std::time::Instant::now();
     let mut retry = Retry::default();
-    // When the group that is gathering is to be written, and when its shards are next taken.
-    let mut due: Option<std::time::Instant> = None;
-    let mut next_take = std::time::Instant::now();
+    let mut closed = false;
     loop {
+        if batch.is_empty() {
+            if closed {
+                return;
+            }
+            match inbox.recv() {
+                Ok(request) => {
+                    due = std::time::Instant::now() + COMMIT_EVERY;
+                    someone_waits |= matches!(request.ack, Ack::Blocking(_));
+                    batch.push(request);
+                }
+                Err(_) => return,
+            }
+        }
+        while !closed && (batch.len() < MAX_BATCH || retry.failing()) {
+            match inbox.try_recv() {
+                Ok(request) => {
+                    someone_waits |= matches!(request.ack, Ack::Blocking(_));
+                    batch.push(request);
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    closed = true;
+                    break;
+                }
+            }
+        }
         let now = std::time::Instant::now();
-        let (someone_waits, closed) = {
-            let control = queue.control();
-            (
-                !control.waiting.is_empty() || !waiting.is_empty(),
-                control.closed,
-            )
-        };
-        let pending = queue.pending.load(Ordering::SeqCst);
-        if (pending || retry.failing()) && due.is_none() {
-            due = Some(now + COMMIT_EVERY);
-            next_take = now + TAKE_EVERY;
-        }
-        let write_now = match retry.next_at {
+        let ready = match retry.next_at {
             Some(at) => now >= at,
-            None => someone_waits || closed || due.is_some_and(|due| now >= due),
+            None => someone_waits || closed || batch.len() >= MAX_BATCH || now >= due,
         };
-        let take_now = write_now || (due.is_some() && now >= next_take);
-        if !take_now {
-            if closed && taken.held() == 0 && !pending {
-                return;
-            }
-            let wake = [retry.next_at, due, due.map(|_| next_take)];
-            match wake.into_iter().flatten().min() {
-                Some(until) => std::thread::park_timeout(until.saturating_duration_since(now)),
-                None => std::thread::park(),
-            }
+        if !ready {
+            let until = retry.next_at.unwrap_or(due);
+            std::thread::park_timeout(until.saturating_duration_since(now));
             continue;
         }
-        if write_now {
-            // The group's last take: whoever waits first (their entries are in the shards
-            // before they wait); the flag is cleared before the shards are taken, so that an
-            // entry queued after the take sets it again and wakes the writer.
-            waiting.append(&mut queue.control().waiting);
-            queue.pending.store(false, Ordering::SeqCst);
-        }
-        let below = queue.next_number.load(Ordering::SeqCst);
-        taken.take(queue, below);
-        next_take = now + TAKE_EVERY;
-        queue.held.store(taken.held(), Ordering::SeqCst);
-        queue
-            .backed_up
-            .store(taken.held() >= queue.max_queued_behind, Ordering::Relaxed);
-        if !write_now {
-            continue;
-        }
-        due = None;
-        if taken.later.len() > 0 {
-            // Numbered past what could be taken whole: written with the next group, soon.
-            queue.pending.store(true, Ordering::SeqCst);
-        }
-        if taken.group.is_empty() && waiting.is_empty() {
-            // Once every handle is gone nothing more can be queued: all is written.
-            if closed && taken.held() == 0 {
-                return;
-            }
-            continue;
-        }
-        match commit(&mut journal, &taken.group) {
+        match commit(&mut journal, &batch) {
             Ok(()) => {
-                taken.group.clear(KEPT_LINES_BYTES);
-                queue.held.store(taken.held(), Ordering::SeqCst);
-                queue
-                    .backed_up
-                    .store(taken.held() >= queue.max_queued_behind, Ordering::Relaxed);
-                for done in waiting.drain(..) {
-                    let _ = done.send(Ok(()));
+                let written: usize = batch.iter().map(|r| r.entries.len()).sum();
+                queued.fetch_sub(written, Ordering::Relaxed);
+                // Drained, not replaced: the batch keeps its capacity for the next group.
+                for request in batch.drain(..) {
+                    if let Ack::Blocking(done) = request.ack {
+                        let _ = done.send(Ok(()));
+                    }
                 }
                 if retry.failing() {
                     health.recovered(OutputKind::Journal);
@@ -604,18 +338,21 @@ fn write_in_groups(mut journal: Journal, queue: &Queue, health: &OutputHealth) {
                 retry = Retry::default();
             }
             Err(e) => {
-                let waiting_entries = taken.held();
-                health.failed(OutputKind::Journal, &e, waiting_entries);
+                let waiting = queued.load(Ordering::Relaxed);
+                health.failed(OutputKind::Journal, &e, waiting);
                 if closed && retry.gave_up(now) {
-                    tracing::error!(error = %e, entries = waiting_entries, "the server is stopping and the journal still cannot be written: these entries are lost (games in progress resume from their last saved move)");
-                    for done in waiting.drain(..) {
-                        let _ = done.send(Err(e.clone()));
+                    tracing::error!(error = %e, entries = waiting, "the server is stopping and the journal still cannot be written: these entries are lost (games in progress resume from their last saved move)");
+                    for request in batch.drain(..) {
+                        if let Ack::Blocking(done) = request.ack {
+                            let _ = done.send(Err(e.clone()));
+                        }
                     }
                     return;
                 }
                 retry.failed(now, closed);
             }
         }
+        someone_waits = false;
     }
 }
 
@@ -654,13 +391,13 @@ impl Retry {
     }
 }
 
-/// Writes a group's lines and syncs once. On failure the file is cut back to where the group
+/// Writes a group's entries and syncs once. On failure the file is cut back to where the group
 /// began (after a failed sync the system may have dropped the pages, so the entries are not
 /// known to be on disk): the whole group is written again on the next try.
-fn commit(journal: &mut Journal, group: &EncodedLines) -> Result<(), String> {
+fn commit(journal: &mut Journal, batch: &[Request]) -> Result<(), String> {
     let before = journal.len();
     let result = journal
-        .write_lines(group)
+        .write_entries(batch.iter().flat_map(|r| r.entries.iter()))
         .and_then(|()| journal.sync())
         .map_err(|e| e.to_string());
     if result.is_err() {
@@ -675,28 +412,10 @@ fn commit(journal: &mut Journal, group: &EncodedLines) -> Result<(), String> {
 #[derive(Debug, Clone)]
 pub struct MoveJournal {
     pub journal: SharedJournal,
-    /// The id's bytes, inline up to `ID_INLINE` bytes: a move reads them to write its entry,
-    /// and in a heap block of their own they were a cache miss at every move.
-    id: smallvec::SmallVec<[u8; ID_INLINE]>,
+    pub id: Arc<str>,
 }
 
-/// A schedule id held inline up to this length (longer ones live in a heap block).
-const ID_INLINE: usize = 32;
-
 impl MoveJournal {
-    pub fn new(journal: SharedJournal, id: &str) -> MoveJournal {
-        MoveJournal {
-            journal,
-            id: smallvec::SmallVec::from_slice(id.as_bytes()),
-        }
-    }
-
-    /// The game's schedule id.
-    pub fn id(&self) -> &str {
-        // Made from a `&str`, so always UTF-8.
-        std::str::from_utf8(&self.id).unwrap_or_default()
-    }
-
     /// Journals the last of `moves` (ply = its number) with its think time and lag credit and
     /// both clocks' time left after it. Write-behind: it reaches the disk with the writer's next
     /// group commit (within `COMMIT_EVERY` and one fsync); a crash before that loses at most the last moves of a
@@ -717,18 +436,9 @@ impl MoveJournal {
     /// Callers look at [`MoveJournal::is_backed_up`] first and wait (with the async form)
     /// when it says so.
     pub fn record_last_move_behind(&self, moves: &SharedMoveLog, remaining: [Duration; 2]) {
-        let moves = moves.read();
-        let Some((text, think_ms, lag_ms)) = moves.last() else {
-            return;
-        };
-        self.journal.append_move_behind(&MoveLine {
-            id: self.id(),
-            ply: u32::try_from(moves.len()).unwrap_or(u32::MAX),
-            text,
-            think_ms,
-            lag_ms,
-            clocks_ms: [ms(remaining[0]), ms(remaining[1])],
-        });
+        if let Some(entry) = self.last_move_entry(moves, remaining) {
+            self.journal.append_behind(entry);
+        }
     }
 
     /// Whether a move journaled now would have to wait for the disk.
@@ -744,7 +454,7 @@ impl MoveJournal {
         let moves = moves.read();
         let (text, think_ms, lag_ms) = moves.last()?;
         Some(JournalEntry::Move {
-            id: Arc::from(self.id()),
+            id: self.id.clone(),
             ply: u32::try_from(moves.len()).unwrap_or(u32::MAX),
             text: text.to_string(),
             think_ms,
@@ -784,160 +494,11 @@ mod tests {
         // The writer holds it for a group commit (`COMMIT_EVERY`), then writes it unasked. The
         // bound is generous: this checks that it comes, not how fast.
         let until = std::time::Instant::now() + Duration::from_secs(10);
-        while journal.queued() > 0 && std::time::Instant::now() < until {
+        while journal.queued.load(Ordering::Relaxed) > 0 && std::time::Instant::now() < until {
             std::thread::sleep(Duration::from_millis(5));
         }
         let text = std::fs::read_to_string(&path).expect("journal file");
         assert!(text.contains("t-r1-p1-g1"), "{text}");
-    }
-
-    /// Moves queued straight from a referee's fields reach the file in order, each line reading
-    /// back as the entry it stands for.
-    #[test]
-    fn moves_queued_from_a_referees_fields_reach_the_file_in_order() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let (journal, path) = journal_in(dir.path(), MAX_QUEUED_BEHIND);
-        let moves = MoveJournal::new(journal, "t-r1-p1-g1");
-        let log = SharedMoveLog::default();
-        for (ply, text) in ["J10", "K10,K11", "L10,L11"].into_iter().enumerate() {
-            log.push(text, Side::First, 100 + ply as u64, 2);
-            moves.record_last_move_behind(&log, [Duration::from_secs(59), Duration::from_secs(60)]);
-        }
-        drop(moves);
-        let until = std::time::Instant::now() + Duration::from_secs(10);
-        let mut text = String::new();
-        while text.lines().count() < 3 && std::time::Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(5));
-            text = std::fs::read_to_string(&path).unwrap_or_default();
-        }
-        let entries: Vec<JournalEntry> = text
-            .lines()
-            .map(|line| serde_json::from_str(line).expect("a journal entry"))
-            .collect();
-        let expected: Vec<JournalEntry> = ["J10", "K10,K11", "L10,L11"]
-            .into_iter()
-            .enumerate()
-            .map(|(ply, text)| JournalEntry::Move {
-                id: "t-r1-p1-g1".into(),
-                ply: ply as u32 + 1,
-                text: text.to_string(),
-                think_ms: 100 + ply as u64,
-                lag_ms: 2,
-                first_clock_ms: 59_000,
-                second_clock_ms: 60_000,
-            })
-            .collect();
-        assert_eq!(entries, expected);
-    }
-
-    /// The writer's take merges the shards in number order and holds back what is numbered at
-    /// or past the number it read first (a lower number may still be on its way into a shard),
-    /// writing it with the next take.
-    #[test]
-    fn a_take_writes_in_number_order_and_holds_back_what_came_too_late() {
-        let queue = Queue::new(MAX_QUEUED_BEHIND);
-        let (a, b) = (Arc::new(Shard::default()), Arc::new(Shard::default()));
-        queue.shards().extend([a.clone(), b.clone()]);
-        let queue_move = |shard: &Shard, number: u64| {
-            let mut numbered = shard.lock();
-            numbered.lines.push_move(&MoveLine {
-                id: "g",
-                ply: u32::try_from(number).expect("small"),
-                text: "J10",
-                think_ms: 0,
-                lag_ms: 0,
-                clocks_ms: [0, 0],
-            });
-            let end = numbered.lines.byte_len();
-            numbered.ends.push((number, end));
-        };
-        let plies = |lines: &EncodedLines| -> Vec<u32> {
-            std::str::from_utf8(lines.as_bytes())
-                .expect("utf-8")
-                .lines()
-                .map(|line| match serde_json::from_str(line).expect("an entry") {
-                    JournalEntry::Move { ply, .. } => ply,
-                    other => panic!("not a move: {other:?}"),
-                })
-                .collect()
-        };
-        for n in [0, 2, 3, 5] {
-            queue_move(&a, n);
-        }
-        queue_move(&b, 1);
-        // Read before the shards were taken: 4 has its number but is not in its shard yet.
-        let mut taken = Taken::default();
-        taken.take(&queue, 4);
-        assert_eq!(plies(&taken.group), [0, 1, 2, 3]);
-        assert_eq!(taken.later.len(), 1, "5 waits for 4");
-        taken.group.clear(KEPT_LINES_BYTES);
-        queue_move(&b, 4);
-        queue_move(&a, 6);
-        taken.take(&queue, 7);
-        assert_eq!(plies(&taken.group), [4, 5, 6]);
-        assert_eq!(taken.held(), 3);
-    }
-
-    /// Threads take turns under one lock, as a game's two connections do under its referee's,
-    /// each queueing its move from a shard of its own: the file has every move once, in the
-    /// order the lock gave them, however the writer's takes fall between them.
-    #[test]
-    fn moves_queued_from_several_threads_in_turn_reach_the_file_in_that_order() {
-        const THREADS: usize = 4;
-        // Long enough for the writer to take the shards several times meanwhile.
-        const FOR: Duration = Duration::from_millis(150);
-        let dir = tempfile::tempdir().expect("temp dir");
-        let (journal, path) = journal_in(dir.path(), MAX_QUEUED_BEHIND);
-        let turn = Arc::new(std::sync::Mutex::new(0u32));
-        let until = std::time::Instant::now() + FOR;
-        let threads: Vec<_> = (0..THREADS)
-            .map(|_| {
-                let (journal, turn) = (journal.clone(), turn.clone());
-                std::thread::spawn(move || loop {
-                    let mut next = turn.lock().expect("turn");
-                    if std::time::Instant::now() >= until {
-                        return;
-                    }
-                    *next += 1;
-                    journal.append_move_behind(&MoveLine {
-                        id: "t-r1-p1-g1",
-                        ply: *next,
-                        text: "J10",
-                        think_ms: 1,
-                        lag_ms: 0,
-                        clocks_ms: [1, 1],
-                    });
-                })
-            })
-            .collect();
-        for thread in threads {
-            thread.join().expect("thread");
-        }
-        // A blocking append comes after every move in the order: once it returns, all are on
-        // disk.
-        journal
-            .append_blocking(vec![JournalEntry::Started {
-                id: "t-r1-p1-g2".into(),
-                match_id: "t-r1-p1-g2".into(),
-                time: "2026-12-01T00:00:00+00:00".into(),
-            }])
-            .expect("append");
-        let text = std::fs::read_to_string(&path).expect("journal file");
-        let plies: Vec<u32> = text
-            .lines()
-            .filter_map(|line| match serde_json::from_str(line).expect("an entry") {
-                JournalEntry::Move { ply, .. } => Some(ply),
-                _ => None,
-            })
-            .collect();
-        let moves = *turn.lock().expect("turn");
-        assert!(moves > 1_000, "{moves} moves");
-        assert_eq!(plies, (1..=moves).collect::<Vec<_>>());
-        assert!(
-            text.trim_end().ends_with("\"2026-12-01T00:00:00+00:00\"}"),
-            "the marker last"
-        );
-        assert_eq!(journal.queued(), 0);
     }
 
     #[tokio::test]
@@ -946,7 +507,10 @@ mod tests {
         // A limit of 0: the writer always counts as backed up.
         let (journal, path) = journal_in(dir.path(), 0);
         assert!(journal.is_backed_up());
-        let moves = MoveJournal::new(journal, "t-r1-p1-g1");
+        let moves = MoveJournal {
+            journal,
+            id: "t-r1-p1-g1".into(),
+        };
         moves
             .record_last_move(
                 &one_move(),
@@ -966,7 +530,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let (journal, path) = journal_in(dir.path(), 3);
         assert!(!journal.is_backed_up());
-        let moves = MoveJournal::new(journal.clone(), "t-r1-p1-g1");
+        let moves = MoveJournal {
+            journal: journal.clone(),
+            id: "t-r1-p1-g1".into(),
+        };
         moves
             .record_last_move(
                 &one_move(),
@@ -984,7 +551,7 @@ mod tests {
             .await
             .expect("task")
             .expect("append");
-        assert_eq!(journal.queued(), 0);
+        assert_eq!(journal.queued.load(Ordering::Relaxed), 0);
         let text = std::fs::read_to_string(&path).expect("journal file");
         assert!(
             text.contains("\"J10\"") && text.contains("t-r1-p1-g2"),

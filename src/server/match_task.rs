@@ -75,7 +75,10 @@ pub async fn play(claimed: ClaimedMatch, plan: MatchPlan) -> MatchDone {
     let journaling = MatchJournaling {
         opening,
         resume,
-        journal: Some(MoveJournal::new(journal.clone(), &id)),
+        journal: Some(MoveJournal {
+            journal: journal.clone(),
+            id: Arc::from(id.as_str()),
+        }),
         events,
     };
     let finished =
