@@ -1167,7 +1167,7 @@ fn serve(
     for name in weak {
         eprintln!(
             "warning: bot {name:?} has a token shorter than {} characters (weak_token = true), which can be guessed; `arena token` prints a strong one",
-            arena::server::MIN_TOKEN_CHARS
+            arena::config::MIN_TOKEN_CHARS
         );
     }
     let out_dir = config.server.out_dir.clone();

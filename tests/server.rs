@@ -1106,13 +1106,13 @@ fn short_tokens_are_refused_unless_the_bot_says_weak_token() {
     let config = arena::config::Config::from_toml(&text).expect("config");
     // The test config's tokens ("ta", "tb") are far too short; it allows them for `a` and `b`.
     assert_eq!(
-        arena::server::bots_with_short_tokens(&config),
+        config.bots_with_short_tokens(),
         (vec![], vec!["a".to_string(), "b".to_string()])
     );
     let strict = text.replace("weak_token = true\n", "");
     let config = arena::config::Config::from_toml(&strict).expect("config");
     assert_eq!(
-        arena::server::bots_with_short_tokens(&config),
+        config.bots_with_short_tokens(),
         (vec!["a".to_string(), "b".to_string()], vec![])
     );
     // `arena serve` does not start with them, names the file and each key as every config

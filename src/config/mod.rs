@@ -123,6 +123,10 @@ pub const MAX_SERVER_THREADS: usize = 256;
 /// file name, which must stay within the file system's 255 bytes.
 pub const MAX_TOURNAMENT_NAME_CHARS: usize = 40;
 
+/// A token shorter than this can be guessed by trying: `arena serve` refuses it unless the bot
+/// says `weak_token = true`.
+pub const MIN_TOKEN_CHARS: usize = 16;
+
 /// The `[server]` table.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -648,14 +652,30 @@ impl Config {
         self.bots.iter().find(|b| b.name == name)
     }
 
+    /// The configured bots whose token is shorter than [`MIN_TOKEN_CHARS`]: those `arena serve`
+    /// refuses to start with, and those it only warns about (`weak_token = true`).
+    pub fn bots_with_short_tokens(&self) -> (Vec<String>, Vec<String>) {
+        let (refused, allowed): (Vec<_>, Vec<_>) = self
+            .bots
+            .iter()
+            .filter(|b| {
+                b.token
+                    .as_ref()
+                    .is_some_and(|t| t.chars().count() < MIN_TOKEN_CHARS)
+            })
+            .partition(|b| !b.weak_token);
+        let names = |bots: Vec<&BotConfig>| bots.iter().map(|b| b.name.clone()).collect();
+        (names(refused), names(allowed))
+    }
+
     /// What `arena serve` checks before anything starts (not part of loading: other commands
     /// read a league whatever its tokens): a bot's `token` must be at least
-    /// [`crate::server::MIN_TOKEN_CHARS`] characters unless the bot says `weak_token = true`.
+    /// [`MIN_TOKEN_CHARS`] characters unless the bot says `weak_token = true`.
     /// Refuses naming each short `bot[i].token` (one error, its key the list of them:
     /// `bot[0].token, bot[3].token`; the file with [`ConfigError::in_file`]); otherwise gives
     /// the names of the bots allowed a short one, to warn about.
     pub fn check_token_lengths(&self) -> Result<Vec<String>, ConfigError> {
-        let (refused, weak) = crate::server::bots_with_short_tokens(self);
+        let (refused, weak) = self.bots_with_short_tokens();
         if refused.is_empty() {
             return Ok(weak);
         }
@@ -673,7 +693,7 @@ impl Config {
                 "shorter than {} characters, which can be guessed by trying: give each bot a \
                  strong token (`arena token` prints one), or set `weak_token = true` on it for \
                  a classroom demo",
-                crate::server::MIN_TOKEN_CHARS
+                MIN_TOKEN_CHARS
             ),
         ))
     }

@@ -74,10 +74,6 @@ pub async fn bind(config: &Config, listen: Option<&str>) -> Result<TcpListener, 
         .map_err(|source| ServerError::Bind { addr, source })
 }
 
-/// A token shorter than this can be guessed by trying: `arena serve` refuses it unless the bot
-/// says `weak_token = true`.
-pub const MIN_TOKEN_CHARS: usize = 16;
-
 /// A strong random token: 32 hex digits (128 bits) from the operating system's seeded CSPRNG.
 /// Built-in bots get one that never leaves the process; `arena token` prints one for the config.
 pub fn random_token() -> String {
@@ -86,23 +82,6 @@ pub fn random_token() -> String {
     (0..32)
         .map(|_| char::from(b"0123456789abcdef"[rng.gen_range(0..16)]))
         .collect()
-}
-
-/// The configured bots whose token is shorter than [`MIN_TOKEN_CHARS`]: those `arena serve`
-/// refuses to start with, and those it only warns about (`weak_token = true`).
-pub fn bots_with_short_tokens(config: &Config) -> (Vec<String>, Vec<String>) {
-    let (refused, allowed): (Vec<_>, Vec<_>) = config
-        .bots
-        .iter()
-        .filter(|b| {
-            b.token
-                .as_ref()
-                .is_some_and(|t| t.chars().count() < MIN_TOKEN_CHARS)
-        })
-        .partition(|b| !b.weak_token);
-    let names =
-        |bots: Vec<&crate::config::BotConfig>| bots.iter().map(|b| b.name.clone()).collect();
-    (names(refused), names(allowed))
 }
 
 /// The sandbox the config's `program` bots run in, probed before anything else starts: the
