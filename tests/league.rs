@@ -1017,6 +1017,65 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
 /// Tokens never leave the config: not in the log (at its most verbose), the output folder
 /// (journal, records, games.jsonl, standings) or anything the web view serves; neither does a
 /// token someone tried.
+/// A league that is over on a server kept up for its web view (`exit_when_done = false`): the
+/// built-in bots, told the league is over, stop for good. They are not restarted (which logged
+/// a warning, and then every second a refused login).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn built_in_bots_told_the_league_is_over_are_not_restarted() {
+    let dir = tempfile::tempdir().unwrap();
+    let out: PathBuf = dir.path().join("out");
+    let config_path = dir.path().join("arena.toml");
+    let config = format!(
+        r#"
+[server]
+out_dir = {out:?}
+exit_when_done = false
+
+[[bot]]
+name = "first-random"
+builtin = "random"
+
+[[bot]]
+name = "second-random"
+builtin = "random"
+
+[[tournament]]
+name = "h"
+game = "hex"
+bots = ["first-random", "second-random"]
+games_per_pairing = 1
+concurrency = 1
+clock = {{ initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }}
+"#,
+        out = out.to_str().unwrap()
+    );
+    std::fs::write(&config_path, config).unwrap();
+    let mut server = spawn_server(&config_path).await;
+    let log = || std::fs::read_to_string(out.join("arena.log")).unwrap_or_default();
+    wait_until("both built-in bots were told the league is over", || {
+        log()
+            .matches("there is nothing more to play here; stopping")
+            .count()
+            == 2
+    })
+    .await;
+    assert_eq!(read_games(&out).len(), 1);
+    // Longer than the wait before a restart: a restarted bot would have logged in again.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let text = log();
+    assert!(!text.contains("restarting"), "{text}");
+    assert_eq!(
+        text.matches("there is nothing more to play here").count(),
+        2,
+        "{text}"
+    );
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "the server stays up for its web view"
+    );
+    server.child.kill().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_never_reach_logs_files_or_the_web_view() {
     use tokio::io::{AsyncBufReadExt, BufReader};

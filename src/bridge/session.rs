@@ -126,11 +126,16 @@ impl Bridge {
                 message,
                 match_id,
             } => {
-                tracing::warn!(
-                    "the referee reports {} {}: {message}",
-                    code.as_str(),
-                    match_id.as_deref().unwrap_or("")
-                );
+                // The league's end is news, not trouble: the referee closes the connection next.
+                if *code == crate::protocol::ErrorCode::LeagueOver {
+                    tracing::info!("the referee says: {message}");
+                } else {
+                    tracing::warn!(
+                        "the referee reports {} {}: {message}",
+                        code.as_str(),
+                        match_id.as_deref().unwrap_or("")
+                    );
+                }
                 match match_id.clone() {
                     Some(id) => self.route(&id, (msg, line.to_string())).await,
                     None => {

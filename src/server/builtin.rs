@@ -1,6 +1,6 @@
 //! Built-in engines: each configured `builtin` bot is started in-process as a loopback TCP client
 //! of this very server (`crate::client::run_bot`), so it goes through the same listener,
-//! authentication and clocks as any third-party bot. A client that stops early is restarted.
+//! authentication and clocks as any third-party bot. A client that stops before the league is over is restarted.
 //! `program` bots are started the same way, through the bridge (`crate::bridge::run`): one
 //! loopback connection per bot, a child process per game (its process group killed when the
 //! game ends), in the sandbox with the bot's folder and limits (`crate::sandbox`) and, when
@@ -44,6 +44,7 @@ pub fn start_builtins(
     config: &Config,
     address: SocketAddr,
     builtins: Vec<(BotConfig, String, String)>,
+    registry: Arc<Registry>,
     stop: CancellationToken,
 ) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
@@ -72,10 +73,13 @@ pub fn start_builtins(
             reconnect_for: Duration::ZERO,
         };
         let stop = stop.clone();
+        let registry = registry.clone();
         tasks.spawn(async move {
             loop {
                 let result = run_bot(client_config.clone(), stop.clone()).await;
-                if stop.is_cancelled() {
+                // Told the league is over, the client stops before the server's own stop
+                // (which may never come: `exit_when_done = false` keeps the web view up).
+                if stop.is_cancelled() || registry.league_is_over() {
                     break;
                 }
                 match result {
@@ -174,7 +178,7 @@ pub fn start_programs(
             let mut failed_starts = 0u32;
             loop {
                 let result = crate::bridge::run(options.clone()).await;
-                if stop.is_cancelled() {
+                if stop.is_cancelled() || registry.league_is_over() {
                     break;
                 }
                 let name = &options.name;

@@ -255,7 +255,8 @@ pub async fn run_with(
         events.publish(&ServerEvent::Resumed(report));
     }
     let accept = tokio::spawn(accept_loop(listener, ctx, stop.clone()));
-    let mut engines = builtin::start_builtins(&config, address, builtins, stop.clone());
+    let mut engines =
+        builtin::start_builtins(&config, address, builtins, registry.clone(), stop.clone());
     builtin::start_programs(
         &config,
         address,
