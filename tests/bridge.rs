@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use arena::game::{new_game, AnyGame, EndReason, GameId, Side};
 use arena::protocol::{
-    parse_bot_line, BotMessage, BotResult, CappedLineCodec, ClockSpec, Frame, RefereeMessage,
-    TurnClock, MAX_LINE_BYTES,
+    parse_bot_line, BotMessage, BotResult, CappedLineCodec, ClockSpec, ErrorCode, Frame,
+    RefereeMessage, TurnClock, MAX_LINE_BYTES,
 };
 use futures_util::{SinkExt, StreamExt};
 use tokio::io::AsyncBufReadExt;
@@ -414,6 +414,42 @@ fn python(script: &str, args: &[&str]) -> Vec<String> {
 
 fn dir_arg(dir: &tempfile::TempDir) -> String {
     dir.path().to_string_lossy().into_owned()
+}
+
+/// What the referee says in an `error` reaches the bridge's log escaped and cut, so a referee
+/// cannot forge log lines; the league's end is said as news, not as a warning.
+#[tokio::test]
+async fn the_referees_error_text_is_logged_escaped_and_the_leagues_end_as_news() {
+    let (_dir, bridge, mut referee) = start_json_engine("normal").await;
+    referee
+        .send(RefereeMessage::Error {
+            code: ErrorCode::BadJson,
+            message: "line one\nWARN forged line\u{1b}[31m".into(),
+            match_id: None,
+        })
+        .await;
+    referee
+        .send(RefereeMessage::Error {
+            code: ErrorCode::LeagueOver,
+            message: "the league is over".into(),
+            match_id: None,
+        })
+        .await;
+    let stderr = finish(bridge, referee).await;
+    assert!(
+        stderr.contains(r"the referee reports bad_json : line one\nWARN forged line\u{1b}[31m"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains('\u{1b}'), "{stderr}");
+    assert!(
+        !stderr.lines().any(|l| l.starts_with("WARN forged")),
+        "{stderr}"
+    );
+    let over = stderr
+        .lines()
+        .find(|l| l.contains("the league is over"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(over.contains("INFO"), "{over}");
 }
 
 #[tokio::test]

@@ -10,6 +10,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use super::runner::{CurrentMatch, MatchInput, MatchRunner, MATCH_INBOX};
 use super::{check_engine, BridgeError, ConnectOptions, Engine};
 use crate::bot_connection::{connect_and_hello, HandshakeError, RefereeLink};
+use crate::log_text::client_text;
 use crate::protocol::{parse_referee_line, BotMessage, Frame, RefereeMessage};
 
 /// How long the referee has to welcome the bridge.
@@ -127,13 +128,15 @@ impl Bridge {
                 match_id,
             } => {
                 // The league's end is news, not trouble: the referee closes the connection next.
+                // The referee's text is shown escaped and cut, as every text from outside is.
                 if *code == crate::protocol::ErrorCode::LeagueOver {
-                    tracing::info!("the referee says: {message}");
+                    tracing::info!("the referee says the league is over; it closes the connection");
                 } else {
                     tracing::warn!(
-                        "the referee reports {} {}: {message}",
+                        "the referee reports {} {}: {}",
                         code.as_str(),
-                        match_id.as_deref().unwrap_or("")
+                        client_text(match_id.as_deref().unwrap_or("")),
+                        client_text(message)
                     );
                 }
                 match match_id.clone() {
