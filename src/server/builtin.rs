@@ -1,6 +1,7 @@
 //! Built-in engines: each configured `builtin` bot is started in-process as a loopback TCP client
 //! of this very server (`crate::client::run_bot`), so it goes through the same listener,
-//! authentication and clocks as any third-party bot. A client that stops before the league is over is restarted.
+//! authentication and clocks as any third-party bot. A client that stops before the league is
+//! over is restarted.
 //! `program` bots are started the same way, through the bridge (`crate::bridge::run`): one
 //! loopback connection per bot, a child process per game (its process group killed when the
 //! game ends), in the sandbox with the bot's folder and limits (`crate::sandbox`) and, when

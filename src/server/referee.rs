@@ -682,8 +682,10 @@ impl Desk {
 }
 
 impl DirectMoves for Desk {
+    /// The desk itself, the referee's state inline: asked for when a line arrives on a
+    /// player's connection.
     fn prefetch(&self) {
-        self.prefetch_desk();
+        super::prefetch::value(self);
     }
 
     fn try_play(&self, mv: MoveInput<'_>) -> bool {
@@ -708,14 +710,6 @@ impl DirectMoves for Desk {
             self.ended.notify_one();
         }
         true
-    }
-}
-
-impl Desk {
-    /// The desk itself, the referee's state inline: asked for when a line arrives on a
-    /// player's connection (see `DirectMoves::prefetch`).
-    fn prefetch_desk(&self) {
-        super::prefetch::value(self);
     }
 }
 
