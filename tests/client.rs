@@ -272,6 +272,71 @@ async fn hello_carries_the_configuration_and_a_refusal_is_reported() {
 }
 
 #[tokio::test]
+async fn the_referees_text_in_an_error_is_shown_escaped() {
+    let forged = "no\n2026-12-02 INFO forged line\u{1b}[31m";
+    // Refused at login.
+    let (listener, addr) = listener().await;
+    let bot = tokio::spawn(run_bot(
+        config(&addr, vec![GameId::Hex], 1),
+        CancellationToken::new(),
+    ));
+    let mut referee = FakeReferee::accept(&listener).await;
+    referee.recv().await;
+    referee
+        .send(json!({"type": "error", "code": "auth_failed", "message": forged}))
+        .await;
+    let refused = finished(bot).await.expect_err("the refusal is an error");
+    let shown = refused.to_string();
+    assert!(matches!(
+        refused,
+        ClientError::Handshake(HandshakeError::Refused(_))
+    ));
+    assert!(
+        shown.contains(r"no\n2026-12-02 INFO forged line\u{1b}[31m"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains('\n') && !shown.contains('\u{1b}'),
+        "{shown}"
+    );
+
+    // The league's end told during a session, as `arena bot` logs it.
+    let bot = tokio::process::Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args([
+            "bot", "--server", &addr, "--name", "tester", "--token", "s3cret",
+        ])
+        .args(["--engine", "random", "--games", "hex"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (mut referee, _hello) = FakeReferee::handshake(&listener).await;
+    referee
+        .send(json!({"type": "error", "code": "league_over", "message": forged}))
+        .await;
+    let out = tokio::time::timeout(WAIT, bot.wait_with_output())
+        .await
+        .expect("arena bot did not stop at the league's end")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let over = stderr
+        .lines()
+        .find(|l| l.contains("stopping"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        over.contains(r"no\n2026-12-02 INFO forged line\u{1b}[31m"),
+        "{over}"
+    );
+    assert!(
+        !stderr.lines().any(|l| l.starts_with("2026-12-02 INFO")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains('\u{1b}'), "{stderr}");
+}
+
+#[tokio::test]
 async fn empty_game_list_offers_every_game_of_the_engine() {
     let (bot, shutdown, mut referee, hello) = connected_bot(vec![], 1, Script::Fail).await;
     assert_eq!(

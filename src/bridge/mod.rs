@@ -102,8 +102,12 @@ pub enum BridgeError {
     },
     #[error("connection to the referee failed: {0}")]
     Io(#[from] std::io::Error),
-    #[error("the referee refused the bridge: {0}")]
+    /// The referee's answer to hello was an `error`; its text is shown escaped and cut.
+    #[error("the referee refused the bridge: {}", crate::log_text::client_text(.0))]
     Refused(String),
+    /// The answer to hello was not the protocol's (a web server, another protocol version).
+    #[error(transparent)]
+    Handshake(crate::bot_connection::HandshakeError),
     #[error("the referee closed the connection before welcoming the bridge")]
     ClosedBeforeWelcome,
     #[error("no welcome from the referee within {0:?}")]

@@ -249,9 +249,10 @@ pub async fn run(options: ConnectOptions) -> Result<u32, BridgeError> {
                 BridgeError::Refused(message)
             }
             HandshakeError::Closed => BridgeError::ClosedBeforeWelcome,
-            HandshakeError::Protocol(message) => BridgeError::Refused(message),
-            web @ HandshakeError::WebServer(_) => BridgeError::Refused(web.to_string()),
             HandshakeError::LeagueOver(message) => BridgeError::Refused(message),
+            other @ (HandshakeError::Protocol(_) | HandshakeError::WebServer(_)) => {
+                BridgeError::Handshake(other)
+            }
             HandshakeError::Io(e) => BridgeError::Io(e),
         })?;
     let server_name = welcomed.server;
