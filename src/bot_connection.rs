@@ -9,7 +9,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::net::TcpStream;
 use tokio_util::codec::Framed;
 
-use crate::log_text::client_text;
+use crate::log_text::peer_message;
 use crate::protocol::{
     parse_referee_line, BotMessage, CappedLineCodec, ErrorCode, Frame, RefereeMessage,
     MAX_LINE_BYTES, PROTOCOL_VERSION,
@@ -29,10 +29,10 @@ pub enum HandshakeError {
     #[error("timed out after {0:?} waiting for the referee")]
     Timeout(Duration),
     /// The referee answered `hello` with `error` (code and message).
-    #[error("the referee refused the bot: {}", client_text(.0))]
+    #[error("the referee refused the bot: {}", peer_message(.0))]
     Refused(String),
     /// The referee is rate-limiting logins to this bot name: worth trying again in a second.
-    #[error("the referee asks to try again: {}", client_text(.0))]
+    #[error("the referee asks to try again: {}", peer_message(.0))]
     Throttled(String),
     #[error("the referee closed the connection before answering hello")]
     Closed,
@@ -42,11 +42,11 @@ pub enum HandshakeError {
         "this address is a web server (it answered `{}`), not the referee: probably the web \
          view's port. Bots connect to the referee's address, `server.listen` in the arena's \
          config (port 7878 by default)",
-        client_text(.0)
+        peer_message(.0)
     )]
     WebServer(String),
     /// The referee answered `hello` with `error` `league_over`: nothing more to play there.
-    #[error("{}", client_text(.0))]
+    #[error("{}", peer_message(.0))]
     LeagueOver(String),
     #[error("protocol error: {0}")]
     Protocol(String),
@@ -154,7 +154,7 @@ async fn wait_for_welcome<L: LineLink>(link: &mut L) -> Result<Welcomed, Handsha
                 )))
             }
         };
-        tracing::debug!(line = %client_text(&line), "from referee");
+        tracing::debug!(line = %peer_message(&line), "from referee");
         if line.starts_with("HTTP/") {
             let status: String = line.trim_end().chars().take(80).collect();
             return Err(HandshakeError::WebServer(status));
@@ -195,13 +195,13 @@ async fn wait_for_welcome<L: LineLink>(link: &mut L) -> Result<Welcomed, Handsha
             Ok(other) => {
                 return Err(HandshakeError::Protocol(format!(
                     "expected welcome, got {}",
-                    client_text(&other.to_line())
+                    peer_message(&other.to_line())
                 )))
             }
             Err(e) => {
                 return Err(HandshakeError::Protocol(format!(
                     "bad answer to hello: {}",
-                    client_text(&e.to_string())
+                    peer_message(&e.to_string())
                 )))
             }
         }

@@ -38,7 +38,7 @@ use crate::engine::{
     catalogue, new_engine, ClockView, Engine, EngineError, EngineInfo, SearchRequest,
 };
 use crate::game::GameId;
-use crate::log_text::client_text;
+use crate::log_text::{client_text, peer_message};
 use crate::options_text;
 use crate::protocol::{
     self, parse_referee_line, BotMessage, CappedLineCodec, ClockSpec, ErrorCode, Frame,
@@ -90,7 +90,7 @@ pub enum ClientError {
     Handshake(#[from] HandshakeError),
     /// The referee dropped the logged-in bot with an error (another connection of the same
     /// bot replaced this one).
-    #[error("the referee refused the bot: {}", client_text(message))]
+    #[error("the referee refused the bot: {}", peer_message(message))]
     Refused { message: String },
     #[error("protocol error: {0}")]
     Protocol(String),
@@ -101,7 +101,7 @@ pub enum ClientError {
     #[error("connection error: {0}")]
     Io(std::io::Error),
     /// The referee said the league is over (`error` `league_over`): the bot stops.
-    #[error("{}", client_text(.0))]
+    #[error("{}", peer_message(.0))]
     LeagueOver(String),
 }
 
@@ -190,7 +190,7 @@ pub async fn run_bot_with_factory(
         )
         .await;
         if let Some(why) = result.as_ref().err().and_then(ClientError::league_over) {
-            tracing::info!(server = %config.server, "{}; stopping", client_text(why));
+            tracing::info!(server = %config.server, "{}; stopping", peer_message(why));
             return Ok(());
         }
         if shutdown.is_cancelled() || config.reconnect_for.is_zero() {
@@ -490,7 +490,7 @@ impl Session {
                 tracing::warn!(
                     code = code.as_str(),
                     match_id = ?match_id.as_deref().map(client_text),
-                    message = %client_text(&message),
+                    message = %peer_message(&message),
                     "referee reported an error"
                 );
                 if code == ErrorCode::Replaced {

@@ -1,26 +1,36 @@
 //! Client-supplied text in log lines: the one helper every log line that shows a name, a game
 //! id, an engine string or any other text from a bot or a browser goes through. It escapes
 //! control characters (no forged lines, no terminal escape codes) and cuts the text to
-//! `MAX_LOGGED_CHARS`, so a visitor can neither forge nor flood the log.
+//! `MAX_LOGGED_CHARS` (a sentence from the other side, such as the referee's error message to a
+//! bot, to `MAX_LOGGED_MESSAGE_CHARS`), so a visitor can neither forge nor flood the log.
 
 use std::fmt;
 
 /// Most characters of one client-supplied text a log line shows.
 pub const MAX_LOGGED_CHARS: usize = 64;
 
+/// Most characters of one message (a sentence, not a name) from the other side a log line shows.
+pub const MAX_LOGGED_MESSAGE_CHARS: usize = 400;
+
 /// `text` as a log line may show it (see the module's documentation).
 pub fn client_text(text: &str) -> ClientText<'_> {
-    ClientText(text)
+    ClientText(text, MAX_LOGGED_CHARS)
 }
 
-/// Displays its text escaped and cut; build it with [`client_text`].
+/// A message from the other side (the referee's `error` text to a bot, say) as a log line may
+/// show it: escaped like [`client_text`], cut at `MAX_LOGGED_MESSAGE_CHARS`.
+pub fn peer_message(text: &str) -> ClientText<'_> {
+    ClientText(text, MAX_LOGGED_MESSAGE_CHARS)
+}
+
+/// Displays its text escaped and cut; build it with [`client_text`] or [`peer_message`].
 #[derive(Debug, Clone, Copy)]
-pub struct ClientText<'a>(&'a str);
+pub struct ClientText<'a>(&'a str, usize);
 
 impl fmt::Display for ClientText<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut chars = self.0.chars();
-        for c in chars.by_ref().take(MAX_LOGGED_CHARS) {
+        for c in chars.by_ref().take(self.1) {
             if c.is_control() || c == '\\' || c == '"' || is_invisible(c) {
                 write!(f, "{}", c.escape_default())?;
             } else {
@@ -65,5 +75,19 @@ mod tests {
         );
         assert!(shown.ends_with("…(180000 bytes)"), "{shown}");
         assert_eq!(client_text("alice").to_string(), "alice");
+    }
+
+    #[test]
+    fn a_message_is_escaped_alike_and_cut_later() {
+        let sentence = "the league is over: every tournament is finished, there is nothing more";
+        assert!(sentence.chars().count() > MAX_LOGGED_CHARS);
+        assert_eq!(peer_message(sentence).to_string(), sentence);
+        assert_eq!(peer_message("a\nb\u{1b}").to_string(), "a\\nb\\u{1b}");
+        let long = "x".repeat(1000);
+        assert!(peer_message(&long).to_string().ends_with("…(1000 bytes)"));
+        assert_eq!(
+            peer_message(&long).to_string().chars().count(),
+            MAX_LOGGED_MESSAGE_CHARS + "…(1000 bytes)".chars().count()
+        );
     }
 }

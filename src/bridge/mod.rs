@@ -103,7 +103,7 @@ pub enum BridgeError {
     #[error("connection to the referee failed: {0}")]
     Io(#[from] std::io::Error),
     /// The referee's answer to hello was an `error`; its text is shown escaped and cut.
-    #[error("the referee refused the bridge: {}", crate::log_text::client_text(.0))]
+    #[error("the referee refused the bridge: {}", crate::log_text::peer_message(.0))]
     Refused(String),
     /// The answer to hello was not the protocol's (a web server, another protocol version).
     #[error(transparent)]

@@ -10,7 +10,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use super::runner::{CurrentMatch, MatchInput, MatchRunner, MATCH_INBOX};
 use super::{check_engine, BridgeError, ConnectOptions, Engine};
 use crate::bot_connection::{connect_and_hello, HandshakeError, RefereeLink};
-use crate::log_text::client_text;
+use crate::log_text::{client_text, peer_message};
 use crate::protocol::{parse_referee_line, BotMessage, Frame, RefereeMessage};
 
 /// How long the referee has to welcome the bridge.
@@ -136,7 +136,7 @@ impl Bridge {
                         "the referee reports {} {}: {}",
                         code.as_str(),
                         client_text(match_id.as_deref().unwrap_or("")),
-                        client_text(message)
+                        peer_message(message)
                     );
                 }
                 match match_id.clone() {
