@@ -1022,6 +1022,54 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
 /// a warning, and then every second a refused login).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn built_in_bots_told_the_league_is_over_are_not_restarted() {
+    let bots = r#"
+[[bot]]
+name = "first-random"
+builtin = "random"
+
+[[bot]]
+name = "second-random"
+builtin = "random"
+"#;
+    let told = [("there is nothing more to play here; stopping", 2)];
+    a_finished_league_restarts_none_of(bots, ["first-random", "second-random"], &told).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn program_bots_told_the_league_is_over_are_not_restarted() {
+    // Unconfined (`sandbox = "none"`), so that it runs on any machine: the supervisor is the
+    // same with and without the sandbox.
+    let engine = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bridge/gtp_engine.py");
+    let bots = format!(
+        r#"
+[[bot]]
+name = "gtp-program"
+program = "gtp:python3 {fixture} {engine}"
+
+[[bot]]
+name = "second-random"
+builtin = "random"
+
+[programs]
+sandbox = "none"
+"#,
+        fixture = fixture.display(),
+        engine = engine.path().display(),
+    );
+    let told = [
+        ("the referee says the league is over", 1),
+        ("there is nothing more to play here; stopping", 1),
+    ];
+    a_finished_league_restarts_none_of(&bots, ["gtp-program", "second-random"], &told).await;
+}
+
+/// Plays a one-game Hex league between the two bots `bots` configures (built-in or program
+/// bots, named `names`) on a real `arena serve` that stays up for its web view after the
+/// league (`exit_when_done = false`); waits until its log shows each `told` text the given
+/// number of times (each bot hearing that the league is over), then longer than the delay
+/// before a restart, and checks that no bot was restarted.
+async fn a_finished_league_restarts_none_of(bots: &str, names: [&str; 2], told: &[(&str, usize)]) {
     let dir = tempfile::tempdir().unwrap();
     let out: PathBuf = dir.path().join("out");
     let config_path = dir.path().join("arena.toml");
@@ -1030,45 +1078,42 @@ async fn built_in_bots_told_the_league_is_over_are_not_restarted() {
 [server]
 out_dir = {out:?}
 exit_when_done = false
-
-[[bot]]
-name = "first-random"
-builtin = "random"
-
-[[bot]]
-name = "second-random"
-builtin = "random"
-
+{bots}
 [[tournament]]
 name = "h"
 game = "hex"
-bots = ["first-random", "second-random"]
+bots = ["{first}", "{second}"]
 games_per_pairing = 1
 concurrency = 1
 clock = {{ initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }}
 "#,
-        out = out.to_str().unwrap()
+        out = out.to_str().unwrap(),
+        first = names[0],
+        second = names[1],
     );
     std::fs::write(&config_path, config).unwrap();
     let mut server = spawn_server(&config_path).await;
     let log = || std::fs::read_to_string(out.join("arena.log")).unwrap_or_default();
-    wait_until("both built-in bots were told the league is over", || {
-        log()
-            .matches("there is nothing more to play here; stopping")
-            .count()
-            == 2
+    wait_until("every bot was told the league is over", || {
+        let text = log();
+        told.iter()
+            .all(|(said, n)| text.matches(said).count() == *n)
     })
     .await;
-    assert_eq!(read_games(&out).len(), 1);
+    let played = read_games(&out);
+    assert_eq!(played.len(), 1);
+    assert_ne!(
+        played[0]["reason"], "forfeit",
+        "both bots played: {:?}",
+        played[0]
+    );
     // Longer than the wait before a restart: a restarted bot would have logged in again.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let text = log();
     assert!(!text.contains("restarting"), "{text}");
-    assert_eq!(
-        text.matches("there is nothing more to play here").count(),
-        2,
-        "{text}"
-    );
+    for (said, n) in told {
+        assert_eq!(text.matches(said).count(), *n, "{said}: {text}");
+    }
     assert!(
         server.child.try_wait().unwrap().is_none(),
         "the server stays up for its web view"
