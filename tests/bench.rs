@@ -99,6 +99,7 @@ fn quick_bench_prints_every_figure_as_json() {
         "clock_socket_wait_ms_p99",
         "clock_turn_waited_in_bot_ms_p99",
         "clock_error_referee_ms_p99",
+        "clock_error_at_wire_ms_p99",
     ] {
         let v = number(&report, key);
         assert!(v.is_finite(), "{key} = {v}");
@@ -225,6 +226,12 @@ fn quick_bench_prints_every_figure_as_json() {
     // The bots' kernel stamps their turns too, so the bot's own delay is told apart.
     let stamped = report["bot_stamped_moves"].as_u64().unwrap_or(0);
     assert!(stamped > 0, "{report}");
+    // The goal's figure counts each move from where the bot's kernel received `turn`, never
+    // later than the bot's read: it cannot exceed the error counted from the read.
+    assert!(
+        number(&report, "clock_error_at_wire_ms_p99") <= number(&report, "clock_error_ms_p99"),
+        "{report}"
+    );
     assert!(
         stamped <= report["timed_moves"].as_u64().unwrap_or(0),
         "{report}"

@@ -229,6 +229,10 @@ struct ClockErrors {
     /// before its process read it (part of "out"), and the charged error without that wait.
     in_bot: Vec<i64>,
     referee: Vec<i64>,
+    /// The clock goal's figure: over every move, the charged error from where the bot's
+    /// kernel received `turn` (`referee`'s figure), or from the bot's read where its kernel
+    /// gave no stamp (`charged`'s, which can only be larger).
+    at_wire: Vec<i64>,
 }
 
 fn signed(v: u64) -> i64 {
@@ -248,6 +252,7 @@ fn clock_errors(result: &LoadResult) -> ClockErrors {
         back: Vec::new(),
         in_bot: Vec::new(),
         referee: Vec::new(),
+        at_wire: Vec::new(),
     };
     for bot in &result.bots.think {
         if let Some(s) = server.get(&(bot.match_id.as_str(), bot.ply)) {
@@ -264,6 +269,9 @@ fn clock_errors(result: &LoadResult) -> ClockErrors {
                 let in_bot = read.saturating_sub(signed(arrived)).max(0);
                 e.in_bot.push(in_bot);
                 e.referee.push(charged.saturating_sub(in_bot));
+                e.at_wire.push(charged.saturating_sub(in_bot));
+            } else {
+                e.at_wire.push(charged);
             }
         }
     }
@@ -274,6 +282,7 @@ fn clock_errors(result: &LoadResult) -> ClockErrors {
         &mut e.back,
         &mut e.in_bot,
         &mut e.referee,
+        &mut e.at_wire,
     ] {
         v.sort_unstable();
     }
@@ -558,6 +567,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         back,
         in_bot,
         referee,
+        at_wire,
     } = clock_errors(&timed);
 
     let per_s = |n: u64, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
@@ -698,6 +708,7 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         clock_turn_waited_in_bot_ms_p99: quantile(&in_bot, 0.99).map_or(0.0, ms),
         clock_error_referee_ms_p99: quantile(&referee, 0.99).map_or(0.0, ms),
         bot_stamped_moves: referee.len(),
+        clock_error_at_wire_ms_p99: quantile(&at_wire, 0.99).map_or(0.0, ms),
         clock_socket_wait_ms_p99: timed.socket_wait_us.quantile(0.99).unwrap_or(0) as f64 / 1000.0,
         false_timeouts: timed.bots.timeouts_within_plan,
         false_timeout_turn_delays: false_timeout_delays(&timed, timed_plan.think_max_ms),
@@ -924,18 +935,32 @@ mod tests {
             timed(4, 50_000, 1_300, Some(1_100)),
             // No server sample for this one: left out.
             timed(5, 10_000, 60_000, None),
+            // Not stamped by the bot's kernel: its error counts from its read.
+            bots::TimedMove {
+                match_id: "m2-r1-g1".to_string(),
+                ..timed(4, 8_000, 90_500, None)
+            },
         ];
         let e = clock_errors(&result_with(server, bots));
-        assert_eq!(e.charged, vec![0]);
-        assert_eq!(e.uncredited, vec![500]);
-        assert_eq!(e.out, vec![300], "turn written at 1_000, read at 1_300");
-        assert_eq!(e.back, vec![200], "written at 51_300, read at 51_500");
+        assert_eq!(
+            e.charged,
+            vec![0, 1_000],
+            "m1: 50_000 - 50_000; m2: 9_000 - 8_000"
+        );
+        assert_eq!(e.uncredited, vec![500, 1_000]);
+        assert_eq!(e.out[0], 300, "m1: turn written at 1_000, read at 1_300");
+        assert_eq!(e.back[0], 200, "m1: written at 51_300, read at 51_500");
         assert_eq!(e.out[0] + e.back[0], e.uncredited[0]);
         assert_eq!(e.in_bot, vec![200], "received at 1_100, read at 1_300");
         assert_eq!(
             e.referee,
             vec![-200],
             "charged 0 over a true 50_000, less the 200 waited"
+        );
+        assert_eq!(
+            e.at_wire,
+            vec![-200, 1_000],
+            "m1 from its kernel's stamp, m2 (unstamped) from its read"
         );
     }
 }

@@ -141,6 +141,11 @@ pub struct BenchReport {
     pub clock_error_referee_ms_p99: f64,
     /// Moves in those two figures (those whose `turn` the bot's kernel stamped).
     pub bot_stamped_moves: usize,
+    /// The clock goal's figure: the charged error at the wire over every move, from the bot's
+    /// kernel receiving `turn` to its move being written (as `clock_error_referee_ms_p99`), or
+    /// from the bot's read where its kernel gave no stamp. The same point the false timeouts
+    /// are judged from.
+    pub clock_error_at_wire_ms_p99: f64,
     /// In the clock phase: how long moves waited in the socket before being read (not charged).
     pub clock_socket_wait_ms_p99: f64,
     /// Clock phase: games a bot lost on time although it had used at most 90% of the limit on
@@ -379,6 +384,11 @@ impl BenchReport {
         )?;
         writeln!(
             out,
+            "  clock error at the wire (the goal's figure: from the bot's kernel, or its read where unstamped), every move: p99 {:.3} ms",
+            self.clock_error_at_wire_ms_p99
+        )?;
+        writeln!(
+            out,
             "  not charged: moves waited in the socket before being read, p99 {:.3} ms",
             self.clock_socket_wait_ms_p99
         )?;
@@ -489,10 +499,10 @@ impl BenchReport {
                 self.rss_per_match_kib <= 64.0,
             ),
             check(
-                "clock error (charged - true) p99",
-                format!("{:.3} ms", self.clock_error_ms_p99),
+                "clock error at the wire (charged - true, from the bot's kernel) p99",
+                format!("{:.3} ms", self.clock_error_at_wire_ms_p99),
                 "<= 1 ms",
-                self.clock_error_ms_p99 <= 1.0,
+                self.clock_error_at_wire_ms_p99 <= 1.0,
             ),
             check(
                 "false timeouts",
