@@ -499,7 +499,7 @@ impl BenchReport {
                 self.rss_per_match_kib <= 64.0,
             ),
             check(
-                "clock error at the wire (charged - true, from the bot's kernel) p99",
+                "clock error at the wire (charged - true) p99",
                 format!("{:.3} ms", self.clock_error_at_wire_ms_p99),
                 "<= 1 ms",
                 self.clock_error_at_wire_ms_p99 <= 1.0,
