@@ -1022,17 +1022,8 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
 /// a warning, and then every second a refused login).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn built_in_bots_told_the_league_is_over_are_not_restarted() {
-    let bots = r#"
-[[bot]]
-name = "first-random"
-builtin = "random"
-
-[[bot]]
-name = "second-random"
-builtin = "random"
-"#;
     let told = [("there is nothing more to play here; stopping", 2)];
-    a_finished_league_restarts_none_of(bots, ["first-random", "second-random"], &told).await;
+    a_finished_league_restarts_none_of(&["first:random", "second:random"], "", &told).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1041,55 +1032,35 @@ async fn program_bots_told_the_league_is_over_are_not_restarted() {
     // same with and without the sandbox.
     let engine = tempfile::tempdir().unwrap();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bridge/gtp_engine.py");
-    let bots = format!(
-        r#"
-[[bot]]
-name = "gtp-program"
-program = "gtp:python3 {fixture} {engine}"
-
-[[bot]]
-name = "second-random"
-builtin = "random"
-
-[programs]
-sandbox = "none"
-"#,
-        fixture = fixture.display(),
-        engine = engine.path().display(),
+    let program = format!(
+        "gtp-program\nprogram = \"gtp:python3 {} {}\"",
+        fixture.display(),
+        engine.path().display()
     );
     let told = [
         ("the referee says the league is over", 1),
         ("there is nothing more to play here; stopping", 1),
     ];
-    a_finished_league_restarts_none_of(&bots, ["gtp-program", "second-random"], &told).await;
+    let sandbox = "\n[programs]\nsandbox = \"none\"";
+    a_finished_league_restarts_none_of(&[&program, "second:random"], sandbox, &told).await;
 }
 
-/// Plays a one-game Hex league between the two bots `bots` configures (built-in or program
-/// bots, named `names`) on a real `arena serve` that stays up for its web view after the
-/// league (`exit_when_done = false`); waits until its log shows each `told` text the given
-/// number of times (each bot hearing that the league is over), then longer than the delay
-/// before a restart, and checks that no bot was restarted.
-async fn a_finished_league_restarts_none_of(bots: &str, names: [&str; 2], told: &[(&str, usize)]) {
+/// Plays a one-game Hex league between `bots` (as `support::config` takes them: built-in or
+/// program bots) on a real `arena serve` that stays up for its web view after the league
+/// (`exit_when_done = false`), with `more` config lines after the `[server]` table; waits
+/// until its log shows each `told` text the given number of times (each bot hearing that the
+/// league is over), then longer than the delay before a restart, and checks that no bot was
+/// restarted.
+async fn a_finished_league_restarts_none_of(bots: &[&str], more: &str, told: &[(&str, usize)]) {
     let dir = tempfile::tempdir().unwrap();
     let out: PathBuf = dir.path().join("out");
     let config_path = dir.path().join("arena.toml");
-    let config = format!(
-        r#"
-[server]
-out_dir = {out:?}
-exit_when_done = false
-{bots}
-[[tournament]]
-name = "h"
-game = "hex"
-bots = ["{first}", "{second}"]
-games_per_pairing = 1
-concurrency = 1
-clock = {{ initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }}
-"#,
-        out = out.to_str().unwrap(),
-        first = names[0],
-        second = names[1],
+    let config = support::config(
+        &format!("out_dir = {out:?}\nexit_when_done = false\n{more}"),
+        bots,
+        "hex",
+        "games_per_pairing = 1\nconcurrency = 1\n\
+         clock = { initial_ms = 60000, increment_ms = 0, move_limit_ms = 0 }",
     );
     std::fs::write(&config_path, config).unwrap();
     let mut server = spawn_server(&config_path).await;

@@ -276,16 +276,18 @@ impl Client {
 /// Config text: a `[server]` table with `ping_interval_ms = 1000` and the `server` lines, a
 /// `[[bot]]` for each of `bots`, and one tournament `t` of `game` among all of them with the
 /// `tournament` lines. A bot is third-party with token `t` + its name (`a` has `ta`, allowed
-/// by `weak_token = true`), or a
-/// built-in engine when written `name:builtin` (`engine:random`).
+/// by `weak_token = true`), a built-in engine when written `name:builtin` (`engine:random`),
+/// or, written as its name and then its own lines (`"p\nprogram = \"gtp:…\""`), a bot
+/// with those keys.
 pub fn config(server: &str, bots: &[&str], game: &str, tournament: &str) -> String {
     let mut text = format!("\n[server]\nping_interval_ms = 1000\n{server}\n");
     let mut names = Vec::new();
     for bot in bots {
-        let (name, how) = match bot.split_once(':') {
-            Some((name, builtin)) => (name, format!("builtin = \"{builtin}\"")),
+        let (name, how) = match (bot.split_once('\n'), bot.split_once(':')) {
+            (Some((name, keys)), _) => (name, keys.to_string()),
+            (None, Some((name, builtin))) => (name, format!("builtin = \"{builtin}\"")),
             // Short tokens, so `weak_token` for `arena serve` to take them.
-            None => (*bot, format!("token = \"t{bot}\"\nweak_token = true")),
+            (None, None) => (*bot, format!("token = \"t{bot}\"\nweak_token = true")),
         };
         text.push_str(&format!("\n[[bot]]\nname = \"{name}\"\n{how}\n"));
         names.push(format!("{name:?}"));
