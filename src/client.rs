@@ -489,7 +489,7 @@ impl Session {
             } => {
                 tracing::warn!(
                     code = code.as_str(),
-                    match_id = ?match_id.as_deref().map(client_text),
+                    match_id = %client_text(match_id.as_deref().unwrap_or("")),
                     message = %peer_message(&message),
                     "referee reported an error"
                 );

@@ -14,23 +14,39 @@ pub const MAX_LOGGED_MESSAGE_CHARS: usize = 400;
 
 /// `text` as a log line may show it (see the module's documentation).
 pub fn client_text(text: &str) -> ClientText<'_> {
-    ClientText(text, MAX_LOGGED_CHARS)
+    ClientText {
+        text,
+        max_chars: MAX_LOGGED_CHARS,
+    }
 }
 
 /// A message from the other side (the referee's `error` text to a bot, say) as a log line may
 /// show it: escaped like [`client_text`], cut at `MAX_LOGGED_MESSAGE_CHARS`.
 pub fn peer_message(text: &str) -> ClientText<'_> {
-    ClientText(text, MAX_LOGGED_MESSAGE_CHARS)
+    ClientText {
+        text,
+        max_chars: MAX_LOGGED_MESSAGE_CHARS,
+    }
 }
 
-/// Displays its text escaped and cut; build it with [`client_text`] or [`peer_message`].
-#[derive(Debug, Clone, Copy)]
-pub struct ClientText<'a>(&'a str, usize);
+/// Displays its text escaped and cut, in `{}` and `{:?}` alike (quoted in the latter); build
+/// it with [`client_text`] or [`peer_message`].
+#[derive(Clone, Copy)]
+pub struct ClientText<'a> {
+    text: &'a str,
+    max_chars: usize,
+}
+
+impl fmt::Debug for ClientText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{self}\"")
+    }
+}
 
 impl fmt::Display for ClientText<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut chars = self.0.chars();
-        for c in chars.by_ref().take(self.1) {
+        let mut chars = self.text.chars();
+        for c in chars.by_ref().take(self.max_chars) {
             if c.is_control() || c == '\\' || c == '"' || is_invisible(c) {
                 write!(f, "{}", c.escape_default())?;
             } else {
@@ -38,7 +54,7 @@ impl fmt::Display for ClientText<'_> {
             }
         }
         if chars.next().is_some() {
-            write!(f, "…({} bytes)", self.0.len())?;
+            write!(f, "…({} bytes)", self.text.len())?;
         }
         Ok(())
     }
@@ -75,6 +91,17 @@ mod tests {
         );
         assert!(shown.ends_with("…(180000 bytes)"), "{shown}");
         assert_eq!(client_text("alice").to_string(), "alice");
+    }
+
+    #[test]
+    fn debug_shows_the_same_escaped_and_cut_text_quoted() {
+        let long = "a\n".repeat(100);
+        let shown = format!("{:?}", Some(client_text(&long)));
+        assert_eq!(shown, format!("Some(\"{}\")", client_text(&long)));
+        assert!(
+            shown.contains("…(200 bytes)") && !shown.contains('\n'),
+            "{shown}"
+        );
     }
 
     #[test]
