@@ -327,7 +327,10 @@ async fn play<L: LineLink>(
                     }
                     Ok(m) => m,
                     Err(e) => {
-                        tracing::warn!(error = %e, "unreadable message from the referee skipped");
+                        tracing::warn!(
+                            error = %peer_message(&e.to_string()),
+                            "unreadable message from the referee skipped"
+                        );
                         continue;
                     }
                 };
@@ -512,16 +515,27 @@ impl Session {
             } => {
                 let parsed = game.parse::<GameId>();
                 if let Err(e) = &parsed {
-                    tracing::error!(%match_id, error = %e, "match of an unknown game: will resign");
+                    tracing::error!(
+                        match_id = %client_text(&match_id),
+                        error = %peer_message(&e.to_string()),
+                        "match of an unknown game: will resign"
+                    );
                 }
                 if let Some(old) = self.matches.remove(&match_id) {
-                    tracing::info!(%match_id, "match restarted by the referee");
+                    tracing::info!(match_id = %client_text(&match_id), "match restarted by the referee");
                     abort(&old);
                 }
                 if self.matches.len() >= self.max_games as usize {
-                    tracing::warn!(%match_id, max_games = self.max_games, "more matches than max_games");
+                    tracing::warn!(match_id = %client_text(&match_id), max_games = self.max_games, "more matches than max_games");
                 }
-                tracing::info!(%match_id, %game, %side, %opponent, ply = moves.len(), "match started");
+                tracing::info!(
+                    match_id = %client_text(&match_id),
+                    game = %client_text(&game),
+                    side = %client_text(&side),
+                    opponent = %client_text(&opponent),
+                    ply = moves.len(),
+                    "match started"
+                );
                 self.matches.insert(
                     match_id,
                     MatchState {
@@ -543,7 +557,7 @@ impl Session {
                 clock,
             } => {
                 let Some(state) = self.matches.get_mut(&match_id) else {
-                    tracing::warn!(%match_id, "turn for a match that never started ignored");
+                    tracing::warn!(match_id = %client_text(&match_id), "turn for a match that never started ignored");
                     return None;
                 };
                 append_moves(&match_id, state, moves, ply);
@@ -551,7 +565,7 @@ impl Session {
                 if let Some((_, flag)) = &state.search {
                     // Should not happen: the referee asks again before this bot answered.
                     // Stop the old search and answer the newest turn.
-                    tracing::warn!(%match_id, "turn while still thinking: restarting the search");
+                    tracing::warn!(match_id = %client_text(&match_id), "turn while still thinking: restarting the search");
                     flag.store(true, Ordering::Relaxed);
                     state.queued = Some(pending);
                     return None;
@@ -566,9 +580,9 @@ impl Session {
             } => {
                 if let Some(state) = self.matches.remove(&match_id) {
                     abort(&state);
-                    tracing::info!(%match_id, %result, %reason, "match over");
+                    tracing::info!(match_id = %client_text(&match_id), %result, %reason, "match over");
                 } else {
-                    tracing::warn!(%match_id, "end of an unknown match ignored");
+                    tracing::warn!(match_id = %client_text(&match_id), "end of an unknown match ignored");
                 }
                 None
             }
@@ -633,7 +647,7 @@ impl Session {
         }
         match done.result {
             Ok(mv) => {
-                tracing::debug!(match_id = %done.match_id, %mv, "engine moved");
+                tracing::debug!(match_id = %client_text(&done.match_id), %mv, "engine moved");
                 // The ply of the turn this answers: the server refuses the move if the game
                 // has moved on meanwhile.
                 let ply = u32::try_from(state.moves.len()).ok();
@@ -645,7 +659,7 @@ impl Session {
                 })
             }
             Err(why) => {
-                tracing::error!(match_id = %done.match_id, %why, "engine found no move: resigning");
+                tracing::error!(match_id = %client_text(&done.match_id), %why, "engine found no move: resigning");
                 Some(BotMessage::Resign {
                     match_id: done.match_id,
                 })
@@ -670,7 +684,7 @@ fn abort(state: &MatchState) {
 fn append_moves(match_id: &str, state: &mut MatchState, moves: Vec<String>, ply: u32) {
     state.moves.extend(moves);
     if state.moves.len() != ply as usize {
-        tracing::warn!(%match_id, ply, known = state.moves.len(), "turn ply does not match the moves received");
+        tracing::warn!(match_id = %client_text(match_id), ply, known = state.moves.len(), "turn ply does not match the moves received");
     }
 }
 
@@ -725,7 +739,7 @@ impl SearchJob {
         let joined = tokio::select! {
             joined = &mut blocking => joined,
             _ = &mut deadline => {
-                tracing::debug!(%match_id, "hard time limit reached: aborting the search");
+                tracing::debug!(match_id = %client_text(&match_id), "hard time limit reached: aborting the search");
                 abort.store(true, Ordering::Relaxed);
                 blocking.await
             }

@@ -312,6 +312,19 @@ async fn the_referees_text_in_an_error_is_shown_escaped() {
         .spawn()
         .unwrap();
     let (mut referee, _hello) = FakeReferee::handshake(&listener).await;
+    // A match whose id, game and opponent carry the forged text: logged as it starts (of an
+    // unknown game) and ends.
+    referee
+        .send(json!({
+            "type": "start", "match": forged, "game": forged, "side": "first", "colour": "B",
+            "opponent": forged, "rules": {},
+            "clock": {"initial_ms": 600000, "increment_ms": 0, "move_limit_ms": null},
+            "moves": [],
+        }))
+        .await;
+    referee
+        .send(json!({"type": "end", "match": forged, "result": "draw", "reason": "board_full", "moves": []}))
+        .await;
     referee
         .send(json!({"type": "error", "code": "league_over", "message": forged}))
         .await;
@@ -334,6 +347,10 @@ async fn the_referees_text_in_an_error_is_shown_escaped() {
         "{stderr}"
     );
     assert!(!stderr.contains('\u{1b}'), "{stderr}");
+    assert!(
+        stderr.contains(r"match_id=no\n2026-12-02 INFO forged line\u{1b}[31m"),
+        "the match's lines are logged, escaped: {stderr}"
+    );
 }
 
 #[tokio::test]

@@ -188,7 +188,7 @@ impl Engine {
                 }
                 match self.adapter.on_engine_line(&line, now, out)? {
                     Heard::Protocol => {
-                        tracing::debug!("from engine: {line}");
+                        tracing::debug!("from engine: {}", crate::log_text::peer_message(&line));
                         return Ok(EngineNews::Protocol);
                     }
                     Heard::Chatter => line,

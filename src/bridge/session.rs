@@ -64,11 +64,15 @@ impl Bridge {
         let msg = match parse_referee_line(line) {
             Ok(msg) => msg,
             Err(e) => {
-                tracing::warn!("ignoring a referee line the bridge cannot read ({e}): {line:?}");
+                tracing::warn!(
+                    "ignoring a referee line the bridge cannot read ({}): {}",
+                    peer_message(&e.to_string()),
+                    peer_message(line)
+                );
                 return Ok(());
             }
         };
-        tracing::debug!("from referee: {line}");
+        tracing::debug!("from referee: {}", peer_message(line));
         match &msg {
             RefereeMessage::Ping { id } => self.send_server(&BotMessage::Pong { id: *id }).await,
             RefereeMessage::Welcome { .. } => Ok(()),
