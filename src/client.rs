@@ -92,8 +92,6 @@ pub enum ClientError {
     /// bot replaced this one).
     #[error("the referee refused the bot: {}", peer_message(message))]
     Refused { message: String },
-    #[error("protocol error: {0}")]
-    Protocol(String),
     #[error("the referee closed the connection while {0} match(es) were running")]
     ServerClosed(usize),
     #[error("timed out after {0:?} writing to the referee")]
@@ -120,10 +118,9 @@ impl ClientError {
     fn worth_reconnecting(&self) -> bool {
         match self {
             ClientError::Handshake(e) => e.worth_retrying(),
-            ClientError::Io(_)
-            | ClientError::WriteTimeout(_)
-            | ClientError::ServerClosed(_)
-            | ClientError::Protocol(_) => true,
+            ClientError::Io(_) | ClientError::WriteTimeout(_) | ClientError::ServerClosed(_) => {
+                true
+            }
             ClientError::Refused { .. } | ClientError::Config(_) | ClientError::LeagueOver(_) => {
                 false
             }

@@ -14,6 +14,7 @@ use super::{check_engine, BridgeError, ConnectOptions, Engine, EngineNews};
 use crate::clock::Clocks;
 use crate::engine::{new_engine, ClockView, SearchRequest};
 use crate::game::{new_game, EndReason, GameId, Side};
+use crate::log_text::peer_message;
 use crate::program::EngineProtocol;
 use crate::protocol::{BotMessage, BotResult, ClockSpec, RefereeMessage};
 
@@ -368,8 +369,9 @@ async fn engine_answer(engine: &mut Engine, move_limit_ms: u64, tally: &mut Tall
                 tally.chatter += 1;
                 if engine.protocol == EngineProtocol::Sau && looks_like_a_move(&line) {
                     return Answer::Problem(format!(
-                        "the engine printed {line:?}, which is not a move line: a move is \
-                         exactly `move XY` or `move XYXY`, letters A-S"
+                        "the engine printed {:?}, which is not a move line: a move is \
+                         exactly `move XY` or `move XYXY`, letters A-S",
+                        peer_message(&line)
                     ));
                 }
             }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{move_budget, Action, Adapter, Fault, Heard};
+use crate::log_text::peer_message;
 use crate::protocol::{parse_bot_line, BotMessage, ClockSpec, RefereeMessage, PROTOCOL_VERSION};
 
 /// Relays one protocol-v1 engine.
@@ -114,8 +115,13 @@ impl Adapter for JsonAdapter {
         if !line.trim_start().starts_with('{') {
             return Ok(Heard::Chatter);
         }
-        let msg = parse_bot_line(line)
-            .map_err(|e| Fault(format!("the engine printed {line:?}: {}", e.message)))?;
+        let msg = parse_bot_line(line).map_err(|e| {
+            Fault(format!(
+                "the engine printed {:?}: {}",
+                peer_message(line),
+                e.message
+            ))
+        })?;
         match msg {
             BotMessage::Hello {
                 protocol,
@@ -227,5 +233,22 @@ mod tests {
         assert!(json
             .on_engine_line(r#"{"type":"dance"}"#, now, &mut out)
             .is_err());
+    }
+
+    #[test]
+    fn an_unreadable_engine_line_is_quoted_escaped_and_cut() {
+        let now = Instant::now();
+        let mut json = JsonAdapter::new("bridged", None, Duration::from_secs(3));
+        let mut out = Vec::new();
+        let hostile = format!("{{\u{1b}[2J\r{}", "x".repeat(10_000));
+        let Err(Fault(why)) = json.on_engine_line(&hostile, now, &mut out) else {
+            panic!("an unreadable line must be a fault");
+        };
+        assert!(
+            why.starts_with(r#"the engine printed "{\u{1b}[2J\r"#),
+            "{why}"
+        );
+        assert!(!why.chars().any(char::is_control), "{why:?}");
+        assert!(why.len() < 1_000, "not cut: {} bytes", why.len());
     }
 }

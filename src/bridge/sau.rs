@@ -20,6 +20,7 @@ use tokio::time::Instant;
 use super::{move_budget, single_game_start, Action, Adapter, Fault, Heard};
 use crate::game::coord::parse_point;
 use crate::game::{GameId, Point, Side};
+use crate::log_text::peer_message;
 use crate::protocol::{BotMessage, ClockSpec, RefereeMessage};
 
 /// Connect6 board size.
@@ -207,12 +208,14 @@ impl Adapter for SauAdapter {
         }
         let Some(mv) = move_from_sau(letters) else {
             return Err(Fault(format!(
-                "the engine printed {line:?}: {letters:?} is not one or two points A-S"
+                "the engine printed {:?}: {letters:?} is not one or two points A-S",
+                peer_message(line)
             )));
         };
         if self.owed == 0 {
             return Err(Fault(format!(
-                "the engine printed {line:?} when it was not its turn"
+                "the engine printed {:?} when it was not its turn",
+                peer_message(line)
             )));
         }
         self.owed -= 1;
