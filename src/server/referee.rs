@@ -496,7 +496,7 @@ impl Referee {
             self.begin_turn(next);
         }
         probe::move_accepted(
-            &self.spec.match_id,
+            || self.spec.match_id.clone(),
             ply,
             times.received,
             times.read,
