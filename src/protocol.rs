@@ -522,7 +522,10 @@ pub fn read_bot_line(line: &str) -> Result<BotLine<'_>, LineError> {
         Some(Value::String(t)) => {
             return Err(LineError::new(
                 ErrorCode::UnknownType,
-                format!("unknown message type {t:?} (expected hello, move, resign or pong)"),
+                format!(
+                    "unknown message type {} (expected hello, move, resign or pong)",
+                    shown_text(t)
+                ),
             )
             .about(match_id))
         }
@@ -553,19 +556,50 @@ pub fn read_bot_line(line: &str) -> Result<BotLine<'_>, LineError> {
         };
         return Err(LineError::new(ErrorCode::MissingField, problem).about(match_id));
     }
+    // What serde says can quote the line's own text (an unknown variant, say): cut like it.
     serde_json::from_value(value)
         .map(BotLine::Message)
-        .map_err(|e| LineError::new(ErrorCode::MissingField, e.to_string()).about(match_id))
+        .map_err(|e| {
+            LineError::new(
+                ErrorCode::MissingField,
+                cut_owned(e.to_string(), MAX_REASON_CHARS),
+            )
+            .about(match_id)
+        })
 }
 
-/// A refused field's value as an error message quotes it: cut to 40 characters, so that a
-/// long wrong value is not sent back whole.
+/// Most characters of a bot's own text that an error message quotes back.
+const MAX_QUOTED_CHARS: usize = 40;
+
+/// Most characters of a parser's own explanation an error message passes on.
+const MAX_REASON_CHARS: usize = 200;
+
+/// Where `text` is cut to keep its first `max_chars` characters, if it is longer.
+fn cut_at(text: &str, max_chars: usize) -> Option<usize> {
+    text.char_indices().nth(max_chars).map(|(at, _)| at)
+}
+
+/// `text` cut to its first `max_chars` characters, marked with `…` when cut.
+fn cut_owned(mut text: String, max_chars: usize) -> String {
+    if let Some(at) = cut_at(&text, max_chars) {
+        text.truncate(at);
+        text.push('…');
+    }
+    text
+}
+
+/// A refused field's value as an error message quotes it: cut to `MAX_QUOTED_CHARS`
+/// characters, so that a long wrong value is not sent back whole.
 fn shown_value(value: &Value) -> String {
-    const MAX_CHARS: usize = 40;
-    let text = value.to_string();
-    match text.char_indices().nth(MAX_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text,
+    cut_owned(value.to_string(), MAX_QUOTED_CHARS)
+}
+
+/// A bot's string as an error message to it quotes it: in quotes and escaped, cut like
+/// [`shown_value`].
+pub fn shown_text(text: &str) -> String {
+    match cut_at(text, MAX_QUOTED_CHARS) {
+        Some(at) => format!("{:?}…", &text[..at]),
+        None => format!("{text:?}"),
     }
 }
 
@@ -984,6 +1018,27 @@ mod tests {
         assert!(e.message.contains("\"max_games\""), "{}", e.message);
         let e = parse_bot_line(r#"{"type":"resign","match":null}"#).unwrap_err();
         assert!(e.message.contains("\"match\""), "{}", e.message);
+    }
+
+    #[test]
+    fn an_unknown_type_is_quoted_back_cut_and_escaped() {
+        let e = parse_bot_line(r#"{"type":"dance"}"#).unwrap_err();
+        assert_eq!(
+            e.message,
+            r#"unknown message type "dance" (expected hello, move, resign or pong)"#
+        );
+        let long = format!(r#"{{"type":"\u001b[2J{}"}}"#, "x".repeat(10_000));
+        let e = parse_bot_line(&long).unwrap_err();
+        assert_eq!(e.code, ErrorCode::UnknownType);
+        assert!(
+            e.message
+                .starts_with(r#"unknown message type "\u{1b}[2Jxxx"#),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("x\"…"), "{}", e.message);
+        assert!(e.message.len() < 200, "not cut: {} bytes", e.message.len());
+        assert!(!e.message.chars().any(char::is_control), "{}", e.message);
     }
 
     #[test]

@@ -21,8 +21,8 @@ use crate::config::Config;
 use crate::game::GameId;
 use crate::log_text::client_text;
 use crate::protocol::{
-    read_bot_line, BotLine, BotMessage, CappedLineCodec, ErrorCode, Frame, RefereeMessage,
-    MAX_LINE_BYTES, PROTOCOL_VERSION,
+    read_bot_line, shown_text, BotLine, BotMessage, CappedLineCodec, ErrorCode, Frame,
+    RefereeMessage, MAX_LINE_BYTES, PROTOCOL_VERSION,
 };
 
 use super::address::AddressShare;
@@ -572,7 +572,7 @@ impl Connection {
                 let Some((side, door)) = found else {
                     self.error(
                         ErrorCode::UnknownMatch,
-                        format!("you are not playing a match {match_id:?}"),
+                        format!("you are not playing a match {}", shown_text(match_id)),
                         Some(match_id.to_string()),
                     );
                     return None;
@@ -639,7 +639,7 @@ impl Connection {
         if sent.is_err() {
             self.error(
                 ErrorCode::UnknownMatch,
-                format!("match {match_id:?} is over"),
+                format!("match {} is over", shown_text(match_id)),
                 Some(match_id.to_string()),
             );
         }
