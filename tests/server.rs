@@ -478,14 +478,21 @@ async fn every_error_code_is_sent_where_it_applies() {
     assert_eq!(e["match"], "other-match");
     // A long text of the bot's own is quoted back cut, not whole.
     let long = "x".repeat(10_000);
-    a.send(json!({"type":"move","match":long,"move":"A1"})).await;
+    a.send(json!({"type":"move","match":long,"move":"A1"}))
+        .await;
     let e = a.expect_error("unknown_match").await;
     let message = e["message"].as_str().unwrap();
-    assert!(message.len() < 200 && message.ends_with("xx\"…"), "{message}");
+    assert!(
+        message.len() < 200 && message.ends_with("xx\"…"),
+        "{message}"
+    );
     a.send(json!({"type":long})).await;
     let e = a.expect_error("unknown_type").await;
     let message = e["message"].as_str().unwrap();
-    assert!(message.len() < 200 && message.contains("xx\"…"), "{message}");
+    assert!(
+        message.len() < 200 && message.contains("xx\"…"),
+        "{message}"
+    );
     b.play(MATCH, "A1").await;
     let e = b.expect_error("not_your_turn").await;
     assert_eq!(e["match"], MATCH);
