@@ -246,11 +246,28 @@ pub enum JournalEntry {
 }
 
 impl JournalEntry {
+    /// Appends the entry's line, its JSON and a newline, to `out`: the bytes
+    /// [`Journal::write_entries`] writes for it. On an error `out` is left as it was.
+    pub fn encode_line(&self, out: &mut Vec<u8>) -> Result<(), JournalError> {
+        let start = out.len();
+        // A move (one per move of every game) is written without serde_json's serializer.
+        let encoded = if self.write_move_line(out) {
+            Ok(())
+        } else {
+            serde_json::to_writer(&mut *out, self)
+        };
+        if let Err(e) = encoded {
+            out.truncate(start);
+            return Err(e.into());
+        }
+        out.push(b'\n');
+        Ok(())
+    }
+
     /// Writes a `move` entry's JSON (no newline), byte for byte what `serde_json` writes for it
     /// (a unit test compares them), and returns true; any other entry writes nothing and
     /// returns false.
     fn write_move_line(&self, out: &mut Vec<u8>) -> bool {
-        use crate::json_out::{push_key, push_str, push_u64};
         let JournalEntry::Move {
             id,
             ply,
@@ -263,24 +280,60 @@ impl JournalEntry {
         else {
             return false;
         };
+        MoveLine {
+            id,
+            ply: *ply,
+            text,
+            think_ms: *think_ms,
+            lag_ms: *lag_ms,
+            first_clock_ms: *first_clock_ms,
+            second_clock_ms: *second_clock_ms,
+        }
+        .write_json(out);
+        true
+    }
+}
+
+/// A `move` entry by reference: what a referee journals at every move, encoded from its move
+/// log without copying the move's text or the game's id into an entry of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MoveLine<'a> {
+    pub id: &'a str,
+    pub ply: u32,
+    pub text: &'a str,
+    pub think_ms: u64,
+    pub lag_ms: u64,
+    pub first_clock_ms: u64,
+    pub second_clock_ms: u64,
+}
+
+impl MoveLine<'_> {
+    /// Appends the line of the `move` entry with these fields, newline included: the same
+    /// bytes [`JournalEntry::encode_line`] writes for it.
+    pub fn encode_line(&self, out: &mut Vec<u8>) {
+        self.write_json(out);
+        out.push(b'\n');
+    }
+
+    fn write_json(&self, out: &mut Vec<u8>) {
+        use crate::json_out::{push_key, push_str, push_u64};
         out.extend_from_slice(b"{\"kind\":\"move\"");
         push_key(out, "id", false);
-        push_str(out, id);
+        push_str(out, self.id);
         push_key(out, "ply", false);
-        push_u64(out, u64::from(*ply));
+        push_u64(out, u64::from(self.ply));
         push_key(out, "text", false);
-        push_str(out, text);
+        push_str(out, self.text);
         for (key, value) in [
-            ("think_ms", think_ms),
-            ("lag_ms", lag_ms),
-            ("first_clock_ms", first_clock_ms),
-            ("second_clock_ms", second_clock_ms),
+            ("think_ms", self.think_ms),
+            ("lag_ms", self.lag_ms),
+            ("first_clock_ms", self.first_clock_ms),
+            ("second_clock_ms", self.second_clock_ms),
         ] {
             push_key(out, key, false);
-            push_u64(out, *value);
+            push_u64(out, value);
         }
         out.push(b'}');
-        true
     }
 }
 
@@ -640,49 +693,50 @@ impl Journal {
         &mut self,
         entries: impl IntoIterator<Item = &'a JournalEntry>,
     ) -> Result<(), JournalError> {
+        let mut lines = std::mem::take(&mut self.lines);
+        lines.clear();
+        let mut written = Ok(());
+        for entry in entries {
+            if let Err(e) = entry.encode_line(&mut lines) {
+                written = Err(e);
+                break;
+            }
+        }
+        if written.is_ok() {
+            written = self.write_lines(&lines);
+        }
+        if lines.capacity() <= KEPT_LINES_BYTES {
+            self.lines = lines;
+        }
+        written
+    }
+
+    /// Appends `lines`, whole lines as [`JournalEntry::encode_line`] and
+    /// [`MoveLine::encode_line`] encode them, in one write (a crash can cut only the last
+    /// line, which the reader drops), without waiting for the disk. A write that fails is cut
+    /// back off the file.
+    pub fn write_lines(&mut self, lines: &[u8]) -> Result<(), JournalError> {
         // A failed write whose cut-back failed too left part of a line: cut it now or write
         // nothing (a line written after it would be unreadable).
         let on_disk = self.file.metadata().map(|m| m.len()).unwrap_or(self.len);
         if on_disk != self.len {
             self.rollback(self.len)?;
         }
-        let mut lines = std::mem::take(&mut self.lines);
-        lines.clear();
-        let mut written = Ok(());
-        for entry in entries {
-            // A move (one per move of every game) is written without serde_json's serializer.
-            let encoded = if entry.write_move_line(&mut lines) {
+        match self.file.write_all(lines) {
+            Ok(()) => {
+                self.len += u64::try_from(lines.len()).unwrap_or(u64::MAX);
                 Ok(())
-            } else {
-                serde_json::to_writer(&mut lines, entry)
-            };
-            if let Err(e) = encoded {
-                written = Err(e.into());
-                break;
             }
-            lines.push(b'\n');
+            Err(source) => {
+                // Part of it may be in the file: cut it off (best effort; `rollback` is
+                // tried again before the next write).
+                let _ = self.rollback(self.len);
+                Err(JournalError::Io {
+                    path: self.path.clone(),
+                    source,
+                })
+            }
         }
-        if written.is_ok() {
-            written = match self.file.write_all(&lines) {
-                Ok(()) => {
-                    self.len += u64::try_from(lines.len()).unwrap_or(u64::MAX);
-                    Ok(())
-                }
-                Err(source) => {
-                    // Part of it may be in the file: cut it off (best effort; `rollback` is
-                    // tried again before the next write).
-                    let _ = self.rollback(self.len);
-                    Err(JournalError::Io {
-                        path: self.path.clone(),
-                        source,
-                    })
-                }
-            };
-        }
-        if lines.capacity() <= KEPT_LINES_BYTES {
-            self.lines = lines;
-        }
-        written
     }
 
     /// The length of the file's whole lines so far (to [`Journal::rollback`] to).
@@ -1090,9 +1144,26 @@ mod tests {
             };
             let mut line = Vec::new();
             assert!(entry.write_move_line(&mut line));
+            let serde_line = serde_json::to_string(&entry).unwrap();
+            assert_eq!(String::from_utf8(line).unwrap(), serde_line);
+            // Its whole line, and the same move encoded by reference, as the referee queues it.
+            let mut whole = Vec::new();
+            entry.encode_line(&mut whole).unwrap();
+            assert_eq!(String::from_utf8(whole).unwrap(), format!("{serde_line}\n"));
+            let mut by_reference = Vec::new();
+            MoveLine {
+                id: text,
+                ply: u32::try_from(i).unwrap() * 1000,
+                text,
+                think_ms: u64::MAX,
+                lag_ms: 0,
+                first_clock_ms: 599_999,
+                second_clock_ms: 7,
+            }
+            .encode_line(&mut by_reference);
             assert_eq!(
-                String::from_utf8(line).unwrap(),
-                serde_json::to_string(&entry).unwrap()
+                String::from_utf8(by_reference).unwrap(),
+                format!("{serde_line}\n")
             );
         }
     }

@@ -6,15 +6,15 @@
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use super::move_log::SharedMoveLog;
+use super::move_log::{MoveLog, SharedMoveLog};
 use super::output_health::{OutputHealth, OutputKind};
 use crate::clock_settings::whole_ms as ms;
 use crate::config::{Config, Format};
 use crate::journal::{
-    ConfigFingerprint, Journal, JournalEntry, JournalError, TournamentFingerprint,
+    ConfigFingerprint, Journal, JournalEntry, JournalError, MoveLine, TournamentFingerprint,
 };
 
 /// The lock file in `out_dir` that keeps a second server off a league's files.
@@ -83,71 +83,92 @@ pub fn fingerprint(config: &Config) -> ConfigFingerprint {
 }
 
 /// The open journal, shared between the scheduler and the referees. One writer thread owns the
-/// file and commits in groups: it writes every entry queued since its last fsync, then syncs
-/// once for the whole batch, so a thousand referees journaling moves cost a few fsyncs a
-/// second, not a thousand. Entries reach the file in the order they were queued.
+/// file and commits in groups: it writes every line queued since its last fsync in one write,
+/// then syncs once for the whole group, so a thousand referees journaling moves cost a few
+/// fsyncs a second, not a thousand. Entries reach the file in the order they were queued.
+///
+/// An entry is encoded by whoever queues it, straight into the queue's buffer (one lock, no
+/// entry of its own, no message to the writer): a profile of the bench put the old queue of
+/// entries, each copied, sent, encoded on the writer's thread and freed there, at about 4% of
+/// the server's CPU per move.
 ///
 /// Written-behind entries are counted while they wait for the writer: past
 /// [`MAX_QUEUED_BEHIND`] (a stalled disk), referees wait for their moves to be durable instead
 /// of queueing more, so the queue's memory stays bounded.
 #[derive(Debug, Clone)]
 pub struct SharedJournal {
-    /// Unbounded (its length is bounded by `queued` instead). std's queue frees its blocks as
-    /// the writer takes them; flume's kept the room of its longest queue (twice the entries of
-    /// a group commit at full load, about 0.3 KiB per match in the bench) for no gain that
-    /// the bench could tell apart from its noise.
-    requests: std::sync::mpsc::Sender<Request>,
+    handle: Arc<Handle>,
     path: PathBuf,
-    /// Entries sent and not yet written by the writer thread.
+    /// Entries queued and not yet written by the writer thread.
     queued: Arc<AtomicUsize>,
     max_queued_behind: usize,
-    /// The writer thread, woken when someone waits for a commit.
-    writer: Option<std::thread::Thread>,
 }
 
 /// Most journal entries waiting for the writer before written-behind moves wait instead (about
-/// 20 MB of entries; at 60,000 moves a second the writer normally keeps a few thousand).
+/// 11 MB of lines; at 60,000 moves a second the writer normally holds a few thousand).
 pub const MAX_QUEUED_BEHIND: usize = 100_000;
 
-/// A batch of entries for the writer, and who waits for it to be durable.
+/// The handles' side of the writer: dropped with the last [`SharedJournal`], which tells the
+/// writer to write what is left and end.
 #[derive(Debug)]
-struct Request {
-    entries: Entries,
-    ack: Ack,
+struct Handle {
+    queue: Arc<Queue>,
+    /// The writer thread, woken when someone waits for a commit or it sleeps with nothing to do.
+    writer: Option<std::thread::Thread>,
 }
 
-/// A request's entries: a move is one entry, handed over without a vector of its own.
-#[derive(Debug)]
-enum Entries {
-    One(JournalEntry),
-    Many(Vec<JournalEntry>),
-}
-
-impl Entries {
-    fn len(&self) -> usize {
-        match self {
-            Entries::One(_) => 1,
-            Entries::Many(entries) => entries.len(),
-        }
-    }
-
-    fn iter(&self) -> std::slice::Iter<'_, JournalEntry> {
-        match self {
-            Entries::One(entry) => std::slice::from_ref(entry).iter(),
-            Entries::Many(entries) => entries.iter(),
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.queue.lock().closed = true;
+        if let Some(writer) = &self.writer {
+            writer.unpark();
         }
     }
 }
 
-#[derive(Debug)]
-enum Ack {
-    /// Write-behind: nobody waits (moves of a game in progress).
-    None,
-    Blocking(std::sync::mpsc::SyncSender<Result<(), String>>),
+/// What waits for the writer.
+#[derive(Debug, Default)]
+struct Queue {
+    pending: Mutex<Pending>,
 }
 
-/// Most requests the writer takes into one group commit.
-const MAX_BATCH: usize = 4096;
+/// Lines queued since the writer last took them.
+#[derive(Debug, Default)]
+struct Pending {
+    /// Whole encoded lines, in the order they were queued.
+    lines: Vec<u8>,
+    /// Entries in `lines`.
+    entries: usize,
+    /// Who waits for everything queued up to now to be on disk.
+    waiters: Vec<Waiter>,
+    /// When the first of `lines` was queued: they are committed `COMMIT_EVERY` after it.
+    since: Option<std::time::Instant>,
+    /// The writer sleeps with nothing to do: whoever queues next wakes it.
+    writer_idle: bool,
+    /// Every handle is gone: the writer writes what is left and ends.
+    closed: bool,
+    /// The writer has ended (or never started): nothing queued from now on would be written.
+    stopped: bool,
+}
+
+/// Told the outcome of the group commit that held its entries.
+type Waiter = std::sync::mpsc::SyncSender<Result<(), String>>;
+
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, Pending> {
+        // The lock guards plain data that no panic can leave half changed.
+        self.pending
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Most entries the writer lets queue before it commits them without waiting out
+/// `COMMIT_EVERY`.
+const MAX_GROUP_ENTRIES: usize = 4096;
+
+/// Most bytes a group's buffer keeps between commits (a second at full load is about 1 MB).
+const KEPT_GROUP_BYTES: usize = 1 << 20;
 
 impl SharedJournal {
     /// Hands `journal` to a new writer thread, which tells `health` when writing fails and when
@@ -169,26 +190,29 @@ impl SharedJournal {
         health: Arc<OutputHealth>,
     ) -> SharedJournal {
         let path = journal.path().to_path_buf();
-        let (requests, inbox) = std::sync::mpsc::channel::<Request>();
+        let queue = Arc::new(Queue::default());
         let queued = Arc::new(AtomicUsize::new(0));
-        let writer_queued = queued.clone();
+        let (writer_queue, writer_queued) = (queue.clone(), queued.clone());
         let spawned = std::thread::Builder::new()
             .name("journal-writer".into())
-            .spawn(move || write_in_groups(journal, inbox, &writer_queued, &health));
+            .spawn(move || {
+                let _stopped = WriterStopped(&writer_queue);
+                write_in_groups(journal, &writer_queue, &writer_queued, &health);
+            });
         let writer = match spawned {
             Ok(handle) => Some(handle.thread().clone()),
             Err(e) => {
-                // Without the thread every request fails (its receiver is gone) and says so.
+                // Without the thread every request fails, and says so.
                 tracing::error!(error = %e, "cannot start the journal writer thread");
+                queue.lock().stopped = true;
                 None
             }
         };
         SharedJournal {
-            requests,
+            handle: Arc::new(Handle { queue, writer }),
             path,
             queued,
             max_queued_behind,
-            writer,
         }
     }
 
@@ -197,13 +221,62 @@ impl SharedJournal {
         self.queued.load(Ordering::Relaxed) >= self.max_queued_behind
     }
 
-    fn send(&self, entries: Entries, ack: Ack) -> Result<(), String> {
-        let count = entries.len();
+    /// Queues the lines `encode` appends (it returns how many entries they are), and `waiter`
+    /// to be told once they are on disk.
+    fn queue(
+        &self,
+        encode: impl FnOnce(&mut Vec<u8>) -> Result<usize, JournalError>,
+        waiter: Option<Waiter>,
+    ) -> Result<(), String> {
+        let mut pending = self.handle.queue.lock();
+        if pending.stopped {
+            return Err("the journal writer has stopped".to_string());
+        }
+        let start = pending.lines.len();
+        let count = match encode(&mut pending.lines) {
+            Ok(count) => count,
+            Err(e) => {
+                pending.lines.truncate(start);
+                return Err(e.to_string());
+            }
+        };
         self.queued.fetch_add(count, Ordering::Relaxed);
-        self.requests.send(Request { entries, ack }).map_err(|_| {
-            self.queued.fetch_sub(count, Ordering::Relaxed);
-            "the journal writer has stopped".to_string()
-        })
+        pending.entries += count;
+        if pending.since.is_none() {
+            pending.since = Some(std::time::Instant::now());
+        }
+        let wake = waiter.is_some() || pending.writer_idle;
+        if let Some(waiter) = waiter {
+            pending.waiters.push(waiter);
+        }
+        pending.writer_idle = false;
+        drop(pending);
+        if wake {
+            if let Some(writer) = &self.handle.writer {
+                writer.unpark();
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues `entries` with someone to wait for them; the receiver hears once they are on disk.
+    fn queue_waited(
+        &self,
+        entries: &[JournalEntry],
+    ) -> Result<std::sync::mpsc::Receiver<Result<(), String>>, JournalError> {
+        let (done, wait) = std::sync::mpsc::sync_channel(1);
+        self.queue(|lines| encode_lines(entries, lines), Some(done))
+            .map_err(|e| self.error(e))?;
+        Ok(wait)
+    }
+
+    fn wait(
+        &self,
+        wait: &std::sync::mpsc::Receiver<Result<(), String>>,
+    ) -> Result<(), JournalError> {
+        wait.recv()
+            .map_err(|_| self.error("the journal writer has stopped".into()))?
+            .map_err(|e| self.error(e))
     }
 
     fn error(&self, message: String) -> JournalError {
@@ -219,40 +292,74 @@ impl SharedJournal {
         if entries.is_empty() {
             return Ok(());
         }
-        let (done, wait) = std::sync::mpsc::sync_channel(1);
-        self.send(Entries::Many(entries), Ack::Blocking(done))
-            .map_err(|e| self.error(e))?;
-        if let Some(writer) = &self.writer {
-            writer.unpark();
-        }
-        wait.recv()
-            .map_err(|_| self.error("the journal writer has stopped".into()))?
-            .map_err(|e| self.error(e))
+        let wait = self.queue_waited(&entries)?;
+        self.wait(&wait)
     }
 
-    /// Appends entries and waits (on a blocking thread, never the runtime's) until they are on
-    /// disk. A failure is logged: the league goes on, but a crash from now on may lose the
-    /// entries. (Waiting through `spawn_blocking` also keeps paused-time tests exact: the
-    /// runtime does not jump its clock while a blocking task is running.)
+    /// Appends entries (queued now, in order with everything queued before) and waits (on a
+    /// blocking thread, never the runtime's) until they are on disk. A failure is logged: the
+    /// league goes on, but a crash from now on may lose the entries. (Waiting through
+    /// `spawn_blocking` also keeps paused-time tests exact: the runtime does not jump its clock
+    /// while a blocking task is running.)
     pub async fn append(&self, entries: Vec<JournalEntry>) {
         if entries.is_empty() {
             return;
         }
-        let journal = self.clone();
-        let result = tokio::task::spawn_blocking(move || journal.append_blocking(entries)).await;
+        let queued = self.queue_waited(&entries);
+        self.wait_on_blocking_thread(queued).await;
+    }
+
+    /// Waits for what `queued` holds on a blocking thread, logging a failure.
+    async fn wait_on_blocking_thread(
+        &self,
+        queued: Result<std::sync::mpsc::Receiver<Result<(), String>>, JournalError>,
+    ) {
+        let result = match queued {
+            Ok(wait) => {
+                let journal = self.clone();
+                tokio::task::spawn_blocking(move || journal.wait(&wait))
+                    .await
+                    .map_err(|e| format!("journal task failed: {e}"))
+            }
+            Err(e) => Ok(Err(e)),
+        };
         match result {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::error!(error = %e, "cannot append to the journal"),
-            Err(e) => tracing::error!(error = %e, "journal task failed"),
+            Err(e) => tracing::error!(error = %e, "cannot append to the journal"),
         }
     }
 
-    /// Queues one entry without waiting: it reaches the disk with the writer's next group commit
-    /// (no vector is allocated: a move is queued this way at every ply).
+    /// Queues one entry without waiting: it reaches the disk with the writer's next group commit.
     pub fn append_behind(&self, entry: JournalEntry) {
-        if let Err(e) = self.send(Entries::One(entry), Ack::None) {
+        self.queue_behind(|lines| entry.encode_line(lines).map(|()| 1));
+    }
+
+    /// Queues the line `encode` appends without waiting (one entry).
+    fn queue_behind(&self, encode: impl FnOnce(&mut Vec<u8>) -> Result<usize, JournalError>) {
+        if let Err(e) = self.queue(encode, None) {
             tracing::error!(error = %e, path = %self.path.display(), "cannot append to the journal");
         }
+    }
+}
+
+/// Encodes `entries`, one line each, and says how many.
+fn encode_lines(entries: &[JournalEntry], lines: &mut Vec<u8>) -> Result<usize, JournalError> {
+    for entry in entries {
+        entry.encode_line(lines)?;
+    }
+    Ok(entries.len())
+}
+
+/// Marks the queue stopped when the writer thread ends, however it ends: later requests fail at
+/// once, and whoever still waits hears that the writer is gone (their senders are dropped).
+struct WriterStopped<'a>(&'a Queue);
+
+impl Drop for WriterStopped<'_> {
+    fn drop(&mut self) {
+        let mut pending = self.0.lock();
+        pending.stopped = true;
+        pending.waiters.clear();
     }
 }
 
@@ -261,76 +368,87 @@ impl SharedJournal {
 /// much more than the write). A request someone waits for is committed at once.
 const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// The writer thread: collects requests until someone waits for one, `COMMIT_EVERY` has passed
-/// since the oldest written-behind one arrived, or `MAX_BATCH` are held; then writes their
-/// entries, syncs once, and tells each waiting requester the outcome. While it holds
-/// written-behind entries it sleeps instead of waiting on the channel, so queueing a move costs
-/// the referee no wake-up; a requester that waits wakes it (`unpark`).
+/// The writer thread: lets lines queue until someone waits for them, `COMMIT_EVERY` has passed
+/// since the first arrived, or `MAX_GROUP_ENTRIES` are queued; then takes them all, writes them
+/// in one write, syncs once, and tells each waiting requester the outcome. While lines wait it
+/// sleeps with a timeout, so queueing a move costs the referee no wake-up; a requester that
+/// waits wakes it (`unpark`), and so does the first line queued while it sleeps with nothing.
 ///
 /// A group that cannot be written (a full disk, a read-only folder) is cut back off the file
-/// and kept, with what arrives meanwhile queued behind it in order, and written again after a
+/// and kept, with what is queued meanwhile taken behind it in order, and written again after a
 /// pause that doubles up to `MAX_RETRY_PAUSE`: nothing is dropped while the server runs, and
 /// requesters who wait for it wait until it is on disk. `health` hears when writing fails and
 /// when it works again. Once every handle is gone (the server stops) a failing group is tried
 /// for `GIVE_UP_AFTER` more, then reported lost.
 fn write_in_groups(
     mut journal: Journal,
-    inbox: std::sync::mpsc::Receiver<Request>,
+    queue: &Queue,
     queued: &AtomicUsize,
     health: &OutputHealth,
 ) {
-    use std::sync::mpsc::TryRecvError;
-    let mut batch: Vec<Request> = Vec::new();
-    let mut someone_waits = false;
-    let mut due = std::time::Instant::now();
+    // The group being written: lines taken from the queue (kept while a write fails).
+    let mut group: Vec<u8> = Vec::new();
+    let mut group_entries = 0usize;
+    let mut waiters: Vec<Waiter> = Vec::new();
     let mut retry = Retry::default();
-    let mut closed = false;
     loop {
-        if batch.is_empty() {
-            if closed {
-                return;
-            }
-            match inbox.recv() {
-                Ok(request) => {
-                    due = std::time::Instant::now() + COMMIT_EVERY;
-                    someone_waits |= matches!(request.ack, Ack::Blocking(_));
-                    batch.push(request);
+        let closed = {
+            let mut pending = queue.lock();
+            loop {
+                let holding = !group.is_empty() || !waiters.is_empty();
+                let queued_now = pending.entries > 0 || !pending.waiters.is_empty();
+                if !holding && !queued_now {
+                    if pending.closed {
+                        return;
+                    }
+                    pending.writer_idle = true;
+                    drop(pending);
+                    std::thread::park();
+                    pending = queue.lock();
+                    continue;
                 }
-                Err(_) => return,
-            }
-        }
-        while !closed && (batch.len() < MAX_BATCH || retry.failing()) {
-            match inbox.try_recv() {
-                Ok(request) => {
-                    someone_waits |= matches!(request.ack, Ack::Blocking(_));
-                    batch.push(request);
-                }
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => {
-                    closed = true;
+                let now = std::time::Instant::now();
+                let due = pending.since.map(|since| since + COMMIT_EVERY);
+                let ready = match retry.next_at {
+                    Some(at) => now >= at,
+                    None => {
+                        !pending.waiters.is_empty()
+                            || pending.closed
+                            || pending.entries >= MAX_GROUP_ENTRIES
+                            || due.is_none_or(|due| now >= due)
+                    }
+                };
+                if ready {
                     break;
                 }
+                let until = retry.next_at.or(due).unwrap_or(now);
+                drop(pending);
+                std::thread::park_timeout(until.saturating_duration_since(now));
+                pending = queue.lock();
             }
-        }
-        let now = std::time::Instant::now();
-        let ready = match retry.next_at {
-            Some(at) => now >= at,
-            None => someone_waits || closed || batch.len() >= MAX_BATCH || now >= due,
+            // Take everything queued: swapped, not copied, when no failed group is kept (the
+            // queue gets the last group's emptied buffer back).
+            if group.is_empty() {
+                std::mem::swap(&mut group, &mut pending.lines);
+            } else {
+                group.extend_from_slice(&pending.lines);
+                pending.lines.clear();
+            }
+            group_entries += std::mem::take(&mut pending.entries);
+            waiters.append(&mut pending.waiters);
+            pending.since = None;
+            pending.closed
         };
-        if !ready {
-            let until = retry.next_at.unwrap_or(due);
-            std::thread::park_timeout(until.saturating_duration_since(now));
-            continue;
-        }
-        match commit(&mut journal, &batch) {
+        let now = std::time::Instant::now();
+        match commit(&mut journal, &group) {
             Ok(()) => {
-                let written: usize = batch.iter().map(|r| r.entries.len()).sum();
-                queued.fetch_sub(written, Ordering::Relaxed);
-                // Drained, not replaced: the batch keeps its capacity for the next group.
-                for request in batch.drain(..) {
-                    if let Ack::Blocking(done) = request.ack {
-                        let _ = done.send(Ok(()));
-                    }
+                queued.fetch_sub(std::mem::take(&mut group_entries), Ordering::Relaxed);
+                group.clear();
+                if group.capacity() > KEPT_GROUP_BYTES {
+                    group = Vec::new();
+                }
+                for done in waiters.drain(..) {
+                    let _ = done.send(Ok(()));
                 }
                 if retry.failing() {
                     health.recovered(OutputKind::Journal);
@@ -342,17 +460,14 @@ fn write_in_groups(
                 health.failed(OutputKind::Journal, &e, waiting);
                 if closed && retry.gave_up(now) {
                     tracing::error!(error = %e, entries = waiting, "the server is stopping and the journal still cannot be written: these entries are lost (games in progress resume from their last saved move)");
-                    for request in batch.drain(..) {
-                        if let Ack::Blocking(done) = request.ack {
-                            let _ = done.send(Err(e.clone()));
-                        }
+                    for done in waiters.drain(..) {
+                        let _ = done.send(Err(e.clone()));
                     }
                     return;
                 }
                 retry.failed(now, closed);
             }
         }
-        someone_waits = false;
     }
 }
 
@@ -391,13 +506,13 @@ impl Retry {
     }
 }
 
-/// Writes a group's entries and syncs once. On failure the file is cut back to where the group
+/// Writes a group's lines and syncs once. On failure the file is cut back to where the group
 /// began (after a failed sync the system may have dropped the pages, so the entries are not
 /// known to be on disk): the whole group is written again on the next try.
-fn commit(journal: &mut Journal, batch: &[Request]) -> Result<(), String> {
+fn commit(journal: &mut Journal, group: &[u8]) -> Result<(), String> {
     let before = journal.len();
     let result = journal
-        .write_entries(batch.iter().flat_map(|r| r.entries.iter()))
+        .write_lines(group)
         .and_then(|()| journal.sync())
         .map_err(|e| e.to_string());
     if result.is_err() {
@@ -422,22 +537,42 @@ impl MoveJournal {
     /// game in progress, which then resumes from its last journaled move. If the writer is
     /// backed up (a stalled disk), this waits until the move is on disk instead.
     pub async fn record_last_move(&self, moves: &SharedMoveLog, remaining: [Duration; 2]) {
-        let Some(entry) = self.last_move_entry(moves, remaining) else {
+        if !self.journal.is_backed_up() {
+            self.record_last_move_behind(moves, remaining);
             return;
-        };
-        if self.journal.is_backed_up() {
-            self.journal.append(vec![entry]).await;
-        } else {
-            self.journal.append_behind(entry);
         }
+        let queued = {
+            let moves = moves.read();
+            let Some(line) = self.last_move_line(&moves, remaining) else {
+                return;
+            };
+            let (done, wait) = std::sync::mpsc::sync_channel(1);
+            self.journal
+                .queue(
+                    |lines| {
+                        line.encode_line(lines);
+                        Ok(1)
+                    },
+                    Some(done),
+                )
+                .map(|()| wait)
+                .map_err(|e| self.journal.error(e))
+        };
+        self.journal.wait_on_blocking_thread(queued).await;
     }
 
     /// [`MoveJournal::record_last_move`] for a caller that cannot wait: always written behind.
     /// Callers look at [`MoveJournal::is_backed_up`] first and wait (with the async form)
     /// when it says so.
     pub fn record_last_move_behind(&self, moves: &SharedMoveLog, remaining: [Duration; 2]) {
-        if let Some(entry) = self.last_move_entry(moves, remaining) {
-            self.journal.append_behind(entry);
+        let moves = moves.read();
+        if let Some(line) = self.last_move_line(&moves, remaining) {
+            // Encoded from the move log while it is held (the log, then the journal's queue:
+            // nothing takes them the other way round).
+            self.journal.queue_behind(|lines| {
+                line.encode_line(lines);
+                Ok(1)
+            });
         }
     }
 
@@ -446,17 +581,17 @@ impl MoveJournal {
         self.journal.is_backed_up()
     }
 
-    fn last_move_entry(
-        &self,
-        moves: &SharedMoveLog,
+    /// The journal's line for the last of `moves`, by reference into the log.
+    fn last_move_line<'a>(
+        &'a self,
+        moves: &'a MoveLog,
         remaining: [Duration; 2],
-    ) -> Option<JournalEntry> {
-        let moves = moves.read();
+    ) -> Option<MoveLine<'a>> {
         let (text, think_ms, lag_ms) = moves.last()?;
-        Some(JournalEntry::Move {
-            id: self.id.clone(),
+        Some(MoveLine {
+            id: &self.id,
             ply: u32::try_from(moves.len()).unwrap_or(u32::MAX),
-            text: text.to_string(),
+            text,
             think_ms,
             lag_ms,
             first_clock_ms: ms(remaining[0]),
@@ -499,6 +634,29 @@ mod tests {
         }
         let text = std::fs::read_to_string(&path).expect("journal file");
         assert!(text.contains("t-r1-p1-g1"), "{text}");
+    }
+
+    #[test]
+    fn what_is_queued_behind_when_the_last_handle_goes_is_written() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (journal, path) = journal_in(dir.path(), MAX_QUEUED_BEHIND);
+        let moves = MoveJournal {
+            journal,
+            id: "t-r1-p1-g1".into(),
+        };
+        moves.record_last_move_behind(&one_move(), [Duration::from_secs(3), Duration::ZERO]);
+        // The server stops: the writer is told at once, without waiting out `COMMIT_EVERY`.
+        drop(moves);
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        let mut text = String::new();
+        while !text.contains("\"J10\"") && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+            text = std::fs::read_to_string(&path).expect("journal file");
+        }
+        assert!(
+            text.contains("{\"kind\":\"move\",\"id\":\"t-r1-p1-g1\",\"ply\":1,\"text\":\"J10\",\"think_ms\":120,\"lag_ms\":3,\"first_clock_ms\":3000,\"second_clock_ms\":0}\n"),
+            "{text}"
+        );
     }
 
     #[tokio::test]
@@ -553,9 +711,10 @@ mod tests {
             .expect("append");
         assert_eq!(journal.queued.load(Ordering::Relaxed), 0);
         let text = std::fs::read_to_string(&path).expect("journal file");
+        let (at_move, at_marker) = (text.find("\"J10\""), text.find("t-r1-p1-g2"));
         assert!(
-            text.contains("\"J10\"") && text.contains("t-r1-p1-g2"),
-            "{text}"
+            at_move.is_some() && at_marker.is_some() && at_move < at_marker,
+            "both written, in the order they were queued: {text}"
         );
     }
 }
