@@ -233,6 +233,52 @@ impl RefereeMessage {
     }
 }
 
+/// A game's two `end` lines, the first side's and the second's: byte for byte what
+/// `RefereeMessage::End { .. }.to_wire_line()` gives for each, with the game's move texts
+/// escaped once for both rather than by `serde_json` for each side (a long game's texts are
+/// most of the line, and this ran once a game for every game of a league).
+pub fn end_wire_lines(
+    match_id: &str,
+    results: [BotResult; 2],
+    reason: EndReason,
+    moves: &[String],
+) -> [String; 2] {
+    let mut texts = Vec::with_capacity(moves.iter().map(|m| m.len() + 3).sum());
+    for (i, text) in moves.iter().enumerate() {
+        if i > 0 {
+            texts.push(b',');
+        }
+        crate::json_out::push_str(&mut texts, text);
+    }
+    results.map(|result| {
+        // The message without its moves, by `serde_json` (its fields and their order), ends in
+        // `"moves":[]}`: the texts go between the brackets.
+        let mut line = RefereeMessage::End {
+            match_id: match_id.to_string(),
+            result,
+            reason,
+            moves: Vec::new(),
+        }
+        .to_wire_line()
+        .into_bytes();
+        if !line.ends_with(b"[]}\n") {
+            // Not the shape this relies on: the whole message through `serde_json`.
+            return RefereeMessage::End {
+                match_id: match_id.to_string(),
+                result,
+                reason,
+                moves: moves.to_vec(),
+            }
+            .to_wire_line();
+        }
+        line.truncate(line.len() - b"]}\n".len());
+        line.reserve(texts.len() + 3);
+        line.extend_from_slice(&texts);
+        line.extend_from_slice(b"]}\n");
+        String::from_utf8(line).unwrap_or_else(|_| String::from("{}\n"))
+    })
+}
+
 /// The `turn` lines of one match, encoded into a buffer kept between turns: byte for byte what
 /// `RefereeMessage::Turn { .. }.to_wire_line()` gives for the same fields, without building the
 /// message or running `serde_json`'s serializer (the referee sends one per move; see
@@ -1234,6 +1280,35 @@ mod tests {
                     r#"{{"type":"end","match":"m1","result":"{result}","reason":"six_in_row","moves":["J10"]}}"#
                 )
             );
+        }
+    }
+
+    #[test]
+    fn end_lines_are_what_serde_json_writes_for_each_side() {
+        let many: Vec<String> = (0..181).map(|i| format!("A{i}")).collect();
+        let odd = vec![
+            "J10".to_string(),
+            "q\"uo\\te\u{1}".to_string(),
+            "六".to_string(),
+        ];
+        for (match_id, moves) in [
+            ("m1", Vec::new()),
+            ("m1", vec!["J10".to_string()]),
+            ("r2-\"x]}", odd),
+            ("league-7", many),
+        ] {
+            let results = [BotResult::Win, BotResult::Loss];
+            let lines = end_wire_lines(match_id, results, EndReason::SixInRow, &moves);
+            for (line, result) in lines.iter().zip(results) {
+                let by_serde = RefereeMessage::End {
+                    match_id: match_id.to_string(),
+                    result,
+                    reason: EndReason::SixInRow,
+                    moves: moves.clone(),
+                }
+                .to_wire_line();
+                assert_eq!(line, &by_serde);
+            }
         }
     }
 

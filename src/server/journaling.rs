@@ -349,6 +349,15 @@ impl SharedJournal {
     }
 }
 
+thread_local! {
+    /// A move's journal line as it is encoded, before it is queued (see
+    /// [`MoveJournal::record_last_move_behind`]): one buffer per thread, kept between moves.
+    static MOVE_LINE_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A scratch line grown past this (a move text near the line cap) is freed after use.
+const MAX_SCRATCH_BYTES: usize = 4096;
+
 /// Encodes `entries`, one line each, and says how many.
 fn encode_lines(entries: &[JournalEntry], lines: &mut Vec<u8>) -> Result<usize, JournalError> {
     for entry in entries {
@@ -567,15 +576,27 @@ impl MoveJournal {
     /// Callers look at [`MoveJournal::is_backed_up`] first and wait (with the async form)
     /// when it says so.
     pub fn record_last_move_behind(&self, moves: &SharedMoveLog, remaining: [Duration; 2]) {
-        let moves = moves.read();
-        if let Some(line) = self.last_move_line(&moves, remaining) {
-            // Encoded from the move log while it is held (the log, then the journal's queue:
-            // nothing takes them the other way round).
+        // Encoded from the move log while it is held, into this thread's scratch line, and only
+        // copied under the queue's lock: both workers queue moves, and a lock held for the
+        // encoding made the other one sleep on it (a futex wait and a context switch) often
+        // enough to show in a profile.
+        MOVE_LINE_SCRATCH.with_borrow_mut(|scratch| {
+            scratch.clear();
+            {
+                let moves = moves.read();
+                let Some(line) = self.last_move_line(&moves, remaining) else {
+                    return;
+                };
+                line.encode_line(scratch);
+            }
             self.journal.queue_behind(|lines| {
-                line.encode_line(lines);
+                lines.extend_from_slice(scratch);
                 Ok(1)
             });
-        }
+            if scratch.capacity() > MAX_SCRATCH_BYTES {
+                *scratch = Vec::new();
+            }
+        });
     }
 
     /// Whether a move journaled now would have to wait for the disk.

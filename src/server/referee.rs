@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::game::{new_game, AnyGame, EndReason, Outcome, Side};
 use crate::journal::JournalMove;
-use crate::protocol::{BotResult, ErrorCode, RefereeMessage, TurnLine};
+use crate::protocol::{end_wire_lines, BotResult, ErrorCode, RefereeMessage, TurnLine};
 
 use super::journaling::MoveJournal;
 use super::link::{
@@ -263,6 +263,13 @@ impl Referee {
     fn send(&self, side: Side, message: &RefereeMessage) {
         if let Some(link) = &self.links[side.index()] {
             link.send(message);
+        }
+    }
+
+    /// Sends `side` a line already encoded, with its `\n`.
+    fn send_line(&self, side: Side, line: &str) {
+        if let Some(link) = &self.links[side.index()] {
+            link.send_line(line);
         }
     }
 
@@ -965,23 +972,16 @@ pub async fn run_journaled_match(
     }
     // Who made each move follows from the game (`GameId::mover_of_ply`): not kept.
     let (moves, _, think_ms, lag_ms) = referee.moves.read().columns();
-    // One message for both sides, told apart by their results: the game's move texts are
-    // copied once, not once per side and again for the finished game.
-    let mut end = RefereeMessage::End {
-        match_id: referee.spec.match_id.clone(),
-        result: BotResult::for_side(outcome.winner, Side::First),
-        reason: outcome.reason,
-        moves,
-    };
-    referee.send(Side::First, &end);
-    if let RefereeMessage::End { result, .. } = &mut end {
-        *result = BotResult::for_side(outcome.winner, Side::Second);
+    // Both sides' lines, told apart by their results: the game's move texts are encoded once.
+    let end_lines = end_wire_lines(
+        &referee.spec.match_id,
+        [Side::First, Side::Second].map(|side| BotResult::for_side(outcome.winner, side)),
+        outcome.reason,
+        &moves,
+    );
+    for (side, line) in [Side::First, Side::Second].into_iter().zip(&end_lines) {
+        referee.send_line(side, line);
     }
-    referee.send(Side::Second, &end);
-    let moves = match end {
-        RefereeMessage::End { moves, .. } => moves,
-        _ => Vec::new(),
-    };
     tracing::info!(
         match_id = %referee.spec.match_id,
         result = outcome.result_str(),
