@@ -1,9 +1,10 @@
 //! Writing the two JSON lines the referee writes at every move (the `turn` line and the
-//! journal's `move` entry) straight into a byte buffer, byte for byte as `serde_json` writes
-//! them, without its serializer: a profile of the move path put `serde_json`'s key and string
-//! writing at about 5% of the server's CPU per move. Strings that need no escaping (every key,
-//! and nearly every match id and move text) are copied as they are; any other string is
-//! written by `serde_json`, so escaping stays exactly its own.
+//! journal's `move` entry), and the move list of a game's `end` lines, straight into a byte
+//! buffer, byte for byte as `serde_json` writes them, without its serializer: a profile of the
+//! move path put `serde_json`'s key and string writing at about 5% of the server's CPU per
+//! move. Strings that need no escaping (every key, and nearly every match id and move text) are
+//! copied as they are; any other string is written by `serde_json`, so escaping stays exactly
+//! its own.
 
 /// Appends `text` as a JSON string, quotes included.
 pub fn push_str(out: &mut Vec<u8>, text: &str) {
@@ -16,6 +17,16 @@ pub fn push_str(out: &mut Vec<u8>, text: &str) {
     } else if serde_json::to_writer(&mut *out, text).is_err() {
         // Writing a string into a vector cannot fail; an empty string keeps the line valid.
         out.extend_from_slice(b"\"\"");
+    }
+}
+
+/// Appends `texts` as JSON strings separated by commas (a list's items, brackets not included).
+pub fn push_str_items<'a>(out: &mut Vec<u8>, texts: impl IntoIterator<Item = &'a str>) {
+    for (i, text) in texts.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        push_str(out, text);
     }
 }
 

@@ -244,12 +244,7 @@ pub fn end_wire_lines(
     moves: &[String],
 ) -> [String; 2] {
     let mut texts = Vec::with_capacity(moves.iter().map(|m| m.len() + 3).sum());
-    for (i, text) in moves.iter().enumerate() {
-        if i > 0 {
-            texts.push(b',');
-        }
-        crate::json_out::push_str(&mut texts, text);
-    }
+    crate::json_out::push_str_items(&mut texts, moves.iter().map(String::as_str));
     results.map(|result| {
         // The message without its moves, by `serde_json` (its fields and their order), ends in
         // `"moves":[]}`: the texts go between the brackets.
@@ -316,15 +311,10 @@ impl TurnLine {
         ply: u32,
         clock: TurnClock,
     ) -> &str {
-        use crate::json_out::{push_key, push_str, push_u64};
+        use crate::json_out::{push_key, push_str_items, push_u64};
         let line = &mut self.line;
         line.truncate(self.prefix);
-        for (i, text) in moves.enumerate() {
-            if i > 0 {
-                line.push(b',');
-            }
-            push_str(line, text);
-        }
+        push_str_items(line, moves);
         line.push(b']');
         push_key(line, "ply", false);
         push_u64(line, u64::from(ply));
