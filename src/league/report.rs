@@ -101,6 +101,14 @@ fn cells(row: &StandingRow, empty: &str) -> Vec<String> {
 
 /// `standings.json`, pretty-printed.
 pub fn standings_json<T: Borrow<TournamentStandings>>(tournaments: &[T]) -> String {
+    let mut text = Vec::new();
+    push_standings_json(&mut text, tournaments);
+    // `serde_json` writes UTF-8; the fallback only keeps this free of a panic path.
+    String::from_utf8(text).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Appends `standings.json`'s text to `out`.
+fn push_standings_json<T: Borrow<TournamentStandings>>(out: &mut Vec<u8>, tournaments: &[T]) {
     /// `StandingsFile`, borrowed: the server writes it after every game.
     #[derive(Serialize)]
     struct Borrowed<'a> {
@@ -109,9 +117,12 @@ pub fn standings_json<T: Borrow<TournamentStandings>>(tournaments: &[T]) -> Stri
     let file = Borrowed {
         tournaments: tournaments.iter().map(Borrow::borrow).collect(),
     };
-    let mut text = serde_json::to_string_pretty(&file).unwrap_or_else(|_| "{}".to_string());
-    text.push('\n');
-    text
+    let start = out.len();
+    if serde_json::to_writer_pretty(&mut *out, &file).is_err() {
+        out.truncate(start);
+        out.extend_from_slice(b"{}");
+    }
+    out.push(b'\n');
 }
 
 /// A CSV cell: quoted when it needs to be, and, when a spreadsheet would run it as a formula
@@ -135,7 +146,14 @@ fn csv_field(text: &str) -> String {
 /// `standings.csv`: one header line, then one line per bot per tournament, the tournament
 /// name in the first column. Empty cells are `null`s of the JSON.
 pub fn standings_csv<T: Borrow<TournamentStandings>>(tournaments: &[T]) -> String {
-    let mut out = String::from("tournament");
+    let mut out = String::new();
+    push_standings_csv(&mut out, tournaments);
+    out
+}
+
+/// Appends `standings.csv`'s text to `out`.
+fn push_standings_csv<T: Borrow<TournamentStandings>>(out: &mut String, tournaments: &[T]) {
+    out.push_str("tournament");
     for c in ROW_COLUMNS {
         out.push(',');
         out.push_str(c);
@@ -151,7 +169,6 @@ pub fn standings_csv<T: Borrow<TournamentStandings>>(tournaments: &[T]) -> Strin
             out.push('\n');
         }
     }
-    out
 }
 
 /// A Markdown table cell that shows `text` as written: HTML characters as entities (a name
@@ -177,7 +194,14 @@ fn markdown_cell(text: &str) -> String {
 
 /// `standings.md`: a title, then per tournament a heading and a Markdown table.
 pub fn standings_markdown<T: Borrow<TournamentStandings>>(tournaments: &[T]) -> String {
-    let mut out = String::from("# Standings\n");
+    let mut out = String::new();
+    push_standings_markdown(&mut out, tournaments);
+    out
+}
+
+/// Appends `standings.md`'s text to `out`.
+fn push_standings_markdown<T: Borrow<TournamentStandings>>(out: &mut String, tournaments: &[T]) {
+    out.push_str("# Standings\n");
     for t in tournaments.iter().map(Borrow::borrow) {
         let status = if t.finished {
             "finished"
@@ -197,7 +221,6 @@ pub fn standings_markdown<T: Borrow<TournamentStandings>>(tournaments: &[T]) -> 
             out.push_str(&format!("| {} |\n", cells.join(" | ")));
         }
     }
-    out
 }
 
 /// The plain-text table for the terminal: aligned columns, names left, numbers right.
@@ -302,18 +325,38 @@ pub fn write_standings<T: Borrow<TournamentStandings>>(
     dir: &Path,
     tournaments: &[T],
 ) -> Result<(), AtomicFileError> {
-    write_atomically(
-        &dir.join("standings.json"),
-        standings_json(tournaments).as_bytes(),
-    )?;
-    write_atomically(
-        &dir.join("standings.csv"),
-        standings_csv(tournaments).as_bytes(),
-    )?;
-    write_atomically(
-        &dir.join("standings.md"),
-        standings_markdown(tournaments).as_bytes(),
-    )
+    StandingsTexts::default().write(dir, tournaments)
+}
+
+/// The texts of the three standings files, kept from one rewrite to the next by a writer that
+/// rewrites them as a league goes on. A league of 1,000 tournaments has about 2 MB of them; made
+/// afresh at each rewrite, their growing buffers took memory the allocator had given back to
+/// the system, and a profile put the kernel's zeroing of those pages at two thirds of the
+/// rewrites' CPU.
+#[derive(Debug, Default)]
+pub struct StandingsTexts {
+    json: Vec<u8>,
+    csv: String,
+    markdown: String,
+}
+
+impl StandingsTexts {
+    /// Writes `standings.json`, `standings.csv` and `standings.md` into `dir`, each atomically.
+    pub fn write<T: Borrow<TournamentStandings>>(
+        &mut self,
+        dir: &Path,
+        tournaments: &[T],
+    ) -> Result<(), AtomicFileError> {
+        self.json.clear();
+        push_standings_json(&mut self.json, tournaments);
+        write_atomically(&dir.join("standings.json"), &self.json)?;
+        self.csv.clear();
+        push_standings_csv(&mut self.csv, tournaments);
+        write_atomically(&dir.join("standings.csv"), self.csv.as_bytes())?;
+        self.markdown.clear();
+        push_standings_markdown(&mut self.markdown, tournaments);
+        write_atomically(&dir.join("standings.md"), self.markdown.as_bytes())
+    }
 }
 
 #[cfg(test)]
@@ -513,6 +556,24 @@ mod tests {
         assert_eq!(cell("ann", byes).as_deref(), Some("0"), "{text}");
         assert_eq!(cell("ben", timeouts).as_deref(), Some("1"), "{text}");
         assert_eq!(cell("ann", timeouts).as_deref(), Some("0"), "{text}");
+    }
+
+    /// Texts kept from a rewrite of a larger league hold nothing of it at the next rewrite.
+    #[test]
+    fn kept_texts_write_exactly_the_newest_standings() {
+        let dir = tempfile::tempdir().unwrap();
+        let tournaments = sample();
+        let mut texts = StandingsTexts::default();
+        texts.write(dir.path(), &tournaments).unwrap();
+        texts.write(dir.path(), &tournaments[..1]).unwrap();
+        let read = |name: &str| fs::read_to_string(dir.path().join(name)).unwrap();
+        assert_eq!(read("standings.json"), standings_json(&tournaments[..1]));
+        assert_eq!(read("standings.csv"), standings_csv(&tournaments[..1]));
+        assert_eq!(read("standings.md"), standings_markdown(&tournaments[..1]));
+        assert_ne!(
+            standings_json(&tournaments[..1]),
+            standings_json(&tournaments)
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::league::write_standings;
+use crate::league::report::StandingsTexts;
 use crate::server::events::StandingsBoard;
 use crate::server::journaling::MAX_RETRY_PAUSE;
 use crate::server::output_health::{OutputHealth, OutputKind};
@@ -40,6 +40,8 @@ pub(super) async fn write_standings_as_they_come(
     let mut written: Option<u64> = None;
     let mut pause = Duration::ZERO;
     let mut stopped_at: Option<Instant> = None;
+    // Taken by each rewrite's blocking task and handed back (a new one if that task is lost).
+    let mut texts = Some(StandingsTexts::default());
     loop {
         rx.borrow_and_update();
         if written == Some(board.version()) {
@@ -54,14 +56,19 @@ pub(super) async fn write_standings_as_they_come(
         let began = Instant::now();
         let (latest, snapshot) = board.snapshot();
         let dir_for_task = dir.clone();
-        let failed =
-            match tokio::task::spawn_blocking(move || write_standings(&dir_for_task, &snapshot))
-                .await
-            {
-                Ok(Ok(())) => None,
-                Ok(Err(e)) => Some(e.to_string()),
-                Err(e) => Some(format!("standings task failed: {e}")),
-            };
+        let mut texts_for_task = texts.take().unwrap_or_default();
+        let written_by_task = tokio::task::spawn_blocking(move || {
+            let written = texts_for_task.write(&dir_for_task, &snapshot);
+            (texts_for_task, written)
+        })
+        .await;
+        let failed = match written_by_task {
+            Ok((kept, written)) => {
+                texts = Some(kept);
+                written.err().map(|e| e.to_string())
+            }
+            Err(e) => Some(format!("standings task failed: {e}")),
+        };
         let rest = match failed {
             None => {
                 if !pause.is_zero() {
