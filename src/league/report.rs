@@ -330,9 +330,9 @@ pub fn write_standings<T: Borrow<TournamentStandings>>(
 
 /// The texts of the three standings files, kept from one rewrite to the next by a writer that
 /// rewrites them as a league goes on. A league of 1,000 tournaments has about 2 MB of them; made
-/// afresh at each rewrite, their growing buffers took memory the allocator had given back to
-/// the system, and a profile put the kernel's zeroing of those pages at two thirds of the
-/// rewrites' CPU.
+/// afresh at each rewrite, their growing buffers landed in memory the process had not touched
+/// since (the allocator hands out fresh pages, or ones it gave back to the system), and a
+/// profile put the kernel's zeroing of those pages at two thirds of the rewrites' CPU.
 #[derive(Debug, Default)]
 pub struct StandingsTexts {
     json: Vec<u8>,
