@@ -109,7 +109,7 @@ pub fn standings_json<T: Borrow<TournamentStandings>>(tournaments: &[T]) -> Stri
 
 /// Appends `standings.json`'s text to `out`.
 fn push_standings_json<T: Borrow<TournamentStandings>>(out: &mut Vec<u8>, tournaments: &[T]) {
-    /// `StandingsFile`, borrowed: the server writes it after every game.
+    /// `StandingsFile`, borrowed: the server rewrites it as the league goes on.
     #[derive(Serialize)]
     struct Borrowed<'a> {
         tournaments: Vec<&'a TournamentStandings>,

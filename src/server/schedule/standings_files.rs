@@ -40,8 +40,8 @@ pub(super) async fn write_standings_as_they_come(
     let mut written: Option<u64> = None;
     let mut pause = Duration::ZERO;
     let mut stopped_at: Option<Instant> = None;
-    // Taken by each rewrite's blocking task and handed back (a new one if that task is lost).
-    let mut texts = Some(StandingsTexts::default());
+    // Lent to each rewrite's blocking task and handed back (empty again if that task is lost).
+    let mut texts = StandingsTexts::default();
     loop {
         rx.borrow_and_update();
         if written == Some(board.version()) {
@@ -56,7 +56,7 @@ pub(super) async fn write_standings_as_they_come(
         let began = Instant::now();
         let (latest, snapshot) = board.snapshot();
         let dir_for_task = dir.clone();
-        let mut texts_for_task = texts.take().unwrap_or_default();
+        let mut texts_for_task = std::mem::take(&mut texts);
         let written_by_task = tokio::task::spawn_blocking(move || {
             let written = texts_for_task.write(&dir_for_task, &snapshot);
             (texts_for_task, written)
@@ -64,7 +64,7 @@ pub(super) async fn write_standings_as_they_come(
         .await;
         let failed = match written_by_task {
             Ok((kept, written)) => {
-                texts = Some(kept);
+                texts = kept;
                 written.err().map(|e| e.to_string())
             }
             Err(e) => Some(format!("standings task failed: {e}")),
