@@ -20,6 +20,13 @@
 //! for it, so the first reads of a fresh server may come back unstamped: those lines are
 //! stamped when they are read, as without the option.
 //!
+//! A read that takes several lines gets one stamp, the last packet's, and the kernel merges
+//! packets that wait unread (keeping the later stamp): a line that came before others in the
+//! same read may have arrived any time after the socket was last found empty. Such a line
+//! carries a [`SharedRead`] (where it ends in the stream, and that lower bound), and the
+//! referee's [`SocketLook`] at a deadline (how many bytes the kernel had received by then) tells
+//! whether it was already there.
+//!
 //! [`last_arrival`]: ArrivalStampedRead::last_arrival
 
 use std::cell::Cell;
@@ -73,7 +80,36 @@ pub struct ReadProgress {
     /// The socket, while its reader lives (-1 otherwise), for asking the kernel how many bytes
     /// wait in it unread.
     socket: AtomicI32,
+    /// How many bytes the reader has taken from the socket in all, as of its last read.
+    consumed: AtomicU64,
+    /// Odd while a read is under way (`consumed` may then lag what the kernel handed over);
+    /// bumped at the start and end of every read, so a look can tell one happened meanwhile.
+    reads: AtomicU64,
 }
+
+/// What the kernel had received of a connection's stream when the referee looked (see
+/// [`ReadProgress::look`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SocketLook {
+    /// When the look began: bytes beyond `received_bytes` had not arrived by then.
+    pub at: Instant,
+    /// The bytes received in all: those read plus those waiting unread.
+    pub received_bytes: u64,
+}
+
+/// A line that shared its read with bytes that came after it: the read's stamp is theirs (an
+/// upper bound of the line's arrival, no more).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SharedRead {
+    /// When the socket was last found empty before the line came (the start of the latest
+    /// read that found it empty or emptied it), if known: the line arrived after that.
+    pub after: Option<Instant>,
+    /// Where the line ends, in bytes from the start of the connection's stream.
+    pub end_byte: u64,
+}
+
+/// How many times a look tries again while the reader is in the middle of a read.
+const LOOK_TRIES: usize = 8;
 
 impl Default for ReadProgress {
     fn default() -> ReadProgress {
@@ -81,6 +117,8 @@ impl Default for ReadProgress {
             drained_at: AtomicU64::new(0),
             waiting: AtomicU64::new(0),
             socket: AtomicI32::new(-1),
+            consumed: AtomicU64::new(0),
+            reads: AtomicU64::new(0),
         }
     }
 }
@@ -125,6 +163,57 @@ impl ReadProgress {
         // that the kernel now says empty), the second look sees that it woke.
         let empty = unread_bytes(socket) == Some(0);
         empty && self.waiting.load(Ordering::SeqCst) == before
+    }
+
+    /// How much of the stream the kernel had received at this moment, read or not; `None` when
+    /// that cannot be told (no socket, the kernel not answering, or the reader kept reading
+    /// through every try). Never counts a byte that had not arrived when the look began.
+    pub fn look(&self) -> Option<SocketLook> {
+        let socket = self.socket.load(Ordering::SeqCst);
+        if socket < 0 {
+            return None;
+        }
+        for _ in 0..LOOK_TRIES {
+            let at = Instant::now();
+            let before = self.reads.load(Ordering::SeqCst);
+            if before & 1 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let unread = unread_bytes(socket)?;
+            let consumed = self.consumed.load(Ordering::SeqCst);
+            // No read began or ended meanwhile: `consumed` is what the kernel had handed over
+            // when it counted the unread bytes.
+            if self.reads.load(Ordering::SeqCst) == before {
+                let unread = u64::try_from(unread).unwrap_or(u64::MAX);
+                return Some(SocketLook {
+                    at,
+                    received_bytes: consumed.saturating_add(unread),
+                });
+            }
+        }
+        None
+    }
+
+    /// The progress of a reader of the socket `fd` that has taken `consumed` bytes of it (for
+    /// the referee's tests, which drive no reader).
+    #[cfg(test)]
+    pub(crate) fn of_socket_read_to(fd: i32, consumed: u64) -> ReadProgress {
+        let progress = ReadProgress::default();
+        progress.socket.store(fd, Ordering::SeqCst);
+        progress.consumed.store(consumed, Ordering::SeqCst);
+        progress
+    }
+
+    /// A read of the socket is about to take bytes.
+    fn read_begins(&self) {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The read is over: the reader has taken `consumed` bytes in all.
+    fn read_ends(&self, consumed: u64) {
+        self.consumed.store(consumed, Ordering::SeqCst);
+        self.reads.fetch_add(1, Ordering::SeqCst);
     }
 
     /// The reader waits for its socket, found empty, with every line handed on.
@@ -195,6 +284,10 @@ pub struct ArrivalStampedRead {
     empty_since: Option<Instant>,
     /// When the latest read began (the moment its lines count as read).
     last_read_began: Option<Instant>,
+    /// `empty_since` as the latest read began: what it took arrived after that.
+    last_read_after: Option<Instant>,
+    /// Bytes read from the socket in all.
+    bytes_read: u64,
 }
 
 impl Drop for ArrivalStampedRead {
@@ -224,7 +317,23 @@ impl ArrivalStampedRead {
             emptied_by_last_read: None,
             empty_since: None,
             last_read_began: None,
+            last_read_after: None,
+            bytes_read: 0,
         }
+    }
+
+    /// Where a line ends that the latest read completed with `left` bytes of it still to
+    /// decode after the line: `None` if the line ended the read (its stamp is its own) or
+    /// reads are not stamped.
+    pub fn shared_read(&self, left: usize) -> Option<SharedRead> {
+        if left == 0 || !self.stamping {
+            return None;
+        }
+        let left = u64::try_from(left).unwrap_or(u64::MAX);
+        Some(SharedRead {
+            after: self.last_read_after,
+            end_byte: self.bytes_read.saturating_sub(left),
+        })
     }
 
     /// When the latest stamped read began (the lines it took count as read then); `None`
@@ -458,19 +567,23 @@ mod kernel {
             let mut short_read = None;
             let mut found_empty = None;
             let progress = &this.progress;
+            let consumed_before = this.bytes_read;
             let read = stream.try_io(Interest::READABLE, || {
                 let room = unfilled.len();
                 let mut iov = [io::IoSliceMut::new(unfilled)];
                 // Taken before the read: if it finds the socket empty or leaves room,
                 // everything received before this moment has been read.
                 let began = tokio::time::Instant::now();
+                progress.read_begins();
                 let msg = recvmsg::<()>(
                     stream.as_raw_fd(),
                     &mut iov,
                     Some(&mut control[..]),
                     MsgFlags::empty(),
-                )
-                .map_err(|e| {
+                );
+                let taken = msg.as_ref().map_or(0, |m| m.bytes);
+                progress.read_ends(consumed_before + u64::try_from(taken).unwrap_or(0));
+                let msg = msg.map_err(|e| {
                     // Nothing was waiting, and every line read before has been handed on.
                     if e == nix::errno::Errno::EAGAIN {
                         progress.drained_at(began);
@@ -504,6 +617,8 @@ mod kernel {
             match read {
                 Ok((bytes, stamp, began)) => {
                     buf.advance(bytes);
+                    this.bytes_read += u64::try_from(bytes).unwrap_or(0);
+                    this.last_read_after = this.empty_since;
                     this.last_arrival =
                         stamp.and_then(|(s, ns)| arrival_instant(s, ns, began, this.empty_since));
                     this.last_read_began = Some(began);
@@ -580,19 +695,8 @@ mod tests {
     async fn a_read_is_stamped_with_the_arrival_not_the_read() {
         let (mut client, mut reader, _write_half) = reader_pair(true).await;
         assert!(reader.is_stamping(), "this kernel refuses SO_TIMESTAMPNS");
-        // Linux switches packet stamping on a moment after the first socket asks for it (a
-        // deferred static key): wait until a read comes back stamped.
+        wait_for_stamps(&mut client, &mut reader).await;
         let mut buf = [0u8; 16];
-        for attempt in 0.. {
-            client.write_all(b"warm\n").await.expect("write");
-            let n = reader.read(&mut buf).await.expect("read");
-            assert_eq!(&buf[..n], b"warm\n");
-            if reader.last_arrival().is_some() {
-                break;
-            }
-            assert!(attempt < 200, "no receive stamps after 2 s");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
         client.write_all(b"hello\n").await.expect("write");
         let written = Instant::now();
         // The bytes wait in the socket while the reader is busy elsewhere.
@@ -613,6 +717,83 @@ mod tests {
             "stamp {:?} after the write",
             arrived.saturating_duration_since(written)
         );
+    }
+
+    /// Writes and reads warm-up lines until the kernel stamps reads (Linux switches packet
+    /// stamping on a moment after the first socket asks for it: a deferred static key).
+    #[cfg(target_os = "linux")]
+    async fn wait_for_stamps(client: &mut TcpStream, reader: &mut ArrivalStampedRead) {
+        let mut buf = [0u8; 16];
+        for attempt in 0.. {
+            client.write_all(b"warm\n").await.expect("write");
+            let n = reader.read(&mut buf).await.expect("read");
+            assert_eq!(&buf[..n], b"warm\n");
+            if reader.last_arrival().is_some() {
+                return;
+            }
+            assert!(attempt < 200, "no receive stamps after 2 s");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Waits until the socket behind `progress` holds at least `bytes` unread.
+    #[cfg(target_os = "linux")]
+    async fn wait_until_unread(progress: &ReadProgress, bytes: usize) {
+        let fd = progress.socket.load(Ordering::SeqCst);
+        for _ in 0..200 {
+            if unread_bytes(fd).is_some_and(|n| n >= bytes) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("{bytes} bytes never arrived");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_line_read_together_with_a_later_one_is_told_apart_by_where_it_ends() {
+        let (mut client, mut reader, _write_half) = reader_pair(true).await;
+        wait_for_stamps(&mut client, &mut reader).await;
+        let progress = reader.progress().expect("stamping");
+        let warm = reader.bytes_read;
+        client.write_all(b"first\n").await.expect("write");
+        wait_until_unread(&progress, 6).await;
+        // Arrived while the first waits unread: one read takes both.
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        let second_written = Instant::now();
+        client.write_all(b"second\n").await.expect("write");
+        wait_until_unread(&progress, 13).await;
+        let look = progress.look().expect("a look");
+        assert_eq!(look.received_bytes, warm + 13, "read and unread bytes");
+        let mut buf = [0u8; 64];
+        let n = reader.read(&mut buf).await.expect("read");
+        assert_eq!(&buf[..n], b"first\nsecond\n");
+        // The read has the later line's stamp: too late for the first line.
+        let stamp = reader.last_arrival().expect("stamped");
+        assert!(
+            stamp + Duration::from_millis(5) >= second_written,
+            "the read's stamp is the second line's"
+        );
+        // The first line shared its read; where it ends tells it from the second.
+        let first = reader.shared_read(7).expect("shared");
+        assert_eq!(first.end_byte, warm + 6);
+        assert!(first.after.is_some_and(|after| after < second_written));
+        assert_eq!(
+            reader.shared_read(0),
+            None,
+            "the last line's stamp is its own"
+        );
+        let now = progress.look().expect("a look");
+        assert_eq!(now.received_bytes, warm + 13, "nothing unread now");
+        assert!(now.at >= look.at);
+    }
+
+    #[tokio::test]
+    async fn a_look_without_a_stamping_reader_tells_nothing() {
+        let (_client, reader, _write_half) = reader_pair(false).await;
+        assert!(reader.progress().is_none());
+        assert_eq!(reader.shared_read(3), None);
+        assert_eq!(ReadProgress::default().look(), None, "no socket");
     }
 
     #[tokio::test]

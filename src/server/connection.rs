@@ -26,7 +26,7 @@ use crate::protocol::{
 };
 
 use super::address::AddressShare;
-use super::arrival::{ArrivalStampedRead, ReadProgress};
+use super::arrival::{ArrivalStampedRead, ReadProgress, SharedRead};
 use super::link::{
     outbox, write_lines, BotLink, LineSink, LinkClose, MoveInput, RefereeInput, StreamSink, TcpSink,
 };
@@ -82,6 +82,9 @@ pub trait BotRead: tokio::io::AsyncRead + Unpin + Send {
     /// The kernel's round-trip estimate of the connection, the only source of lag credit
     /// (`None`: no credit); `now` is the caller's reading of the clock.
     fn kernel_rtt(&self, now: Instant) -> Option<std::time::Duration>;
+    /// For a line the latest read completed, with `left` bytes after it still to decode: where
+    /// it ends in the stream, if later bytes shared its read (its stamp is then theirs).
+    fn shared_read(&self, left: usize) -> Option<SharedRead>;
 }
 
 impl BotRead for ArrivalStampedRead {
@@ -96,6 +99,9 @@ impl BotRead for ArrivalStampedRead {
     }
     fn kernel_rtt(&self, now: Instant) -> Option<std::time::Duration> {
         ArrivalStampedRead::kernel_rtt(self, now)
+    }
+    fn shared_read(&self, left: usize) -> Option<SharedRead> {
+        ArrivalStampedRead::shared_read(self, left)
     }
 }
 
@@ -128,6 +134,19 @@ impl<R: tokio::io::AsyncRead + Unpin + Send> BotRead for UnstampedRead<R> {
     fn kernel_rtt(&self, _now: Instant) -> Option<std::time::Duration> {
         None
     }
+    /// Lines are stamped when read: a stamp is each line's own.
+    fn shared_read(&self, _left: usize) -> Option<SharedRead> {
+        None
+    }
+}
+
+/// When a line reached the server, as well as its read tells.
+#[derive(Debug, Clone, Copy)]
+struct Received {
+    /// Never earlier than the line's arrival (the read's kernel stamp, or when it was read).
+    by: Instant,
+    /// Set when later bytes shared the line's read: `by` is then theirs.
+    shared: Option<SharedRead>,
 }
 
 /// Serves one connection until it closes; logs why it closed.
@@ -428,6 +447,11 @@ impl Connection {
                         latest.door.prefetch();
                     }
                     let rtt = lines.get_ref().kernel_rtt(now);
+                    let shared = lines.get_ref().shared_read(lines.read_buffer().len());
+                    let received = Received {
+                        by: received,
+                        shared,
+                    };
                     let next = self.line(&line, received, now, rtt, &mut reader).await;
                     // Its buffer carries the next line (one allocation less a move).
                     lines.decoder_mut().recycle(line);
@@ -444,12 +468,12 @@ impl Connection {
         }
     }
 
-    /// Handles one line of a bot: read at `now`, its last bytes received at `received`, with
+    /// Handles one line of a bot: read at `now`, its last bytes received by `received`, with
     /// the kernel's round-trip estimate of the connection at hand (`rtt`).
     async fn line(
         &mut self,
         line: &str,
-        received: Instant,
+        received: Received,
         now: Instant,
         rtt: Option<Duration>,
         reader: &mut ReaderState,
@@ -506,7 +530,7 @@ impl Connection {
         }
     }
 
-    async fn handle(&mut self, message: BotMessage, received: Instant, read: Instant) -> Next {
+    async fn handle(&mut self, message: BotMessage, received: Received, read: Instant) -> Next {
         if self.name.is_none() {
             return match message {
                 hello @ BotMessage::Hello { .. } => {
@@ -598,7 +622,7 @@ impl Connection {
         match_id: &str,
         text: &str,
         ply: Option<u32>,
-        received: Instant,
+        received: Received,
         read: Instant,
     ) -> Next {
         let conn_id = self.link.conn_id;
@@ -610,7 +634,8 @@ impl Connection {
             conn_id,
             text,
             ply,
-            received,
+            received: received.by,
+            shared_read: received.shared,
             read,
         };
         if playing.door.try_direct(mv) {

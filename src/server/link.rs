@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::game::Side;
 
-use super::arrival::ReadProgress;
+use super::arrival::{ReadProgress, SharedRead, SocketLook};
 use crate::protocol::RefereeMessage;
 
 /// Round-trip time not measured yet.
@@ -452,6 +452,18 @@ impl BotLink {
             .is_none_or(|r| r.drained_since(at) || r.waits_on_empty_socket())
     }
 
+    /// Whether the connection's reader counts its stream, so that a look at its socket can
+    /// tell which lines had arrived (see [`BotLink::look_at_socket`]).
+    pub fn counts_its_stream(&self) -> bool {
+        self.reading.is_some()
+    }
+
+    /// How much of the bot's stream the server's kernel has received by now, read or not
+    /// (`None` where the reader cannot tell).
+    pub fn look_at_socket(&self) -> Option<SocketLook> {
+        self.reading.as_ref().and_then(|r| r.look())
+    }
+
     /// Queues a message without waiting. A bot whose queue is full is not reading its socket:
     /// it is dropped rather than allowed to hold anyone up. Returns whether the line was queued.
     pub fn send(&self, message: &RefereeMessage) -> bool {
@@ -561,6 +573,8 @@ pub enum RefereeInput {
         /// The `ply` the bot says it answers, if it said.
         ply: Option<u32>,
         received: Instant,
+        /// Set when later bytes shared the line's read (`received` is then theirs).
+        shared_read: Option<SharedRead>,
         read: Instant,
     },
     Resign {
@@ -590,7 +604,12 @@ pub struct MoveInput<'a> {
     pub text: &'a str,
     /// The `ply` the bot says it answers, if it said.
     pub ply: Option<u32>,
+    /// When the kernel received the read that completed the line (or when it was read): never
+    /// earlier than the line's arrival.
     pub received: Instant,
+    /// Set when later bytes came in the same read: `received` is then theirs, and the line may
+    /// have come any time after the socket was last found empty.
+    pub shared_read: Option<SharedRead>,
     pub read: Instant,
 }
 
@@ -603,6 +622,7 @@ impl MoveInput<'_> {
             text: self.text.to_string(),
             ply: self.ply,
             received: self.received,
+            shared_read: self.shared_read,
             read: self.read,
         }
     }
@@ -618,6 +638,7 @@ impl RefereeInput {
                 text,
                 ply,
                 received,
+                shared_read,
                 read,
             } => Some(MoveInput {
                 side: *side,
@@ -625,6 +646,7 @@ impl RefereeInput {
                 text,
                 ply: *ply,
                 received: *received,
+                shared_read: *shared_read,
                 read: *read,
             }),
             _ => None,

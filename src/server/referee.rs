@@ -25,6 +25,7 @@ use crate::game::{new_game, AnyGame, EndReason, Outcome, Side};
 use crate::journal::JournalMove;
 use crate::protocol::{end_wire_lines, BotResult, ErrorCode, RefereeMessage, TurnLine};
 
+use super::arrival::SocketLook;
 use super::journaling::MoveJournal;
 use super::link::{
     BotLink, DirectMoves, MoveInput, RefereeDoor, RefereeInbox, RefereeInput, WriteStamp,
@@ -161,19 +162,11 @@ enum LateInput {
 }
 
 impl LateInput {
-    /// What a move of `side` received at `received` does after the mover's `deadline`.
-    fn of_move(side: Side, received: Instant, mover: Side, deadline: Instant) -> LateInput {
-        match (side == mover, received <= deadline) {
-            (true, true) | (false, _) => LateInput::Handle,
-            (true, false) => LateInput::Timeout,
-        }
-    }
-
-    fn of(input: &RefereeInput, mover: Side, deadline: Instant) -> LateInput {
+    /// What an input other than a move does after the mover's `deadline` (a move is judged by
+    /// when it arrived: [`Referee::accept_move`]).
+    fn of(input: &RefereeInput, mover: Side, _deadline: Instant) -> LateInput {
         match input {
-            RefereeInput::Move { side, received, .. } => {
-                LateInput::of_move(*side, *received, mover, deadline)
-            }
+            RefereeInput::Move { .. } => LateInput::Handle,
             RefereeInput::Resign { side, .. } if *side != mover => LateInput::Ignore,
             RefereeInput::Disconnected { side, .. } | RefereeInput::Connected { side, .. } => {
                 if *side == mover {
@@ -205,6 +198,20 @@ struct MoveTimes {
     think: Duration,
 }
 
+/// The referee's look at the mover's socket when the mover's time runs out: which bytes of
+/// its stream had arrived by the deadline (see [`Referee::arrived_by`]).
+#[derive(Debug, Clone, Copy)]
+enum DeadlineLook {
+    /// Not taken yet in this turn.
+    Due,
+    /// Taken on the connection `conn_id`: what its socket had received (`None` where the
+    /// kernel or a busy reader did not let it tell).
+    Taken {
+        conn_id: u64,
+        seen: Option<SocketLook>,
+    },
+}
+
 /// The state of one running match.
 struct Referee {
     /// Shared with the web view's entry for the game and the finished game.
@@ -227,6 +234,8 @@ struct Referee {
     moves: SharedMoveLog,
     /// Set while a loss on time waits for the mover's reader (see `time_is_up`).
     recheck_at: Option<Instant>,
+    /// The look at the mover's socket at its deadline, in the current turn.
+    deadline_look: DeadlineLook,
     /// Whether the players' connections may play moves directly now (see [`Desk`]): only
     /// while the referee's task waits with nothing half done.
     direct_open: bool,
@@ -334,6 +343,7 @@ impl Referee {
     fn begin_turn(&mut self, side: Side) {
         let now = Instant::now();
         self.turn_started = now;
+        self.deadline_look = DeadlineLook::Due;
         self.turn_written[side.index()].clear();
         self.send_turn(side, true, now);
     }
@@ -448,13 +458,70 @@ impl Referee {
     /// read, and one received after the deadline is late whenever it is read.
     fn accept_move(&mut self, mv: MoveInput<'_>) -> Handled {
         let mover = self.game.turn();
-        if LateInput::of_move(mv.side, mv.received, mover, self.deadline(mover))
-            == LateInput::Timeout
-        {
-            return Handled::Ended(Outcome::win(mover.opponent(), EndReason::Timeout));
+        let mut mv = mv;
+        if mv.side == mover {
+            let deadline = self.deadline(mover);
+            if !self.arrived_by(&mv, deadline) {
+                return Handled::Ended(Outcome::win(mover.opponent(), EndReason::Timeout));
+            }
+            // Counted as arriving in time: it is charged no more than the time it had.
+            mv.received = mv.received.min(deadline);
         }
         let handled = self.handle_move(mv);
         self.unless_time_is_up(handled)
+    }
+
+    /// Whether the mover's move `mv` counts as arriving by `deadline`. Its kernel stamp says
+    /// so; or the stamp is of later bytes that shared its read (the kernel keeps one stamp a
+    /// read, and merges packets that wait unread), and nothing shows the move came after the
+    /// deadline: neither a read that found the socket empty after the deadline and before it
+    /// came, nor the referee's look at the socket at the deadline, taken before its bytes had
+    /// arrived. A move that was waiting in the socket when the referee looked is in time.
+    fn arrived_by(&self, mv: &MoveInput<'_>, deadline: Instant) -> bool {
+        if mv.received <= deadline {
+            return true;
+        }
+        let Some(shared) = mv.shared_read else {
+            return false;
+        };
+        if shared.after.is_some_and(|empty| empty >= deadline) {
+            return false;
+        }
+        match self.deadline_look {
+            DeadlineLook::Taken {
+                conn_id,
+                seen: Some(look),
+            } if conn_id == mv.conn_id && look.at >= deadline => {
+                shared.end_byte <= look.received_bytes
+            }
+            _ => true,
+        }
+    }
+
+    /// Looks at the mover's socket once its time has run out at `now` (see
+    /// [`Referee::arrived_by`]), if that is due in this turn.
+    fn look_at_deadline(&mut self, now: Instant) {
+        if !matches!(self.deadline_look, DeadlineLook::Due) {
+            return;
+        }
+        let mover = self.game.turn();
+        if now < self.deadline(mover) {
+            return;
+        }
+        if let Some(link) = &self.links[mover.index()] {
+            self.deadline_look = DeadlineLook::Taken {
+                conn_id: link.conn_id,
+                seen: link.look_at_socket(),
+            };
+        }
+    }
+
+    /// Whether the look at the mover's socket is still to be taken in this turn.
+    fn deadline_look_due(&self) -> bool {
+        matches!(self.deadline_look, DeadlineLook::Due)
+            && self.links[self.game.turn().index()]
+                .as_ref()
+                .is_some_and(BotLink::counts_its_stream)
     }
 
     /// What an input does that came once the mover's deadline had passed (`late` says, given
@@ -529,6 +596,16 @@ impl Referee {
             .clocks
             .allowed(Side::First)
             .min(self.clocks.allowed(Side::Second));
+        // A turn's look at its mover's socket is due at its deadline, the settle window before
+        // its verdict.
+        if self.links.iter().flatten().any(BotLink::counts_its_stream) {
+            let next = if self.deadline_look_due() {
+                self.deadline(mover).min(verdict)
+            } else {
+                verdict
+            };
+            return next.min(now + shortest);
+        }
         verdict.min(now + shortest + self.settings.timeout_settle)
     }
 
@@ -834,6 +911,7 @@ pub async fn run_journaled_match(
         turn_written: [Arc::new(WriteStamp::new()), Arc::new(WriteStamp::new())],
         moves: replayed.moves,
         recheck_at: None,
+        deadline_look: DeadlineLook::Due,
         direct_open: false,
         turn_line,
         recorded: String::new(),
@@ -941,6 +1019,7 @@ pub async fn run_journaled_match(
                     // was set, or moves played directly since: then this is not the end yet.
                     let mover = referee.game.turn();
                     let now = Instant::now();
+                    referee.look_at_deadline(now);
                     if now < referee.verdict_at(mover) {
                         continue;
                     }
@@ -1009,7 +1088,7 @@ mod tests {
     use super::*;
     use crate::game::GameId;
     use crate::protocol::ClockSpec;
-    use crate::server::arrival::ReadProgress;
+    use crate::server::arrival::{ReadProgress, SharedRead};
     use crate::server::link::{outbox, referee_door, LinkClose, OutboxReader, Outgoing};
 
     const LIMIT: Duration = Duration::from_millis(200);
@@ -1282,6 +1361,7 @@ mod tests {
             text: "F6".into(),
             ply: Some(1),
             received: Instant::now(),
+            shared_read: None,
             read: Instant::now(),
         })
         .await;
@@ -1293,6 +1373,7 @@ mod tests {
             text: "E7".into(),
             ply: Some(0),
             received: Instant::now(),
+            shared_read: None,
             read: Instant::now(),
         })
         .await;
@@ -1319,6 +1400,136 @@ mod tests {
             "no wait for a late move"
         );
         assert_eq!(h.finished().await.moves, Vec::<String>::new());
+    }
+
+    /// A connected socket pair whose accepting side holds `unread` bytes nobody reads, and the
+    /// progress of a reader of it said to have taken `consumed` bytes already (the client
+    /// socket is returned to keep the connection open).
+    fn socket_holding(
+        unread: usize,
+        consumed: u64,
+    ) -> (std::net::TcpStream, std::net::TcpStream, Arc<ReadProgress>) {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let mut client =
+            std::net::TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let (server, _) = listener.accept().expect("accept");
+        client.write_all(&vec![b'x'; unread]).expect("write");
+        let progress = Arc::new(ReadProgress::of_socket_read_to(
+            server.as_raw_fd(),
+            consumed,
+        ));
+        let all = consumed + u64::try_from(unread).expect("small");
+        for _ in 0..400 {
+            if progress.look().map(|l| l.received_bytes) == Some(all) {
+                return (client, server, progress);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        panic!("the bytes never arrived");
+    }
+
+    /// The first player's move `text`, its read stamped `received` by the kernel but shared
+    /// with later bytes: it ends at `end_byte` of the stream, and came after `after`.
+    fn move_sharing_its_read(
+        text: &str,
+        received: Instant,
+        after: Option<Instant>,
+        end_byte: u64,
+    ) -> RefereeInput {
+        RefereeInput::Move {
+            side: Side::First,
+            conn_id: 1,
+            text: text.into(),
+            ply: None,
+            received,
+            shared_read: Some(SharedRead { after, end_byte }),
+            read: Instant::now(),
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test(start_paused = true)]
+    async fn a_move_waiting_in_the_socket_at_the_deadline_is_in_time_though_its_read_was_stamped_later(
+    ) {
+        // 100 bytes read, 10 waiting: the move's line ends at byte 105.
+        let (_client, _server, reading) = socket_holding(10, 100);
+        let mut h = Harness::start_reading(Some(reading));
+        h.expect(Side::First, "turn").await;
+        let turn_sent = Instant::now();
+        tokio::time::sleep(LIMIT + Duration::from_millis(5)).await;
+        // Read now with a later line, whose arrival after the deadline is the read's stamp.
+        h.send(move_sharing_its_read(
+            "F6",
+            turn_sent + LIMIT + Duration::from_millis(4),
+            Some(turn_sent + Duration::from_millis(1)),
+            105,
+        ))
+        .await;
+        let turn = h.expect(Side::Second, "turn").await;
+        assert_eq!(turn["moves"], serde_json::json!(["F6"]));
+        h.resign(Side::Second).await;
+        let game = h.finished().await;
+        assert_eq!(game.outcome.reason, EndReason::Resign);
+        assert_eq!(game.think_ms, vec![200], "charged all its time, no more");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test(start_paused = true)]
+    async fn a_move_not_yet_in_the_socket_at_the_deadline_is_late_whatever_shared_its_read() {
+        let (_client, _server, reading) = socket_holding(10, 100);
+        let mut h = Harness::start_reading(Some(reading));
+        h.expect(Side::First, "turn").await;
+        let turn_sent = Instant::now();
+        tokio::time::sleep(LIMIT + Duration::from_millis(5)).await;
+        // The line ends beyond the 110 bytes the socket had received at the deadline.
+        h.send(move_sharing_its_read(
+            "F6",
+            turn_sent + LIMIT + Duration::from_millis(4),
+            Some(turn_sent + Duration::from_millis(1)),
+            115,
+        ))
+        .await;
+        let end = h.expect(Side::First, "end").await;
+        assert_eq!(end["reason"], "timeout");
+        assert_eq!(h.finished().await.moves, Vec::<String>::new());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_move_after_the_socket_was_found_empty_past_the_deadline_is_late() {
+        let mut h = Harness::start();
+        h.expect(Side::First, "turn").await;
+        let turn_sent = Instant::now();
+        tokio::time::sleep(LIMIT + Duration::from_millis(10)).await;
+        h.send(move_sharing_its_read(
+            "F6",
+            turn_sent + LIMIT + Duration::from_millis(5),
+            Some(turn_sent + LIMIT + Duration::from_millis(1)),
+            50,
+        ))
+        .await;
+        let end = h.expect(Side::First, "end").await;
+        assert_eq!(end["reason"], "timeout");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_move_sharing_its_read_counts_in_time_when_nothing_shows_it_came_late() {
+        // No reader's count to look at: only the stamp of the later bytes speaks against it.
+        let mut h = Harness::start();
+        h.expect(Side::First, "turn").await;
+        let turn_sent = Instant::now();
+        tokio::time::sleep(LIMIT + Duration::from_millis(10)).await;
+        h.send(move_sharing_its_read(
+            "F6",
+            turn_sent + LIMIT + Duration::from_millis(5),
+            Some(turn_sent),
+            50,
+        ))
+        .await;
+        h.expect(Side::Second, "turn").await;
+        h.resign(Side::Second).await;
+        assert_eq!(h.finished().await.think_ms, vec![200]);
     }
 
     #[tokio::test(start_paused = true)]
@@ -1424,6 +1635,7 @@ mod tests {
             text,
             ply: None,
             received: now,
+            shared_read: None,
             read: now,
         }
     }
@@ -1439,6 +1651,7 @@ mod tests {
             text: text.into(),
             ply: None,
             received,
+            shared_read: None,
             read: Instant::now(),
         }
     }
