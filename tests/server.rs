@@ -286,6 +286,63 @@ async fn running_out_of_time_loses_at_the_exact_moment() {
     assert_eq!(g["reason"], "timeout");
 }
 
+/// Waits until this machine's kernel stamps received packets (Linux switches stamping on a
+/// moment after the first socket of the machine asks for it), so that a server started next
+/// stamps its first moves.
+async fn wait_for_kernel_receive_stamps() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (client, accepted) = tokio::join!(tokio::net::TcpStream::connect(addr), listener.accept());
+    let mut client = client.expect("connect");
+    let (read_half, _write_half) = accepted.expect("accept").0.into_split();
+    let mut reader = arena::server::ArrivalStampedRead::new(read_half, true);
+    let mut buf = [0u8; 8];
+    for _ in 0..200 {
+        client.write_all(b"w\n").await.expect("write");
+        let _ = reader.read(&mut buf).await.expect("read");
+        if reader.last_arrival().is_some() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the kernel never stamped a read");
+}
+
+/// On real time, with kernel receive stamps: a move written in time, followed by a `pong` that
+/// reaches the server after the deadline, while the server is too busy to read either. The
+/// server's one read of both gets the `pong`'s late stamp; the move still counts, charged all
+/// the time it had, because it was in the socket when the deadline came.
+#[tokio::test]
+async fn a_move_read_together_with_a_later_line_keeps_its_own_arrival() {
+    wait_for_kernel_receive_stamps().await;
+    let config = two_bot_config("hex", "", "").replace("move_limit_ms = 0", "move_limit_ms = 300");
+    let server = TestServer::start(&config).await;
+    let (mut a, mut b) = two_players(&server, "hex").await;
+    a.expect("turn").await;
+    // The server runs on this test's one thread: until the next `.await` it reads nothing.
+    let writer = a.writer_mut();
+    let wrote = writer
+        .try_write(b"{\"type\":\"move\",\"match\":\"t-r1-p1-g1\",\"move\":\"A1\"}\n")
+        .expect("write the move");
+    assert!(wrote > 0);
+    std::thread::sleep(Duration::from_millis(400));
+    writer
+        .try_write(b"{\"type\":\"pong\",\"id\":0}\n")
+        .expect("write the pong");
+    std::thread::sleep(Duration::from_millis(20));
+    let t = b.expect("turn").await;
+    assert_eq!(t["moves"], json!(["A1"]), "{t}");
+    b.send(json!({"type":"resign","match":MATCH})).await;
+    assert_eq!(a.expect("end").await["result"], "win");
+    let (_, out_dir, _dir) = server.finished().await;
+    let g = &support::read_games(&out_dir)[0];
+    assert_eq!(g["reason"], "resign");
+    assert_eq!(g["think_ms"], json!([300]), "{g}");
+}
+
 /// On real time, with kernel receive stamps: a bot that sends nothing loses when the settle
 /// window after its deadline closes. The referee waits longer (up to a second more) only while
 /// the bot's connection may hold a move that reached the server in time and was not read yet;

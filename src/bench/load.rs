@@ -180,6 +180,9 @@ pub struct LoadResult {
     pub think: Vec<ThinkSample>,
     /// Moves the referees ended on time, with when their `turn` was written.
     pub referee_timeouts: Vec<TimeoutSample>,
+    /// Moves counted in time although their read's stamp (that of later bytes sharing the
+    /// read) was past the deadline.
+    pub shared_read_moves_in_time: u64,
     pub bots: BotsReport,
     /// What the hammering web clients did (`plan.web_hammer` > 0).
     pub hammer: Option<super::web_load::HammerReport>,
@@ -717,6 +720,7 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
     probe::disable();
     let think = probe::take_think_samples();
     let referee_timeouts = probe::take_timeout_samples();
+    let shared_read_moves_in_time = probe::take_shared_read_moves_in_time();
     let bots_text = finish_child(
         &mut child,
         reader,
@@ -762,6 +766,7 @@ async fn measure(config: Config, plan: &LoadPlan, exe: &Path) -> Result<LoadResu
         games_finished: summary.games.len(),
         think,
         referee_timeouts,
+        shared_read_moves_in_time,
         bots,
         hammer,
     })

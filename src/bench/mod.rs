@@ -714,6 +714,11 @@ pub fn run(options: &BenchOptions, progress: &mut impl Write) -> Result<BenchRep
         false_timeout_turn_delays: false_timeout_delays(&timed, timed_plan.think_max_ms),
         timeouts_total: timed.timeouts,
         timeouts_bot_overran: timed.bots.timeouts_overran,
+        shared_read_moves_in_time: referees
+            .iter()
+            .map(|r| r.shared_read_moves_in_time)
+            .sum::<u64>()
+            + timed.shared_read_moves_in_time,
         bot_errors_seen: referees.iter().map(|r| r.bots.errors_seen).sum::<u64>()
             + timed.bots.errors_seen,
         total_s: began.elapsed().as_secs_f64(),
@@ -851,6 +856,7 @@ mod tests {
             games_finished: 0,
             think,
             referee_timeouts: Vec::new(),
+            shared_read_moves_in_time: 0,
             bots: bots::BotsReport {
                 think: bots,
                 ..Default::default()

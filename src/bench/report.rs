@@ -160,6 +160,10 @@ pub struct BenchReport {
     /// Clock phase: games lost on time by a bot that had itself used more than 90% at the wire
     /// (the load generator's process was held up past its planned sleep).
     pub timeouts_bot_overran: u64,
+    /// Moves counted in time although the kernel stamp of their read was past the deadline:
+    /// later bytes (another game's line) shared the read, and the referee's look at the
+    /// socket at the deadline found the move already there (every phase).
+    pub shared_read_moves_in_time: u64,
     pub bot_errors_seen: u64,
     pub total_s: f64,
     /// Every goal with its figure and whether it is met (as the readable report prints them).
@@ -424,6 +428,11 @@ impl BenchReport {
             out,
             "  games lost on time: {} in all; {} of them by a bot that had used more than 90% at the wire (its process was held up)",
             self.timeouts_total, self.timeouts_bot_overran
+        )?;
+        writeln!(
+            out,
+            "  moves in time though their read was stamped past the deadline (a later line shared the read; found in the socket at the deadline): {}",
+            self.shared_read_moves_in_time
         )?;
         writeln!(
             out,

@@ -387,6 +387,23 @@ pub fn take_timeout_samples() -> Vec<TimeoutSample> {
     std::mem::take(&mut *kept)
 }
 
+/// Moves counted in time although their read's kernel stamp was past the deadline (later
+/// bytes shared the read; see `Referee::arrived_by`), while the probe is on.
+static SHARED_READ_MOVES_IN_TIME: AtomicU64 = AtomicU64::new(0);
+
+/// A move was counted in time although its read's stamp, that of later bytes, was past the
+/// deadline.
+pub fn shared_read_move_in_time() {
+    if PROBE.switches.enabled.load(Ordering::Relaxed) {
+        SHARED_READ_MOVES_IN_TIME.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// How many moves [`shared_read_move_in_time`] counted so far (and forgets them).
+pub fn take_shared_read_moves_in_time() -> u64 {
+    SHARED_READ_MOVES_IN_TIME.swap(0, Ordering::Relaxed)
+}
+
 /// Servers of this process that have finished setting up (schedule built, accepting bots).
 static SERVERS_READY: AtomicU64 = AtomicU64::new(0);
 

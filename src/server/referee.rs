@@ -464,8 +464,11 @@ impl Referee {
             if !self.arrived_by(&mv, deadline) {
                 return Handled::Ended(Outcome::win(mover.opponent(), EndReason::Timeout));
             }
-            // Counted as arriving in time: it is charged no more than the time it had.
-            mv.received = mv.received.min(deadline);
+            if mv.received > deadline {
+                // Counted as arriving in time: it is charged no more than the time it had.
+                probe::shared_read_move_in_time();
+                mv.received = deadline;
+            }
         }
         let handled = self.handle_move(mv);
         self.unless_time_is_up(handled)
