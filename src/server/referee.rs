@@ -162,9 +162,9 @@ enum LateInput {
 }
 
 impl LateInput {
-    /// What an input other than a move does after the mover's `deadline` (a move is judged by
-    /// when it arrived: [`Referee::accept_move`]).
-    fn of(input: &RefereeInput, mover: Side, _deadline: Instant) -> LateInput {
+    /// What an input other than a move does once the mover's deadline has passed (a move is
+    /// judged by when it arrived: [`Referee::accept_move`]).
+    fn of(input: &RefereeInput, mover: Side) -> LateInput {
         match input {
             RefereeInput::Move { .. } => LateInput::Handle,
             RefereeInput::Resign { side, .. } if *side != mover => LateInput::Ignore,
@@ -443,9 +443,7 @@ impl Referee {
         if let Some(mv) = input.as_move() {
             return self.accept_move(mv);
         }
-        if let Some(handled) =
-            self.late_verdict(|mover, deadline| LateInput::of(&input, mover, deadline))
-        {
+        if let Some(handled) = self.late_verdict(|mover| LateInput::of(&input, mover)) {
             return handled;
         }
         let handled = self.handle(input);
@@ -528,15 +526,15 @@ impl Referee {
     }
 
     /// What an input does that came once the mover's deadline had passed (`late` says, given
-    /// the mover and the deadline); `None` if it came in time or is handled as usual.
-    fn late_verdict(&self, late: impl FnOnce(Side, Instant) -> LateInput) -> Option<Handled> {
+    /// the mover); `None` if it came in time or is handled as usual.
+    fn late_verdict(&self, late: impl FnOnce(Side) -> LateInput) -> Option<Handled> {
         let mover = self.game.turn();
         // Fresh: the writer may have stamped the turn since the timer was set.
         let clock_end = self.deadline(mover);
         if Instant::now() <= clock_end {
             return None;
         }
-        match late(mover, clock_end) {
+        match late(mover) {
             LateInput::Handle => None,
             LateInput::Ignore => Some(Handled::Nothing),
             LateInput::Timeout => Some(Handled::Ended(Outcome::win(
