@@ -206,11 +206,13 @@ impl ReadProgress {
     }
 
     /// A read of the socket is about to take bytes.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     fn read_begins(&self) {
         self.reads.fetch_add(1, Ordering::SeqCst);
     }
 
     /// The read is over: the reader has taken `consumed` bytes in all.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     fn read_ends(&self, consumed: u64) {
         self.consumed.store(consumed, Ordering::SeqCst);
         self.reads.fetch_add(1, Ordering::SeqCst);

@@ -1450,23 +1450,43 @@ mod tests {
         }
     }
 
+    /// A match of `reading`'s first player (see `Harness::start_reading`), past its deadline:
+    /// once the referee has had its look at the deadline, the first player's move `F6` comes,
+    /// its line ending at `end_byte` of the stream, read together with later bytes whose
+    /// arrival `stamped_late` after the deadline is the read's stamp, after the socket was last
+    /// found empty `empty_after_turn` after the `turn`.
+    async fn move_past_the_deadline_sharing_its_read(
+        reading: Option<Arc<ReadProgress>>,
+        stamped_late: Duration,
+        empty_after_turn: Duration,
+        end_byte: u64,
+    ) -> Harness {
+        let mut h = Harness::start_reading(reading);
+        h.expect(Side::First, "turn").await;
+        let turn_sent = Instant::now();
+        tokio::time::sleep(LIMIT + stamped_late + Duration::from_millis(1)).await;
+        h.send(move_sharing_its_read(
+            "F6",
+            turn_sent + LIMIT + stamped_late,
+            Some(turn_sent + empty_after_turn),
+            end_byte,
+        ))
+        .await;
+        h
+    }
+
     #[cfg(target_os = "linux")]
     #[tokio::test(start_paused = true)]
     async fn a_move_waiting_in_the_socket_at_the_deadline_is_in_time_though_its_read_was_stamped_later(
     ) {
         // 100 bytes read, 10 waiting: the move's line ends at byte 105.
         let (_client, _server, reading) = socket_holding(10, 100);
-        let mut h = Harness::start_reading(Some(reading));
-        h.expect(Side::First, "turn").await;
-        let turn_sent = Instant::now();
-        tokio::time::sleep(LIMIT + Duration::from_millis(5)).await;
-        // Read now with a later line, whose arrival after the deadline is the read's stamp.
-        h.send(move_sharing_its_read(
-            "F6",
-            turn_sent + LIMIT + Duration::from_millis(4),
-            Some(turn_sent + Duration::from_millis(1)),
+        let mut h = move_past_the_deadline_sharing_its_read(
+            Some(reading),
+            Duration::from_millis(4),
+            Duration::from_millis(1),
             105,
-        ))
+        )
         .await;
         let turn = h.expect(Side::Second, "turn").await;
         assert_eq!(turn["moves"], serde_json::json!(["F6"]));
@@ -1480,17 +1500,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_move_not_yet_in_the_socket_at_the_deadline_is_late_whatever_shared_its_read() {
         let (_client, _server, reading) = socket_holding(10, 100);
-        let mut h = Harness::start_reading(Some(reading));
-        h.expect(Side::First, "turn").await;
-        let turn_sent = Instant::now();
-        tokio::time::sleep(LIMIT + Duration::from_millis(5)).await;
         // The line ends beyond the 110 bytes the socket had received at the deadline.
-        h.send(move_sharing_its_read(
-            "F6",
-            turn_sent + LIMIT + Duration::from_millis(4),
-            Some(turn_sent + Duration::from_millis(1)),
+        let mut h = move_past_the_deadline_sharing_its_read(
+            Some(reading),
+            Duration::from_millis(4),
+            Duration::from_millis(1),
             115,
-        ))
+        )
         .await;
         let end = h.expect(Side::First, "end").await;
         assert_eq!(end["reason"], "timeout");
@@ -1499,16 +1515,12 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_move_after_the_socket_was_found_empty_past_the_deadline_is_late() {
-        let mut h = Harness::start();
-        h.expect(Side::First, "turn").await;
-        let turn_sent = Instant::now();
-        tokio::time::sleep(LIMIT + Duration::from_millis(10)).await;
-        h.send(move_sharing_its_read(
-            "F6",
-            turn_sent + LIMIT + Duration::from_millis(5),
-            Some(turn_sent + LIMIT + Duration::from_millis(1)),
+        let mut h = move_past_the_deadline_sharing_its_read(
+            None,
+            Duration::from_millis(5),
+            LIMIT + Duration::from_millis(1),
             50,
-        ))
+        )
         .await;
         let end = h.expect(Side::First, "end").await;
         assert_eq!(end["reason"], "timeout");
@@ -1517,16 +1529,12 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_move_sharing_its_read_counts_in_time_when_nothing_shows_it_came_late() {
         // No reader's count to look at: only the stamp of the later bytes speaks against it.
-        let mut h = Harness::start();
-        h.expect(Side::First, "turn").await;
-        let turn_sent = Instant::now();
-        tokio::time::sleep(LIMIT + Duration::from_millis(10)).await;
-        h.send(move_sharing_its_read(
-            "F6",
-            turn_sent + LIMIT + Duration::from_millis(5),
-            Some(turn_sent),
+        let mut h = move_past_the_deadline_sharing_its_read(
+            None,
+            Duration::from_millis(5),
+            Duration::ZERO,
             50,
-        ))
+        )
         .await;
         h.expect(Side::Second, "turn").await;
         h.resign(Side::Second).await;
