@@ -12,9 +12,12 @@
 //! of the two clocks read together (see `clock_pair`: reused for [`CLOCK_PAIR_REUSE`], since the
 //! two clocks run at one rate and part only when the wall clock is stepped). The instant is
 //! then kept between the start of the previous read that found the socket empty (nothing this
-//! read took can have arrived before it) and the start of this read (nothing it took can have
+//! read took can have arrived before it) and the end of this read (nothing it took can have
 //! arrived after), so a wall clock step can move an arrival only within those bounds; one
-//! older than [`MAX_TRUSTED_AGE`] is not trusted at all.
+//! older than [`MAX_TRUSTED_AGE`] is not trusted at all. The bound is the read's end, not its
+//! start: a thread preempted between reading the clock and entering `recvmsg` takes bytes that
+//! arrived after that clock reading, and bounding them by it would date a bot's answer before
+//! the `turn` it answers (and refuse it as sent ahead).
 //! Where the socket option is refused, reads work as before and [`last_arrival`] is `None`.
 //! Linux also switches packet stamping on a moment after the first socket of the machine asks
 //! for it, so the first reads of a fresh server may come back unstamped: those lines are
@@ -284,8 +287,9 @@ pub struct ArrivalStampedRead {
     /// When the latest read that found the socket empty, or emptied it, began: whatever a
     /// later read takes arrived after that.
     empty_since: Option<Instant>,
-    /// When the latest read began (the moment its lines count as read).
-    last_read_began: Option<Instant>,
+    /// When the latest read that took bytes ended (the moment its lines count as read: nothing
+    /// it took arrived later).
+    last_read_ended: Option<Instant>,
     /// `empty_since` as the latest read began: what it took arrived after that.
     last_read_after: Option<Instant>,
     /// Bytes read from the socket in all.
@@ -318,7 +322,7 @@ impl ArrivalStampedRead {
             progress: Arc::new(progress),
             emptied_by_last_read: None,
             empty_since: None,
-            last_read_began: None,
+            last_read_ended: None,
             last_read_after: None,
             bytes_read: 0,
         }
@@ -338,10 +342,10 @@ impl ArrivalStampedRead {
         })
     }
 
-    /// When the latest stamped read began (the lines it took count as read then); `None`
-    /// without kernel stamps.
-    pub fn last_read_began(&self) -> Option<Instant> {
-        self.last_read_began
+    /// When the latest stamped read that took bytes ended (the lines it took count as read
+    /// then); `None` without kernel stamps.
+    pub fn last_read_ended(&self) -> Option<Instant> {
+        self.last_read_ended
     }
 
     /// When this reader last emptied its socket (shared, for the referees); `None` without
@@ -463,16 +467,16 @@ fn clock_pair(now: Instant) -> (Instant, SystemTime) {
 }
 
 /// Converts a kernel wall-clock stamp (seconds and nanoseconds since 1970) of bytes that a read
-/// beginning at `read_began` took into a monotonic instant, no later than `read_began` and no
+/// ending at `read_ended` took into a monotonic instant, no later than `read_ended` and no
 /// earlier than `empty_since` (see the module comment); `None` for a stamp older than
 /// [`MAX_TRUSTED_AGE`].
 fn arrival_instant(
     tv_sec: i64,
     tv_nsec: i64,
-    read_began: Instant,
+    read_ended: Instant,
     empty_since: Option<Instant>,
 ) -> Option<Instant> {
-    let (mono, wall) = clock_pair(read_began);
+    let (mono, wall) = clock_pair(read_ended);
     let secs = u64::try_from(tv_sec).ok()?;
     let nanos = u32::try_from(tv_nsec).ok()?;
     let stamp = UNIX_EPOCH.checked_add(Duration::new(secs, nanos))?;
@@ -480,11 +484,11 @@ fn arrival_instant(
         Ok(after) => mono.checked_add(after)?,
         Err(before) => mono.checked_sub(before.duration())?,
     };
-    let arrived = arrived.min(read_began);
-    if read_began.duration_since(arrived) > MAX_TRUSTED_AGE {
+    let arrived = arrived.min(read_ended);
+    if read_ended.duration_since(arrived) > MAX_TRUSTED_AGE {
         return None;
     }
-    Some(empty_since.map_or(arrived, |empty| arrived.max(empty.min(read_began))))
+    Some(empty_since.map_or(arrived, |empty| arrived.max(empty.min(read_ended))))
 }
 
 impl AsyncRead for ArrivalStampedRead {
@@ -576,6 +580,8 @@ mod kernel {
                 // Taken before the read: if it finds the socket empty or leaves room,
                 // everything received before this moment has been read.
                 let began = tokio::time::Instant::now();
+                #[cfg(test)]
+                super::tests::before_recvmsg();
                 progress.read_begins();
                 let msg = recvmsg::<()>(
                     stream.as_raw_fd(),
@@ -584,6 +590,12 @@ mod kernel {
                     MsgFlags::empty(),
                 );
                 let taken = msg.as_ref().map_or(0, |m| m.bytes);
+                // Read after the read: what it took arrived by then (see the module comment).
+                let ended = if taken > 0 {
+                    tokio::time::Instant::now()
+                } else {
+                    began
+                };
                 progress.read_ends(consumed_before + u64::try_from(taken).unwrap_or(0));
                 let msg = msg.map_err(|e| {
                     // Nothing was waiting, and every line read before has been handed on.
@@ -602,28 +614,30 @@ mod kernel {
                     }
                 }
                 if msg.bytes > 0 && msg.bytes < room {
-                    short_read = Some((msg.bytes, stamp, began));
+                    short_read = Some((msg.bytes, stamp, began, ended));
                     return Err(io::ErrorKind::WouldBlock.into());
                 }
-                Ok((msg.bytes, stamp, began))
+                Ok((msg.bytes, stamp, began, ended))
             });
             let read = match (read, short_read) {
-                (Err(e), Some((bytes, stamp, began))) if e.kind() == io::ErrorKind::WouldBlock => {
+                (Err(e), Some((bytes, stamp, began, ended)))
+                    if e.kind() == io::ErrorKind::WouldBlock =>
+                {
                     // The socket is empty as of `began`, but the lines just read are not
                     // handed on yet: reported at the next read (above).
                     this.emptied_by_last_read = Some(began);
-                    Ok((bytes, stamp, began))
+                    Ok((bytes, stamp, began, ended))
                 }
                 (read, _) => read,
             };
             match read {
-                Ok((bytes, stamp, began)) => {
+                Ok((bytes, stamp, began, ended)) => {
                     buf.advance(bytes);
                     this.bytes_read += u64::try_from(bytes).unwrap_or(0);
                     this.last_read_after = this.empty_since;
                     this.last_arrival =
-                        stamp.and_then(|(s, ns)| arrival_instant(s, ns, began, this.empty_since));
-                    this.last_read_began = Some(began);
+                        stamp.and_then(|(s, ns)| arrival_instant(s, ns, ended, this.empty_since));
+                    this.last_read_ended = Some(ended);
                     if short_read.is_some() {
                         this.empty_since = Some(began);
                     }
@@ -690,6 +704,58 @@ mod tests {
             ArrivalStampedRead::new(read_half, stamp),
             write_half,
         )
+    }
+
+    thread_local! {
+        /// Run by a stamped read of this thread between reading the clock and `recvmsg`: what
+        /// a preemption there lets happen.
+        static BEFORE_RECVMSG: std::cell::RefCell<Option<Box<dyn FnOnce()>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+
+    pub(super) fn before_recvmsg() {
+        if let Some(hook) = BEFORE_RECVMSG.with(|hook| hook.borrow_mut().take()) {
+            hook();
+        }
+    }
+
+    /// A read whose thread is held up between reading the clock and entering `recvmsg` takes
+    /// bytes that arrived meanwhile: they are dated when they arrived, never before the read's
+    /// clock reading (a bot's answer would otherwise seem to precede the `turn` it answers).
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn bytes_that_arrive_while_a_read_is_held_up_are_dated_by_their_arrival() {
+        let (mut client, mut reader, _write_half) = reader_pair(true).await;
+        wait_for_stamps(&mut client, &mut reader).await;
+        let progress = reader.progress().expect("stamping");
+        client.write_all(b"a\n").await.expect("write");
+        wait_until_unread(&progress, 2).await;
+        let mut client = client.into_std().expect("std socket");
+        client.set_nonblocking(false).expect("blocking");
+        let written = std::rc::Rc::new(std::cell::Cell::new(None));
+        let written_in_hook = written.clone();
+        BEFORE_RECVMSG.with(|hook| {
+            *hook.borrow_mut() = Some(Box::new(move || {
+                use std::io::Write;
+                std::thread::sleep(Duration::from_millis(20));
+                written_in_hook.set(Some(Instant::now()));
+                client.write_all(b"b\n").expect("write");
+                // Loopback delivers at once; give it time anyway.
+                std::thread::sleep(Duration::from_millis(20));
+            }));
+        });
+        let mut buf = [0u8; 16];
+        let n = reader.read(&mut buf).await.expect("read");
+        assert_eq!(&buf[..n], b"a\nb\n");
+        let written = written.get().expect("the hook ran");
+        let arrived = reader.last_arrival().expect("stamped");
+        assert!(
+            arrived + Duration::from_millis(1) >= written,
+            "dated {:?} before the bytes were written",
+            written.duration_since(arrived)
+        );
+        let read = reader.last_read_ended().expect("read");
+        assert!(read >= written && arrived <= read);
     }
 
     #[cfg(target_os = "linux")]
@@ -918,7 +984,7 @@ mod tests {
     }
 
     #[test]
-    fn stamps_are_kept_between_the_last_empty_socket_and_the_read() {
+    fn stamps_are_kept_between_the_last_empty_socket_and_the_reads_end() {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
@@ -928,27 +994,27 @@ mod tests {
                 .duration_since(UNIX_EPOCH)
                 .expect("after 1970");
             let stamp = |d: Duration| (d.as_secs() as i64, i64::from(d.subsec_nanos()));
-            let began = Instant::now();
-            // From the future (a wall clock stepped back): the read's start.
+            let ended = Instant::now();
+            // From the future (a wall clock stepped back): the read's end.
             let (s, ns) = stamp(wall + Duration::from_secs(5));
-            assert_eq!(arrival_instant(s, ns, began, None), Some(began));
+            assert_eq!(arrival_instant(s, ns, ended, None), Some(ended));
             // Too old to trust.
             let (s, ns) = stamp(wall - MAX_TRUSTED_AGE - Duration::from_secs(1));
-            assert_eq!(arrival_instant(s, ns, began, None), None);
+            assert_eq!(arrival_instant(s, ns, ended, None), None);
             // A recent one: its age before the read.
             let (s, ns) = stamp(wall - Duration::from_millis(200));
-            let got = arrival_instant(s, ns, began, None).expect("recent stamp");
-            let age = began.duration_since(got);
+            let got = arrival_instant(s, ns, ended, None).expect("recent stamp");
+            let age = ended.duration_since(got);
             assert!(
                 age >= Duration::from_millis(199) && age <= Duration::from_millis(230),
                 "{age:?}"
             );
             // Never before the socket was last found empty (a wall clock stepped forward).
-            let empty = began - Duration::from_millis(50);
-            assert_eq!(arrival_instant(s, ns, began, Some(empty)), Some(empty));
-            // An empty socket after it: the bound is the read's start.
-            let later = began + Duration::from_millis(1);
-            assert_eq!(arrival_instant(s, ns, began, Some(later)), Some(began));
+            let empty = ended - Duration::from_millis(50);
+            assert_eq!(arrival_instant(s, ns, ended, Some(empty)), Some(empty));
+            // An empty socket after it: the bound is the read's end.
+            let later = ended + Duration::from_millis(1);
+            assert_eq!(arrival_instant(s, ns, ended, Some(later)), Some(ended));
         });
     }
 

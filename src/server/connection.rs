@@ -74,7 +74,7 @@ type LineStream<R> = FramedRead<R, CappedLineCodec>;
 /// A bot's byte stream, and when the kernel received the bytes of the last read (if known).
 pub trait BotRead: tokio::io::AsyncRead + Unpin + Send {
     fn last_arrival(&self) -> Option<Instant>;
-    /// When the read that took the latest bytes began, where the reader notes it: the moment
+    /// When the read that took the latest bytes ended, where the reader notes it: the moment
     /// its lines count as read (one clock read less a line than asking the clock again).
     fn last_read_at(&self) -> Option<Instant>;
     /// When the reader last emptied its socket, if it can tell (see `ReadProgress`).
@@ -92,7 +92,7 @@ impl BotRead for ArrivalStampedRead {
         ArrivalStampedRead::last_arrival(self)
     }
     fn last_read_at(&self) -> Option<Instant> {
-        self.last_read_began()
+        self.last_read_ended()
     }
     fn read_progress(&self) -> Option<Arc<ReadProgress>> {
         self.progress()
@@ -421,9 +421,9 @@ impl Connection {
                     break "no hello in time".to_string();
                 }
             };
-            // When the line was read: the start of the read that completed it, where the
-            // reader notes it, else now. The kernel's receive time of that read (see
-            // `arrival`): never later than the read, and never earlier than the line's arrival.
+            // When the line was read: the end of the read that completed it, where the reader
+            // notes it, else now. The kernel's receive time of that read (see `arrival`): never
+            // later than the read, and never earlier than the line's arrival.
             let now = lines.get_ref().last_read_at().unwrap_or_else(Instant::now);
             let received = lines
                 .get_ref()
