@@ -1319,10 +1319,23 @@ async fn served_tournaments_with_the_example_bots_and_a_bridged_engine() {
 
     // Keep reading the server's stdout so it never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    let status = tokio::time::timeout(Duration::from_secs(600), server.wait())
-        .await
-        .expect("the tournaments did not finish")
-        .unwrap();
+    let Ok(status) = tokio::time::timeout(Duration::from_secs(180), server.wait()).await else {
+        // Say where the league stood: the tail of each log names the game that hung.
+        let tail = |name: &str| {
+            let log = std::fs::read_to_string(dir.path().join(name)).unwrap_or_default();
+            let start = log.len().saturating_sub(20_000);
+            let start = (start..log.len())
+                .find(|&i| log.is_char_boundary(i))
+                .unwrap_or(0);
+            log[start..].to_string()
+        };
+        panic!(
+            "the tournaments did not finish\n--- server.log (tail)\n{}\n--- bridge.log (tail)\n{}",
+            tail("server.log"),
+            tail("bridge.log")
+        );
+    };
+    let status = status.unwrap();
     let server_log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
     assert!(status.success(), "server failed: {server_log}");
 
