@@ -9,6 +9,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -1323,11 +1325,7 @@ async fn served_tournaments_with_the_example_bots_and_a_bridged_engine() {
         // Say where the league stood: the tail of each log names the game that hung.
         let tail = |name: &str| {
             let log = std::fs::read_to_string(dir.path().join(name)).unwrap_or_default();
-            let start = log.len().saturating_sub(20_000);
-            let start = (start..log.len())
-                .find(|&i| log.is_char_boundary(i))
-                .unwrap_or(0);
-            log[start..].to_string()
+            support::last_lines(&log, 60)
         };
         panic!(
             "the tournaments did not finish\n--- server.log (tail)\n{}\n--- bridge.log (tail)\n{}",

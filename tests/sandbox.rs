@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod support;
-use support::processes_mentioning;
+use support::{last_lines, processes_mentioning};
 
 fn arena() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_arena"));
@@ -104,7 +104,7 @@ fn serve(root: &Path, config: &str, limit: Duration) -> (Output, Duration) {
             let stderr = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
             panic!(
                 "the league did not finish within {limit:?}; its log ends:\n{}",
-                tail(&stderr, 40)
+                last_lines(&stderr, 40)
             );
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -115,19 +115,14 @@ fn serve(root: &Path, config: &str, limit: Duration) -> (Output, Duration) {
     (output, elapsed)
 }
 
-fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
 /// The log of a league that finished and ran its program bots in the sandbox.
 fn finished_sandboxed(output: &Output) -> String {
     let log = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert!(output.status.success(), "{}", tail(&log, 40));
+    assert!(output.status.success(), "{}", last_lines(&log, 40));
     assert!(
         log.contains("program bots run in a sandbox"),
         "{}",
-        tail(&log, 40)
+        last_lines(&log, 40)
     );
     log
 }
@@ -254,7 +249,7 @@ clock = {{ initial_ms = 20000 }}
     );
     let (output, _) = serve(root.path(), &config, Duration::from_secs(50));
     let log = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{}", tail(&log, 40));
+    assert!(output.status.success(), "{}", last_lines(&log, 40));
     // Every attack was tried (at the start check and in each of its two games) and failed.
     for attack in [
         "read-config",
@@ -285,7 +280,7 @@ clock = {{ initial_ms = 20000 }}
     reports.sort();
     reports.dedup();
     eprintln!("what the hostile engine reported:\n{}", reports.join("\n"));
-    assert!(!log.contains("SUCCEEDED"), "{}", tail(&log, 60));
+    assert!(!log.contains("SUCCEEDED"), "{}", last_lines(&log, 60));
     assert!(log.contains("attacks done"));
     assert!(
         log.contains("printed more than its 16 MiB of output"),
@@ -422,7 +417,7 @@ clock = {{ initial_ms = 30000 }}
             ]
             .contains(&reason),
             "an honest engine failed in the sandbox: {line}\n{}",
-            tail(&log, 40)
+            last_lines(&log, 40)
         );
         assert!(line["moves"].as_array().unwrap().len() > 4, "{line}");
     }
@@ -480,7 +475,7 @@ failed_starts = 2
     // absent_forfeit_ms is 60 s by default: four games would take four minutes.
     let (output, elapsed) = serve(root.path(), &config, Duration::from_secs(40));
     let log = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{}", tail(&log, 40));
+    assert!(output.status.success(), "{}", last_lines(&log, 40));
     assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
     let lines = games(&out);
     assert_eq!(lines.len(), 4);
@@ -716,13 +711,13 @@ fn the_shipped_demo_runs_its_python_program_bot_sandboxed() {
         .filter(|g| g["first"] == "python-random" || g["second"] == "python-random")
         .collect();
     // A double round-robin of three bots: python-random meets each of the others once a leg.
-    assert_eq!(python.len(), 4, "{lines:?}\n{}", tail(&log, 40));
+    assert_eq!(python.len(), 4, "{lines:?}\n{}", last_lines(&log, 40));
     for game in python {
         assert_eq!(
             game["reason"],
             "connection",
             "the program bot did not play its game out in the sandbox: {game}\n{}",
-            tail(&log, 40)
+            last_lines(&log, 40)
         );
         assert!(game["moves"].as_array().unwrap().len() > 10, "{game}");
     }

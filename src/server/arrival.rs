@@ -725,11 +725,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn bytes_that_arrive_while_a_read_is_held_up_are_dated_by_their_arrival() {
-        let (mut client, mut reader, _write_half) = reader_pair(true).await;
-        wait_for_stamps(&mut client, &mut reader).await;
-        let progress = reader.progress().expect("stamping");
-        client.write_all(b"a\n").await.expect("write");
-        wait_until_unread(&progress, 2).await;
+        let (client, mut reader, _write_half, _) = stamped_reader_holding(b"a\n").await;
         let mut client = client.into_std().expect("std socket");
         client.set_nonblocking(false).expect("blocking");
         let written = std::rc::Rc::new(std::cell::Cell::new(None));
@@ -817,15 +813,32 @@ mod tests {
         panic!("{bytes} bytes never arrived");
     }
 
+    /// A stamping reader past its warm-up (see `wait_for_stamps`) whose socket holds `line`
+    /// unread, with the client, the server's write half and the reader's progress.
+    #[cfg(target_os = "linux")]
+    async fn stamped_reader_holding(
+        line: &[u8],
+    ) -> (
+        TcpStream,
+        ArrivalStampedRead,
+        tokio::net::tcp::OwnedWriteHalf,
+        Arc<ReadProgress>,
+    ) {
+        let (mut client, mut reader, write_half) = reader_pair(true).await;
+        wait_for_stamps(&mut client, &mut reader).await;
+        let progress = reader.progress().expect("stamping");
+        client.write_all(line).await.expect("write");
+        wait_until_unread(&progress, line.len()).await;
+        (client, reader, write_half, progress)
+    }
+
     #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn a_line_read_together_with_a_later_one_is_told_apart_by_where_it_ends() {
-        let (mut client, mut reader, _write_half) = reader_pair(true).await;
-        wait_for_stamps(&mut client, &mut reader).await;
-        let progress = reader.progress().expect("stamping");
+        let (mut client, mut reader, _write_half, progress) =
+            stamped_reader_holding(b"first\n").await;
+        // The warm-up's bytes: `first` waits unread.
         let warm = reader.bytes_read;
-        client.write_all(b"first\n").await.expect("write");
-        wait_until_unread(&progress, 6).await;
         // Arrived while the first waits unread: one read takes both.
         tokio::time::sleep(Duration::from_millis(40)).await;
         let second_written = Instant::now();

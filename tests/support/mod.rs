@@ -418,3 +418,9 @@ pub fn python_bot(args: &[&str]) -> Command {
         .args(args);
     command
 }
+
+/// The last `lines` lines of `text` (a log to show when a test fails).
+pub fn last_lines(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
